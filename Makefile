@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# vgpu: build the module against a kernel build tree.
+#
+#   make                                   build against the test kernel
+#   make KDIR=/lib/modules/$(uname -r)/build   build against a node's kernel
+#   make install                           modules_install + depmod
+#   make test                              every test (host, KUnit, VM)
+#   make demo                              the VM demo
+#   make vm                                boot the test VM to a shell
+#   make check                             rustfmt + clippy + warnings as errors
+#
+# The test kernel is built with LLVM=-19; a node's kernel takes whatever it was
+# built with (pass LLVM=... yourself if it was built with clang).
+
+TEST_KDIR := $(CURDIR)/build/kernel-fast
+KDIR ?= $(TEST_KDIR)
+ifeq ($(KDIR),$(TEST_KDIR))
+LLVM ?= -19
+endif
+ifneq ($(LLVM),)
+KBUILD_OPTS += LLVM=$(LLVM)
+endif
+ifeq ($(WERROR),1)
+KBUILD_OPTS += KRUSTFLAGS=-Dwarnings KCFLAGS=-Werror
+endif
+ifeq ($(CLIPPY),1)
+KBUILD_OPTS += CLIPPY=1
+endif
+
+.PHONY: all modules install modules_install clean check test bench demo vm kernel
+
+all: modules
+
+modules: $(if $(filter $(TEST_KDIR),$(KDIR)),kernel)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) modules
+
+kernel:
+	@scripts/build-kernel.sh fast
+
+modules_install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) modules_install
+
+install: modules_install
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) clean 2>/dev/null || true
+	cd userspace && cargo clean
+
+check:
+	$(MAKE) WERROR=1 CLIPPY=1 modules
+	rustfmt --edition 2021 --check src/vgpu.rs
+	cd userspace && cargo fmt --all -- --check && cargo clippy --all-targets -- -D warnings
+
+test:
+	scripts/test.sh $(TEST_ARGS)
+
+bench:
+	scripts/bench.sh
+
+demo:
+	scripts/demo.sh
+
+vm:
+	scripts/vm.sh --shell

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Build the kernel modules for one test-kernel variant, warnings as errors:
+# vgpu.ko (src/) and the test double of the NVIDIA driver (selftests/), when
+# present. The sources are mirrored into build/mod-<variant>/ so the two
+# variants' objects never mix, and rebuilds are incremental.
+#
+#   scripts/build-modules.sh [fast|debug]
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+variant=${1:-fast}
+kdir="$VGPU_TOP/build/kernel-$variant"
+[ -f "$kdir/.vgpu-complete" ] || "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+stage="$VGPU_TOP/build/mod-$variant"
+mkdir -p "$stage"
+
+# Mirror sources, keeping timestamps of unchanged files (cp -u) and removing
+# files deleted upstream.
+mirror() {
+    local from=$1 to=$2
+    mkdir -p "$to"
+    (cd "$from" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
+    while IFS= read -r f; do
+        mkdir -p "$to/$(dirname "$f")"
+        cmp -s "$from/$f" "$to/$f" || cp "$from/$f" "$to/$f"
+    done
+    (cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
+    while IFS= read -r f; do [ -e "$from/$f" ] || rm -f "$to/$f"; done
+}
+
+log="$stage/build.log"
+kmake() {
+    make -C "$kdir" LLVM=-19 CLIPPY=1 KRUSTFLAGS=-Dwarnings KCFLAGS=-Werror -j"$(nproc)" "$@" >"$log" 2>&1 || {
+        cat "$log" >&2; echo "modules($variant): build failed" >&2; exit 1; }
+    if grep -qiE '(^|[^-])warning[:\[]' "$log"; then
+        cat "$log" >&2; echo "modules($variant): warnings are errors" >&2; exit 1
+    fi
+}
+
+extra_symbols=()
+if [ -f "$VGPU_TOP/selftests/nvidia/Kbuild" ]; then
+    mirror "$VGPU_TOP/selftests/nvidia" "$stage/nvidia"
+    kmake M="$stage/nvidia" modules
+    extra_symbols=(KBUILD_EXTRA_SYMBOLS="$stage/nvidia/Module.symvers")
+fi
+mirror "$VGPU_TOP/src" "$stage/vgpu/src"
+cp -u "$VGPU_TOP/Kbuild" "$stage/vgpu/Kbuild"
+kmake M="$stage/vgpu" "${extra_symbols[@]}" modules
+echo "modules($variant): $(cd "$stage" && find . -name '*.ko' | sort | tr '\n' ' ')"

@@ -1,0 +1,12 @@
+# Shared settings for vgpu's scripts. Sourced, not run.
+# shellcheck shell=bash
+VGPU_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export VGPU_TOP
+export VGPU_KERNEL_SERIES=7.3
+export VGPU_RUST_SRC_VERSION="1.95.0+dfsg1-2~bpo13+1"
+export VGPU_BINDGEN_VERSION=0.73
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+export RUST_LIB_SRC=/usr/src/rustc-1.95.0/library
+export PATH="$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH"
+# Where built kernels are cached, keyed by the hash of their inputs.
+export VGPU_CACHE="${VGPU_CACHE:-$HOME/.cache/vgpu}"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build the test VM's initramfs for one variant: busybox, the modules (with
+# modules.dep so modprobe works), the test programs and the guest init.
+#
+#   scripts/initramfs.sh [fast|debug]   -> build/initramfs-<variant>.cpio.gz
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+variant=${1:-fast}
+kdir="$VGPU_TOP/build/kernel-$variant"
+krel=$(cat "$kdir/include/config/kernel.release")
+root="$VGPU_TOP/build/initramfs-$variant"
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,root,etc,lib/modules/"$krel"/extra}
+
+cp /bin/busybox "$root/bin/busybox"
+for applet in $("$root/bin/busybox" --list); do
+    [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"
+done
+
+find "$VGPU_TOP/build/mod-$variant" -name '*.ko' -exec cp {} "$root/lib/modules/$krel/extra/" \;
+touch "$root/lib/modules/$krel/modules.order" "$root/lib/modules/$krel/modules.builtin"
+
+# Test programs: static, so the initramfs needs no libc.
+(cd "$VGPU_TOP/userspace" &&
+ CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
+ cargo build -q --release --target x86_64-unknown-linux-gnu --target-dir "$VGPU_TOP/build/guest-target" \
+     -p vgpu-selftest)
+cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/bin/"
+
+cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
+chmod +x "$root/init"
+echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
+echo "nobody:x:65534:65534:nobody:/:/bin/sh" >> "$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$root.cpio.gz"
+echo "initramfs($variant): $root.cpio.gz ($(du -h "$root.cpio.gz" | cut -f1))"

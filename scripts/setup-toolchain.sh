@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Install everything vgpu needs to build and test, from the package registries
+# (Debian's archive and crates.io). Idempotent: a second run checks and exits
+# in seconds.
+#
+# What it installs:
+#   - kernel build deps: bc bison flex libelf-dev libssl-dev cpio
+#   - VM: qemu-system-x86 busybox-static
+#   - libclang >= 17 (bookworm's libclang-19-dev), for bindgen and Kconfig's
+#     CONFIG_RUST check
+#   - from trixie-backports (pinned low so nothing else upgrades):
+#     linux-source-7.3 and the rust-src matching the machine's rustc
+#   - bindgen-cli and cbindgen from crates.io
+set -euo pipefail
+
+. "$(dirname "$0")/env.sh"
+
+need_apt=()
+for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd \
+         qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")
+done
+
+src_pkg="linux-source-${VGPU_KERNEL_SERIES}"
+rustsrc_ver="${VGPU_RUST_SRC_VERSION}"
+dpkg-query -W -f='${Status}' "$src_pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$src_pkg")
+if [ "$(dpkg-query -W -f='${Version}' rust-src 2>/dev/null || true)" != "$rustsrc_ver" ]; then
+    need_apt+=("rust-src=$rustsrc_ver")
+fi
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    mirror=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null \
+             | grep -m1 -o 'https\?://[^ ]*debian/\?' || echo http://deb.debian.org/debian/)
+    if [ "$codename" != trixie ] && [ ! -f /etc/apt/sources.list.d/vgpu-trixie-backports.sources ]; then
+        cat > /etc/apt/sources.list.d/vgpu-trixie-backports.sources <<SRC
+Types: deb
+URIs: ${mirror}
+Suites: trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+        cat > /etc/apt/preferences.d/vgpu-trixie-backports <<PIN
+Package: *
+Pin: release n=trixie-backports
+Pin-Priority: 50
+PIN
+    fi
+    echo "setup: installing ${need_apt[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -t bookworm "${need_apt[@]/#/}" 2>/dev/null \
+      || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
+fi
+
+# Rust side: the kernel wants rustfmt/clippy for checks; bindgen and cbindgen.
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+if ! bindgen --version 2>/dev/null | grep -q "bindgen ${VGPU_BINDGEN_VERSION}"; then
+    cargo install --locked --version "~${VGPU_BINDGEN_VERSION}" bindgen-cli
+fi
+if ! command -v cbindgen >/dev/null 2>&1; then
+    cargo install --locked cbindgen
+fi
+
+echo "setup: toolchain ready (rustc $(rustc --version | cut -d' ' -f2), bindgen $(bindgen --version | cut -d' ' -f2), $(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Run every test vgpu has, from a fresh machine:
+#   1. install the toolchain (idempotent) and build the test kernels (cached);
+#   2. host: rustfmt and clippy, `cargo test` of the userspace workspace
+#      (the module's core-only logic, the client library, tools);
+#   3. VM: the modules built warning-free (with clippy), then the selftests
+#      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
+#      lockdep, kmemleak).
+# Ends with one line "N passed, N failed" summing all of them and exits
+# non-zero if anything failed or a VM could not run.
+#
+#   scripts/test.sh [--fast-only]     (--fast-only skips the debug kernel)
+set -uo pipefail
+. "$(dirname "$0")/env.sh"
+cd "$VGPU_TOP"
+
+variants=(fast debug)
+[ "${1:-}" = --fast-only ] && variants=(fast)
+
+passed=0 failed=0
+pass() { passed=$((passed + $1)); }
+fail() { failed=$((failed + $1)); echo "test: FAIL: $2"; }
+step() { echo; echo "=== $* ==="; }
+
+step "toolchain"
+if ! scripts/setup-toolchain.sh; then
+    echo "test: toolchain setup failed; nothing can run"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+step "kernels"
+for v in "${variants[@]}"; do
+    scripts/build-kernel.sh "$v" || fail 1 "kernel($v) build"
+done
+
+step "host: style"
+ksrc=$(readlink -f build/kernel-fast/source 2>/dev/null || true)
+fmtcfg=()
+[ -f "$ksrc/.rustfmt.toml" ] && fmtcfg=(--config-path "$ksrc/.rustfmt.toml")
+for root in src/vgpu.rs $(ls selftests/nvidia/*.rs 2>/dev/null | head -1); do
+    if rustfmt --edition 2021 "${fmtcfg[@]}" --check "$root" >/dev/null; then pass 1; else fail 1 "rustfmt $root"; fi
+done
+if (cd userspace && cargo fmt --all -- --check >/dev/null); then pass 1; else fail 1 "cargo fmt (userspace)"; fi
+if (cd userspace && cargo clippy -q --all-targets -- -D warnings); then pass 1; else fail 1 "clippy (userspace)"; fi
+
+step "host: cargo test"
+log=$(mktemp)
+(cd userspace && cargo test --workspace 2>&1) | tee "$log" | grep -E '^(test result|error|---- )' || true
+hp=$(awk '/^test result:/ {s += $4} END {print s + 0}' "$log")
+hf=$(awk '/^test result:/ {s += $6} END {print s + 0}' "$log")
+if grep -q '^test result:' "$log"; then
+    pass "$hp"; [ "$hf" = 0 ] || fail "$hf" "host tests"
+    grep -qE '^error(\[|:)' "$log" && fail 1 "host tests did not build"
+else
+    fail 1 "host tests did not run"
+fi
+rm -f "$log"
+
+for v in "${variants[@]}"; do
+    step "VM ($v kernel)"
+    if scripts/vm.sh --variant "$v"; then :; else echo "test: vm($v) reported failure"; fi
+    if [ -f "build/vm-$v/counts" ]; then
+        read -r vp vf < "build/vm-$v/counts"
+        pass "$vp"; [ "$vf" = 0 ] || fail "$vf" "vm($v)"
+    else
+        fail 1 "vm($v) did not run"
+    fi
+done
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Boot the vgpu test VM under QEMU (software emulation).
+#
+#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [SUITE...]
+#
+# Default: build what is missing (kernel, modules, initramfs), boot, run the
+# selftests, and check the run: TAP results, KUnit results from the kernel
+# log, and no oops, BUG, WARNING, KASAN, kmemleak or lockdep report. Exits
+# non-zero if any test failed, the guest logged a report, or it did not
+# finish in time. Logs land in build/vm-<variant>/ (console.log = kernel log,
+# tap.log = test output, counts = "passed failed" for scripts/test.sh).
+#
+# --shell boots to an interactive shell on this terminal (leave with
+# `reboot -f`, or Ctrl-A X).
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+variant=fast mode=test timeout=""
+suites=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --variant) variant=$2; shift 2 ;;
+    --shell) mode=shell; shift ;;
+    --demo) mode=demo; shift ;;
+    --timeout) timeout=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -*) echo "vm: unknown option $1" >&2; exit 2 ;;
+    *) suites+=("$1"); shift ;;
+    esac
+done
+# Software emulation: the debug kernel (KASAN, lockdep) is several times slower.
+[ -n "$timeout" ] || { [ "$variant" = debug ] && timeout=900 || timeout=300; }
+
+"$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+"$VGPU_TOP/scripts/build-modules.sh" "$variant"
+"$VGPU_TOP/scripts/initramfs.sh" "$variant"
+
+kdir="$VGPU_TOP/build/kernel-$variant"
+out="$VGPU_TOP/build/vm-$variant"
+rm -rf "$out" && mkdir -p "$out"
+args=$(IFS=,; echo "${suites[*]:-}")
+append="console=ttyS0 panic=-1 oops=panic loglevel=6 vgpu_mode=$mode vgpu_args=$args"
+mem=1G; [ "$variant" = debug ] && mem=2G
+qemu=(qemu-system-x86_64 -machine pc -cpu max -smp 2 -m "$mem" -no-reboot
+      -display none -monitor none
+      -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGPU_TOP/build/initramfs-$variant.cpio.gz"
+      -append "$append")
+
+if [ "$mode" = shell ]; then
+    exec "${qemu[@]}" -serial mon:stdio -serial "file:$out/tap.log"
+fi
+
+echo "vm($variant): booting, mode=$mode, timeout ${timeout}s"
+start=$(date +%s)
+set +e
+timeout --foreground "$timeout" "${qemu[@]}" -serial "file:$out/console.log" -serial "file:$out/tap.log" </dev/null
+qrc=$?
+set -e
+echo "vm($variant): guest ran $(( $(date +%s) - start ))s (qemu rc $qrc)"
+[ "$mode" = demo ] && { cat "$out/tap.log"; }
+python3 "$VGPU_TOP/scripts/vmcheck.py" --variant "$variant" --mode "$mode" --qemu-rc "$qrc" "$out"

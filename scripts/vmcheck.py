@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Check one test-VM run: read its logs and decide pass or fail.
+
+Reads build/vm-<variant>/console.log (kernel log and init's markers) and
+tap.log (the selftests' TAP). Prints a summary, writes `counts`
+("<passed> <failed>", selftests plus KUnit cases), and exits non-zero if
+ - any TAP test or KUnit case failed, or the TAP plan was not met,
+ - no vgpu KUnit suite ran (when tests were run),
+ - the kernel logged an oops, BUG, WARNING, KASAN, kmemleak or lockdep report,
+ - the guest did not reach its end marker (crash, hang or timeout).
+"""
+import argparse
+import os
+import re
+import sys
+
+# Kernel log patterns that mean the run is bad, whatever the tests said.
+REPORTS = [
+    (re.compile(r"\bBUG[: ]"), "BUG"),
+    (re.compile(r"\bOops\b|general protection fault|Kernel panic"), "oops/panic"),
+    (re.compile(r"WARNING: "), "WARNING"),
+    (re.compile(r"KASAN"), "KASAN"),
+    (re.compile(r"kmemleak: \d+ new suspected memory leaks|unreferenced object 0x"), "kmemleak"),
+    (re.compile(r"possible (circular|recursive) locking|inconsistent lock state|"
+                r"lockdep|DEBUG_LOCKS_WARN_ON|suspicious RCU usage"), "lockdep"),
+    (re.compile(r"rust_panic|panicked at"), "Rust panic"),
+    (re.compile(r"Call Trace:"), "call trace"),
+]
+# Lines that match a pattern above but are not reports.
+BENIGN = [
+    re.compile(r"kasan: KernelAddressSanitizer initialized"),
+    re.compile(r"KernelAddressSanitizer"),
+    re.compile(r"kmemleak: Kernel memory leak detector initialized"),
+    re.compile(r"kmemleak: Automatic memory scanning thread"),
+    re.compile(r"Lock dependency validator|lockdep: fixing up alternatives|"
+               r"\.\.\. MAX_LOCKDEP|per task-struct memory footprint|\.\.\. CHAINHASH|\.\.\. CLASSHASH"),
+    re.compile(r"Linux version"),
+    re.compile(r"Command line:|Kernel command line:"),
+]
+
+KUNIT_SUITE = re.compile(r"# (\S+): pass:(\d+) fail:(\d+) skip:(\d+) total:(\d+)")
+TAP_LINE = re.compile(r"^(not ok|ok) (\d+) (\S+)(.*)$")
+TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--variant", default="fast")
+    ap.add_argument("--mode", default="test")
+    ap.add_argument("--qemu-rc", type=int, default=0)
+    a = ap.parse_args()
+
+    def read(name):
+        try:
+            with open(os.path.join(a.dir, name), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    console, tap = read("console.log"), read("tap.log")
+    problems = []
+
+    if a.qemu_rc == 124:
+        problems.append("the VM timed out")
+    m = re.search(r"VGPU-VM-DONE rc=(\d+)", console)
+    if not m:
+        problems.append("the guest never reached its end marker (crash or hang?)")
+
+    for line in console.splitlines():
+        if any(b.search(line) for b in BENIGN):
+            continue
+        for pat, what in REPORTS:
+            if pat.search(line):
+                problems.append(f"kernel report ({what}): {line.strip()}")
+                break
+
+    passed = failed = 0
+    if a.mode == "test":
+        plan = None
+        seen = 0
+        for line in tap.splitlines():
+            pm = TAP_PLAN.match(line)
+            if pm and plan is None:
+                plan = int(pm.group(1))
+            tm = TAP_LINE.match(line)
+            if tm:
+                seen += 1
+                if tm.group(1) == "ok" and "# SKIP" not in tm.group(4):
+                    passed += 1
+                else:
+                    failed += 1
+                    problems.append(f"selftest failed: {tm.group(3)}")
+        if plan is None or plan == 0:
+            problems.append("no TAP plan from the selftests")
+        elif seen != plan:
+            problems.append(f"TAP plan was {plan} tests but {seen} reported")
+            failed += max(plan - seen, 0)
+
+        k_pass = k_fail = 0
+        suites = []
+        for km in KUNIT_SUITE.finditer(console):
+            suites.append(km.group(1))
+            k_pass += int(km.group(2))
+            k_fail += int(km.group(3))
+            if int(km.group(3)):
+                problems.append(f"KUnit suite {km.group(1)} has {km.group(3)} failures")
+        if not any(s.startswith("vgpu") for s in suites):
+            problems.append("no vgpu KUnit suite ran")
+        passed += k_pass
+        failed += k_fail
+        print(f"vm({a.variant}): selftests {passed - k_pass} passed, {failed - k_fail} failed; "
+              f"KUnit {k_pass} passed, {k_fail} failed ({', '.join(suites) or 'none'})")
+
+    with open(os.path.join(a.dir, "counts"), "w") as f:
+        f.write(f"{passed} {failed + (1 if problems and failed == 0 else 0)}\n")
+
+    if problems:
+        for p in problems[:40]:
+            print(f"vm({a.variant}): FAIL: {p}")
+        print(f"vm({a.variant}): logs in {a.dir}")
+        return 1
+    print(f"vm({a.variant}): clean (no kernel reports)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+#!/bin/sh
+# /init of the vgpu test VM (busybox). The host's scripts/vm.sh picks what it
+# does through the kernel command line (unknown key=value pairs reach init as
+# environment variables):
+#   vgpu_mode=test  run the selftests, TAP on the second serial port (ttyS1)
+#   vgpu_mode=shell an interactive shell on the console
+#   vgpu_mode=demo  run the demo script, output on ttyS1
+#   vgpu_args=...   arguments for the selftest program (comma-separated suites)
+# It always ends with a kmemleak scan (when the kernel has kmemleak) and a
+# "VGPU-VM-DONE" marker on the console, then reboots, which ends QEMU.
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t debugfs debugfs /sys/kernel/debug
+depmod
+export PATH=/bin HOME=/root
+
+kml=/sys/kernel/debug/kmemleak
+# Forget what was allocated during boot: only leaks from here on count.
+[ -w $kml ] && echo clear > $kml
+
+out=/dev/ttyS1
+rc=0
+case "${vgpu_mode:-test}" in
+test)
+    # shellcheck disable=SC2086
+    vgpu-selftest $(echo "${vgpu_args:-}" | tr ',' ' ') > $out 2>&1
+    rc=$?
+    ;;
+demo)
+    sh /bin/vgpu-demo.sh > $out 2>&1
+    rc=$?
+    ;;
+shell)
+    echo "vgpu test VM: modules are in /lib/modules/$(uname -r)/extra; 'reboot -f' leaves."
+    setsid cttyhack sh
+    ;;
+esac
+
+# Unload what the run left loaded, so module exit paths run under the
+# checkers too, then look for leaks. kmemleak wants two scans to settle.
+for m in vgpu nvidia; do grep -q "^$m " /proc/modules && rmmod $m; done
+if [ -w $kml ]; then
+    echo scan > $kml; sleep 1; echo scan > $kml
+    if [ -s $kml ]; then echo "vgpu-vm: kmemleak report:"; cat $kml; fi
+fi
+echo "VGPU-VM-DONE rc=$rc"
+reboot -f

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! vgpu's VM selftests. Runs inside the test VM as root and prints TAP 13.
+//!
+//! Usage: `vgpu-selftest [SUITE...]`; with no argument every suite runs.
+//! Exit status: 0 if every test passed.
+
+mod module;
+mod sys;
+mod tap;
+
+type Suite = (&'static str, &'static [tap::Test]);
+
+const SUITES: &[Suite] = &[("module", module::TESTS)];
+
+fn main() {
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let chosen: Vec<&Suite> = SUITES
+        .iter()
+        .filter(|(name, _)| wanted.is_empty() || wanted.iter().any(|w| w == name))
+        .collect();
+    let total: usize = chosen.iter().map(|(_, t)| t.len()).sum();
+    println!("TAP version 13");
+    println!("1..{total}");
+    if total == 0 {
+        println!("# no suite matched {wanted:?}");
+        std::process::exit(1);
+    }
+    let failed: usize = chosen.iter().map(|(name, tests)| tap::run(name, tests)).sum();
+    println!("# {} passed, {} failed", tap::count() - failed, failed);
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers over kernel APIs that Rust-for-Linux does not wrap yet.
+//!
+//! This is the only place in vgpu that calls raw `bindings`; every `unsafe`
+//! block here carries a `// SAFETY:` argument, and the rest of the module uses
+//! these types through safe interfaces only.
+
+pub mod class;

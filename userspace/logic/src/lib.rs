@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module's pure logic, compiled on the host.
+//!
+//! These are the very files `vgpu.ko` is built from (under `src/`), included by
+//! path, so a host `cargo test` exercises the code that runs in the kernel.
+//! Such files use only `core`.
+
+#![no_std]
+
+/// The NVIDIA ABI: ioctl encoding and decoding (`src/nv/`).
+#[path = "../../../src/nv/mod.rs"]
+pub mod nv;
