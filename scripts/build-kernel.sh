@@ -44,7 +44,8 @@ if [ ! -f "$src/.vgpu-unpacked" ]; then
     touch "$src/.vgpu-unpacked"
 fi
 
-rm -rf "$out" && mkdir -p "$out"
+# An unfinished build of the same inputs is resumed: make is incremental.
+mkdir -p "$out"
 mk=(make -C "$src" O="$out" LLVM=-19 -j"$(nproc)")
 echo "kernel($variant): configuring in $out"
 "${mk[@]}" -s tinyconfig >/dev/null
@@ -69,9 +70,11 @@ done
 
 echo "kernel($variant): building (this takes a few minutes)"
 start=$(date +%s)
-"${mk[@]}" -s bzImage modules_prepare 2>&1 | grep -v '^$' || true
+# `modules` writes Module.symvers, which external modules link against.
+"${mk[@]}" -s bzImage modules_prepare modules 2>&1 | grep -v '^$' || true
 [ -f "$out/arch/x86/boot/bzImage" ] || { echo "kernel: build failed" >&2; exit 1; }
-[ -f "$out/rust/kernel.o" ] || [ -n "$(ls "$out"/rust/*.rmeta 2>/dev/null)" ] || { echo "kernel: no Rust build products" >&2; exit 1; }
+[ -f "$out/Module.symvers" ] || { echo "kernel: no Module.symvers" >&2; exit 1; }
+[ -f "$out/rust/libkernel.rmeta" ] || { echo "kernel: no Rust build products" >&2; exit 1; }
 touch "$out/.vgpu-complete"
 ln -sfn "$out" "$link"
 echo "kernel($variant): built in $(( $(date +%s) - start ))s -> $out"

@@ -44,6 +44,13 @@ done
 if (cd userspace && cargo fmt --all -- --check >/dev/null); then pass 1; else fail 1 "cargo fmt (userspace)"; fi
 if (cd userspace && cargo clippy -q --all-targets -- -D warnings); then pass 1; else fail 1 "clippy (userspace)"; fi
 
+step "host: VM checker"
+if out=$(python3 scripts/test_vmcheck.py 2>&1); then
+    pass "$(echo "$out" | sed -n 's/^Ran \([0-9]*\) tests.*/\1/p')"
+else
+    echo "$out"; fail 1 "scripts/test_vmcheck.py"
+fi
+
 step "host: cargo test"
 log=$(mktemp)
 (cd userspace && cargo test --workspace 2>&1) | tee "$log" | grep -E '^(test result|error|---- )' || true

@@ -39,7 +39,7 @@ kdir="$VGPU_TOP/build/kernel-$variant"
 out="$VGPU_TOP/build/vm-$variant"
 rm -rf "$out" && mkdir -p "$out"
 args=$(IFS=,; echo "${suites[*]:-}")
-append="console=ttyS0 panic=-1 oops=panic loglevel=6 vgpu_mode=$mode vgpu_args=$args"
+append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args"
 mem=1G; [ "$variant" = debug ] && mem=2G
 qemu=(qemu-system-x86_64 -machine pc -cpu max -smp 2 -m "$mem" -no-reboot
       -display none -monitor none

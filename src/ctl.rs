@@ -15,7 +15,7 @@ use kernel::{
 use crate::nv::ioctl;
 
 /// State of one open file of `/dev/vgpuctl`.
-pub struct CtlFile;
+pub(crate) struct CtlFile;
 
 #[vtable]
 impl MiscDevice for CtlFile {

@@ -18,7 +18,7 @@ use kernel::{
 
 mod ctl;
 mod kapi;
-mod nv;
+pub mod nv;
 
 module! {
     type: VgpuModule,
@@ -32,7 +32,7 @@ module! {
 ///
 /// Fields drop in declaration order: the node goes before the class.
 #[pin_data]
-struct VgpuModule {
+pub struct VgpuModule {
     #[pin]
     _ctl: MiscDeviceRegistration<ctl::CtlFile>,
     _class: kapi::class::Class,

@@ -8,7 +8,7 @@ use kernel::{bindings, error::from_err_ptr, prelude::*};
 ///
 /// Creating one makes `/sys/class/<name>/`; dropping it unregisters the class
 /// and removes the directory.
-pub struct Class {
+pub(crate) struct Class {
     raw: *mut bindings::class,
 }
 
@@ -24,17 +24,13 @@ impl Class {
     /// Registers a class named `name`.
     ///
     /// Fails with `EEXIST` if a class of that name exists, or `ENOMEM`.
-    pub fn new(name: &'static CStr) -> Result<Self> {
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is a NUL-terminated string that lives for `'static`,
         // as `class_create` requires (it keeps the pointer, not a copy).
         let raw = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })?;
         Ok(Self { raw })
     }
 
-    /// The raw class, for registering devices in it.
-    pub fn as_raw(&self) -> *mut bindings::class {
-        self.raw
-    }
 }
 
 impl Drop for Class {

@@ -6,4 +6,4 @@
 //! block here carries a `// SAFETY:` argument, and the rest of the module uses
 //! these types through safe interfaces only.
 
-pub mod class;
+pub(crate) mod class;

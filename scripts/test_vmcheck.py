@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Tests of vmcheck.py: the VM checker must fail loudly on every kind of bad run."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOOD_CONSOLE = """[    0.1] Linux version 7.3.4
+[    1.2]     # Subtest: vgpu_nv_ioctl
+[    1.2] # vgpu_nv_ioctl: pass:2 fail:0 skip:0 total:2
+[    1.2] # Totals: pass:2 fail:0 skip:0 total:2
+VGPU-VM-DONE rc=0
+"""
+GOOD_TAP = "TAP version 13\n1..2\nok 1 a.x\nok 2 a.y\n"
+
+
+def check(console, tap, qemu_rc=0):
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "console.log"), "w") as f:
+            f.write(console)
+        with open(os.path.join(d, "tap.log"), "w") as f:
+            f.write(tap)
+        r = subprocess.run([sys.executable, os.path.join(HERE, "vmcheck.py"), d,
+                            "--qemu-rc", str(qemu_rc)], capture_output=True, text=True)
+        with open(os.path.join(d, "counts")) as f:
+            counts = tuple(int(x) for x in f.read().split())
+        return r.returncode, counts, r.stdout
+
+
+class VmCheck(unittest.TestCase):
+    def test_clean_run_passes_and_counts(self):
+        rc, counts, _ = check(GOOD_CONSOLE, GOOD_TAP)
+        self.assertEqual(rc, 0)
+        self.assertEqual(counts, (4, 0))
+
+    def test_failed_selftest(self):
+        rc, counts, out = check(GOOD_CONSOLE, GOOD_TAP.replace("ok 2", "not ok 2"))
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(counts, (3, 1))
+        self.assertIn("a.y", out)
+
+    def test_short_tap_plan(self):
+        rc, counts, _ = check(GOOD_CONSOLE, "TAP version 13\n1..3\nok 1 a.x\n")
+        self.assertNotEqual(rc, 0)
+        self.assertGreater(counts[1], 0)
+
+    def test_no_tap_at_all(self):
+        rc, counts, _ = check(GOOD_CONSOLE, "")
+        self.assertNotEqual(rc, 0)
+        self.assertGreater(counts[1], 0)
+
+    def test_kernel_reports(self):
+        for line in ["WARNING: CPU: 0 PID: 1 at mm/slub.c:1 foo",
+                     "BUG: KASAN: slab-use-after-free in vgpu_ioctl",
+                     "Oops: general protection fault",
+                     "kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+                     "unreferenced object 0xffff888003a1b000 (size 64):",
+                     "WARNING: possible circular locking dependency detected",
+                     "rust_kernel: panicked at src/vgpu.rs:10:5"]:
+            rc, counts, out = check(GOOD_CONSOLE.replace("VGPU-VM-DONE", line + "\nVGPU-VM-DONE"), GOOD_TAP)
+            self.assertNotEqual(rc, 0, line)
+            self.assertGreater(counts[1], 0, line)
+
+    def test_kunit_failure_in_any_run(self):
+        console = GOOD_CONSOLE + "# vgpu_nv_ioctl: pass:1 fail:1 skip:0 total:2\n"
+        rc, _, out = check(console, GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("KUnit", out)
+
+    def test_missing_kunit(self):
+        rc, _, _ = check("VGPU-VM-DONE rc=0\n", GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+
+    def test_hang_or_timeout(self):
+        rc, counts, _ = check(GOOD_CONSOLE.replace("VGPU-VM-DONE rc=0", ""), GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        rc, _, _ = check(GOOD_CONSOLE, GOOD_TAP, qemu_rc=124)
+        self.assertNotEqual(rc, 0)
+        self.assertGreater(counts[1], 0)
+
+    def test_boot_banners_are_not_reports(self):
+        console = ("kasan: KernelAddressSanitizer initialized (generic)\n"
+                   "kmemleak: Kernel memory leak detector initialized (mem pool available: 15000)\n"
+                   + GOOD_CONSOLE)
+        rc, _, out = check(console, GOOD_TAP)
+        self.assertEqual(rc, 0, out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Character devices with file operations of our own.
+//!
+//! Rust-for-Linux's miscdevice has no `poll` hook, takes only dynamic minors
+//! of major 10 and cannot choose its node's name apart from the device's. vgpu
+//! and the driver double need all of these: the double registers the
+//! NVIDIA driver's real numbers (195:N), and every proxy node forwards `poll`.
+//!
+//! The pieces:
+//! - [`Region`]: a range of device numbers (fixed or dynamically allocated);
+//! - [`Cdev`]: a `struct cdev` bound to a [`FileOperations`] vtable over a
+//!   range of numbers;
+//! - [`Node`]: a device in a class, which makes devtmpfs create `/dev/<name>`.
+//!
+//! An open file finds its device by number through the implementor's own
+//! lookup (see [`FileOperations::open`]), never through `container_of` on the
+//! cdev: a device can then be removed while an open of it races, and the open
+//! simply fails with `ENODEV`.
+
+use core::marker::PhantomData;
+use kernel::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    fs::File,
+    mm::virt::VmaNew,
+    module::{this_module, ModuleMetadata},
+    prelude::*,
+    sync::poll::PollTable,
+    types::ForeignOwnable,
+};
+
+use super::class::Class;
+
+/// `MINORBITS` from `<linux/kdev_t.h>`.
+const MINORBITS: u32 = 20;
+
+/// A device number: `MKDEV(major, minor)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevT(pub u32);
+
+impl DevT {
+    /// `MKDEV(major, minor)`.
+    pub const fn new(major: u32, minor: u32) -> Self {
+        Self((major << MINORBITS) | minor)
+    }
+
+    /// `MAJOR(dev)`.
+    pub const fn major(self) -> u32 {
+        self.0 >> MINORBITS
+    }
+
+    /// `MINOR(dev)`.
+    pub const fn minor(self) -> u32 {
+        self.0 & ((1 << MINORBITS) - 1)
+    }
+}
+
+/// A registered range of character device numbers.
+pub struct Region {
+    base: DevT,
+    count: u32,
+}
+
+impl Region {
+    /// Claims `count` numbers from `base`; `EBUSY` if any is taken.
+    pub fn fixed(base: DevT, count: u32, name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is NUL-terminated and `'static`, as the region keeps it.
+        to_result(unsafe { bindings::register_chrdev_region(base.0, count, name.as_char_ptr()) })?;
+        Ok(Self { base, count })
+    }
+
+    /// Allocates `count` numbers under a free major, minors from 0.
+    pub fn dynamic(count: u32, name: &'static CStr) -> Result<Self> {
+        let mut dev: bindings::dev_t = 0;
+        // SAFETY: `dev` is a valid place for the result; `name` is NUL-terminated
+        // and `'static`, as the region keeps it.
+        to_result(unsafe { bindings::alloc_chrdev_region(&mut dev, 0, count, name.as_char_ptr()) })?;
+        Ok(Self {
+            base: DevT(dev),
+            count,
+        })
+    }
+
+    /// The first number of the range.
+    pub fn base(&self) -> DevT {
+        self.base
+    }
+
+    /// How many numbers the range holds.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the range was registered by `fixed` or `dynamic` and is
+        // unregistered once, here.
+        unsafe { bindings::unregister_chrdev_region(self.base.0, self.count) };
+    }
+}
+
+/// The file operations of a [`Cdev`].
+///
+/// `Private` is what `open` attaches to the file (its `private_data`); the
+/// other hooks borrow it. It is dropped by `release`.
+#[vtable]
+pub trait FileOperations: Sized + 'static {
+    /// The module that owns the operations: it stays loaded while a file is open.
+    type OwnerModule: ModuleMetadata;
+    /// Per-open-file state.
+    type Private: ForeignOwnable + Send + Sync;
+
+    /// Opens device `dev`. Return `ENODEV` if the number no longer names a device.
+    fn open(dev: DevT, file: &File) -> Result<Self::Private>;
+
+    /// The last reference to the file is gone.
+    fn release(private: Self::Private, _file: &File) {
+        drop(private);
+    }
+
+    /// `unlocked_ioctl` (also used for compat callers).
+    fn ioctl(
+        _private: <Self::Private as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _cmd: u32,
+        _arg: usize,
+    ) -> Result<isize> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `mmap`.
+    fn mmap(
+        _private: <Self::Private as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _vma: &VmaNew,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `poll`: register on wait queues through `table`, return the ready mask.
+    fn poll(
+        _private: <Self::Private as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _table: &PollTable<'_>,
+    ) -> u32 {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
+struct Vtable<T: FileOperations>(PhantomData<T>);
+
+impl<T: FileOperations> Vtable<T> {
+    /// # Safety
+    ///
+    /// Called by the VFS with a valid inode and a file being opened.
+    unsafe extern "C" fn open(inode: *mut bindings::inode, raw: *mut bindings::file) -> c_int {
+        // SAFETY: the VFS passes a valid inode.
+        let dev = DevT(unsafe { (*inode).i_rdev });
+        // SAFETY: the VFS passes a valid file, which outlives this call.
+        let file = unsafe { File::from_raw_file(raw) };
+        match T::open(dev, file) {
+            Ok(private) => {
+                // SAFETY: `raw` is valid; nothing else uses `private_data` of
+                // a file of this vtable.
+                unsafe { (*raw).private_data = private.into_foreign().cast() };
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called once by the VFS when the last reference to a file of ours goes.
+    unsafe extern "C" fn release(_inode: *mut bindings::inode, raw: *mut bindings::file) -> c_int {
+        // SAFETY: `private_data` was set by a successful `open` from
+        // `into_foreign`, and release runs once, so ownership comes back once.
+        let private = unsafe { T::Private::from_foreign((*raw).private_data.cast()) };
+        // SAFETY: the file is valid for the duration of this call.
+        T::release(private, unsafe { File::from_raw_file(raw) });
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS on an open file of ours.
+    unsafe extern "C" fn ioctl(raw: *mut bindings::file, cmd: c_uint, arg: c_ulong) -> c_long {
+        // SAFETY: the file is open, so `private_data` holds what `open` stored
+        // and `release` has not run; the borrow ends before this call returns.
+        let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
+        // SAFETY: the file is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(raw) };
+        match T::ioctl(private, file, cmd, arg as usize) {
+            Ok(r) => r as c_long,
+            Err(e) => e.to_errno() as c_long,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS on an open file of ours with a VMA being set up.
+    unsafe extern "C" fn mmap(raw: *mut bindings::file, vma: *mut bindings::vm_area_struct) -> c_int {
+        // SAFETY: as in `ioctl`.
+        let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
+        // SAFETY: the file is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(raw) };
+        // SAFETY: `mmap` is called with a VMA under construction that is not
+        // yet visible to other threads, as `VmaNew` requires.
+        let area = unsafe { VmaNew::from_raw(vma) };
+        match T::mmap(private, file, area) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS on an open file of ours.
+    unsafe extern "C" fn poll(raw: *mut bindings::file, table: *mut bindings::poll_table) -> c_uint {
+        // SAFETY: as in `ioctl`.
+        let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
+        // SAFETY: the file is valid for the duration of this call.
+        let file = unsafe { File::from_raw_file(raw) };
+        // SAFETY: the VFS passes a null or valid poll table for this call.
+        let table = unsafe { PollTable::from_raw(table) };
+        T::poll(private, file, &table)
+    }
+
+    const FOPS: bindings::file_operations = bindings::file_operations {
+        owner: this_module::<T::OwnerModule>().as_ptr(),
+        open: Some(Self::open),
+        release: Some(Self::release),
+        unlocked_ioctl: if T::HAS_IOCTL { Some(Self::ioctl) } else { None },
+        compat_ioctl: if T::HAS_IOCTL { Some(Self::ioctl) } else { None },
+        mmap: if T::HAS_MMAP { Some(Self::mmap) } else { None },
+        poll: if T::HAS_POLL { Some(Self::poll) } else { None },
+        // SAFETY: all-zeroes is a valid `file_operations` (every hook absent).
+        ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+    };
+}
+
+/// Whether `file` was opened through the operations `T`.
+pub fn is_ours<T: FileOperations>(file: &File) -> bool {
+    // SAFETY: `file` is a valid, open file; `f_op` is set before the file is
+    // reachable and never changes afterwards.
+    let fop = unsafe { (*file.as_ptr()).f_op };
+    core::ptr::eq(fop, &Vtable::<T>::FOPS)
+}
+
+/// The device number of the inode behind `file`.
+pub fn file_dev(file: &File) -> DevT {
+    // SAFETY: an open file's inode is valid for as long as the file is.
+    DevT(unsafe { (*(*file.as_ptr()).f_inode).i_rdev })
+}
+
+/// A `struct cdev` serving a range of numbers with the operations `T`.
+pub struct Cdev<T: FileOperations> {
+    raw: *mut bindings::cdev,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the cdev is only touched by `cdev_add` (in `new`) and `cdev_del`
+// (in `drop`), both of which take the chrdev lock; the VFS uses it under its
+// own locking.
+unsafe impl<T: FileOperations> Send for Cdev<T> {}
+// SAFETY: no `&self` method touches the cdev.
+unsafe impl<T: FileOperations> Sync for Cdev<T> {}
+
+impl<T: FileOperations> Cdev<T> {
+    /// Adds a cdev for `count` numbers from `base`. Opens may start at once.
+    pub fn new(base: DevT, count: u32) -> Result<Self> {
+        // SAFETY: `cdev_alloc` has no preconditions; the cdev it returns is
+        // reference-counted and freed by its kobject release.
+        let raw = unsafe { bindings::cdev_alloc() };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `raw` is a fresh cdev; `FOPS` is a `'static` vtable and the
+        // owner module outlives every file opened through it.
+        unsafe {
+            (*raw).ops = &Vtable::<T>::FOPS;
+            (*raw).owner = this_module::<T::OwnerModule>().as_ptr();
+        }
+        // SAFETY: `raw` is a valid, not yet added cdev.
+        let r = unsafe { bindings::cdev_add(raw, base.0, count) };
+        if r != 0 {
+            // SAFETY: drops the reference `cdev_alloc` gave us; the cdev was
+            // never added, so nothing else holds it.
+            unsafe { bindings::kobject_put(&mut (*raw).kobj) };
+            return Err(Error::from_errno(r));
+        }
+        Ok(Self {
+            raw,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: FileOperations> Drop for Cdev<T> {
+    fn drop(&mut self) {
+        // SAFETY: the cdev was added in `new` and is deleted once, here.
+        // Files already open keep their own reference to it.
+        unsafe { bindings::cdev_del(self.raw) };
+    }
+}
+
+/// A device in a class: devtmpfs shows it as `/dev/<name>`.
+pub struct Node {
+    raw: *mut bindings::device,
+}
+
+// SAFETY: the device is only created and unregistered, both under the driver
+// core's locking.
+unsafe impl Send for Node {}
+// SAFETY: no `&self` method touches the device.
+unsafe impl Sync for Node {}
+
+impl Node {
+    /// Creates `/dev/<name>` for number `dev` in `class`.
+    pub fn new(class: &Class, dev: DevT, name: &CStr) -> Result<Self> {
+        // SAFETY: `class` is a registered class; "%s" consumes exactly the one
+        // NUL-terminated string argument that follows it, which the driver
+        // core copies before returning.
+        let raw = from_err_ptr(unsafe {
+            bindings::device_create(
+                class.as_raw(),
+                core::ptr::null_mut(),
+                dev.0,
+                core::ptr::null_mut(),
+                c"%s".as_char_ptr(),
+                name.as_char_ptr(),
+            )
+        })?;
+        Ok(Self { raw })
+    }
+
+    /// The raw device, for attaching attributes to it.
+    pub fn as_raw(&self) -> *mut bindings::device {
+        self.raw
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: the device was created in `new` and is unregistered once.
+        unsafe { bindings::device_unregister(self.raw) };
+    }
+}
