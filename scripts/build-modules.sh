@@ -37,13 +37,15 @@ kmake() {
     fi
 }
 
+# The staging tree keeps the repository's layout, so the double's crate can
+# include the shared files under src/ by relative path.
+mirror "$VGPU_TOP/src" "$stage/src"
+cp -u "$VGPU_TOP/Kbuild" "$stage/Kbuild"
 extra_symbols=()
 if [ -f "$VGPU_TOP/selftests/nvidia/Kbuild" ]; then
-    mirror "$VGPU_TOP/selftests/nvidia" "$stage/nvidia"
-    kmake M="$stage/nvidia" modules
-    extra_symbols=(KBUILD_EXTRA_SYMBOLS="$stage/nvidia/Module.symvers")
+    mirror "$VGPU_TOP/selftests/nvidia" "$stage/selftests/nvidia"
+    kmake M="$stage/selftests/nvidia" modules
+    extra_symbols=(KBUILD_EXTRA_SYMBOLS="$stage/selftests/nvidia/Module.symvers")
 fi
-mirror "$VGPU_TOP/src" "$stage/vgpu/src"
-cp -u "$VGPU_TOP/Kbuild" "$stage/vgpu/Kbuild"
-kmake M="$stage/vgpu" "${extra_symbols[@]}" modules
+kmake M="$stage" "${extra_symbols[@]}" modules
 echo "modules($variant): $(cd "$stage" && find . -name '*.ko' | sort | tr '\n' ' ')"

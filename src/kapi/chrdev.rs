@@ -22,7 +22,7 @@ use core::marker::PhantomData;
 use kernel::{
     bindings,
     error::{from_err_ptr, to_result},
-    fs::File,
+    fs::{File, LocalFile},
     mm::virt::VmaNew,
     module::{this_module, ModuleMetadata},
     prelude::*,
@@ -37,41 +37,41 @@ const MINORBITS: u32 = 20;
 
 /// A device number: `MKDEV(major, minor)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DevT(pub u32);
+pub(crate) struct DevT(pub(crate) u32);
 
 impl DevT {
     /// `MKDEV(major, minor)`.
-    pub const fn new(major: u32, minor: u32) -> Self {
+    pub(crate) const fn new(major: u32, minor: u32) -> Self {
         Self((major << MINORBITS) | minor)
     }
 
     /// `MAJOR(dev)`.
-    pub const fn major(self) -> u32 {
+    pub(crate) const fn major(self) -> u32 {
         self.0 >> MINORBITS
     }
 
     /// `MINOR(dev)`.
-    pub const fn minor(self) -> u32 {
+    pub(crate) const fn minor(self) -> u32 {
         self.0 & ((1 << MINORBITS) - 1)
     }
 }
 
 /// A registered range of character device numbers.
-pub struct Region {
+pub(crate) struct Region {
     base: DevT,
     count: u32,
 }
 
 impl Region {
     /// Claims `count` numbers from `base`; `EBUSY` if any is taken.
-    pub fn fixed(base: DevT, count: u32, name: &'static CStr) -> Result<Self> {
+    pub(crate) fn fixed(base: DevT, count: u32, name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated and `'static`, as the region keeps it.
         to_result(unsafe { bindings::register_chrdev_region(base.0, count, name.as_char_ptr()) })?;
         Ok(Self { base, count })
     }
 
     /// Allocates `count` numbers under a free major, minors from 0.
-    pub fn dynamic(count: u32, name: &'static CStr) -> Result<Self> {
+    pub(crate) fn dynamic(count: u32, name: &'static CStr) -> Result<Self> {
         let mut dev: bindings::dev_t = 0;
         // SAFETY: `dev` is a valid place for the result; `name` is NUL-terminated
         // and `'static`, as the region keeps it.
@@ -83,12 +83,12 @@ impl Region {
     }
 
     /// The first number of the range.
-    pub fn base(&self) -> DevT {
+    pub(crate) fn base(&self) -> DevT {
         self.base
     }
 
     /// How many numbers the range holds.
-    pub fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.count
     }
 }
@@ -106,7 +106,7 @@ impl Drop for Region {
 /// `Private` is what `open` attaches to the file (its `private_data`); the
 /// other hooks borrow it. It is dropped by `release`.
 #[vtable]
-pub trait FileOperations: Sized + 'static {
+pub(crate) trait FileOperations: Sized + 'static {
     /// The module that owns the operations: it stays loaded while a file is open.
     type OwnerModule: ModuleMetadata;
     /// Per-open-file state.
@@ -192,7 +192,7 @@ impl<T: FileOperations> Vtable<T> {
         let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
         // SAFETY: the file is valid for the duration of this call.
         let file = unsafe { File::from_raw_file(raw) };
-        match T::ioctl(private, file, cmd, arg as usize) {
+        match T::ioctl(private, file, cmd, arg) {
             Ok(r) => r as c_long,
             Err(e) => e.to_errno() as c_long,
         }
@@ -242,7 +242,7 @@ impl<T: FileOperations> Vtable<T> {
 }
 
 /// Whether `file` was opened through the operations `T`.
-pub fn is_ours<T: FileOperations>(file: &File) -> bool {
+pub(crate) fn is_ours<T: FileOperations>(file: &LocalFile) -> bool {
     // SAFETY: `file` is a valid, open file; `f_op` is set before the file is
     // reachable and never changes afterwards.
     let fop = unsafe { (*file.as_ptr()).f_op };
@@ -250,13 +250,13 @@ pub fn is_ours<T: FileOperations>(file: &File) -> bool {
 }
 
 /// The device number of the inode behind `file`.
-pub fn file_dev(file: &File) -> DevT {
+pub(crate) fn file_dev(file: &LocalFile) -> DevT {
     // SAFETY: an open file's inode is valid for as long as the file is.
     DevT(unsafe { (*(*file.as_ptr()).f_inode).i_rdev })
 }
 
 /// A `struct cdev` serving a range of numbers with the operations `T`.
-pub struct Cdev<T: FileOperations> {
+pub(crate) struct Cdev<T: FileOperations> {
     raw: *mut bindings::cdev,
     _t: PhantomData<T>,
 }
@@ -270,7 +270,7 @@ unsafe impl<T: FileOperations> Sync for Cdev<T> {}
 
 impl<T: FileOperations> Cdev<T> {
     /// Adds a cdev for `count` numbers from `base`. Opens may start at once.
-    pub fn new(base: DevT, count: u32) -> Result<Self> {
+    pub(crate) fn new(base: DevT, count: u32) -> Result<Self> {
         // SAFETY: `cdev_alloc` has no preconditions; the cdev it returns is
         // reference-counted and freed by its kobject release.
         let raw = unsafe { bindings::cdev_alloc() };
@@ -307,7 +307,7 @@ impl<T: FileOperations> Drop for Cdev<T> {
 }
 
 /// A device in a class: devtmpfs shows it as `/dev/<name>`.
-pub struct Node {
+pub(crate) struct Node {
     raw: *mut bindings::device,
 }
 
@@ -319,7 +319,7 @@ unsafe impl Sync for Node {}
 
 impl Node {
     /// Creates `/dev/<name>` for number `dev` in `class`.
-    pub fn new(class: &Class, dev: DevT, name: &CStr) -> Result<Self> {
+    pub(crate) fn new(class: &Class, dev: DevT, name: &CStr) -> Result<Self> {
         // SAFETY: `class` is a registered class; "%s" consumes exactly the one
         // NUL-terminated string argument that follows it, which the driver
         // core copies before returning.
@@ -337,7 +337,7 @@ impl Node {
     }
 
     /// The raw device, for attaching attributes to it.
-    pub fn as_raw(&self) -> *mut bindings::device {
+    pub(crate) fn as_raw(&self) -> *mut bindings::device {
         self.raw
     }
 }
@@ -347,4 +347,19 @@ impl Drop for Node {
         // SAFETY: the device was created in `new` and is unregistered once.
         unsafe { bindings::device_unregister(self.raw) };
     }
+}
+
+/// The private data of `file`, if it was opened through the operations `T`.
+///
+/// Used to reach the state of a file named by an fd inside ioctl parameters.
+pub(crate) fn private<T: FileOperations>(
+    file: &LocalFile,
+) -> Option<<T::Private as ForeignOwnable>::Borrowed<'_>> {
+    if !is_ours::<T>(file) {
+        return None;
+    }
+    // SAFETY: the file is ours and open (the caller holds it), so its
+    // `private_data` holds what `Vtable::open` stored, and `release` cannot
+    // run while the borrow (tied to `file`) lives.
+    Some(unsafe { T::Private::borrow((*file.as_ptr()).private_data.cast()) })
 }

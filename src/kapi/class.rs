@@ -31,6 +31,10 @@ impl Class {
         Ok(Self { raw })
     }
 
+    /// The raw class, for registering devices in it.
+    pub(crate) fn as_raw(&self) -> *mut bindings::class {
+        self.raw
+    }
 }
 
 impl Drop for Class {

@@ -5,5 +5,12 @@
 //! This is the only place in vgpu that calls raw `bindings`; every `unsafe`
 //! block here carries a `// SAFETY:` argument, and the rest of the module uses
 //! these types through safe interfaces only.
+//!
+//! The driver double (`selftests/nvidia/`) builds these same files into its
+//! own crate; each crate uses a subset, so unused items are allowed there.
 
+pub(crate) mod chrdev;
 pub(crate) mod class;
+pub(crate) mod fdtable;
+pub(crate) mod kthread;
+pub(crate) mod user;

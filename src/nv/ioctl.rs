@@ -256,12 +256,15 @@ impl Xfer {
         }
     }
 
-    /// Decodes the inner command. The inner size may exceed the 14-bit field
+    /// Decodes the inner command. `cmd` holds the bare escape number (the
+    /// driver compares it with the escape numbers as is, so a full request
+    /// word is an unknown escape). The inner size may exceed the 14-bit field
     /// of an ordinary command but not [`XFER_MAX_SIZE`]; an XFER never wraps
     /// another XFER.
     pub fn inner(&self) -> Result<Command, DecodeError> {
-        let nr = ioc_nr(self.cmd);
         let size = self.size as usize;
+        let nr =
+            u8::try_from(self.cmd).map_err(|_| DecodeError::UnknownEscape(ioc_nr(self.cmd)))?;
         if nr == Escape::IoctlXferCmd.nr() {
             return Err(DecodeError::NestedXfer);
         }

@@ -6,4 +6,5 @@
 //! no kernel API), so the host crate `userspace/logic` builds and tests the same
 //! source with `cargo test`.
 
+pub mod abi;
 pub mod ioctl;

@@ -26,7 +26,10 @@ fn main() {
         println!("# no suite matched {wanted:?}");
         std::process::exit(1);
     }
-    let failed: usize = chosen.iter().map(|(name, tests)| tap::run(name, tests)).sum();
+    let failed: usize = chosen
+        .iter()
+        .map(|(name, tests)| tap::run(name, tests))
+        .sum();
     println!("# {} passed, {} failed", tap::count() - failed, failed);
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }

@@ -9,23 +9,56 @@ use vgpu_logic::nv::ioctl::nv_iowr;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
 pub const TESTS: &[Test] = &[
-    Test { name: "modprobe_loads", run: modprobe_loads },
-    Test { name: "ctl_node_is_chardev", run: ctl_node_is_chardev },
-    Test { name: "class_dir_exists", run: class_dir_exists },
-    Test { name: "unknown_escape_is_einval", run: unknown_escape_is_einval },
-    Test { name: "bad_size_is_einval", run: bad_size_is_einval },
-    Test { name: "known_escape_not_backed_yet", run: known_escape_not_backed_yet },
-    Test { name: "unload_refused_while_open", run: unload_refused_while_open },
-    Test { name: "unload_removes_node_and_class", run: unload_removes_node_and_class },
-    Test { name: "insmod_path_form_loads", run: insmod_path_form_loads },
-    Test { name: "load_unload_cycles", run: load_unload_cycles },
+    Test {
+        name: "modprobe_loads",
+        run: modprobe_loads,
+    },
+    Test {
+        name: "ctl_node_is_chardev",
+        run: ctl_node_is_chardev,
+    },
+    Test {
+        name: "class_dir_exists",
+        run: class_dir_exists,
+    },
+    Test {
+        name: "unknown_escape_is_einval",
+        run: unknown_escape_is_einval,
+    },
+    Test {
+        name: "bad_size_is_einval",
+        run: bad_size_is_einval,
+    },
+    Test {
+        name: "known_escape_not_backed_yet",
+        run: known_escape_not_backed_yet,
+    },
+    Test {
+        name: "unload_refused_while_open",
+        run: unload_refused_while_open,
+    },
+    Test {
+        name: "unload_removes_node_and_class",
+        run: unload_removes_node_and_class,
+    },
+    Test {
+        name: "insmod_path_form_loads",
+        run: insmod_path_form_loads,
+    },
+    Test {
+        name: "load_unload_cycles",
+        run: load_unload_cycles,
+    },
 ];
 
 const CTL: &str = "/dev/vgpuctl";
 
 fn modprobe_loads() -> Outcome {
     sh("modprobe vgpu")?;
-    ensure!(module_loaded("vgpu"), "vgpu not in /proc/modules after modprobe");
+    ensure!(
+        module_loaded("vgpu"),
+        "vgpu not in /proc/modules after modprobe"
+    );
     Ok(())
 }
 
@@ -52,7 +85,10 @@ fn bad_size_is_einval() -> Outcome {
     let mut buf = [0u8; 64];
     // RM_CONTROL takes exactly 32 bytes.
     let r = fd.ioctl(nv_iowr(0x2a, 36), buf.as_mut_ptr());
-    ensure!(r == Err(libc::EINVAL), "RM_CONTROL size 36: got {r:?}, want EINVAL");
+    ensure!(
+        r == Err(libc::EINVAL),
+        "RM_CONTROL size 36: got {r:?}, want EINVAL"
+    );
     Ok(())
 }
 
@@ -60,7 +96,10 @@ fn known_escape_not_backed_yet() -> Outcome {
     let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
     let mut buf = [0u8; 72];
     let r = fd.ioctl(nv_iowr(0xd2, 72), buf.as_mut_ptr());
-    ensure!(r == Err(libc::ENODEV), "CHECK_VERSION_STR: got {r:?}, want ENODEV");
+    ensure!(
+        r == Err(libc::ENODEV),
+        "CHECK_VERSION_STR: got {r:?}, want ENODEV"
+    );
     Ok(())
 }
 
@@ -77,9 +116,16 @@ fn unload_removes_node_and_class() -> Outcome {
     sh("rmmod vgpu")?;
     ensure!(!module_loaded("vgpu"), "still loaded after rmmod");
     ensure!(!exists(CTL), "{CTL} still present after unload");
-    ensure!(!exists("/sys/class/vgpu"), "/sys/class/vgpu still present after unload");
+    ensure!(
+        !exists("/sys/class/vgpu"),
+        "/sys/class/vgpu still present after unload"
+    );
     let e = Fd::open(CTL).err();
-    ensure!(e == Some(libc::ENOENT), "open after unload: {e:?} (errno {})", errno());
+    ensure!(
+        e == Some(libc::ENOENT),
+        "open after unload: {e:?} (errno {})",
+        errno()
+    );
     Ok(())
 }
 

@@ -21,7 +21,11 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
     if out.status.success() {
         Ok(text)
     } else {
-        Err(format!("`{cmdline}` failed ({}): {}", out.status, text.trim()))
+        Err(format!(
+            "`{cmdline}` failed ({}): {}",
+            out.status,
+            text.trim()
+        ))
     }
 }
 

@@ -121,7 +121,7 @@ fn xfer_bytes(cmd: u32, size: u32, ptr: u64) -> [u8; 16] {
 
 #[test]
 fn xfer_unwraps_to_the_inner_command() {
-    let x = Xfer::from_bytes(&xfer_bytes(nv_iowr(0x2b, 0), 48, 0x7fff_0000_1000));
+    let x = Xfer::from_bytes(&xfer_bytes(0x2b, 48, 0x7fff_0000_1000));
     assert_eq!(x.ptr, 0x7fff_0000_1000);
     assert_eq!(
         x.inner(),
@@ -143,10 +143,13 @@ fn xfer_unwraps_to_the_inner_command() {
 
 #[test]
 fn xfer_refuses_nesting_oversize_and_unknown() {
-    let nested = Xfer::from_bytes(&xfer_bytes(nv_iowr(0xd3, 16), 16, 0));
+    let nested = Xfer::from_bytes(&xfer_bytes(0xd3, 16, 0));
     assert_eq!(nested.inner(), Err(DecodeError::NestedXfer));
     let big = Xfer::from_bytes(&xfer_bytes(0xc8, (XFER_MAX_SIZE + 72) as u32, 0));
     assert!(matches!(big.inner(), Err(DecodeError::BadSize { .. })));
     let unknown = Xfer::from_bytes(&xfer_bytes(0x02, 8, 0));
     assert_eq!(unknown.inner(), Err(DecodeError::UnknownEscape(0x02)));
+    // The driver takes `cmd` as a bare escape number: a full request word is unknown.
+    let word = Xfer::from_bytes(&xfer_bytes(nv_iowr(0x2b, 48), 48, 0));
+    assert!(matches!(word.inner(), Err(DecodeError::UnknownEscape(_))));
 }

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The simulated engine of one fake GPU.
+//!
+//! Work is submitted the way hardware sees it: the client writes work items
+//! into its ring in mapped memory, then stores its channel's work-submit token
+//! at offset 0x90 of a mapped USERMODE page (the doorbell). The engine thread
+//! polls, as hardware fetches: a doorbell arms the channel; from then on the
+//! engine compares the ring's `put` with its `get` on every turn.
+//!
+//! Ring layout (the double's own, in the memory named by the channel's
+//! `hUserdMemory[0]` at `userdOffset[0]`; hardware uses GPFIFO entries and
+//! USERD instead, which vgpu never reads):
+//!
+//! | offset | field | written by |
+//! |---|---|---|
+//! | 0x00 | u32 put: index of the next free entry | client |
+//! | 0x04 | u32 get: index of the next entry to run | engine |
+//! | 0x08 | u64 completed: work items finished | engine |
+//! | 0x10 | u64 channel_ns: simulated ns this channel ran | engine |
+//! | 0x18 | u64 tsg_ns: simulated ns its TSG ran | engine |
+//! | 0x40 | u64 entries[gpFifoEntries]: ns of GPU time per item | client |
+//!
+//! Scheduling: runnable TSGs (enabled, with an armed channel that has work)
+//! run round robin, each for its timeslice (default 1024 us) or until it runs
+//! dry, is disabled or preempted. A TSG's time is the wall time it held the
+//! engine, measured with the monotonic clock.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+};
+
+use crate::file::NvFile;
+use crate::kapi::kthread::Worker;
+use crate::memory::Backing;
+
+/// Doorbell offset in a USERMODE page.
+pub(crate) const DOORBELL_OFFSET: usize = 0x90;
+/// Offset of the first ring entry.
+pub(crate) const RING_ENTRIES_OFFSET: usize = 0x40;
+/// Default TSG timeslice, as the driver's.
+pub(crate) const DEFAULT_TIMESLICE_US: u64 = 1024;
+
+struct Chan {
+    token: u32,
+    ring: Option<(Arc<Backing>, usize)>,
+    entries: u32,
+    armed: bool,
+    /// ns left of the item at `get`, 0 = not started.
+    left_ns: u64,
+    ns: u64,
+}
+
+struct Tsg {
+    id: u32,
+    client: u32,
+    enabled: bool,
+    timeslice_ns: u64,
+    ns: u64,
+    chans: KVec<Chan>,
+    next_chan: usize,
+}
+
+struct Event {
+    client: u32,
+    file: Arc<NvFile>,
+}
+
+struct State {
+    tsgs: KVec<Tsg>,
+    usermodes: KVec<Arc<Backing>>,
+    events: KVec<Event>,
+    current: Option<u32>,
+    last_ran: Option<u32>,
+    slice_ns: u64,
+    last: Instant<Monotonic>,
+    busy_ns: u64,
+}
+
+/// One fake GPU's engine.
+#[pin_data]
+pub(crate) struct Engine {
+    #[pin]
+    state: Mutex<State>,
+}
+
+impl Chan {
+    fn pending(&self) -> bool {
+        let Some((ring, off)) = &self.ring else {
+            return false;
+        };
+        if !self.armed || self.entries == 0 {
+            return false;
+        }
+        match (ring.read_u32(*off), ring.read_u32(*off + 4)) {
+            (Ok(put), Ok(get)) => put % self.entries != get,
+            _ => false,
+        }
+    }
+
+    /// Runs for up to `budget` ns; returns how much it used and whether an
+    /// item completed.
+    fn run(&mut self, budget: u64, tsg_ns: u64) -> (u64, bool) {
+        let Some((ring, off)) = &self.ring else {
+            return (0, false);
+        };
+        let off = *off;
+        let Ok(get) = ring.read_u32(off + 4) else {
+            return (0, false);
+        };
+        if self.left_ns == 0 {
+            let entry = off + RING_ENTRIES_OFFSET + (get as usize) * 8;
+            // An item of 0 ns still costs a minimum of 1 ns, so a ring of
+            // zeros cannot spin the engine for free.
+            self.left_ns = ring.read_u64(entry).unwrap_or(1).max(1);
+        }
+        let used = budget.min(self.left_ns);
+        self.left_ns -= used;
+        self.ns += used;
+        let mut done = false;
+        if self.left_ns == 0 {
+            let _ = ring.write_u32(off + 4, (get + 1) % self.entries);
+            let completed = ring.read_u64(off + 8).unwrap_or(0);
+            let _ = ring.write_u64(off + 8, completed + 1);
+            done = true;
+        }
+        let _ = ring.write_u64(off + 0x10, self.ns);
+        let _ = ring.write_u64(off + 0x18, tsg_ns + used);
+        (used, done)
+    }
+}
+
+impl Tsg {
+    fn runnable(&self) -> bool {
+        self.enabled && self.chans.iter().any(Chan::pending)
+    }
+
+    /// Gives the TSG `budget` ns of engine time; returns what it used and
+    /// whether any item completed.
+    fn run(&mut self, mut budget: u64) -> (u64, bool) {
+        let mut used = 0;
+        let mut done = false;
+        let n = self.chans.len();
+        let mut idle_passes = 0;
+        while budget > 0 && n > 0 && idle_passes < n {
+            let i = self.next_chan % n;
+            let tsg_ns = self.ns + used;
+            let c = &mut self.chans[i];
+            if c.pending() {
+                let (u, d) = c.run(budget, tsg_ns);
+                used += u;
+                budget -= u;
+                done |= d;
+                idle_passes = 0;
+                if d {
+                    self.next_chan = i + 1;
+                }
+            } else {
+                self.next_chan = i + 1;
+                idle_passes += 1;
+            }
+        }
+        self.ns += used;
+        (used, done)
+    }
+}
+
+impl Engine {
+    /// A new, idle engine.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                state <- new_mutex!(State {
+                    tsgs: KVec::new(),
+                    usermodes: KVec::new(),
+                    events: KVec::new(),
+                    current: None,
+                    last_ran: None,
+                    slice_ns: 0,
+                    last: Instant::now(),
+                    busy_ns: 0,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Adds a TSG (disabled, as the driver creates them).
+    pub(crate) fn add_tsg(&self, id: u32, client: u32) -> Result {
+        let mut s = self.state.lock();
+        s.tsgs.push(
+            Tsg {
+                id,
+                client,
+                enabled: false,
+                timeslice_ns: DEFAULT_TIMESLICE_US * 1000,
+                ns: 0,
+                chans: KVec::new(),
+                next_chan: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Removes a TSG and its channels.
+    pub(crate) fn remove_tsg(&self, id: u32) {
+        let mut s = self.state.lock();
+        s.tsgs.retain(|t| t.id != id);
+        if s.current == Some(id) {
+            s.current = None;
+        }
+    }
+
+    /// Adds a channel to TSG `tsg`, with its ring (if any).
+    pub(crate) fn add_channel(
+        &self,
+        tsg: u32,
+        token: u32,
+        ring: Option<(Arc<Backing>, usize)>,
+        entries: u32,
+    ) -> Result {
+        let mut s = self.state.lock();
+        let t = s.tsgs.iter_mut().find(|t| t.id == tsg).ok_or(EINVAL)?;
+        t.chans.push(
+            Chan {
+                token,
+                ring,
+                entries,
+                armed: false,
+                left_ns: 0,
+                ns: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Removes a channel.
+    pub(crate) fn remove_channel(&self, token: u32) {
+        let mut s = self.state.lock();
+        for t in s.tsgs.iter_mut() {
+            t.chans.retain(|c| c.token != token);
+        }
+    }
+
+    /// GPFIFO_SCHEDULE: enables or disables a TSG. Disabling takes it off the
+    /// engine at once.
+    pub(crate) fn schedule(&self, tsg: u32, enable: bool) -> bool {
+        let mut s = self.state.lock();
+        let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) else {
+            return false;
+        };
+        t.enabled = enable;
+        if !enable && s.current == Some(tsg) {
+            s.current = None;
+        }
+        true
+    }
+
+    /// PREEMPT: takes the TSG off the engine now (it may run again on its turn).
+    pub(crate) fn preempt(&self, tsg: u32) -> bool {
+        let mut s = self.state.lock();
+        if !s.tsgs.iter().any(|t| t.id == tsg) {
+            return false;
+        }
+        if s.current == Some(tsg) {
+            s.current = None;
+        }
+        true
+    }
+
+    /// Sets a TSG's timeslice.
+    pub(crate) fn set_timeslice(&self, tsg: u32, us: u64) -> bool {
+        let mut s = self.state.lock();
+        match s.tsgs.iter_mut().find(|t| t.id == tsg) {
+            Some(t) => {
+                t.timeslice_ns = us.saturating_mul(1000);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A TSG's timeslice in us.
+    pub(crate) fn timeslice(&self, tsg: u32) -> Option<u64> {
+        let s = self.state.lock();
+        s.tsgs.iter().find(|t| t.id == tsg).map(|t| t.timeslice_ns / 1000)
+    }
+
+    /// Adds a USERMODE page to poll for doorbells.
+    pub(crate) fn add_usermode(&self, page: Arc<Backing>) -> Result {
+        self.state.lock().usermodes.push(page, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Stops polling a USERMODE page.
+    pub(crate) fn remove_usermode(&self, page: &Arc<Backing>) {
+        self.state
+            .lock()
+            .usermodes
+            .retain(|p| !core::ptr::eq(&**p, &**page));
+    }
+
+    /// Delivers completion events of `client`'s channels to `file`.
+    pub(crate) fn add_event(&self, client: u32, file: Arc<NvFile>) -> Result {
+        self.state.lock().events.push(Event { client, file }, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Stops event delivery to `file` for `client` (all clients if `None`).
+    pub(crate) fn remove_events(&self, client: Option<u32>, file: Option<&NvFile>) {
+        self.state.lock().events.retain(|e| {
+            let c = client.is_none_or(|c| c == e.client);
+            let f = file.is_none_or(|f| core::ptr::eq(&*e.file, f));
+            !(c && f)
+        });
+    }
+
+    /// One scheduling step; returns whether anything is runnable.
+    fn step(&self) -> bool {
+        let mut s = self.state.lock();
+        let now = Instant::<Monotonic>::now();
+        let dt = (now - s.last).as_nanos().max(0) as u64;
+        s.last = now;
+
+        // Doorbells: arm the channel whose token was written.
+        let mut tokens = KVec::new();
+        for page in s.usermodes.iter() {
+            if let Ok(tok) = page.read_u32(DOORBELL_OFFSET) {
+                if tok != 0 {
+                    let _ = page.write_u32(DOORBELL_OFFSET, 0);
+                    let _ = tokens.push(tok, GFP_KERNEL);
+                }
+            }
+        }
+        for tok in tokens.iter() {
+            for t in s.tsgs.iter_mut() {
+                for c in t.chans.iter_mut().filter(|c| c.token == *tok) {
+                    c.armed = true;
+                }
+            }
+        }
+
+        // Give the elapsed time to the TSG on the engine.
+        let mut completed_client = None;
+        if let Some(cur) = s.current {
+            let slice = s.slice_ns;
+            if let Some(t) = s.tsgs.iter_mut().find(|t| t.id == cur && t.runnable()) {
+                let (used, done) = t.run(dt);
+                if done {
+                    completed_client = Some(t.client);
+                }
+                let over = slice + used >= t.timeslice_ns || !t.runnable();
+                s.busy_ns += used;
+                s.slice_ns += used;
+                if over {
+                    s.current = None;
+                }
+            } else {
+                s.current = None;
+            }
+        }
+
+        // Pick the next runnable TSG, round robin after the last one.
+        if s.current.is_none() {
+            let n = s.tsgs.len();
+            let last = s.last_ran;
+            let start = s.tsgs.iter().position(|t| Some(t.id) == last).map_or(0, |i| i + 1);
+            for k in 0..n {
+                let t = &s.tsgs[(start + k) % n];
+                if t.runnable() {
+                    let id = t.id;
+                    s.current = Some(id);
+                    s.last_ran = Some(id);
+                    s.slice_ns = 0;
+                    break;
+                }
+            }
+        }
+        let busy = s.current.is_some();
+        if let Some(client) = completed_client {
+            for e in s.events.iter().filter(|e| e.client == client) {
+                e.file.post_event();
+            }
+        }
+        busy
+    }
+}
+
+/// The engine thread's loop body.
+pub(crate) struct EngineWorker {
+    /// The engine it drives.
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Worker for EngineWorker {
+    fn turn(&self) {
+        let busy = self.engine.step();
+        // Poll fast while there is work, slower when idle (hardware would
+        // sleep until a doorbell; polling keeps the double simple).
+        fsleep(Delta::from_micros(if busy { 200 } else { 1000 }));
+    }
+}

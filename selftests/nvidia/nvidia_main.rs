@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A test double of the NVIDIA driver (`nvidia.ko`), for testing vgpu on
+//! machines without a GPU.
+//!
+//! It registers the driver's real device numbers (`/dev/nvidiactl` at
+//! 195:255, `/dev/nvidiaN` at 195:N), serves the slice of the RM ioctl ABI
+//! that vgpu touches with the real numbers, layouts and statuses, enforces
+//! the driver behaviours that shape a proxy (client bound to its ctl file,
+//! device allocation needs a GPU file in the caller's fd table, embedded fds
+//! must be the driver's own files, one mapping context per file), exports the
+//! kernel-client interface (`nvidia_get_rm_ops`) and simulates each GPU's
+//! engine: work submitted through the doorbell protocol runs in simulated GPU
+//! time, time-sliced between enabled TSGs.
+//!
+//! Where the double had to guess at the real driver's behaviour, the code
+//! says so with `GUESS:`; `docs/driver-double.md` lists them.
+
+use kernel::{prelude::*, sync::Arc};
+
+#[allow(dead_code)]
+#[path = "../../src/kapi/mod.rs"]
+mod kapi;
+#[path = "../../src/nv/mod.rs"]
+pub mod nv;
+
+mod engine;
+mod file;
+mod kclient;
+mod memory;
+mod rm;
+
+use kapi::{
+    chrdev::{Cdev, DevT, Node, Region},
+    class::Class,
+};
+
+module! {
+    type: NvidiaDouble,
+    name: "nvidia",
+    authors: ["vgpu developers"],
+    description: "Test double of the NVIDIA driver for vgpu's tests",
+    license: "GPL",
+    params: {
+        gpus: u32 {
+            default: 1,
+            description: "Number of fake GPUs (1-8)",
+        },
+        vram0_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 0 in MiB",
+        },
+        vram1_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 1 in MiB",
+        },
+        vram2_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 2 in MiB",
+        },
+        vram3_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 3 in MiB",
+        },
+        vram4_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 4 in MiB",
+        },
+        vram5_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 5 in MiB",
+        },
+        vram6_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 6 in MiB",
+        },
+        vram7_mib: u64 {
+            default: 8192,
+            description: "VRAM of GPU 7 in MiB",
+        },
+    },
+}
+
+/// The NVIDIA driver's character major.
+pub(crate) const NV_MAJOR: u32 = 195;
+/// Minor of `/dev/nvidiactl`.
+pub(crate) const CTL_MINOR: u32 = 255;
+/// Most fake GPUs the double serves.
+pub(crate) const MAX_GPUS: usize = 8;
+/// The driver version the double claims to be.
+pub(crate) const DRIVER_VERSION: &str = "595.45.04";
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised in `NvidiaDouble::init` before any file can be opened.
+    unsafe(uninit) static DRIVER: Mutex<Option<Arc<rm::Driver>>> = None;
+}
+
+/// The driver state, while the module is loaded.
+pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
+    DRIVER.lock().as_ref().cloned().ok_or(ENODEV)
+}
+
+/// The loaded module. Fields drop in order: nodes, then the cdev (no new
+/// opens), then the number range and the class, then the engines.
+struct NvidiaDouble {
+    _nodes: KVec<Node>,
+    _cdev: Cdev<file::NvFops>,
+    _region: Region,
+    _class: Class,
+}
+
+fn vram_mib(i: usize) -> u64 {
+    match i {
+        0 => module_parameters::vram0_mib.value(),
+        1 => module_parameters::vram1_mib.value(),
+        2 => module_parameters::vram2_mib.value(),
+        3 => module_parameters::vram3_mib.value(),
+        4 => module_parameters::vram4_mib.value(),
+        5 => module_parameters::vram5_mib.value(),
+        6 => module_parameters::vram6_mib.value(),
+        _ => module_parameters::vram7_mib.value(),
+    }
+}
+
+impl kernel::Module for NvidiaDouble {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let n = module_parameters::gpus.value() as usize;
+        if n == 0 || n > MAX_GPUS {
+            pr_err!("gpus={n}: must be 1..={MAX_GPUS}\n");
+            return Err(EINVAL);
+        }
+        let mut sizes = KVec::new();
+        for i in 0..n {
+            let mib = vram_mib(i);
+            if !(64..=(1 << 24)).contains(&mib) {
+                pr_err!("vram{i}_mib={mib}: must be 64..=16777216\n");
+                return Err(EINVAL);
+            }
+            sizes.push(mib << 20, GFP_KERNEL)?;
+        }
+        // SAFETY: called once, before anything else uses `DRIVER`.
+        unsafe { DRIVER.init() };
+        let drv = rm::Driver::new(&sizes)?;
+        *DRIVER.lock() = Some(drv);
+
+        let class = Class::new(c"nvidia")?;
+        let region = Region::fixed(DevT::new(NV_MAJOR, 0), 256, c"nvidia")?;
+        let cdev = Cdev::<file::NvFops>::new(region.base(), 256)?;
+        let mut nodes = KVec::new();
+        nodes.push(Node::new(&class, DevT::new(NV_MAJOR, CTL_MINOR), c"nvidiactl")?, GFP_KERNEL)?;
+        for i in 0..n {
+            let mut name = [0u8; 16];
+            let len = file::gpu_node_name(i, &mut name);
+            let name = CStr::from_bytes_with_nul(&name[..=len]).map_err(|_| EINVAL)?;
+            nodes.push(Node::new(&class, DevT::new(NV_MAJOR, i as u32), name)?, GFP_KERNEL)?;
+        }
+        pr_info!("driver double {DRIVER_VERSION}: {n} fake GPU(s)\n");
+        Ok(Self {
+            _nodes: nodes,
+            _cdev: cdev,
+            _region: region,
+            _class: class,
+        })
+    }
+}
+
+impl Drop for NvidiaDouble {
+    fn drop(&mut self) {
+        // No file is open (each holds a module reference), so nothing else
+        // uses the driver: stopping its engines here is the last word.
+        if let Some(drv) = DRIVER.lock().take() {
+            drv.shutdown();
+        }
+    }
+}

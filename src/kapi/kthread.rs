@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel threads that run a loop until they are stopped.
+
+use kernel::{bindings, prelude::*, sync::Arc};
+
+extern "C" {
+    fn kthread_create_on_node(
+        threadfn: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+        data: *mut c_void,
+        node: c_int,
+        namefmt: *const c_char,
+        ...
+    ) -> *mut c_void;
+    fn kthread_stop(k: *mut c_void) -> c_int;
+    fn kthread_should_stop() -> bool;
+}
+
+/// What a [`Thread`] runs.
+pub(crate) trait Worker: Send + Sync + 'static {
+    /// One turn of the loop. It may sleep; it should return often (every few
+    /// milliseconds at most) so that a stop request is noticed.
+    fn turn(&self);
+}
+
+/// A kernel thread calling [`Worker::turn`] until dropped.
+///
+/// Dropping it asks the thread to stop and waits until it has.
+pub(crate) struct Thread {
+    task: *mut bindings::task_struct,
+}
+
+// SAFETY: the task pointer is only used to stop the thread, which any thread
+// may do once.
+unsafe impl Send for Thread {}
+// SAFETY: no `&self` method uses the task pointer.
+unsafe impl Sync for Thread {}
+
+/// The thread function: loops until `kthread_stop`.
+///
+/// # Safety
+///
+/// `data` is a pointer from `Arc::into_raw` of an `Arc<W>`, given to this
+/// thread alone.
+unsafe extern "C" fn run<W: Worker>(data: *mut c_void) -> c_int {
+    // SAFETY: see the function's safety section; the thread now owns the Arc.
+    let worker = unsafe { Arc::<W>::from_raw(data.cast()) };
+    // SAFETY: called from a kthread.
+    while !unsafe { kthread_should_stop() } {
+        worker.turn();
+    }
+    0
+}
+
+impl Thread {
+    /// Starts a thread named `name` running `worker`.
+    pub(crate) fn spawn<W: Worker>(name: &CStr, worker: Arc<W>) -> Result<Self> {
+        let data = Arc::into_raw(worker).cast_mut().cast::<c_void>();
+        // SAFETY: `run::<W>` matches the callback type and takes ownership of
+        // `data`; "%s" consumes the one NUL-terminated argument that follows,
+        // which is copied before the call returns. NUMA_NO_NODE is -1.
+        let task: *mut bindings::task_struct = unsafe {
+            kthread_create_on_node(Some(run::<W>), data, -1, c"%s".as_char_ptr(), name.as_char_ptr())
+        }
+        .cast();
+        if task.is_null() || (task as isize) < 0 && (task as isize) >= -4095 {
+            // SAFETY: the thread was not created, so `data` was not consumed.
+            drop(unsafe { Arc::<W>::from_raw(data.cast()) });
+            return Err(if task.is_null() { ENOMEM } else { Error::from_errno(task as isize as i32) });
+        }
+        // Keep the task struct alive until `kthread_stop` has reaped it.
+        // SAFETY: `task` is a valid, new task.
+        unsafe { bindings::get_task_struct(task) };
+        // SAFETY: `task` is a valid, new kthread, not yet woken.
+        unsafe { bindings::wake_up_process(task) };
+        Ok(Self { task })
+    }
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        // SAFETY: `task` is our kthread, running `run` until it sees the stop
+        // request; we hold a reference to its task struct (taken in `spawn`).
+        unsafe {
+            kthread_stop(self.task.cast());
+            bindings::put_task_struct(self.task);
+        }
+    }
+}
