@@ -29,6 +29,7 @@ touch "$root/lib/modules/$krel/modules.order" "$root/lib/modules/$krel/modules.b
 cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/bin/"
 
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
+cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"
 chmod +x "$root/init"
 echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
 echo "nobody:x:65534:65534:nobody:/:/bin/sh" >> "$root/etc/passwd"

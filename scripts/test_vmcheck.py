@@ -80,6 +80,11 @@ class VmCheck(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertGreater(counts[1], 0)
 
+    def test_guest_program_failure(self):
+        rc, counts, out = check(GOOD_CONSOLE.replace("rc=0", "rc=1"), GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("exited with status 1", out)
+
     def test_boot_banners_are_not_reports(self):
         console = ("kasan: KernelAddressSanitizer initialized (generic)\n"
                    "kmemleak: Kernel memory leak detector initialized (mem pool available: 15000)\n"

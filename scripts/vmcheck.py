@@ -67,6 +67,8 @@ def main():
     m = re.search(r"VGPU-VM-DONE rc=(\d+)", console)
     if not m:
         problems.append("the guest never reached its end marker (crash or hang?)")
+    elif m.group(1) != "0":
+        problems.append(f"the guest's {a.mode} program exited with status {m.group(1)}")
 
     for line in console.splitlines():
         if any(b.search(line) for b in BENIGN):
