@@ -8,7 +8,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
-        poll::{PollCondVar, PollTable},
+        poll::PollCondVar,
         Arc, ArcBorrow, Mutex,
     },
 };
@@ -174,7 +174,7 @@ impl FileOperations for NvFops {
         r
     }
 
-    fn poll(me: ArcBorrow<'_, NvFile>, file: &File, table: &PollTable<'_>) -> u32 {
+    fn poll(me: ArcBorrow<'_, NvFile>, file: &File, table: &chrdev::Poll<'_>) -> u32 {
         table.register_wait(file, &me.cv);
         let mut pending = me.pending.lock();
         if core::mem::replace(&mut *pending, false) {

@@ -26,7 +26,7 @@ use kernel::{
     mm::virt::VmaNew,
     module::{this_module, ModuleMetadata},
     prelude::*,
-    sync::poll::PollTable,
+    sync::poll::{PollCondVar, PollTable},
     types::ForeignOwnable,
 };
 
@@ -143,7 +143,7 @@ pub(crate) trait FileOperations: Sized + 'static {
     fn poll(
         _private: <Self::Private as ForeignOwnable>::Borrowed<'_>,
         _file: &File,
-        _table: &PollTable<'_>,
+        _table: &Poll<'_>,
     ) -> u32 {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
@@ -223,8 +223,10 @@ impl<T: FileOperations> Vtable<T> {
         let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
         // SAFETY: the file is valid for the duration of this call.
         let file = unsafe { File::from_raw_file(raw) };
-        // SAFETY: the VFS passes a null or valid poll table for this call.
-        let table = unsafe { PollTable::from_raw(table) };
+        let table = Poll {
+            raw: table,
+            _call: PhantomData,
+        };
         T::poll(private, file, &table)
     }
 
@@ -239,6 +241,27 @@ impl<T: FileOperations> Vtable<T> {
         // SAFETY: all-zeroes is a valid `file_operations` (every hook absent).
         ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
     };
+}
+
+/// The poll table of one `poll` call.
+pub(crate) struct Poll<'a> {
+    raw: *mut bindings::poll_table,
+    _call: PhantomData<&'a bindings::poll_table>,
+}
+
+impl Poll<'_> {
+    /// Registers the caller on `cv`'s wait queue.
+    pub(crate) fn register_wait(&self, file: &File, cv: &PollCondVar) {
+        // SAFETY: the VFS passed a null or valid poll table, valid for the
+        // call this `Poll` lives in.
+        let table = unsafe { PollTable::from_raw(self.raw) };
+        table.register_wait(file, cv);
+    }
+
+    /// The raw table, for forwarding the poll to another file.
+    pub(crate) fn as_raw(&self) -> *mut bindings::poll_table {
+        self.raw
+    }
 }
 
 /// Whether `file` was opened through the operations `T`.

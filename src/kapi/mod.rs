@@ -13,4 +13,5 @@ pub(crate) mod chrdev;
 pub(crate) mod class;
 pub(crate) mod fdtable;
 pub(crate) mod kthread;
+pub(crate) mod realfile;
 pub(crate) mod user;

@@ -10,6 +10,10 @@ use vgpu_logic::nv::ioctl::nv_iowr;
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
 pub const TESTS: &[Test] = &[
     Test {
+        name: "load_refused_without_driver",
+        run: load_refused_without_driver,
+    },
+    Test {
         name: "modprobe_loads",
         run: modprobe_loads,
     },
@@ -30,8 +34,12 @@ pub const TESTS: &[Test] = &[
         run: bad_size_is_einval,
     },
     Test {
-        name: "known_escape_not_backed_yet",
-        run: known_escape_not_backed_yet,
+        name: "ioctl_forwarded_to_driver",
+        run: ioctl_forwarded_to_driver,
+    },
+    Test {
+        name: "driver_pinned_while_proxy_open",
+        run: driver_pinned_while_proxy_open,
     },
     Test {
         name: "unload_refused_while_open",
@@ -53,7 +61,24 @@ pub const TESTS: &[Test] = &[
 
 const CTL: &str = "/dev/vgpuctl";
 
+fn load_refused_without_driver() -> Outcome {
+    ensure!(!module_loaded("nvidia"), "nvidia already loaded");
+    let r = sh("modprobe vgpu");
+    ensure!(r.is_err(), "vgpu loaded without the NVIDIA driver");
+    ensure!(
+        !module_loaded("vgpu"),
+        "vgpu in /proc/modules after a failed load"
+    );
+    ensure!(!exists(CTL), "{CTL} left behind by a failed load");
+    ensure!(
+        !exists("/sys/class/vgpu"),
+        "/sys/class/vgpu left behind by a failed load"
+    );
+    Ok(())
+}
+
 fn modprobe_loads() -> Outcome {
+    sh("modprobe nvidia")?;
     sh("modprobe vgpu")?;
     ensure!(
         module_loaded("vgpu"),
@@ -92,14 +117,37 @@ fn bad_size_is_einval() -> Outcome {
     Ok(())
 }
 
-fn known_escape_not_backed_yet() -> Outcome {
-    let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
+/// CHECK_VERSION_STR in query mode, through `node`: the version string.
+fn query_version(node: &str) -> Result<String, String> {
+    let fd = Fd::open(node).map_err(|e| format!("open {node}: errno {e}"))?;
     let mut buf = [0u8; 72];
-    let r = fd.ioctl(nv_iowr(0xd2, 72), buf.as_mut_ptr());
+    buf[0] = b'2';
+    fd.ioctl(nv_iowr(0xd2, 72), buf.as_mut_ptr())
+        .map_err(|e| format!("{node}: CHECK_VERSION_STR errno {e}"))?;
+    let s = &buf[8..];
+    let n = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    Ok(String::from_utf8_lossy(&s[..n]).into_owned())
+}
+
+fn ioctl_forwarded_to_driver() -> Outcome {
+    let direct = query_version("/dev/nvidiactl")?;
+    let proxied = query_version(CTL)?;
+    ensure!(direct == "595.45.04", "driver double says {direct:?}");
     ensure!(
-        r == Err(libc::ENODEV),
-        "CHECK_VERSION_STR: got {r:?}, want ENODEV"
+        proxied == direct,
+        "through {CTL}: {proxied:?}, directly: {direct:?}"
     );
+    Ok(())
+}
+
+fn driver_pinned_while_proxy_open() -> Outcome {
+    let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
+    // The proxy file holds a private file of the driver: it cannot go.
+    ensure!(
+        sh("rmmod nvidia").is_err(),
+        "rmmod nvidia succeeded under an open proxy"
+    );
+    drop(fd);
     Ok(())
 }
 
@@ -115,6 +163,7 @@ fn unload_refused_while_open() -> Outcome {
 fn unload_removes_node_and_class() -> Outcome {
     sh("rmmod vgpu")?;
     ensure!(!module_loaded("vgpu"), "still loaded after rmmod");
+    ensure!(module_loaded("nvidia"), "the driver went with vgpu");
     ensure!(!exists(CTL), "{CTL} still present after unload");
     ensure!(
         !exists("/sys/class/vgpu"),
@@ -145,5 +194,6 @@ fn load_unload_cycles() -> Outcome {
         sh("modprobe -r vgpu").map_err(|e| format!("cycle {i}: {e}"))?;
     }
     ensure!(!module_loaded("vgpu"), "loaded after the last cycle");
+    sh("rmmod nvidia")?;
     Ok(())
 }
