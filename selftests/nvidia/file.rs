@@ -66,6 +66,14 @@ pub(crate) struct NvFile {
 }
 
 impl NvFile {
+    /// The file id RM checks clients against: a GPU-node file registered
+    /// with REGISTER_FD acts for its ctl file (the driver's
+    /// `clientOSInfo = nvfp->ctl_nvfp`, else `nvfp`), e.g. for
+    /// RM_ALLOC_MEMORY, which goes to the GPU node.
+    pub(crate) fn client_id(&self) -> u64 {
+        self.registered.lock().unwrap_or(self.id)
+    }
+
     /// Marks an event pending and wakes pollers.
     pub(crate) fn post_event(&self) {
         *self.pending.lock() = true;
