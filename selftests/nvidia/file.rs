@@ -161,13 +161,17 @@ impl FileOperations for NvFops {
 
     fn mmap(me: ArcBorrow<'_, NvFile>, _file: &File, vma: &VmaNew) -> Result {
         let mut ctx = me.map.lock();
+        if !matches!(*ctx, MapCtx::Ready { .. }) {
+            // GUESS: the driver refuses an mmap with no mapping context and
+            // leaves the file as it was (an unused file can still get one).
+            return Err(EINVAL);
+        }
         let MapCtx::Ready {
             backing,
             offset,
             len,
         } = core::mem::replace(&mut *ctx, MapCtx::Used)
         else {
-            // GUESS: the driver refuses an mmap with no mapping context.
             return Err(EINVAL);
         };
         let r = backing.map_into(vma, offset, len);

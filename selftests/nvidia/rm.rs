@@ -454,7 +454,9 @@ impl Driver {
         if !matches!(f.kind, Kind::Gpu(_)) {
             return Err(EINVAL);
         }
-        let ctl = fdtable::fget(r.ctl_fd)?;
+        // The driver answers any fd it cannot use (not open, not its own
+        // file, not ctl) with -EINVAL.
+        let ctl = fdtable::fget(r.ctl_fd).map_err(|_| EINVAL)?;
         let ctl = file::nv_file(&ctl).ok_or(EINVAL)?;
         if ctl.kind != Kind::Ctl {
             return Err(EINVAL);

@@ -1575,7 +1575,10 @@ fn other_clients_handles_refused() -> Outcome {
     let a = session(0)?;
     // B lives on the same ctl file, so only handle ownership refuses it.
     let b = a.ctl.alloc_root_client().ctx("client B")?;
-    let bd = a.ctl.alloc_device(b, 0, 0).ctx("B device")?;
+    // Handles are per client: give B's device a handle A does not use, so
+    // A's handles name nothing in B.
+    let bd = a.ctl.alloc_device(b, 0xb0b0_0001, 0).ctx("B device")?;
+    ensure!(bd == 0xb0b0_0001, "B device handle {bd:#x}");
     let m = a.vram(MIB).ctx("A vram")?;
     want_rm(
         a.ctl.alloc_vram(b, a.device, 0, MIB),
@@ -1938,15 +1941,26 @@ fn engine_waits_for_schedule_and_stops_on_disable() -> Outcome {
     fresh()?;
     let w = work(0, 1, 64)?;
     let r = &w.chans[0].ring;
-    w.submit(0, &[MS; 3])?;
-    sleep(Duration::from_millis(300));
-    ensure!(
-        r.completed() == 0 && r.get() == 0 && r.channel_ns() == 0 && r.tsg_ns() == 0,
-        "ran before GPFIFO_SCHEDULE: completed {} get {} ns {}",
-        r.completed(),
-        r.get(),
-        r.channel_ns()
-    );
+    let idle = |when: &str| -> Outcome {
+        sleep(Duration::from_millis(300));
+        ensure!(
+            r.completed() == 0 && r.get() == 0 && r.channel_ns() == 0 && r.tsg_ns() == 0,
+            "ran {when}: completed {} get {} ns {}",
+            r.completed(),
+            r.get(),
+            r.channel_ns()
+        );
+        Ok(())
+    };
+    // Queued and enabled, but no doorbell yet: the engine does not fetch.
+    ensure!(r.submit(&[MS; 3]) == 3, "queue");
+    w.schedule(0, true)?;
+    idle("without a doorbell")?;
+    w.schedule(0, false)?;
+    // Doorbell rung, but the TSG is not enabled.
+    let ch = &w.chans[0];
+    ensure!(w.bell.ring(ch.token), "doorbell");
+    idle("before GPFIFO_SCHEDULE")?;
     w.schedule(0, true)?;
     w.wait_completed(0, 3, Duration::from_secs(10))?;
     ensure!(

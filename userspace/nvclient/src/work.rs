@@ -18,6 +18,7 @@
 //! | 0x40 | u64 entries\[n\]: ns of GPU time per item | client |
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::abi::{class, ChannelAllocParams, Handle, UsermodeAllocParams};
 use crate::{Ctl, Error, Mapping, Result};
@@ -167,8 +168,20 @@ pub struct Doorbell {
 }
 
 impl Doorbell {
-    /// Rings the doorbell for a channel's token.
+    /// Rings the doorbell for a channel's token; false if the write failed
+    /// or the previous token was not taken within a second.
+    ///
+    /// The double's engine polls the page and clears the slot when it takes
+    /// a token, so a second write before that would overwrite the first (a
+    /// lost doorbell). This waits for the slot to read 0 before writing.
     pub fn ring(&self, token: u32) -> bool {
+        let t0 = Instant::now();
+        while self.map.read_u32(class::USERMODE_DOORBELL_OFFSET) != Some(0) {
+            if t0.elapsed() > Duration::from_secs(1) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
         self.map.ring_doorbell(token)
     }
 }
