@@ -32,6 +32,7 @@ BENIGN = [
     re.compile(r"KernelAddressSanitizer"),
     re.compile(r"kmemleak: Kernel memory leak detector initialized"),
     re.compile(r"kmemleak: Automatic memory scanning thread"),
+    re.compile(r"RCU lockdep checking is enabled"),
     re.compile(r"Lock dependency validator|lockdep: fixing up alternatives|"
                r"\.\.\. MAX_LOCKDEP|per task-struct memory footprint|\.\.\. CHAINHASH|\.\.\. CLASSHASH"),
     re.compile(r"Linux version"),
