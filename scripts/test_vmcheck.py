@@ -16,14 +16,15 @@ VGPU-VM-DONE rc=0
 GOOD_TAP = "TAP version 13\n1..2\nok 1 a.x\nok 2 a.y\n"
 
 
-def check(console, tap, qemu_rc=0):
+def check(console, tap, qemu_rc=0, suites=""):
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "console.log"), "w") as f:
             f.write(console)
         with open(os.path.join(d, "tap.log"), "w") as f:
             f.write(tap)
         r = subprocess.run([sys.executable, os.path.join(HERE, "vmcheck.py"), d,
-                            "--qemu-rc", str(qemu_rc)], capture_output=True, text=True)
+                            "--qemu-rc", str(qemu_rc), "--suites", suites],
+                           capture_output=True, text=True)
         with open(os.path.join(d, "counts")) as f:
             counts = tuple(int(x) for x in f.read().split())
         return r.returncode, counts, r.stdout
@@ -71,6 +72,18 @@ class VmCheck(unittest.TestCase):
 
     def test_missing_kunit(self):
         rc, _, _ = check("VGPU-VM-DONE rc=0\n", GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+
+    def test_kunit_only_demanded_when_a_chosen_suite_loads_vgpu(self):
+        no_kunit = "VGPU-VM-DONE rc=0\n"
+        rc, _, out = check(no_kunit, GOOD_TAP, suites="double")
+        self.assertEqual(rc, 0, out)
+        for suites in ["module", "double,module", ""]:
+            rc, _, _ = check(no_kunit, GOOD_TAP, suites=suites)
+            self.assertNotEqual(rc, 0, suites)
+        # A KUnit failure still fails a run that did not demand KUnit.
+        rc, _, _ = check(no_kunit + "# vgpu_nv_ioctl: pass:1 fail:1 skip:0 total:2\n",
+                         GOOD_TAP, suites="double")
         self.assertNotEqual(rc, 0)
 
     def test_hang_or_timeout(self):

@@ -6,7 +6,10 @@
 //! into its ring in mapped memory, then stores its channel's work-submit token
 //! at offset 0x90 of a mapped USERMODE page (the doorbell). The engine thread
 //! polls, as hardware fetches: a doorbell arms the channel; from then on the
-//! engine compares the ring's `put` with its `get` on every turn.
+//! engine compares the ring's `put` with its `get` on every turn. The engine
+//! clears the doorbell slot when it takes a token; unlike hardware, a token
+//! written over one not yet taken is lost, so writers wait for the slot to
+//! read 0 first (nvclient's `Doorbell::ring` does).
 //!
 //! Ring layout (the double's own, in the memory named by the channel's
 //! `hUserdMemory[0]` at `userdOffset[0]`; hardware uses GPFIFO entries and

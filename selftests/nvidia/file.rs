@@ -66,6 +66,14 @@ pub(crate) struct NvFile {
 }
 
 impl NvFile {
+    /// The file id RM checks clients against: a GPU-node file registered
+    /// with REGISTER_FD acts for its ctl file (the driver's
+    /// `clientOSInfo = nvfp->ctl_nvfp`, else `nvfp`), e.g. for
+    /// RM_ALLOC_MEMORY, which goes to the GPU node.
+    pub(crate) fn client_id(&self) -> u64 {
+        self.registered.lock().unwrap_or(self.id)
+    }
+
     /// Marks an event pending and wakes pollers.
     pub(crate) fn post_event(&self) {
         *self.pending.lock() = true;
@@ -153,13 +161,17 @@ impl FileOperations for NvFops {
 
     fn mmap(me: ArcBorrow<'_, NvFile>, _file: &File, vma: &VmaNew) -> Result {
         let mut ctx = me.map.lock();
+        if !matches!(*ctx, MapCtx::Ready { .. }) {
+            // GUESS: the driver refuses an mmap with no mapping context and
+            // leaves the file as it was (an unused file can still get one).
+            return Err(EINVAL);
+        }
         let MapCtx::Ready {
             backing,
             offset,
             len,
         } = core::mem::replace(&mut *ctx, MapCtx::Used)
         else {
-            // GUESS: the driver refuses an mmap with no mapping context.
             return Err(EINVAL);
         };
         let r = backing.map_into(vma, offset, len);

@@ -348,13 +348,13 @@ impl Driver {
             Escape::RmFree => {
                 let mut a: abi::Nvos00 = parse(p)?;
                 let mut rm = self.rm.lock();
-                a.status = status_of(self.free(&mut rm, a.h_root, a.h_object_old, Some(f.id)));
+                a.status = status_of(self.free(&mut rm, a.h_root, a.h_object_old, Some(f.client_id())));
                 store(&a, p);
                 Ok(())
             }
             Escape::RmControl => {
                 let mut a: abi::Nvos54 = parse(p)?;
-                a.status = status_of(self.control(&a, Some(f.id), &Space::User));
+                a.status = status_of(self.control(&a, Some(f.client_id()), &Space::User));
                 store(&a, p);
                 Ok(())
             }
@@ -364,7 +364,7 @@ impl Driver {
             Escape::RmUnmapMemory => {
                 let mut a: abi::Nvos34 = parse(p)?;
                 let mut rm = self.rm.lock();
-                a.status = match rm.client_for(a.h_client, Some(f.id)) {
+                a.status = match rm.client_for(a.h_client, Some(f.client_id())) {
                     Ok(_) => NV_OK,
                     Err(s) => s,
                 };
@@ -454,7 +454,9 @@ impl Driver {
         if !matches!(f.kind, Kind::Gpu(_)) {
             return Err(EINVAL);
         }
-        let ctl = fdtable::fget(r.ctl_fd)?;
+        // The driver answers any fd it cannot use (not open, not its own
+        // file, not ctl) with -EINVAL.
+        let ctl = fdtable::fget(r.ctl_fd).map_err(|_| EINVAL)?;
         let ctl = file::nv_file(&ctl).ok_or(EINVAL)?;
         if ctl.kind != Kind::Ctl {
             return Err(EINVAL);
@@ -550,7 +552,7 @@ impl Driver {
                 .push(
                     Client {
                         handle,
-                        file: f.id,
+                        file: f.client_id(),
                         objects: KVec::new(),
                         next_handle: 0,
                     },
@@ -560,7 +562,7 @@ impl Driver {
             return Ok(handle);
         }
 
-        let ci = rm.client_for(h_root, Some(f.id))?;
+        let ci = rm.client_for(h_root, Some(f.client_id()))?;
         if !rm.clients[ci].has(h_parent) {
             return Err(NV_ERR_INVALID_OBJECT_PARENT);
         }
@@ -1014,7 +1016,7 @@ impl Driver {
         let mut a: abi::Nvos32 = parse(p)?;
         let r: RmResult = (|| {
             let mut rm = self.rm.lock();
-            let ci = rm.client_for(a.h_root, Some(f.id))?;
+            let ci = rm.client_for(a.h_root, Some(f.client_id()))?;
             let gpu = rm.clients[ci]
                 .gpu_of(a.h_object_parent)
                 .ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
@@ -1058,7 +1060,7 @@ impl Driver {
                 }
                 heap::FUNCTION_FREE => {
                     let fr = a.free_args();
-                    self.free(&mut rm, a.h_root, fr.h_memory, Some(f.id))
+                    self.free(&mut rm, a.h_root, fr.h_memory, Some(f.client_id()))
                 }
                 _ => Err(NV_ERR_INVALID_FUNCTION),
             }
@@ -1072,7 +1074,7 @@ impl Driver {
         let mut a: abi::Nvos02WithFd = parse(p)?;
         let r: RmResult = (|| {
             let mut rm = self.rm.lock();
-            let ci = rm.client_for(a.params.h_root, Some(f.id))?;
+            let ci = rm.client_for(a.params.h_root, Some(f.client_id()))?;
             let gpu = rm.clients[ci]
                 .gpu_of(a.params.h_object_parent)
                 .ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
@@ -1095,7 +1097,7 @@ impl Driver {
             let target = fdtable::fget(a.fd).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
             let target = file::nv_file(&target).ok_or(NV_ERR_INVALID_ARGUMENT)?;
             let mut rm = self.rm.lock();
-            let ci = rm.client_for(m.h_client, Some(f.id))?;
+            let ci = rm.client_for(m.h_client, Some(f.client_id()))?;
             let kind = rm.clients[ci]
                 .find(m.h_memory)
                 .map(|o| o.kind)
@@ -1159,7 +1161,7 @@ impl Driver {
         let mut a: abi::Nvos55 = parse(p)?;
         let r: RmResult<u32> = (|| {
             let mut rm = self.rm.lock();
-            let di = rm.client_for(a.h_client, Some(f.id))?;
+            let di = rm.client_for(a.h_client, Some(f.client_id()))?;
             // GUESS: the source client may belong to any file (RM checks a
             // share policy that defaults to allow within a process).
             let si = rm.client_index(a.h_client_src).ok_or(NV_ERR_INVALID_CLIENT)?;
@@ -1212,7 +1214,7 @@ impl Driver {
             let target = fdtable::fget(a.fd as i32).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
             let target = file::nv_file(&target).ok_or(NV_ERR_INVALID_ARGUMENT)?;
             let mut rm = self.rm.lock();
-            let ci = rm.client_for(a.h_client, Some(f.id))?;
+            let ci = rm.client_for(a.h_client, Some(f.client_id()))?;
             let gpu = rm.clients[ci].gpu_of(a.h_device).ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
             let engine = &self.gpus[gpu as usize].engine;
             if alloc {

@@ -16,45 +16,35 @@ use kernel::{
 
 /// Whether any open file in the calling task's fd table satisfies `pred`.
 ///
-/// `pred` runs under the fd table's spinlock: it must not sleep (reading a
-/// file's fields is fine).
+/// Walks the table with `fget_task_next`, which hands out one referenced file
+/// at a time, so `pred` runs without any lock held. The walk never reads
+/// `task_struct` fields from Rust: bindgen's layout of `task_struct` does not
+/// match C's on the test kernels (`files` read 40 bytes early, landing in
+/// `comm`), so the table is reached only through C.
 pub(crate) fn current_has_file<F: Fn(&File) -> bool>(pred: F) -> bool {
-    /// Trampoline for `iterate_fd`: returns non-zero (stop) on the first match.
-    ///
-    /// # Safety
-    ///
-    /// `data` points to the `F` passed by `current_has_file`; `file` is a
-    /// valid file in the table, which `iterate_fd` keeps alive for the call.
-    unsafe extern "C" fn visit<G: Fn(&File) -> bool>(
-        data: *const c_void,
-        file: *mut bindings::file,
-        _fd: c_uint,
-    ) -> c_int {
-        // SAFETY: see the function's safety section.
-        let pred = unsafe { &*data.cast::<G>() };
-        // SAFETY: `file` is valid for the duration of this call (see above).
-        let file = unsafe { File::from_raw_file(file) };
-        c_int::from(pred(file))
-    }
-
     let task = Task::current_raw();
-    // SAFETY: `task` is the current task, alive while it runs this code; its
-    // `files` pointer is only changed by the task itself (unshare, exit).
-    let files = unsafe { (*task).files };
-    if files.is_null() {
-        return false;
+    let mut fd: c_uint = 0;
+    loop {
+        // SAFETY: `task` is the current task, alive while it runs this code;
+        // `fd` is a valid place for the cursor. A non-null result carries a
+        // reference to the file, which this loop drops with `fput`.
+        let file = unsafe { bindings::fget_task_next(task, &mut fd) };
+        if file.is_null() {
+            return false;
+        }
+        // SAFETY: `file` is valid while we hold the reference taken above;
+        // the borrow ends before `fput`.
+        let hit = pred(unsafe { File::from_raw_file(file) });
+        // SAFETY: drops the reference `fget_task_next` took, once.
+        unsafe { bindings::fput(file) };
+        if hit {
+            return true;
+        }
+        fd = match fd.checked_add(1) {
+            Some(n) => n,
+            None => return false,
+        };
     }
-    // SAFETY: `files` is the current task's table (see above); `visit::<F>`
-    // matches `iterate_fd`'s callback contract and `pred` outlives the call.
-    let r = unsafe {
-        bindings::iterate_fd(
-            files,
-            0,
-            Some(visit::<F>),
-            core::ptr::from_ref(&pred).cast(),
-        )
-    };
-    r != 0
 }
 
 /// Takes a reference to the file behind `fd` in the caller's table.

@@ -5,13 +5,14 @@
 //! Usage: `vgpu-selftest [SUITE...]`; with no argument every suite runs.
 //! Exit status: 0 if every test passed.
 
+mod double;
 mod module;
 mod sys;
 mod tap;
 
 type Suite = (&'static str, &'static [tap::Test]);
 
-const SUITES: &[Suite] = &[("module", module::TESTS)];
+const SUITES: &[Suite] = &[("module", module::TESTS), ("double", double::TESTS)];
 
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();

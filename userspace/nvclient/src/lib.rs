@@ -47,6 +47,7 @@ mod memory;
 mod node;
 mod rm;
 mod sched;
+pub mod work;
 
 pub use memory::{sysmem_params, vram_params, HeapInfo, Mapping, Memory};
 pub use node::{needs_xfer, request, xfer_header, Ctl, Gpu, Node};
@@ -55,6 +56,7 @@ pub use sched::tsg_params;
 pub use vgpu_logic::nv::abi;
 pub use vgpu_logic::nv::abi::Handle;
 pub use vgpu_logic::nv::ioctl;
+pub use work::{Doorbell, Ring, WorkChannel};
 
 use abi::NvStatus;
 

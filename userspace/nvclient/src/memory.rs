@@ -382,7 +382,12 @@ pub struct Mapping {
 
 impl Mapping {
     /// mmaps `len` bytes of `file` at offset 0, shared.
-    fn map(file: &File, len: usize, write: bool, linear_address: u64) -> Result<Mapping> {
+    pub(crate) fn map(
+        file: &File,
+        len: usize,
+        write: bool,
+        linear_address: u64,
+    ) -> Result<Mapping> {
         let prot = if write {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
