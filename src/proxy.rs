@@ -20,6 +20,7 @@ use crate::kapi::{
     realfile::{RealFile, RealNode},
 };
 use crate::nv::ioctl;
+use crate::vgpus::Vgpu;
 
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
 pub(crate) const CTL_MINOR: u32 = 0;
@@ -28,12 +29,32 @@ pub(crate) const CTL_MINOR: u32 = 0;
 pub(crate) struct Backend {
     /// `/dev/nvidiactl`.
     pub(crate) ctl: RealNode,
+    /// `/dev/nvidiaK` for each GPU index `K` found at load.
+    pub(crate) gpus: KVec<(u32, RealNode)>,
+}
+
+impl Backend {
+    /// The real node of GPU `gpu`.
+    pub(crate) fn gpu(&self, gpu: u32) -> Option<&RealNode> {
+        self.gpus.iter().find(|(k, _)| *k == gpu).map(|(_, n)| n)
+    }
 }
 
 /// State of one open proxy file.
 pub(crate) struct ProxyFile {
     /// Its private file of the real driver.
     pub(crate) real: RealFile,
+    /// The vGPU, for a `/dev/vgpuN` file.
+    pub(crate) vgpu: Option<Arc<Vgpu>>,
+}
+
+impl Drop for ProxyFile {
+    fn drop(&mut self) {
+        if let Some(v) = &self.vgpu {
+            let mut users = v.users.lock();
+            *users = users.saturating_sub(1);
+        }
+    }
 }
 
 /// The file operations of vgpu's nodes.
@@ -46,12 +67,27 @@ impl FileOperations for ProxyFops {
 
     fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
         let state = crate::state()?;
-        let node = match dev.minor() {
-            CTL_MINOR => &state.backend.ctl,
-            _ => return Err(ENODEV),
-        };
-        let real = node.open(file)?;
-        Ok(Arc::new(ProxyFile { real }, GFP_KERNEL)?)
+        if dev.minor() == CTL_MINOR {
+            let real = state.backend.ctl.open(file)?;
+            return Ok(Arc::new(ProxyFile { real, vgpu: None }, GFP_KERNEL)?);
+        }
+        let v = state.vgpus.get(dev.minor() - 1).ok_or(ENODEV)?;
+        // Users first, then the settings: the order sysfs writers take too.
+        let mut users = v.users.lock();
+        if !v.admits_current()? {
+            return Err(EACCES);
+        }
+        let gpu = v.config.lock().gpu.ok_or(ENODEV)?;
+        let real = state.backend.gpu(gpu).ok_or(ENODEV)?.open(file)?;
+        let me = Arc::new(
+            ProxyFile {
+                real,
+                vgpu: Some(v.clone()),
+            },
+            GFP_KERNEL,
+        )?;
+        *users += 1;
+        Ok(me)
     }
 
     fn ioctl(me: ArcBorrow<'_, ProxyFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {

@@ -291,7 +291,10 @@ impl Engine {
     /// A TSG's timeslice in us.
     pub(crate) fn timeslice(&self, tsg: u32) -> Option<u64> {
         let s = self.state.lock();
-        s.tsgs.iter().find(|t| t.id == tsg).map(|t| t.timeslice_ns / 1000)
+        s.tsgs
+            .iter()
+            .find(|t| t.id == tsg)
+            .map(|t| t.timeslice_ns / 1000)
     }
 
     /// Adds a USERMODE page to poll for doorbells.
@@ -310,7 +313,10 @@ impl Engine {
 
     /// Delivers completion events of `client`'s channels to `file`.
     pub(crate) fn add_event(&self, client: u32, file: Arc<NvFile>) -> Result {
-        self.state.lock().events.push(Event { client, file }, GFP_KERNEL)?;
+        self.state
+            .lock()
+            .events
+            .push(Event { client, file }, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -372,7 +378,11 @@ impl Engine {
         if s.current.is_none() {
             let n = s.tsgs.len();
             let last = s.last_ran;
-            let start = s.tsgs.iter().position(|t| Some(t.id) == last).map_or(0, |i| i + 1);
+            let start = s
+                .tsgs
+                .iter()
+                .position(|t| Some(t.id) == last)
+                .map_or(0, |i| i + 1);
             for k in 0..n {
                 let t = &s.tsgs[(start + k) % n];
                 if t.runnable() {

@@ -7,10 +7,7 @@ use kernel::{
     mm::virt::VmaNew,
     new_mutex,
     prelude::*,
-    sync::{
-        poll::PollCondVar,
-        Arc, ArcBorrow, Mutex,
-    },
+    sync::{poll::PollCondVar, Arc, ArcBorrow, Mutex},
 };
 
 use crate::kapi::chrdev::{self, DevT, FileOperations};

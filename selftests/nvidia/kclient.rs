@@ -59,7 +59,9 @@ pub(crate) fn kernel_read(addr: u64, out: &mut [u8]) -> Result {
     // SAFETY: kernel clients pass kernel pointers to buffers of the sizes
     // they declare (the interface's contract; such callers are trusted
     // kernel code, as with the real driver).
-    unsafe { core::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len()) };
+    unsafe {
+        core::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
+    };
     Ok(())
 }
 
@@ -125,7 +127,9 @@ unsafe extern "C" fn enumerate_gpus(out: *mut NvGpuInfo) -> u32 {
 ///
 /// Any argument is accepted.
 unsafe extern "C" fn open_gpu(gpu_id: u32, _sp: *mut c_void) -> c_int {
-    let Ok(drv) = driver() else { return -(ENODEV.to_errno()) };
+    let Ok(drv) = driver() else {
+        return -(ENODEV.to_errno());
+    };
     if (0..drv.gpu_count() as u32).any(|i| gpu_id_of(i) == gpu_id) {
         0
     } else {

@@ -18,9 +18,29 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+// The safe kernel-API wrappers shared with vgpu (src/kapi/), those the
+// double needs. They refer to each other as `super::<file>`, which resolves
+// here as in vgpu's `kapi` module.
 #[allow(dead_code)]
-#[path = "../../src/kapi/mod.rs"]
-mod kapi;
+#[path = "../../src/kapi/chrdev.rs"]
+mod chrdev;
+#[allow(dead_code)]
+#[path = "../../src/kapi/class.rs"]
+mod class;
+#[allow(dead_code)]
+#[path = "../../src/kapi/fdtable.rs"]
+mod fdtable;
+#[allow(dead_code)]
+#[path = "../../src/kapi/kthread.rs"]
+mod kthread;
+#[allow(dead_code)]
+#[path = "../../src/kapi/user.rs"]
+mod user;
+
+/// The shared wrappers under the name vgpu uses for them.
+mod kapi {
+    pub(crate) use super::{chrdev, class, fdtable, kthread, user};
+}
 #[path = "../../src/nv/mod.rs"]
 pub mod nv;
 
@@ -147,12 +167,18 @@ impl kernel::Module for NvidiaDouble {
         let region = Region::fixed(DevT::new(NV_MAJOR, 0), 256, c"nvidia")?;
         let cdev = Cdev::<file::NvFops>::new(region.base(), 256)?;
         let mut nodes = KVec::new();
-        nodes.push(Node::new(&class, DevT::new(NV_MAJOR, CTL_MINOR), c"nvidiactl")?, GFP_KERNEL)?;
+        nodes.push(
+            Node::new(&class, DevT::new(NV_MAJOR, CTL_MINOR), c"nvidiactl")?,
+            GFP_KERNEL,
+        )?;
         for i in 0..n {
             let mut name = [0u8; 16];
             let len = file::gpu_node_name(i, &mut name);
             let name = CStr::from_bytes_with_nul(&name[..=len]).map_err(|_| EINVAL)?;
-            nodes.push(Node::new(&class, DevT::new(NV_MAJOR, i as u32), name)?, GFP_KERNEL)?;
+            nodes.push(
+                Node::new(&class, DevT::new(NV_MAJOR, i as u32), name)?,
+                GFP_KERNEL,
+            )?;
         }
         pr_info!("driver double {DRIVER_VERSION}: {n} fake GPU(s)\n");
         Ok(Self {

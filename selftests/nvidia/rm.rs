@@ -17,7 +17,7 @@ use crate::engine::{Engine, EngineWorker};
 use crate::file::{self, Kind, MapCtx, NvFile};
 use crate::kapi::{fdtable, kthread::Thread, user};
 use crate::memory::{Backing, MAX_BACKED};
-use crate::nv::abi::{self, Wire, class, ctrl, fb_info, heap, status::*, surface_info, version};
+use crate::nv::abi::{self, class, ctrl, fb_info, heap, status::*, surface_info, version, Wire};
 use crate::nv::ioctl::Escape;
 use crate::{DRIVER_VERSION, MAX_GPUS};
 
@@ -68,12 +68,29 @@ impl Space {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ObjKind {
-    Device { gpu: u32 },
-    Subdevice { gpu: u32 },
-    Memory { mem: u32 },
-    Tsg { gpu: u32, id: u32 },
-    Channel { gpu: u32, token: u32, tsg: u32, own_tsg: bool },
-    Usermode { gpu: u32, mem: u32 },
+    Device {
+        gpu: u32,
+    },
+    Subdevice {
+        gpu: u32,
+    },
+    Memory {
+        mem: u32,
+    },
+    Tsg {
+        gpu: u32,
+        id: u32,
+    },
+    Channel {
+        gpu: u32,
+        token: u32,
+        tsg: u32,
+        own_tsg: bool,
+    },
+    Usermode {
+        gpu: u32,
+        mem: u32,
+    },
     Other,
 }
 
@@ -208,7 +225,13 @@ impl Rm {
         self.mems.iter_mut().find(|m| m.id == id)
     }
 
-    fn new_mem(&mut self, gpu: u32, size: u64, vram: bool, backing: Option<Arc<Backing>>) -> RmResult<u32> {
+    fn new_mem(
+        &mut self,
+        gpu: u32,
+        size: u64,
+        vram: bool,
+        backing: Option<Arc<Backing>>,
+    ) -> RmResult<u32> {
         let id = self.next_mem;
         self.next_mem = self.next_mem.wrapping_add(1);
         self.mems
@@ -348,7 +371,8 @@ impl Driver {
             Escape::RmFree => {
                 let mut a: abi::Nvos00 = parse(p)?;
                 let mut rm = self.rm.lock();
-                a.status = status_of(self.free(&mut rm, a.h_root, a.h_object_old, Some(f.client_id())));
+                a.status =
+                    status_of(self.free(&mut rm, a.h_root, a.h_object_old, Some(f.client_id())));
                 store(&a, p);
                 Ok(())
             }
@@ -474,11 +498,25 @@ impl Driver {
         let (h_root, h_parent, h_new, h_class, pparams, psize) = match p.len() {
             abi::Nvos21::SIZE => {
                 let a: abi::Nvos21 = parse(p)?;
-                (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+                (
+                    a.h_root,
+                    a.h_object_parent,
+                    a.h_object_new,
+                    a.h_class,
+                    a.p_alloc_parms,
+                    a.params_size,
+                )
             }
             _ => {
                 let a: abi::Nvos64 = parse(p)?;
-                (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+                (
+                    a.h_root,
+                    a.h_object_parent,
+                    a.h_object_new,
+                    a.h_class,
+                    a.p_alloc_parms,
+                    a.params_size,
+                )
             }
         };
         let mut params = KVec::new();
@@ -533,7 +571,10 @@ impl Driver {
         check_fds: bool,
     ) -> RmResult<u32> {
         let mut rm = self.rm.lock();
-        if matches!(h_class, class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT) {
+        if matches!(
+            h_class,
+            class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT
+        ) {
             let handle = if h_new != 0 {
                 if rm.client_index(h_new).is_some() {
                     return Err(NV_ERR_INVALID_OBJECT_NEW);
@@ -603,7 +644,10 @@ impl Driver {
                     return Err(NV_ERR_INVALID_ARGUMENT);
                 }
                 let mem = if vram {
-                    let size = mp.size.checked_next_multiple_of(VRAM_ALIGN).ok_or(NV_ERR_NO_MEMORY)?;
+                    let size = mp
+                        .size
+                        .checked_next_multiple_of(VRAM_ALIGN)
+                        .ok_or(NV_ERR_NO_MEMORY)?;
                     let heap = heap_size(self.gpus[gpu as usize].vram);
                     if rm.vram_used[gpu as usize] + size > heap {
                         return Err(NV_ERR_NO_MEMORY);
@@ -611,7 +655,10 @@ impl Driver {
                     mp.size = size;
                     rm.new_mem(gpu, size, true, None)?
                 } else if h_class == class::NV01_MEMORY_SYSTEM {
-                    let size = mp.size.checked_next_multiple_of(4096).ok_or(NV_ERR_NO_MEMORY)?;
+                    let size = mp
+                        .size
+                        .checked_next_multiple_of(4096)
+                        .ok_or(NV_ERR_NO_MEMORY)?;
                     if size > MAX_BACKED {
                         return Err(NV_ERR_INSUFFICIENT_RESOURCES);
                     }
@@ -676,11 +723,14 @@ impl Driver {
                     0 => None,
                     h => {
                         let b = match rm.clients[ci].find(h).map(|o| o.kind) {
-                            Some(ObjKind::Memory { mem }) => rm.mem(mem).and_then(|m| m.backing.clone()),
+                            Some(ObjKind::Memory { mem }) => {
+                                rm.mem(mem).and_then(|m| m.backing.clone())
+                            }
                             _ => None,
                         };
                         let off = cp.userd_offset[0] as usize;
-                        let need = crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
+                        let need =
+                            crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
                         match b {
                             Some(b) if off % 8 == 0 && off + need <= b.len() => Some((b, off)),
                             _ => {
@@ -695,7 +745,10 @@ impl Driver {
                 let token = rm.next_token;
                 rm.next_token += 1;
                 let engine = &self.gpus[gpu as usize].engine;
-                if engine.add_channel(tsg, token, ring, cp.gp_fifo_entries).is_err() {
+                if engine
+                    .add_channel(tsg, token, ring, cp.gp_fifo_entries)
+                    .is_err()
+                {
                     if own_tsg {
                         engine.remove_tsg(tsg);
                     }
@@ -791,12 +844,16 @@ impl Driver {
         }
         // Collect the subtree: repeat until no object has a parent in the set.
         let mut doomed: KVec<u32> = KVec::new();
-        doomed.push(h_obj, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
+        doomed
+            .push(h_obj, GFP_KERNEL)
+            .map_err(|_| NV_ERR_NO_MEMORY)?;
         loop {
             let mut grew = false;
             for o in rm.clients[ci].objects.iter() {
                 if doomed.contains(&o.parent) && !doomed.contains(&o.handle) {
-                    doomed.push(o.handle, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
+                    doomed
+                        .push(o.handle, GFP_KERNEL)
+                        .map_err(|_| NV_ERR_NO_MEMORY)?;
                     grew = true;
                 }
             }
@@ -822,10 +879,16 @@ impl Driver {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let mut params = KVec::new();
-        params.resize(size, 0u8, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
-        space.read(a.params, &mut params).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        params
+            .resize(size, 0u8, GFP_KERNEL)
+            .map_err(|_| NV_ERR_NO_MEMORY)?;
+        space
+            .read(a.params, &mut params)
+            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
         self.control_inner(a.h_client, a.h_object, a.cmd, &mut params, file, space)?;
-        space.write(a.params, &params).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        space
+            .write(a.params, &params)
+            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
         Ok(())
     }
 
@@ -892,13 +955,17 @@ impl Driver {
                 let mut list = KVec::new();
                 list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
                     .map_err(|_| NV_ERR_NO_MEMORY)?;
-                space.read(q.list_ptr, &mut list).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+                space
+                    .read(q.list_ptr, &mut list)
+                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
                 for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
                     let mut e = abi::InfoEntry::decode(chunk);
                     e.data = self.fb_info(&rm, gpu, e.index)?;
                     e.encode(chunk);
                 }
-                space.write(q.list_ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+                space
+                    .write(q.list_ptr, &list)
+                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
                 Ok(())
             }
             (ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, Some(ObjKind::Memory { mem })) => {
@@ -911,19 +978,25 @@ impl Driver {
                 let mut list = KVec::new();
                 list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
                     .map_err(|_| NV_ERR_NO_MEMORY)?;
-                space.read(q.list_ptr, &mut list).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+                space
+                    .read(q.list_ptr, &mut list)
+                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
                 for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
                     let mut e = abi::InfoEntry::decode(chunk);
                     e.data = match e.index {
-                        surface_info::PHYS_SIZE => u32::try_from(size / surface_info::PHYS_SIZE_SCALE)
-                            .map_err(|_| NV_ERR_OUT_OF_RANGE)?,
+                        surface_info::PHYS_SIZE => {
+                            u32::try_from(size / surface_info::PHYS_SIZE_SCALE)
+                                .map_err(|_| NV_ERR_OUT_OF_RANGE)?
+                        }
                         surface_info::PHYS_SIZE_LO => size as u32,
                         surface_info::PHYS_SIZE_HI => (size >> 32) as u32,
                         _ => 0,
                     };
                     e.encode(chunk);
                 }
-                space.write(q.list_ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+                space
+                    .write(q.list_ptr, &list)
+                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
                 Ok(())
             }
             (ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, Some(ObjKind::Tsg { gpu, id }))
@@ -941,7 +1014,9 @@ impl Driver {
                 if q.timeslice_us < 100 {
                     return Err(NV_ERR_INVALID_ARGUMENT);
                 }
-                self.gpus[gpu as usize].engine.set_timeslice(id, q.timeslice_us);
+                self.gpus[gpu as usize]
+                    .engine
+                    .set_timeslice(id, q.timeslice_us);
                 Ok(())
             }
             (ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, Some(ObjKind::Tsg { gpu, id })) => {
@@ -966,7 +1041,10 @@ impl Driver {
                 let _q: abi::MakeRealtimeParams = parse_params(p)?;
                 Ok(())
             }
-            (ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, Some(ObjKind::Channel { token, .. })) => {
+            (
+                ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+                Some(ObjKind::Channel { token, .. }),
+            ) => {
                 let mut q: abi::WorkSubmitTokenParams = parse_params(p)?;
                 q.work_submit_token = token;
                 store(&q, p);
@@ -984,7 +1062,9 @@ impl Driver {
                         .map_err(|_| NV_ERR_INVALID_CLIENT)?;
                     match rm.clients[cj].find(q.h_channel_list[k]).map(|o| o.kind) {
                         Some(ObjKind::Channel { gpu: g, tsg, .. }) if g == gpu => {
-                            self.gpus[gpu as usize].engine.schedule(tsg, q.b_disable == 0);
+                            self.gpus[gpu as usize]
+                                .engine
+                                .schedule(tsg, q.b_disable == 0);
                         }
                         _ => return Err(NV_ERR_INVALID_CHANNEL),
                     }
@@ -1050,7 +1130,8 @@ impl Driver {
                     } else {
                         0
                     };
-                    let h = self.alloc(f, a.h_root, a.h_object_parent, h_new, cls, &mut buf, true)?;
+                    let h =
+                        self.alloc(f, a.h_root, a.h_object_parent, h_new, cls, &mut buf, true)?;
                     mp = abi::MemoryAllocationParams::decode(&buf);
                     s.h_memory = h;
                     s.size = mp.size;
@@ -1120,7 +1201,11 @@ impl Driver {
                 return Err(NV_ERR_INVALID_ARGUMENT);
             }
             let len = m.length;
-            if len == 0 || m.offset % 4096 != 0 || len % 4096 != 0 || m.offset.checked_add(len).is_none_or(|e| e > size) {
+            if len == 0
+                || m.offset % 4096 != 0
+                || len % 4096 != 0
+                || m.offset.checked_add(len).is_none_or(|e| e > size)
+            {
                 return Err(NV_ERR_INVALID_LIMIT);
             }
             let backing = {
@@ -1164,7 +1249,9 @@ impl Driver {
             let di = rm.client_for(a.h_client, Some(f.client_id()))?;
             // GUESS: the source client may belong to any file (RM checks a
             // share policy that defaults to allow within a process).
-            let si = rm.client_index(a.h_client_src).ok_or(NV_ERR_INVALID_CLIENT)?;
+            let si = rm
+                .client_index(a.h_client_src)
+                .ok_or(NV_ERR_INVALID_CLIENT)?;
             let src = *rm.clients[si]
                 .find(a.h_object_src)
                 .ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
@@ -1215,7 +1302,9 @@ impl Driver {
             let target = file::nv_file(&target).ok_or(NV_ERR_INVALID_ARGUMENT)?;
             let mut rm = self.rm.lock();
             let ci = rm.client_for(a.h_client, Some(f.client_id()))?;
-            let gpu = rm.clients[ci].gpu_of(a.h_device).ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
+            let gpu = rm.clients[ci]
+                .gpu_of(a.h_device)
+                .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
             let engine = &self.gpus[gpu as usize].engine;
             if alloc {
                 engine

@@ -75,7 +75,9 @@ impl Region {
         let mut dev: bindings::dev_t = 0;
         // SAFETY: `dev` is a valid place for the result; `name` is NUL-terminated
         // and `'static`, as the region keeps it.
-        to_result(unsafe { bindings::alloc_chrdev_region(&mut dev, 0, count, name.as_char_ptr()) })?;
+        to_result(unsafe {
+            bindings::alloc_chrdev_region(&mut dev, 0, count, name.as_char_ptr())
+        })?;
         Ok(Self {
             base: DevT(dev),
             count,
@@ -201,7 +203,10 @@ impl<T: FileOperations> Vtable<T> {
     /// # Safety
     ///
     /// Called by the VFS on an open file of ours with a VMA being set up.
-    unsafe extern "C" fn mmap(raw: *mut bindings::file, vma: *mut bindings::vm_area_struct) -> c_int {
+    unsafe extern "C" fn mmap(
+        raw: *mut bindings::file,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
         // SAFETY: as in `ioctl`.
         let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
         // SAFETY: the file is valid for the duration of this call.
@@ -218,7 +223,10 @@ impl<T: FileOperations> Vtable<T> {
     /// # Safety
     ///
     /// Called by the VFS on an open file of ours.
-    unsafe extern "C" fn poll(raw: *mut bindings::file, table: *mut bindings::poll_table) -> c_uint {
+    unsafe extern "C" fn poll(
+        raw: *mut bindings::file,
+        table: *mut bindings::poll_table,
+    ) -> c_uint {
         // SAFETY: as in `ioctl`.
         let private = unsafe { T::Private::borrow((*raw).private_data.cast()) };
         // SAFETY: the file is valid for the duration of this call.
@@ -234,8 +242,16 @@ impl<T: FileOperations> Vtable<T> {
         owner: this_module::<T::OwnerModule>().as_ptr(),
         open: Some(Self::open),
         release: Some(Self::release),
-        unlocked_ioctl: if T::HAS_IOCTL { Some(Self::ioctl) } else { None },
-        compat_ioctl: if T::HAS_IOCTL { Some(Self::ioctl) } else { None },
+        unlocked_ioctl: if T::HAS_IOCTL {
+            Some(Self::ioctl)
+        } else {
+            None
+        },
+        compat_ioctl: if T::HAS_IOCTL {
+            Some(Self::ioctl)
+        } else {
+            None
+        },
         mmap: if T::HAS_MMAP { Some(Self::mmap) } else { None },
         poll: if T::HAS_POLL { Some(Self::poll) } else { None },
         // SAFETY: all-zeroes is a valid `file_operations` (every hook absent).
@@ -359,9 +375,32 @@ impl Node {
         Ok(Self { raw })
     }
 
-    /// The raw device, for attaching attributes to it.
-    pub(crate) fn as_raw(&self) -> *mut bindings::device {
-        self.raw
+    /// Creates `/dev/<name>` for number `dev` in `class`, with the sysfs
+    /// files of `groups` (a NULL-terminated list) and driver data `data`,
+    /// which must outlive the node.
+    pub(crate) fn with_groups(
+        class: &Class,
+        dev: DevT,
+        name: &CStr,
+        data: *mut c_void,
+        groups: *const *const bindings::attribute_group,
+    ) -> Result<Self> {
+        // SAFETY: `class` is registered; `groups` is a valid NULL-terminated
+        // list that outlives the device (caller's contract), as does `data`;
+        // "%s" consumes the one NUL-terminated argument that follows, which
+        // the driver core copies.
+        let raw = from_err_ptr(unsafe {
+            bindings::device_create_with_groups(
+                class.as_raw(),
+                core::ptr::null_mut(),
+                dev.0,
+                data,
+                groups.cast_mut(),
+                c"%s".as_char_ptr(),
+                name.as_char_ptr(),
+            )
+        })?;
+        Ok(Self { raw })
     }
 }
 

@@ -60,13 +60,23 @@ impl Thread {
         // `data`; "%s" consumes the one NUL-terminated argument that follows,
         // which is copied before the call returns. NUMA_NO_NODE is -1.
         let task: *mut bindings::task_struct = unsafe {
-            kthread_create_on_node(Some(run::<W>), data, -1, c"%s".as_char_ptr(), name.as_char_ptr())
+            kthread_create_on_node(
+                Some(run::<W>),
+                data,
+                -1,
+                c"%s".as_char_ptr(),
+                name.as_char_ptr(),
+            )
         }
         .cast();
         if task.is_null() || (task as isize) < 0 && (task as isize) >= -4095 {
             // SAFETY: the thread was not created, so `data` was not consumed.
             drop(unsafe { Arc::<W>::from_raw(data.cast()) });
-            return Err(if task.is_null() { ENOMEM } else { Error::from_errno(task as isize as i32) });
+            return Err(if task.is_null() {
+                ENOMEM
+            } else {
+                Error::from_errno(task as isize as i32)
+            });
         }
         // Keep the task struct alive until `kthread_stop` has reaped it.
         // SAFETY: `task` is a valid, new task.

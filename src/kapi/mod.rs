@@ -9,9 +9,11 @@
 //! The driver double (`selftests/nvidia/`) builds these same files into its
 //! own crate; each crate uses a subset, so unused items are allowed there.
 
+pub(crate) mod cgroup;
 pub(crate) mod chrdev;
 pub(crate) mod class;
 pub(crate) mod fdtable;
 pub(crate) mod kthread;
 pub(crate) mod realfile;
+pub(crate) mod sysfs;
 pub(crate) mod user;

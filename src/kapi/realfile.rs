@@ -74,7 +74,8 @@ impl RealNode {
             let f = opener.as_ptr();
             ((*f).f_flags, (*f).f_cred)
         };
-        let flags = flags as c_int & !(bindings::O_CREAT | bindings::O_TRUNC | bindings::O_EXCL) as c_int;
+        let flags =
+            flags as c_int & !(bindings::O_CREAT | bindings::O_TRUNC | bindings::O_EXCL) as c_int;
         // SAFETY: `self.path` is a valid, referenced path; `cred` is a valid
         // credential (the opener's), which `dentry_open` takes its own
         // reference to.
@@ -158,7 +159,9 @@ impl RealFile {
             // SAFETY: the real file is valid; the poll table is the caller's,
             // valid for this call.
             Some(op) => unsafe { op(self.raw, table.as_raw()) },
-            None => bindings::POLLIN | bindings::POLLOUT | bindings::POLLRDNORM | bindings::POLLWRNORM,
+            None => {
+                bindings::POLLIN | bindings::POLLOUT | bindings::POLLRDNORM | bindings::POLLWRNORM
+            }
         }
     }
 }

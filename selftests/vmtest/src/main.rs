@@ -9,10 +9,15 @@ mod double;
 mod module;
 mod sys;
 mod tap;
+mod vgpus;
 
 type Suite = (&'static str, &'static [tap::Test]);
 
-const SUITES: &[Suite] = &[("module", module::TESTS), ("double", double::TESTS)];
+const SUITES: &[Suite] = &[
+    ("module", module::TESTS),
+    ("double", double::TESTS),
+    ("vgpus", vgpus::TESTS),
+];
 
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();

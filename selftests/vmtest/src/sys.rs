@@ -88,3 +88,65 @@ pub fn module_loaded(name: &str) -> bool {
         .map(|s| s.lines().any(|l| l.split(' ').next() == Some(name)))
         .unwrap_or(false)
 }
+
+/// Writes `data` to `path` in one write; `Err(errno)` on failure.
+pub fn write_file(path: &str, data: &str) -> Result<(), i32> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    f.write_all(data.as_bytes())
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Reads `path` to a string, without the trailing newline.
+pub fn read_file(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim_end_matches('\n').to_string())
+        .map_err(|e| format!("read {path}: {e}"))
+}
+
+/// Runs `f` in a forked child and returns its exit status (`f`'s value).
+pub fn in_child(f: impl FnOnce() -> i32) -> Result<i32, String> {
+    // SAFETY: the test program is single-threaded when it forks; the child
+    // only runs `f` and exits without returning.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: errno {}", errno()));
+    }
+    if pid == 0 {
+        let code = f();
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid place for its status.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(format!("waitpid: errno {}", errno()));
+    }
+    if libc::WIFEXITED(status) {
+        Ok(libc::WEXITSTATUS(status))
+    } else {
+        Err(format!("child died: status {status:#x}"))
+    }
+}
+
+/// Moves the calling process into cgroup v2 directory `cg` (under /sys/fs/cgroup).
+pub fn join_cgroup(cg: &str) -> Result<(), i32> {
+    write_file(
+        &format!("/sys/fs/cgroup{cg}/cgroup.procs"),
+        &format!("{}", std::process::id()),
+    )
+}
+
+/// Drops to an unprivileged user (nobody).
+pub fn become_nobody() -> Result<(), i32> {
+    // SAFETY: plain system calls with constant arguments.
+    let r = unsafe { libc::setresgid(65534, 65534, 65534) | libc::setresuid(65534, 65534, 65534) };
+    if r != 0 {
+        Err(errno())
+    } else {
+        Ok(())
+    }
+}

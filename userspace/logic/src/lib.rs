@@ -11,3 +11,7 @@
 /// The NVIDIA ABI: ioctl encoding and decoding (`src/nv/`).
 #[path = "../../../src/nv/mod.rs"]
 pub mod nv;
+
+/// Parsing of sysfs writes (`src/config.rs`).
+#[path = "../../../src/config.rs"]
+pub mod config;

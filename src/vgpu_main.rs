@@ -14,15 +14,18 @@
 use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
 
 // Shared with the driver double; each crate uses a subset of the glue.
+pub mod config;
 #[allow(dead_code)]
 mod kapi;
 pub mod nv;
 mod proxy;
+mod vgpus;
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
     realfile::RealNode,
+    sysfs::ClassFilesReg,
 };
 
 module! {
@@ -40,10 +43,14 @@ const MINORS: u32 = 256;
 /// The real control node, resolved when the module loads.
 const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 
-/// Module-wide state that open files reach.
+/// Module-wide state that open files and sysfs files reach.
 pub(crate) struct State {
     /// The real driver's nodes.
     pub(crate) backend: proxy::Backend,
+    /// The vGPUs.
+    pub(crate) vgpus: Arc<vgpus::Vgpus>,
+    /// `/sys/class/vgpu`.
+    pub(crate) class: Class,
 }
 
 kernel::sync::global_lock! {
@@ -56,13 +63,35 @@ pub(crate) fn state() -> Result<Arc<State>> {
     STATE.lock().as_ref().cloned().ok_or(ENODEV)
 }
 
-/// The loaded module. Fields drop in declaration order: the nodes go first,
-/// then the cdev (no new opens), the number range and the class.
+/// The loaded module. `Drop` takes down the class files and the vGPUs; the
+/// fields then drop in order: the control node, the cdev (no new opens), the
+/// number range, and last the state (with the class).
 pub struct VgpuModule {
-    _nodes: KVec<Node>,
+    ctl_files: Option<ClassFilesReg<vgpus::ClassCtl>>,
+    _ctl_node: Node,
     _cdev: Cdev<proxy::ProxyFops>,
     _region: Region,
-    _class: Class,
+    state: Arc<State>,
+}
+
+/// Resolves `/dev/nvidia0` .. `/dev/nvidia31`, those that exist.
+fn resolve_gpus() -> Result<KVec<(u32, RealNode)>> {
+    let mut gpus = KVec::new();
+    for k in 0..32u32 {
+        let mut name = *b"/dev/nvidia\0\0\0";
+        let digits = if k < 10 { 1 } else { 2 };
+        if k >= 10 {
+            name[11] = b'0' + (k / 10) as u8;
+        }
+        name[10 + digits] = b'0' + (k % 10) as u8;
+        let path = CStr::from_bytes_with_nul(&name[..12 + digits]).map_err(|_| EINVAL)?;
+        if let Ok(node) = RealNode::resolve(path) {
+            if node.rdev() == DevT::new(195, k) {
+                gpus.push((k, node), GFP_KERNEL)?;
+            }
+        }
+    }
+    Ok(gpus)
 }
 
 impl kernel::Module for VgpuModule {
@@ -76,38 +105,49 @@ impl kernel::Module for VgpuModule {
             pr_err!("{NVIDIACTL:?} is not the NVIDIA control node (195:255)\n");
             return Err(ENODEV);
         }
+        let gpus = resolve_gpus()?;
+        let mut indices = KVec::new();
+        for (k, _) in gpus.iter() {
+            indices.push(*k, GFP_KERNEL)?;
+        }
+        let region = Region::dynamic(MINORS, c"vgpu")?;
         let state = Arc::new(
             State {
-                backend: proxy::Backend { ctl },
+                backend: proxy::Backend { ctl, gpus },
+                vgpus: vgpus::Vgpus::new(region.base().major(), indices)?,
+                class: Class::new(c"vgpu")?,
             },
             GFP_KERNEL,
         )?;
-        *STATE.lock() = Some(state);
+        *STATE.lock() = Some(state.clone());
         // Until `init` succeeds, a failure must not leave the state behind.
         let unset = ScopeGuard::new(|| drop(STATE.lock().take()));
 
-        let class = Class::new(c"vgpu")?;
-        let region = Region::dynamic(MINORS, c"vgpu")?;
         let cdev = Cdev::<proxy::ProxyFops>::new(region.base(), MINORS)?;
-        let mut nodes = KVec::new();
-        let base = region.base();
-        nodes.push(
-            Node::new(&class, DevT::new(base.major(), proxy::CTL_MINOR), c"vgpuctl")?,
-            GFP_KERNEL,
+        let ctl_node = Node::new(
+            &state.class,
+            DevT::new(region.base().major(), proxy::CTL_MINOR),
+            c"vgpuctl",
         )?;
+        let ctl_files = ClassFilesReg::new(&state.class)?;
         unset.dismiss();
+        pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
         Ok(Self {
-            _nodes: nodes,
+            ctl_files: Some(ctl_files),
+            _ctl_node: ctl_node,
             _cdev: cdev,
             _region: region,
-            _class: class,
+            state,
         })
     }
 }
 
 impl Drop for VgpuModule {
     fn drop(&mut self) {
-        // No proxy file is open (each holds a module reference).
+        // No proxy file is open (each holds a module reference): no create or
+        // remove after the class files go, then the vGPUs go.
+        drop(self.ctl_files.take());
+        self.state.vgpus.clear();
         STATE.lock().take();
     }
 }
@@ -118,13 +158,22 @@ mod tests {
 
     #[test]
     fn decodes_rm_alloc_in_both_layouts() {
-        assert_eq!(decode(nv_iowr(0x2b, 32)).map(|c| c.escape), Ok(Escape::RmAlloc));
-        assert_eq!(decode(nv_iowr(0x2b, 48)).map(|c| c.escape), Ok(Escape::RmAlloc));
+        assert_eq!(
+            decode(nv_iowr(0x2b, 32)).map(|c| c.escape),
+            Ok(Escape::RmAlloc)
+        );
+        assert_eq!(
+            decode(nv_iowr(0x2b, 48)).map(|c| c.escape),
+            Ok(Escape::RmAlloc)
+        );
     }
 
     #[test]
     fn refuses_unknown_and_missized() {
-        assert_eq!(decode(nv_iowr(0x01, 8)), Err(DecodeError::UnknownEscape(0x01)));
+        assert_eq!(
+            decode(nv_iowr(0x01, 8)),
+            Err(DecodeError::UnknownEscape(0x01))
+        );
         assert!(decode(nv_iowr(0x2a, 33)).is_err());
     }
 }

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! vGPUs through sysfs: creation, settings, refusals, cgroup binding, and
+//! forwarding of /dev/vgpuN to the backing GPU's node.
+
+use crate::ensure;
+use crate::sys::{
+    become_nobody, exists, in_child, is_chardev, join_cgroup, read_file, sh, write_file, Fd,
+};
+use crate::tap::{Outcome, Test};
+use vgpu_logic::nv::ioctl::nv_iowr;
+
+/// Tests of this suite, in order (later ones rely on earlier ones' state).
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "setup",
+        run: setup,
+    },
+    Test {
+        name: "create_makes_node_and_dir",
+        run: create_makes_node_and_dir,
+    },
+    Test {
+        name: "create_refusals",
+        run: create_refusals,
+    },
+    Test {
+        name: "defaults",
+        run: defaults,
+    },
+    Test {
+        name: "settings_round_trip",
+        run: settings_round_trip,
+    },
+    Test {
+        name: "bad_writes_refused",
+        run: bad_writes_refused,
+    },
+    Test {
+        name: "unprivileged_cannot_write",
+        run: unprivileged_cannot_write,
+    },
+    Test {
+        name: "unbound_vgpu_refuses_everyone",
+        run: unbound_vgpu_refuses_everyone,
+    },
+    Test {
+        name: "foreign_cgroup_refused",
+        run: foreign_cgroup_refused,
+    },
+    Test {
+        name: "bound_cgroup_and_below_admitted",
+        run: bound_cgroup_and_below_admitted,
+    },
+    Test {
+        name: "no_gpu_is_enodev",
+        run: no_gpu_is_enodev,
+    },
+    Test {
+        name: "gpu_node_forwards_to_backing_gpu",
+        run: gpu_node_forwards_to_backing_gpu,
+    },
+    Test {
+        name: "busy_vgpu_cannot_change_or_go",
+        run: busy_vgpu_cannot_change_or_go,
+    },
+    Test {
+        name: "remove_takes_node_and_dir",
+        run: remove_takes_node_and_dir,
+    },
+    Test {
+        name: "unload_with_vgpus_defined",
+        run: unload_with_vgpus_defined,
+    },
+];
+
+const CLASS: &str = "/sys/class/vgpu";
+
+fn attr(id: u32, name: &str) -> String {
+    format!("{CLASS}/vgpu{id}/{name}")
+}
+
+fn setup() -> Outcome {
+    sh("modprobe nvidia gpus=2 vram0_mib=8192 vram1_mib=4096")?;
+    sh("modprobe vgpu")?;
+    for cg in ["/c1", "/c1/sub", "/c2"] {
+        std::fs::create_dir_all(format!("/sys/fs/cgroup{cg}"))
+            .map_err(|e| format!("mkdir {cg}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn create_makes_node_and_dir() -> Outcome {
+    write_file(&format!("{CLASS}/create"), "0\n").map_err(|e| format!("create 0: errno {e}"))?;
+    ensure!(is_chardev("/dev/vgpu0"), "/dev/vgpu0 missing");
+    for f in ["gpu", "memory_limit", "memory_used", "cgroup", "users"] {
+        ensure!(exists(&attr(0, f)), "{} missing", attr(0, f));
+    }
+    write_file(&format!("{CLASS}/create"), "7").map_err(|e| format!("create 7: errno {e}"))?;
+    ensure!(is_chardev("/dev/vgpu7"), "/dev/vgpu7 missing");
+    Ok(())
+}
+
+fn create_refusals() -> Outcome {
+    let c = format!("{CLASS}/create");
+    let cases = [
+        ("0", libc::EEXIST),
+        ("255", libc::ERANGE),
+        ("abc", libc::EINVAL),
+        ("\n", libc::EINVAL),
+        ("-1", libc::EINVAL),
+        ("1 2", libc::EINVAL),
+    ];
+    for (input, want) in cases {
+        let r = write_file(&c, input);
+        ensure!(r == Err(want), "create {input:?}: {r:?}, want errno {want}");
+    }
+    let r = write_file(&format!("{CLASS}/remove"), "9");
+    ensure!(r == Err(libc::ENOENT), "remove of a missing vGPU: {r:?}");
+    Ok(())
+}
+
+fn defaults() -> Outcome {
+    ensure!(read_file(&attr(0, "gpu"))?.is_empty(), "gpu set by default");
+    ensure!(
+        read_file(&attr(0, "memory_limit"))? == "max",
+        "memory_limit not max"
+    );
+    ensure!(
+        read_file(&attr(0, "memory_used"))? == "0",
+        "memory_used not 0"
+    );
+    ensure!(
+        read_file(&attr(0, "cgroup"))?.is_empty(),
+        "bound by default"
+    );
+    ensure!(read_file(&attr(0, "users"))? == "0", "users not 0");
+    Ok(())
+}
+
+fn settings_round_trip() -> Outcome {
+    for (f, v) in [
+        ("gpu", "1"),
+        ("memory_limit", "1073741824"),
+        ("cgroup", "/c1"),
+    ] {
+        write_file(&attr(0, f), &format!("{v}\n")).map_err(|e| format!("{f}={v}: errno {e}"))?;
+        let got = read_file(&attr(0, f))?;
+        ensure!(got == v, "{f}: wrote {v}, read {got}");
+    }
+    write_file(&attr(0, "memory_limit"), "max")
+        .map_err(|e| format!("memory_limit=max: errno {e}"))?;
+    ensure!(
+        read_file(&attr(0, "memory_limit"))? == "max",
+        "memory_limit max"
+    );
+    Ok(())
+}
+
+fn bad_writes_refused() -> Outcome {
+    let cases = [
+        ("gpu", "5", libc::ENODEV),
+        ("gpu", "x", libc::EINVAL),
+        ("gpu", "300", libc::ERANGE),
+        ("memory_limit", "-1", libc::EINVAL),
+        ("memory_limit", "1GiB", libc::EINVAL),
+        ("memory_limit", "99999999999999999999999", libc::ERANGE),
+        ("cgroup", "c1", libc::EINVAL),
+        ("cgroup", "/c1/../c2", libc::EINVAL),
+        ("memory_used", "1", libc::EACCES),
+        ("users", "1", libc::EACCES),
+    ];
+    for (f, v, want) in cases {
+        let r = write_file(&attr(0, f), v);
+        ensure!(r == Err(want), "{f}={v:?}: {r:?}, want errno {want}");
+    }
+    // Nothing changed.
+    ensure!(
+        read_file(&attr(0, "gpu"))? == "1",
+        "gpu changed by a bad write"
+    );
+    ensure!(
+        read_file(&attr(0, "cgroup"))? == "/c1",
+        "cgroup changed by a bad write"
+    );
+    Ok(())
+}
+
+fn unprivileged_cannot_write() -> Outcome {
+    let code = in_child(|| {
+        if become_nobody().is_err() {
+            return 100;
+        }
+        for f in [
+            format!("{CLASS}/create"),
+            attr(0, "memory_limit"),
+            attr(0, "cgroup"),
+        ] {
+            if write_file(&f, "1") != Err(libc::EACCES) {
+                return 1;
+            }
+        }
+        // Reading is allowed.
+        if read_file(&attr(0, "memory_limit")).is_err() {
+            return 2;
+        }
+        0
+    })?;
+    ensure!(code == 0, "unprivileged child: code {code}");
+    ensure!(
+        read_file(&attr(0, "memory_limit"))? == "max",
+        "limit changed"
+    );
+    Ok(())
+}
+
+fn open_in(cg: &str, node: &str) -> Result<i32, String> {
+    let node = node.to_string();
+    let cg = cg.to_string();
+    in_child(move || {
+        if join_cgroup(&cg).is_err() {
+            return 100;
+        }
+        match Fd::open(&node) {
+            Ok(_) => 0,
+            Err(e) => e,
+        }
+    })
+}
+
+fn unbound_vgpu_refuses_everyone() -> Outcome {
+    write_file(&attr(7, "gpu"), "0").map_err(|e| format!("gpu: errno {e}"))?;
+    let r = open_in("/c1", "/dev/vgpu7")?;
+    ensure!(r == libc::EACCES, "open of an unbound vGPU: {r}");
+    let r = open_in("/", "/dev/vgpu7")?;
+    ensure!(
+        r == libc::EACCES,
+        "open of an unbound vGPU from the root cgroup: {r}"
+    );
+    Ok(())
+}
+
+fn foreign_cgroup_refused() -> Outcome {
+    for cg in ["/c2", "/"] {
+        let r = open_in(cg, "/dev/vgpu0")?;
+        ensure!(r == libc::EACCES, "open from {cg}: {r}, want EACCES");
+    }
+    Ok(())
+}
+
+fn bound_cgroup_and_below_admitted() -> Outcome {
+    for cg in ["/c1", "/c1/sub"] {
+        let r = open_in(cg, "/dev/vgpu0")?;
+        ensure!(r == 0, "open from {cg}: errno {r}");
+    }
+    Ok(())
+}
+
+fn no_gpu_is_enodev() -> Outcome {
+    write_file(&format!("{CLASS}/create"), "3").map_err(|e| format!("create 3: errno {e}"))?;
+    write_file(&attr(3, "cgroup"), "/c1").map_err(|e| format!("cgroup: errno {e}"))?;
+    let r = open_in("/c1", "/dev/vgpu3")?;
+    ensure!(r == libc::ENODEV, "open of a vGPU with no GPU: {r}");
+    write_file(&format!("{CLASS}/remove"), "3").map_err(|e| format!("remove 3: errno {e}"))?;
+    Ok(())
+}
+
+fn gpu_node_forwards_to_backing_gpu() -> Outcome {
+    // vGPU 0 is backed by GPU 1: REGISTER_FD through /dev/vgpu0 registers the
+    // real /dev/nvidia1 file, so a second one fails as on the driver itself.
+    let code = in_child(|| {
+        if join_cgroup("/c1").is_err() {
+            return 100;
+        }
+        let Ok(gpu) = Fd::open("/dev/vgpu0") else {
+            return 101;
+        };
+        let Ok(ctl) = Fd::open("/dev/nvidiactl") else {
+            return 102;
+        };
+        let mut p = ctl.0.to_ne_bytes();
+        if gpu.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()).is_err() {
+            return 1;
+        }
+        // The driver accepts REGISTER_FD once per file.
+        if gpu.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()) != Err(libc::EINVAL) {
+            return 2;
+        }
+        // REGISTER_FD is a GPU-node escape: the double refuses it on a ctl
+        // file, so the forwarding went to a GPU node.
+        let Ok(vctl) = Fd::open("/dev/vgpuctl") else {
+            return 103;
+        };
+        if vctl.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()) != Err(libc::EINVAL) {
+            return 3;
+        }
+        0
+    })?;
+    ensure!(code == 0, "child: code {code}");
+    Ok(())
+}
+
+fn busy_vgpu_cannot_change_or_go() -> Outcome {
+    // Hold /dev/vgpu0 open in a child, parked until we signal it.
+    let (r, w) = pipe()?;
+    // SAFETY: single-threaded test program; the child only opens, reports
+    // and waits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = join_cgroup("/c1").is_ok() && Fd::open("/dev/vgpu0").map(std::mem::forget).is_ok();
+        let b = [u8::from(ok)];
+        // SAFETY: `w` is the pipe's write end; then block reading stdin-less.
+        unsafe {
+            libc::write(w, b.as_ptr().cast(), 1);
+            libc::pause();
+            libc::_exit(0);
+        }
+    }
+    let mut b = [0u8];
+    // SAFETY: `r` is the pipe's read end.
+    unsafe { libc::read(r, b.as_mut_ptr().cast(), 1) };
+    let result = (|| {
+        ensure!(b[0] == 1, "child could not open /dev/vgpu0");
+        ensure!(read_file(&attr(0, "users"))? == "1", "users is not 1");
+        let e = write_file(&format!("{CLASS}/remove"), "0");
+        ensure!(e == Err(libc::EBUSY), "remove while open: {e:?}");
+        let e = write_file(&attr(0, "gpu"), "0");
+        ensure!(e == Err(libc::EBUSY), "gpu change while open: {e:?}");
+        let e = sh("rmmod vgpu");
+        ensure!(e.is_err(), "rmmod vgpu while a vGPU is open");
+        Ok(())
+    })();
+    // SAFETY: our child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, core::ptr::null_mut(), 0);
+    }
+    result?;
+    ensure!(
+        read_file(&attr(0, "users"))? == "0",
+        "users not back to 0 after the holder died"
+    );
+    Ok(())
+}
+
+fn pipe() -> Result<(i32, i32), String> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err("pipe failed".into());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn remove_takes_node_and_dir() -> Outcome {
+    write_file(&format!("{CLASS}/remove"), "7").map_err(|e| format!("remove 7: errno {e}"))?;
+    ensure!(!exists("/dev/vgpu7"), "/dev/vgpu7 still there");
+    ensure!(!exists(&format!("{CLASS}/vgpu7")), "vgpu7 dir still there");
+    ensure!(exists("/dev/vgpu0"), "/dev/vgpu0 went too");
+    Ok(())
+}
+
+fn unload_with_vgpus_defined() -> Outcome {
+    sh("rmmod vgpu")?;
+    ensure!(!exists("/dev/vgpu0"), "/dev/vgpu0 left after unload");
+    ensure!(!exists(CLASS), "{CLASS} left after unload");
+    sh("rmmod nvidia")?;
+    Ok(())
+}

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! sysfs attribute files: on a class (`/sys/class/<class>/<file>`) and on the
+//! devices of a class (`/sys/class/<class>/<device>/<file>`).
+//!
+//! An implementor lists its files (name and mode) and serves `show` and
+//! `store` by index. The attribute structures are allocated once and live as
+//! long as their registration; the driver core drains in-flight callbacks
+//! when a file or device goes away, so a callback never outlives its data.
+
+use core::fmt;
+use core::marker::PhantomData;
+use kernel::{bindings, error::to_result, page::PAGE_SIZE, prelude::*, types::Opaque};
+
+use super::class::Class;
+
+/// A sysfs file: its name and mode (for example `0o644`).
+pub(crate) struct FileSpec {
+    /// File name.
+    pub(crate) name: &'static CStr,
+    /// Permission bits. Writable files should be root-only (`0o644`, `0o200`).
+    pub(crate) mode: u16,
+}
+
+/// The text a `show` callback produces, at most one page.
+pub(crate) struct Emit<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl fmt::Write for Emit<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let b = s.as_bytes();
+        let end = self.len.checked_add(b.len()).ok_or(fmt::Error)?;
+        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(b);
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Runs `f` on the page sysfs gave us and returns the length for sysfs.
+///
+/// # Safety
+///
+/// `buf` is the `PAGE_SIZE` buffer sysfs passes to a `show` callback.
+unsafe fn emit_into(buf: *mut c_char, f: impl FnOnce(&mut Emit<'_>) -> Result) -> isize {
+    // SAFETY: see the function's safety section.
+    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
+    let mut e = Emit { buf: page, len: 0 };
+    match f(&mut e) {
+        Ok(()) => e.len as isize,
+        Err(err) => err.to_errno() as isize,
+    }
+}
+
+/// Gives `f` the bytes written to a `store` callback; returns what sysfs wants.
+///
+/// # Safety
+///
+/// `buf` points to `count` readable bytes (sysfs guarantees it).
+unsafe fn store_from(buf: *const c_char, count: usize, f: impl FnOnce(&[u8]) -> Result) -> isize {
+    // SAFETY: see the function's safety section.
+    let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
+    match f(input) {
+        Ok(()) => count as isize,
+        Err(err) => err.to_errno() as isize,
+    }
+}
+
+/// `sysfs_attr_init`: an attribute that is not static needs a static lock
+/// class key for lockdep (one for all of vgpu's files).
+fn init_attr_key(_attr: &mut bindings::attribute) {
+    #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
+    {
+        _attr.key = kernel::static_lock_class!().as_ptr();
+    }
+}
+
+/// Files on a class.
+pub(crate) trait ClassFiles: Sized + 'static {
+    /// The files, in index order.
+    const FILES: &'static [FileSpec];
+    /// Shows file `index`.
+    fn show(index: usize, out: &mut Emit<'_>) -> Result;
+    /// Stores `input` into file `index` (it may end with a newline).
+    fn store(index: usize, input: &[u8]) -> Result;
+}
+
+#[repr(C)]
+struct ClassAttr {
+    raw: Opaque<bindings::class_attribute>,
+    index: usize,
+}
+
+/// The class files of `T`, registered on a class until dropped.
+pub(crate) struct ClassFilesReg<T: ClassFiles> {
+    class: *mut bindings::class,
+    attrs: KVec<KBox<ClassAttr>>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the registration only adds and removes files, under the driver
+// core's locking; the attribute structures are not touched otherwise.
+unsafe impl<T: ClassFiles> Send for ClassFilesReg<T> {}
+// SAFETY: no `&self` method.
+unsafe impl<T: ClassFiles> Sync for ClassFilesReg<T> {}
+
+impl<T: ClassFiles> ClassFilesReg<T> {
+    /// # Safety
+    ///
+    /// Called by sysfs with an attribute registered by `ClassFilesReg::<T>`.
+    unsafe extern "C" fn show(
+        _class: *const bindings::class,
+        attr: *const bindings::class_attribute,
+        buf: *mut c_char,
+    ) -> isize {
+        // SAFETY: `attr` is the `raw` field (at offset 0) of a live `ClassAttr`.
+        let index = unsafe { (*attr.cast::<ClassAttr>()).index };
+        // SAFETY: sysfs passes its page.
+        unsafe { emit_into(buf, |e| T::show(index, e)) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by sysfs with an attribute registered by `ClassFilesReg::<T>`.
+    unsafe extern "C" fn store(
+        _class: *const bindings::class,
+        attr: *const bindings::class_attribute,
+        buf: *const c_char,
+        count: usize,
+    ) -> isize {
+        // SAFETY: as in `show`.
+        let index = unsafe { (*attr.cast::<ClassAttr>()).index };
+        // SAFETY: sysfs passes `count` bytes.
+        unsafe { store_from(buf, count, |b| T::store(index, b)) }
+    }
+
+    /// Adds every file of `T` to `class`.
+    pub(crate) fn new(class: &Class) -> Result<Self> {
+        let mut reg = Self {
+            class: class.as_raw(),
+            attrs: KVec::new(),
+            _t: PhantomData,
+        };
+        for (index, spec) in T::FILES.iter().enumerate() {
+            // SAFETY: all-zeroes is a valid `class_attribute` (no name, no
+            // hooks; the lockdep fields of `attribute` when present).
+            let mut raw: bindings::class_attribute = unsafe { core::mem::zeroed() };
+            raw.attr.name = spec.name.as_char_ptr();
+            raw.attr.mode = spec.mode;
+            init_attr_key(&mut raw.attr);
+            if spec.mode & 0o444 != 0 {
+                raw.show = Some(Self::show);
+            }
+            if spec.mode & 0o222 != 0 {
+                raw.store = Some(Self::store);
+            }
+            let a = KBox::new(
+                ClassAttr {
+                    raw: Opaque::new(raw),
+                    index,
+                },
+                GFP_KERNEL,
+            )?;
+            let raw = a.raw.get();
+            // Own the box first, so `drop` sees every file that may exist.
+            reg.attrs.push(a, GFP_KERNEL)?;
+            // SAFETY: the class is registered; the attribute lives in a box
+            // that stays put until `drop` removes the file.
+            let r = to_result(unsafe {
+                bindings::class_create_file_ns(reg.class, raw, core::ptr::null())
+            });
+            if let Err(e) = r {
+                // Never created: forget it, so `drop` leaves it alone.
+                reg.attrs.pop();
+                return Err(e);
+            }
+        }
+        Ok(reg)
+    }
+}
+
+impl<T: ClassFiles> Drop for ClassFilesReg<T> {
+    fn drop(&mut self) {
+        for a in self.attrs.iter() {
+            // SAFETY: each attribute in `attrs` was added to `class` in `new`;
+            // removal drains callbacks before the box is freed.
+            unsafe { bindings::class_remove_file_ns(self.class, a.raw.get(), core::ptr::null()) };
+        }
+    }
+}
+
+/// Files on each device of a class. `Data` is what the device's driver data
+/// points to (set when the device is created with [`DeviceFilesGroup::groups`]).
+pub(crate) trait DeviceFiles: Sized + 'static {
+    /// The per-device state the files show and change.
+    type Data: Send + Sync;
+    /// The files, in index order.
+    const FILES: &'static [FileSpec];
+    /// Shows file `index` of the device whose data is `data`.
+    fn show(data: &Self::Data, index: usize, out: &mut Emit<'_>) -> Result;
+    /// Stores `input` into file `index` (it may end with a newline).
+    fn store(data: &Self::Data, index: usize, input: &[u8]) -> Result;
+}
+
+#[repr(C)]
+struct DevAttr {
+    raw: Opaque<bindings::device_attribute>,
+    index: usize,
+}
+
+/// The attribute group of `T`, shared by every device created with it.
+pub(crate) struct DeviceFilesGroup<T: DeviceFiles> {
+    attrs: KVec<KBox<DevAttr>>,
+    ptrs: KVec<*mut bindings::attribute>,
+    group: KBox<Opaque<bindings::attribute_group>>,
+    groups: KBox<[*const bindings::attribute_group; 2]>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: after `new` the structures are only read, by the driver core.
+unsafe impl<T: DeviceFiles> Send for DeviceFilesGroup<T> {}
+// SAFETY: as above.
+unsafe impl<T: DeviceFiles> Sync for DeviceFilesGroup<T> {}
+
+impl<T: DeviceFiles> DeviceFilesGroup<T> {
+    /// # Safety
+    ///
+    /// Called by sysfs on a device created with this group, whose driver
+    /// data points to a live `T::Data`.
+    unsafe extern "C" fn show(
+        dev: *mut bindings::device,
+        attr: *mut bindings::device_attribute,
+        buf: *mut c_char,
+    ) -> isize {
+        // SAFETY: `attr` is the `raw` field (at offset 0) of a live `DevAttr`.
+        let index = unsafe { (*attr.cast::<DevAttr>()).index };
+        // SAFETY: the device's driver data is a `T::Data` that outlives the
+        // device's files (see the function's safety section).
+        let data = unsafe { &*(*dev).driver_data.cast::<T::Data>() };
+        // SAFETY: sysfs passes its page.
+        unsafe { emit_into(buf, |e| T::show(data, index, e)) }
+    }
+
+    /// # Safety
+    ///
+    /// As for `show`.
+    unsafe extern "C" fn store(
+        dev: *mut bindings::device,
+        attr: *mut bindings::device_attribute,
+        buf: *const c_char,
+        count: usize,
+    ) -> isize {
+        // SAFETY: as in `show`.
+        let index = unsafe { (*attr.cast::<DevAttr>()).index };
+        // SAFETY: as in `show`.
+        let data = unsafe { &*(*dev).driver_data.cast::<T::Data>() };
+        // SAFETY: sysfs passes `count` bytes.
+        unsafe { store_from(buf, count, |b| T::store(data, index, b)) }
+    }
+
+    /// Builds the group.
+    pub(crate) fn new() -> Result<Self> {
+        let mut attrs = KVec::new();
+        let mut ptrs = KVec::new();
+        for (index, spec) in T::FILES.iter().enumerate() {
+            // SAFETY: all-zeroes is a valid `device_attribute` (no name, no hooks).
+            let mut raw: bindings::device_attribute = unsafe { core::mem::zeroed() };
+            raw.attr.name = spec.name.as_char_ptr();
+            raw.attr.mode = spec.mode;
+            init_attr_key(&mut raw.attr);
+            if spec.mode & 0o444 != 0 {
+                raw.__bindgen_anon_1.show = Some(Self::show);
+            }
+            if spec.mode & 0o222 != 0 {
+                raw.__bindgen_anon_2.store = Some(Self::store);
+            }
+            let a = KBox::new(
+                DevAttr {
+                    raw: Opaque::new(raw),
+                    index,
+                },
+                GFP_KERNEL,
+            )?;
+            // `attr` is the first field of `device_attribute`.
+            ptrs.push(a.raw.get().cast::<bindings::attribute>(), GFP_KERNEL)?;
+            attrs.push(a, GFP_KERNEL)?;
+        }
+        ptrs.push(core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: all-zeroes is a valid `attribute_group` (unnamed, no hooks).
+        let mut g: bindings::attribute_group = unsafe { core::mem::zeroed() };
+        g.__bindgen_anon_2.attrs = ptrs.as_mut_ptr();
+        let group = KBox::new(Opaque::new(g), GFP_KERNEL)?;
+        let groups = KBox::new([group.get().cast_const(), core::ptr::null()], GFP_KERNEL)?;
+        Ok(Self {
+            attrs,
+            ptrs,
+            group,
+            groups,
+            _t: PhantomData,
+        })
+    }
+
+    /// The NULL-terminated group list for `device_create_with_groups`.
+    pub(crate) fn groups(&self) -> *const *const bindings::attribute_group {
+        let _ = (&self.attrs, &self.ptrs, &self.group);
+        self.groups.as_ptr()
+    }
+}

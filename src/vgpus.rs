@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The vGPU table and its sysfs interface (`Documentation/ABI` style entries
+//! are in `docs/sysfs-class-vgpu`).
+//!
+//! `/sys/class/vgpu/create` and `/sys/class/vgpu/remove` take a vGPU number;
+//! each vGPU `N` has a node `/dev/vgpuN` and a directory
+//! `/sys/class/vgpu/vgpuN/` with its settings and counters. Only root can
+//! write (the files are 0644 or 0200, owned by root).
+
+use core::fmt::Write;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use crate::config::{self, ParseError};
+use crate::kapi::{
+    chrdev::{DevT, Node},
+    class::Class,
+    sysfs::{ClassFiles, DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
+};
+
+/// vGPU numbers run from 0 to `MAX_VGPU`; vGPU `N` is minor `N + 1`.
+pub(crate) const MAX_VGPU: u32 = 254;
+
+fn errno(e: ParseError) -> Error {
+    match e {
+        ParseError::Invalid => EINVAL,
+        ParseError::Range => ERANGE,
+    }
+}
+
+/// A vGPU's settings.
+pub(crate) struct Config {
+    /// Index of the backing GPU (its `/dev/nvidiaK` minor), once set.
+    pub(crate) gpu: Option<u32>,
+    /// Memory ceiling in bytes (`u64::MAX`: none).
+    pub(crate) memory_limit: u64,
+    /// The cgroup v2 path it is bound to; empty: unbound (nobody may open).
+    pub(crate) cgroup: KVec<u8>,
+}
+
+/// One vGPU.
+#[pin_data]
+pub(crate) struct Vgpu {
+    /// Its number.
+    pub(crate) id: u32,
+    /// Settings.
+    #[pin]
+    pub(crate) config: Mutex<Config>,
+    /// Open proxy files of `/dev/vgpuN`.
+    #[pin]
+    pub(crate) users: Mutex<u32>,
+    /// Its node and sysfs directory, until removed.
+    #[pin]
+    node: Mutex<Option<Node>>,
+}
+
+impl Vgpu {
+    /// Whether the calling task's cgroup may open this vGPU.
+    pub(crate) fn admits_current(&self) -> Result<bool> {
+        let mut buf = KVec::with_capacity(config::CGROUP_PATH_MAX + 1, GFP_KERNEL)?;
+        buf.resize(config::CGROUP_PATH_MAX + 1, 0, GFP_KERNEL)?;
+        let len = crate::kapi::cgroup::current_path(&mut buf)?;
+        let cfg = self.config.lock();
+        Ok(config::cgroup_contains(&cfg.cgroup, &buf[..len]))
+    }
+}
+
+/// All vGPUs, and what creating one needs.
+#[pin_data]
+pub(crate) struct Vgpus {
+    #[pin]
+    table: Mutex<KVec<Arc<Vgpu>>>,
+    files: DeviceFilesGroup<VgpuFiles>,
+    major: u32,
+    /// GPUs that have a real node (`/dev/nvidiaK` resolved at load).
+    gpus: KVec<u32>,
+}
+
+impl Vgpus {
+    /// An empty table for nodes under `major`, over the real GPUs `gpus`.
+    pub(crate) fn new(major: u32, gpus: KVec<u32>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                table <- new_mutex!(KVec::new()),
+                files: DeviceFilesGroup::new()?,
+                major,
+                gpus,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// vGPU `id`, if it exists.
+    pub(crate) fn get(&self, id: u32) -> Option<Arc<Vgpu>> {
+        self.table.lock().iter().find(|v| v.id == id).cloned()
+    }
+
+    /// Creates vGPU `id`: unbound, no GPU, no memory limit.
+    pub(crate) fn create(&self, class: &Class, id: u32) -> Result {
+        let mut table = self.table.lock();
+        if table.iter().any(|v| v.id == id) {
+            return Err(EEXIST);
+        }
+        let v = Arc::pin_init(
+            try_pin_init!(Vgpu {
+                id,
+                config <- new_mutex!(Config {
+                    gpu: None,
+                    memory_limit: u64::MAX,
+                    cgroup: KVec::new(),
+                }),
+                users <- new_mutex!(0),
+                node <- new_mutex!(None),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut name = [0u8; 16];
+        let len = {
+            let mut e = SliceWriter {
+                buf: &mut name,
+                len: 0,
+            };
+            write!(e, "vgpu{id}").map_err(|_| EINVAL)?;
+            e.len
+        };
+        let cname = CStr::from_bytes_with_nul(&name[..=len]).map_err(|_| EINVAL)?;
+        table.reserve(1, GFP_KERNEL)?;
+        // The device's driver data is the vGPU: the table keeps it alive
+        // until `remove` has taken the device (and its files) down.
+        let node = Node::with_groups(
+            class,
+            DevT::new(self.major, id + 1),
+            cname,
+            Arc::as_ptr(&v).cast_mut().cast(),
+            self.files.groups(),
+        )?;
+        *v.node.lock() = Some(node);
+        table.push(v, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes vGPU `id`; `EBUSY` while one of its nodes is open.
+    pub(crate) fn remove(&self, id: u32) -> Result {
+        let mut table = self.table.lock();
+        let i = table.iter().position(|v| v.id == id).ok_or(ENOENT)?;
+        if *table[i].users.lock() > 0 {
+            return Err(EBUSY);
+        }
+        let v = table.remove(i).map_err(|_| ENOENT)?;
+        // Device and files go while we still hold the vGPU.
+        drop(v.node.lock().take());
+        Ok(())
+    }
+
+    /// Removes every vGPU (module unload: no node is open).
+    pub(crate) fn clear(&self) {
+        let table = core::mem::take(&mut *self.table.lock());
+        for v in table.iter() {
+            drop(v.node.lock().take());
+        }
+    }
+
+    fn has_gpu(&self, gpu: u32) -> bool {
+        self.gpus.contains(&gpu)
+    }
+}
+
+struct SliceWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        // Keep room for the NUL.
+        if end >= self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// `/sys/class/vgpu/{create,remove}`.
+pub(crate) struct ClassCtl;
+
+impl ClassFiles for ClassCtl {
+    const FILES: &'static [FileSpec] = &[
+        FileSpec {
+            name: c"create",
+            mode: 0o200,
+        },
+        FileSpec {
+            name: c"remove",
+            mode: 0o200,
+        },
+    ];
+
+    fn show(_index: usize, _out: &mut Emit<'_>) -> Result {
+        Err(EPERM)
+    }
+
+    fn store(index: usize, input: &[u8]) -> Result {
+        let id = config::parse_index(input, MAX_VGPU).map_err(errno)?;
+        let state = crate::state()?;
+        match index {
+            0 => state.vgpus.create(&state.class, id),
+            _ => state.vgpus.remove(id),
+        }
+    }
+}
+
+/// The files of `/sys/class/vgpu/vgpuN/`.
+pub(crate) struct VgpuFiles;
+
+const F_GPU: usize = 0;
+const F_MEMORY_LIMIT: usize = 1;
+const F_MEMORY_USED: usize = 2;
+const F_CGROUP: usize = 3;
+const F_USERS: usize = 4;
+
+impl DeviceFiles for VgpuFiles {
+    type Data = Vgpu;
+
+    const FILES: &'static [FileSpec] = &[
+        FileSpec {
+            name: c"gpu",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"memory_limit",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"memory_used",
+            mode: 0o444,
+        },
+        FileSpec {
+            name: c"cgroup",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"users",
+            mode: 0o444,
+        },
+    ];
+
+    fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
+        let cfg = v.config.lock();
+        let r = match index {
+            F_GPU => match cfg.gpu {
+                Some(g) => writeln!(out, "{g}"),
+                None => writeln!(out),
+            },
+            F_MEMORY_LIMIT => match cfg.memory_limit {
+                u64::MAX => writeln!(out, "max"),
+                l => writeln!(out, "{l}"),
+            },
+            F_MEMORY_USED => writeln!(out, "0"),
+            F_CGROUP => {
+                let s = core::str::from_utf8(&cfg.cgroup).unwrap_or("?");
+                writeln!(out, "{s}")
+            }
+            F_USERS => {
+                drop(cfg);
+                writeln!(out, "{}", *v.users.lock())
+            }
+            _ => return Err(EINVAL),
+        };
+        r.map_err(|_| EFBIG)
+    }
+
+    fn store(v: &Vgpu, index: usize, input: &[u8]) -> Result {
+        match index {
+            F_GPU => {
+                let g = config::parse_index(input, 247).map_err(errno)?;
+                if !crate::state()?.vgpus.has_gpu(g) {
+                    return Err(ENODEV);
+                }
+                // The backing GPU cannot change under open files.
+                let users = v.users.lock();
+                if *users > 0 {
+                    return Err(EBUSY);
+                }
+                v.config.lock().gpu = Some(g);
+                drop(users);
+                Ok(())
+            }
+            F_MEMORY_LIMIT => {
+                let l = config::parse_limit(input).map_err(errno)?;
+                v.config.lock().memory_limit = l;
+                Ok(())
+            }
+            F_CGROUP => {
+                let p = config::parse_cgroup_path(input).map_err(errno)?;
+                let mut path = KVec::with_capacity(p.len(), GFP_KERNEL)?;
+                path.extend_from_slice(p, GFP_KERNEL)?;
+                v.config.lock().cgroup = path;
+                Ok(())
+            }
+            _ => Err(EPERM),
+        }
+    }
+}
