@@ -13,10 +13,11 @@
 
 use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
 
-// Shared with the driver double; each crate uses a subset of the glue.
 pub mod config;
+// Shared with the driver double; each crate uses a subset of the glue.
 #[allow(dead_code)]
 mod kapi;
+pub mod ledger;
 pub mod nv;
 mod proxy;
 mod vgpus;

@@ -21,6 +21,7 @@ use crate::kapi::{
     class::Class,
     sysfs::{ClassFiles, DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
 };
+use crate::ledger::Ledger;
 
 /// vGPU numbers run from 0 to `MAX_VGPU`; vGPU `N` is minor `N + 1`.
 pub(crate) const MAX_VGPU: u32 = 254;
@@ -36,8 +37,8 @@ fn errno(e: ParseError) -> Error {
 pub(crate) struct Config {
     /// Index of the backing GPU (its `/dev/nvidiaK` minor), once set.
     pub(crate) gpu: Option<u32>,
-    /// Memory ceiling in bytes (`u64::MAX`: none).
-    pub(crate) memory_limit: u64,
+    /// Memory ceiling (`u64::MAX`: none) and what is charged against it.
+    pub(crate) memory: Ledger,
     /// The cgroup v2 path it is bound to; empty: unbound (nobody may open).
     pub(crate) cgroup: KVec<u8>,
 }
@@ -110,7 +111,7 @@ impl Vgpus {
                 id,
                 config <- new_mutex!(Config {
                     gpu: None,
-                    memory_limit: u64::MAX,
+                    memory: Ledger::new(u64::MAX),
                     cgroup: KVec::new(),
                 }),
                 users <- new_mutex!(0),
@@ -258,11 +259,11 @@ impl DeviceFiles for VgpuFiles {
                 Some(g) => writeln!(out, "{g}"),
                 None => writeln!(out),
             },
-            F_MEMORY_LIMIT => match cfg.memory_limit {
+            F_MEMORY_LIMIT => match cfg.memory.limit() {
                 u64::MAX => writeln!(out, "max"),
                 l => writeln!(out, "{l}"),
             },
-            F_MEMORY_USED => writeln!(out, "0"),
+            F_MEMORY_USED => writeln!(out, "{}", cfg.memory.used()),
             F_CGROUP => {
                 let s = core::str::from_utf8(&cfg.cgroup).unwrap_or("?");
                 writeln!(out, "{s}")
@@ -294,7 +295,7 @@ impl DeviceFiles for VgpuFiles {
             }
             F_MEMORY_LIMIT => {
                 let l = config::parse_limit(input).map_err(errno)?;
-                v.config.lock().memory_limit = l;
+                v.config.lock().memory.set_limit(l);
                 Ok(())
             }
             F_CGROUP => {

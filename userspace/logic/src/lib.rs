@@ -15,3 +15,7 @@ pub mod nv;
 /// Parsing of sysfs writes (`src/config.rs`).
 #[path = "../../../src/config.rs"]
 pub mod config;
+
+/// A vGPU's memory ledger and what it shows (`src/ledger.rs`).
+#[path = "../../../src/ledger.rs"]
+pub mod ledger;
