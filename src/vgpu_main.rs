@@ -178,3 +178,26 @@ mod tests {
         assert!(decode(nv_iowr(0x2a, 33)).is_err());
     }
 }
+
+#[kunit_tests(vgpu_ledger)]
+mod ledger_tests {
+    use crate::config::{cgroup_contains, parse_limit};
+    use crate::ledger::Ledger;
+
+    #[test]
+    fn ceiling_is_exact() {
+        let mut l = Ledger::new(1 << 30);
+        assert!(l.reserve((1 << 30) - 4096).is_ok());
+        assert!(l.reserve(4096).is_ok());
+        assert!(l.reserve(1).is_err());
+        l.release(4096);
+        assert!(l.reserve(4096).is_ok());
+    }
+
+    #[test]
+    fn sysfs_values() {
+        assert_eq!(parse_limit(b"max\n"), Ok(u64::MAX));
+        assert!(cgroup_contains(b"/a", b"/a/b"));
+        assert!(!cgroup_contains(b"/a", b"/ab"));
+    }
+}
