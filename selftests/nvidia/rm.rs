@@ -948,42 +948,15 @@ impl Driver {
             }
             (ctrl::NV2080_CTRL_CMD_FB_GET_INFO, Some(ObjKind::Subdevice { gpu })) => {
                 let q: abi::FbGetInfoV1Params = parse_params(p)?;
-                let n = q.list_size as usize;
-                if n == 0 || n > 128 || q.list_ptr == 0 {
-                    return Err(NV_ERR_INVALID_ARGUMENT);
-                }
-                let mut list = KVec::new();
-                list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
-                    .map_err(|_| NV_ERR_NO_MEMORY)?;
-                space
-                    .read(q.list_ptr, &mut list)
-                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
-                for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
-                    let mut e = abi::InfoEntry::decode(chunk);
-                    e.data = self.fb_info(&rm, gpu, e.index)?;
-                    e.encode(chunk);
-                }
-                space
-                    .write(q.list_ptr, &list)
-                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
-                Ok(())
+                fill_info_list(space, q.list_size, q.list_ptr, 128, |index| {
+                    self.fb_info(&rm, gpu, index)
+                })
             }
             (ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, Some(ObjKind::Memory { mem })) => {
                 let size = rm.mem(mem).map(|m| m.size).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
                 let q: abi::GetSurfaceInfoParams = parse_params(p)?;
-                let n = q.list_size as usize;
-                if n == 0 || n > 32 || q.list_ptr == 0 {
-                    return Err(NV_ERR_INVALID_ARGUMENT);
-                }
-                let mut list = KVec::new();
-                list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
-                    .map_err(|_| NV_ERR_NO_MEMORY)?;
-                space
-                    .read(q.list_ptr, &mut list)
-                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
-                for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
-                    let mut e = abi::InfoEntry::decode(chunk);
-                    e.data = match e.index {
+                fill_info_list(space, q.list_size, q.list_ptr, 32, |index| {
+                    Ok(match index {
                         surface_info::PHYS_SIZE => {
                             u32::try_from(size / surface_info::PHYS_SIZE_SCALE)
                                 .map_err(|_| NV_ERR_OUT_OF_RANGE)?
@@ -991,13 +964,8 @@ impl Driver {
                         surface_info::PHYS_SIZE_LO => size as u32,
                         surface_info::PHYS_SIZE_HI => (size >> 32) as u32,
                         _ => 0,
-                    };
-                    e.encode(chunk);
-                }
-                space
-                    .write(q.list_ptr, &list)
-                    .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
-                Ok(())
+                    })
+                })
             }
             (ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, Some(ObjKind::Tsg { gpu, id }))
             | (
@@ -1319,6 +1287,34 @@ impl Driver {
         store(&a, p);
         Ok(())
     }
+}
+
+/// Serves an info list passed by pointer (`{u32 index; u32 data}[n]`):
+/// reads it from `space`, fills each `data` with `value(index)`, writes it
+/// back. `n` must be 1..=`max`.
+fn fill_info_list(
+    space: &Space,
+    n: u32,
+    ptr: u64,
+    max: usize,
+    value: impl Fn(u32) -> RmResult<u32>,
+) -> RmResult {
+    let n = n as usize;
+    if n == 0 || n > max || ptr == 0 {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    let mut list = KVec::new();
+    list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
+        .map_err(|_| NV_ERR_NO_MEMORY)?;
+    space
+        .read(ptr, &mut list)
+        .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+    for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
+        let mut e = abi::InfoEntry::decode(chunk);
+        e.data = value(e.index)?;
+        e.encode(chunk);
+    }
+    space.write(ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)
 }
 
 /// Parses a class's or control's params; a wrong size is

@@ -73,12 +73,11 @@ impl Node {
         if buf.len() < crate::ioctl::ioc_size(request) {
             return Err(Error::Invalid("buffer shorter than the request's size"));
         }
-        // SAFETY: the fd is open for as long as `self` is borrowed. The
-        // argument points to `buf`, exclusively borrowed for the whole call
-        // and at least `_IOC_SIZE(request)` bytes long; the NVIDIA ABI copies
-        // at most that many bytes in and out of it. Pointers nested inside
-        // `buf` (if any) were derived by the caller from buffers it keeps
-        // borrowed across this call.
+        // Pointers nested inside `buf` (if any) were derived by the caller
+        // from buffers it keeps borrowed across this call.
+        // SAFETY: the fd is open while `self` is borrowed; `buf` is borrowed
+        // exclusively for the call and at least `_IOC_SIZE(request)` bytes
+        // long, and the NVIDIA ABI copies at most that many in and out.
         let rc = unsafe {
             libc::ioctl(
                 self.file.as_raw_fd(),
