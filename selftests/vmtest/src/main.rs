@@ -2,7 +2,8 @@
 
 //! vgpu's VM selftests. Runs inside the test VM as root and prints TAP 13.
 //!
-//! Usage: `vgpu-selftest [SUITE...]`; with no argument every suite runs.
+//! Usage: `vgpu-selftest [SUITE | SUITE.TEST]...`; with no argument every
+//! suite runs. A test named alone must not rely on its suite's earlier tests.
 //! Exit status: 0 if every test passed.
 
 mod double;
@@ -19,12 +20,30 @@ const SUITES: &[Suite] = &[
     ("vgpus", vgpus::TESTS),
 ];
 
+/// The tests `wanted` names, per suite, in suite order.
+fn select(wanted: &[String]) -> Vec<(&'static str, Vec<tap::Test>)> {
+    SUITES
+        .iter()
+        .map(|(name, tests)| {
+            let picked = tests
+                .iter()
+                .filter(|t| {
+                    wanted.is_empty()
+                        || wanted
+                            .iter()
+                            .any(|w| w == name || *w == format!("{name}.{}", t.name))
+                })
+                .copied()
+                .collect();
+            (*name, picked)
+        })
+        .filter(|(_, t): &(&str, Vec<tap::Test>)| !t.is_empty())
+        .collect()
+}
+
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
-    let chosen: Vec<&Suite> = SUITES
-        .iter()
-        .filter(|(name, _)| wanted.is_empty() || wanted.iter().any(|w| w == name))
-        .collect();
+    let chosen = select(&wanted);
     let total: usize = chosen.iter().map(|(_, t)| t.len()).sum();
     println!("TAP version 13");
     println!("1..{total}");

@@ -8,6 +8,7 @@ use std::io::Write;
 pub type Outcome = Result<(), String>;
 
 /// A test: a name and the function that runs it.
+#[derive(Clone, Copy)]
 pub struct Test {
     /// Name printed on the TAP line.
     pub name: &'static str,
