@@ -49,7 +49,7 @@ clean:
 
 check:
 	$(MAKE) WERROR=1 CLIPPY=1 modules
-	rustfmt --edition 2021 --check src/vgpu_main.rs selftests/nvidia/nvidia_main.rs
+	rustfmt --edition 2021 --check src/vgpu_main.rs selftests/nvidia/nvidia_main.rs selftests/kclient_test/nvidia_kclient_test.rs
 	cd userspace && cargo fmt --all -- --check && cargo clippy --all-targets -- -D warnings
 
 test:

@@ -48,4 +48,8 @@ if [ -f "$VGPU_TOP/selftests/nvidia/Kbuild" ]; then
     extra_symbols=(KBUILD_EXTRA_SYMBOLS="$stage/selftests/nvidia/Module.symvers")
 fi
 kmake M="$stage" "${extra_symbols[@]}" modules
+if [ -f "$VGPU_TOP/selftests/kclient_test/Kbuild" ]; then
+    mirror "$VGPU_TOP/selftests/kclient_test" "$stage/selftests/kclient_test"
+    kmake M="$stage/selftests/kclient_test" "${extra_symbols[@]}" modules
+fi
 echo "modules($variant): $(cd "$stage" && find . -name '*.ko' | sort | tr '\n' ' ')"

@@ -38,7 +38,7 @@ step "host: style"
 ksrc=$(readlink -f build/kernel-fast/source 2>/dev/null || true)
 fmtcfg=()
 [ -f "$ksrc/.rustfmt.toml" ] && fmtcfg=(--config-path "$ksrc/.rustfmt.toml")
-for root in src/vgpu_main.rs selftests/nvidia/nvidia_main.rs; do
+for root in src/vgpu_main.rs selftests/nvidia/nvidia_main.rs selftests/kclient_test/nvidia_kclient_test.rs; do
     if rustfmt --edition 2021 "${fmtcfg[@]}" --check "$root" >/dev/null; then pass 1; else fail 1 "rustfmt $root"; fi
 done
 if (cd userspace && cargo fmt --all -- --check >/dev/null); then pass 1; else fail 1 "cargo fmt (userspace)"; fi

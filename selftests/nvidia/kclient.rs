@@ -9,8 +9,9 @@
 //! calls at kernel privilege, so the per-file client binding does not apply
 //! and pointers inside the parameters are kernel pointers.
 //!
-//! The double implements `op` for NV04_CONTROL (what vgpu's scheduler needs)
-//! and NV01_FREE; other ops fail with NV_ERR_NOT_SUPPORTED in their status.
+//! The double implements `op` for NV04_CONTROL (params NVOS54), NV04_ALLOC
+//! (params NVOS21) and NV01_FREE (params NVOS00); other ops fail with
+//! NV_ERR_NOT_SUPPORTED in their status.
 
 use kernel::prelude::*;
 
@@ -18,6 +19,10 @@ use crate::nv::abi::{self, status::*, Wire};
 use crate::rm::{gpu_id_of, Space};
 use crate::{driver, DRIVER_VERSION};
 
+/// `NV01_FREE` op number (`nvos.h`).
+pub(crate) const OP_FREE: u32 = 0x00;
+/// `NV04_ALLOC` op number (`nvos.h`).
+pub(crate) const OP_ALLOC: u32 = 0x15;
 /// `NV04_CONTROL` op number.
 pub(crate) const OP_CONTROL: u32 = 0x36;
 
@@ -178,6 +183,35 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             }
             let mut a = abi::Nvos54::decode(&b);
             a.status = match drv.control(&a, None, &Space::Kernel) {
+                Ok(()) => NV_OK,
+                Err(s) => s,
+            };
+            a.encode(&mut b);
+            let _ = kernel_write(base + 8, &b);
+        }
+        OP_ALLOC => {
+            let mut b = [0u8; abi::Nvos21::SIZE];
+            if kernel_read(base + 8, &mut b).is_err() {
+                return;
+            }
+            let mut a = abi::Nvos21::decode(&b);
+            match drv.kernel_alloc(&a) {
+                Ok(h) => {
+                    a.h_object_new = h;
+                    a.status = NV_OK;
+                }
+                Err(s) => a.status = s,
+            }
+            a.encode(&mut b);
+            let _ = kernel_write(base + 8, &b);
+        }
+        OP_FREE => {
+            let mut b = [0u8; abi::Nvos00::SIZE];
+            if kernel_read(base + 8, &mut b).is_err() {
+                return;
+            }
+            let mut a = abi::Nvos00::decode(&b);
+            a.status = match drv.kernel_free(&a) {
                 Ok(()) => NV_OK,
                 Err(s) => s,
             };

@@ -145,6 +145,40 @@ pub(crate) struct Driver {
     next_file: Mutex<u64>,
 }
 
+/// Who makes an RM call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// A process, through the file with this id: clients are bound to it and
+    /// the driver checks the caller's fd table.
+    File(u64),
+    /// A kernel client (`nvidia_get_rm_ops`): kernel privilege, so neither
+    /// the client binding nor the fd-table check applies.
+    Kernel,
+}
+
+impl Caller {
+    /// The file a client must be bound to, if any.
+    fn binding(self) -> Option<u64> {
+        match self {
+            Caller::File(id) => Some(id),
+            Caller::Kernel => None,
+        }
+    }
+
+    /// The owner recorded for a client this caller creates (0: the kernel;
+    /// file ids start at 2).
+    fn owner(self) -> u64 {
+        match self {
+            Caller::File(id) => id,
+            Caller::Kernel => 0,
+        }
+    }
+
+    fn checks_fds(self) -> bool {
+        matches!(self, Caller::File(_))
+    }
+}
+
 /// An RM-level outcome: `Err(status)` goes into the params' status field.
 type RmResult<T = ()> = core::result::Result<T, u32>;
 
@@ -528,7 +562,14 @@ impl Driver {
                 Err(_) => Err(NV_ERR_INVALID_ARGUMENT),
                 Ok(v) => {
                     params = v;
-                    self.alloc(f, h_root, h_parent, h_new, h_class, &mut params, true)
+                    self.alloc(
+                        Caller::File(f.client_id()),
+                        h_root,
+                        h_parent,
+                        h_new,
+                        h_class,
+                        &mut params,
+                    )
                 }
             }
         };
@@ -562,13 +603,12 @@ impl Driver {
     #[allow(clippy::too_many_arguments)]
     fn alloc(
         &self,
-        f: &NvFile,
+        caller: Caller,
         h_root: u32,
         h_parent: u32,
         h_new: u32,
         h_class: u32,
         params: &mut [u8],
-        check_fds: bool,
     ) -> RmResult<u32> {
         let mut rm = self.rm.lock();
         if matches!(
@@ -593,7 +633,7 @@ impl Driver {
                 .push(
                     Client {
                         handle,
-                        file: f.client_id(),
+                        file: caller.owner(),
                         objects: KVec::new(),
                         next_handle: 0,
                     },
@@ -603,7 +643,7 @@ impl Driver {
             return Ok(handle);
         }
 
-        let ci = rm.client_for(h_root, Some(f.client_id()))?;
+        let ci = rm.client_for(h_root, caller.binding())?;
         if !rm.clients[ci].has(h_parent) {
             return Err(NV_ERR_INVALID_OBJECT_PARENT);
         }
@@ -627,7 +667,9 @@ impl Driver {
                 if gpu as usize >= self.gpus.len() {
                     return Err(NV_ERR_INVALID_ARGUMENT);
                 }
-                if check_fds && !fdtable::current_has_file(|file| file::is_gpu_file(file, gpu)) {
+                if caller.checks_fds()
+                    && !fdtable::current_has_file(|file| file::is_gpu_file(file, gpu))
+                {
                     return Err(NV_ERR_INSUFFICIENT_PERMISSIONS);
                 }
                 ObjKind::Device { gpu }
@@ -872,6 +914,40 @@ impl Driver {
         Ok(())
     }
 
+    /// A kernel client's NV04_ALLOC: `a` is an NVOS21 whose alloc params are
+    /// in kernel memory. Returns the new handle.
+    pub(crate) fn kernel_alloc(&self, a: &abi::Nvos21) -> RmResult<u32> {
+        let size = a.params_size as usize;
+        if size > abi::CONTROL_PARAMS_MAX || (size > 0 && a.p_alloc_parms == 0) {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let mut params = KVec::new();
+        params
+            .resize(size, 0u8, GFP_KERNEL)
+            .map_err(|_| NV_ERR_NO_MEMORY)?;
+        Space::Kernel
+            .read(a.p_alloc_parms, &mut params)
+            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        let h = self.alloc(
+            Caller::Kernel,
+            a.h_root,
+            a.h_object_parent,
+            a.h_object_new,
+            a.h_class,
+            &mut params,
+        )?;
+        Space::Kernel
+            .write(a.p_alloc_parms, &params)
+            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        Ok(h)
+    }
+
+    /// A kernel client's NV01_FREE.
+    pub(crate) fn kernel_free(&self, a: &abi::Nvos00) -> RmResult {
+        let mut rm = self.rm.lock();
+        self.free(&mut rm, a.h_root, a.h_object_old, None)
+    }
+
     /// RM_CONTROL (also the kernel clients' NV04_CONTROL).
     pub(crate) fn control(&self, a: &abi::Nvos54, file: Option<u64>, space: &Space) -> RmResult {
         let size = a.params_size as usize;
@@ -1098,8 +1174,14 @@ impl Driver {
                     } else {
                         0
                     };
-                    let h =
-                        self.alloc(f, a.h_root, a.h_object_parent, h_new, cls, &mut buf, true)?;
+                    let h = self.alloc(
+                        Caller::File(f.client_id()),
+                        a.h_root,
+                        a.h_object_parent,
+                        h_new,
+                        cls,
+                        &mut buf,
+                    )?;
                     mp = abi::MemoryAllocationParams::decode(&buf);
                     s.h_memory = h;
                     s.size = mp.size;

@@ -7,6 +7,7 @@
 //! Exit status: 0 if every test passed.
 
 mod double;
+mod kclient;
 mod module;
 mod sys;
 mod tap;
@@ -17,6 +18,7 @@ type Suite = (&'static str, &'static [tap::Test]);
 const SUITES: &[Suite] = &[
     ("module", module::TESTS),
     ("double", double::TESTS),
+    ("kclient", kclient::TESTS),
     ("vgpus", vgpus::TESTS),
 ];
 

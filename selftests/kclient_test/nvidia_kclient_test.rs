@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit tests of the kernel-client interface (`nvidia_get_rm_ops`) that the
+//! driver double exports, driven through vgpu's wrapper of it, so that the
+//! wrapper and the double are checked against the same contract. The suite
+//! runs when the module loads (it depends on `nvidia`, which modprobe loads
+//! first).
+
+use kernel::prelude::*;
+
+#[path = "../../src/nv/mod.rs"]
+pub mod nv;
+#[path = "../../src/kapi/rmops.rs"]
+mod rmops;
+
+module! {
+    type: KclientTest,
+    name: "nvidia_kclient_test",
+    authors: ["vgpu developers"],
+    description: "KUnit tests of the NVIDIA kernel-client interface",
+    license: "GPL",
+}
+
+struct KclientTest;
+
+impl kernel::Module for KclientTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(KclientTest)
+    }
+}
+
+#[kunit_tests(nvidia_double_kclient)]
+mod tests {
+    use crate::nv::abi::{self, class, ctrl, fb_info, status::*, surface_info, Wire};
+    use crate::rmops::{RmOps, OP_ALLOC};
+    use kernel::prelude::*;
+
+    fn heap_free_kib(ops: &RmOps, client: u32, subdev: u32) -> Result<u32> {
+        let mut q = abi::FbGetInfoV2Params::new(&[fb_info::HEAP_FREE]).to_bytes();
+        let st = ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, &mut q)?;
+        if st != NV_OK {
+            return Err(EIO);
+        }
+        abi::FbGetInfoV2Params::decode(&q)
+            .get(fb_info::HEAP_FREE)
+            .ok_or(EIO)
+    }
+
+    #[test]
+    fn negotiates_the_driver_version() -> Result {
+        let ops = RmOps::get()?;
+        assert_eq!(ops.version(), b"595.45.04");
+        let ids = ops.gpu_ids()?;
+        assert!(!ids.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn kernel_privilege_skips_fd_check_and_accounts_vram() -> Result {
+        let ops = RmOps::get()?;
+        let client = ops
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .map_err(|_| EIO)?;
+        // No GPU file is open in this context: kernel privilege skips the check.
+        let mut dp = abi::DeviceAllocParams::default().to_bytes();
+        let dev = ops
+            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
+            .map_err(|_| EIO)?;
+        let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
+        let sub = ops
+            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
+            .map_err(|_| EIO)?;
+        let before = heap_free_kib(&ops, client, sub)?;
+        let mut mp = abi::MemoryAllocationParams {
+            size: 1 << 20,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mem = ops
+            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
+            .map_err(|_| EIO)?;
+        assert_eq!(abi::MemoryAllocationParams::decode(&mp).size, 1 << 20);
+        assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
+        // The size, from the driver, through kernel pointers.
+        let mut list = abi::InfoEntry {
+            index: surface_info::PHYS_SIZE,
+            data: 0,
+        }
+        .to_bytes();
+        let mut q = abi::GetSurfaceInfoParams {
+            list_size: 1,
+            list_ptr: list.as_mut_ptr() as u64,
+        }
+        .to_bytes();
+        let st = ops.control(client, mem, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q)?;
+        assert_eq!(st, NV_OK);
+        assert_eq!(abi::InfoEntry::decode(&list).data, (1 << 20) / 4096);
+        // Freeing the client frees its memory.
+        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        assert_eq!(ops.free(client, client, client)?, NV_ERR_INVALID_CLIENT);
+        Ok(())
+    }
+
+    #[test]
+    fn refusals_come_back_as_statuses() -> Result {
+        let ops = RmOps::get()?;
+        assert_eq!(
+            ops.alloc(0x1234, 0x1234, 0, class::NV01_DEVICE_0, &mut [0; 56])?,
+            Err(NV_ERR_INVALID_CLIENT)
+        );
+        let client = ops
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .map_err(|_| EIO)?;
+        assert_eq!(
+            ops.alloc(client, client, 0, 0xdead, &mut [])?,
+            Err(NV_ERR_INVALID_CLASS)
+        );
+        let mut b = [0u8; 16];
+        ops.raw_op(0x7f, &mut b)?;
+        assert_eq!(abi::Nvos00::decode(&b).status, NV_ERR_NOT_SUPPORTED);
+        let _ = OP_ALLOC;
+        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        Ok(())
+    }
+}
