@@ -17,7 +17,8 @@
 //!
 //! Failure injection: each line `NAME ERRNO` of `class/vgpu/.sim-fail` (e.g.
 //! `cgroup EBUSY`) makes every write to the file `NAME` (an attribute, or
-//! `create` / `remove`) fail with that errno.
+//! `create` / `remove`) fail with that errno; `vgpuN/NAME ERRNO` only for
+//! vGPU `N`.
 
 use std::fs;
 use std::io;
@@ -119,13 +120,17 @@ pub fn set_users(root: &Path, id: u32, users: u32) -> io::Result<()> {
     fs::write(p, format!("{users}\n"))
 }
 
-fn injected(s: &Sysfs, name: &str) -> io::Result<()> {
+/// Fails if `.sim-fail` says so for the file `name` (of vGPU `id`, which a
+/// line may name as `vgpuN/NAME`).
+fn injected(s: &Sysfs, id: Option<u32>, name: &str) -> io::Result<()> {
     let Ok(text) = fs::read_to_string(s.class_dir().join(".sim-fail")) else {
         return Ok(());
     };
+    let specific = id.map(|i| format!("vgpu{i}/{name}"));
     for line in text.lines() {
         let mut w = line.split_whitespace();
-        if w.next() == Some(name) {
+        let target = w.next();
+        if target == Some(name) || (target.is_some() && target == specific.as_deref()) {
             let e = w
                 .next()
                 .and_then(|n| ERRNOS.iter().find(|(k, _)| *k == n))
@@ -145,7 +150,7 @@ fn users(s: &Sysfs, id: u32) -> u64 {
 
 /// `class/vgpu/create`.
 pub fn create(s: &Sysfs, id: u32) -> io::Result<()> {
-    injected(s, "create")?;
+    injected(s, Some(id), "create")?;
     config::parse_index(id.to_string().as_bytes(), MAX_VGPU).map_err(parse_errno)?;
     let dir = s.vgpu_dir(id);
     if dir.exists() {
@@ -164,7 +169,7 @@ pub fn create(s: &Sysfs, id: u32) -> io::Result<()> {
 
 /// `class/vgpu/remove`.
 pub fn remove(s: &Sysfs, id: u32) -> io::Result<()> {
-    injected(s, "remove")?;
+    injected(s, Some(id), "remove")?;
     let dir = s.vgpu_dir(id);
     if !dir.is_dir() {
         return Err(errno(libc::ENOENT));
@@ -177,7 +182,7 @@ pub fn remove(s: &Sysfs, id: u32) -> io::Result<()> {
 
 /// A write to attribute `name` of vGPU `id` (which exists, as does the file).
 pub fn write_attr(s: &Sysfs, id: u32, name: &str, value: &str) -> io::Result<()> {
-    injected(s, name)?;
+    injected(s, Some(id), name)?;
     let input = value.as_bytes();
     let stored = match name {
         "gpu" => {
