@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::placement::Policy;
+use crate::sysfs::MAX_VGPU;
+use crate::units::{self, Limit};
+
+/// Create, configure and inspect vgpu.ko's virtual GPUs.
+///
+/// Reads and writes /sys/class/vgpu (changes need root). Sizes: 6GiB, 1.5GiB,
+/// 512MiB, bytes or max. Shares: 30%.
+#[derive(Debug, Parser)]
+#[command(name = "vgpuctl", version)]
+pub struct Cli {
+    /// Root of sysfs (tests point this at a fake tree).
+    #[arg(long, global = true, env = "VGPU_SYSFS_ROOT", default_value = "/sys")]
+    pub sysfs_root: PathBuf,
+    /// Where the host's /dev/nvidiaK nodes are (to count GPUs when the
+    /// module does not list them).
+    #[arg(long, global = true, env = "VGPU_DEV_ROOT", default_value = "/dev")]
+    pub dev_root: PathBuf,
+    /// Memory of each GPU whose size the module does not report.
+    #[arg(long, global = true, env = "VGPU_GPU_MEMORY", value_name = "SIZE", value_parser = bytes_arg)]
+    pub gpu_memory: Option<u64>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create vGPUs (one, or one per GPU with --gpus) and configure them;
+    /// nothing is left behind if a step fails.
+    Create(CreateArgs),
+    /// Remove vGPUs (refused while their node is open).
+    Remove {
+        /// vGPU numbers.
+        #[arg(required = true, value_parser = id_arg)]
+        ids: Vec<u32>,
+    },
+    /// Change a vGPU's settings.
+    Set(SetArgs),
+    /// Show one vGPU.
+    Show {
+        /// vGPU number.
+        #[arg(value_parser = id_arg)]
+        id: u32,
+    },
+    /// List all vGPUs.
+    List,
+    /// Per physical GPU: its vGPUs, memory promised against its size, use.
+    Status,
+    /// Write a CDI spec with one device per vGPU (and the params file it mounts).
+    Cdi(CdiArgs),
+}
+
+/// Compute scheduling policies of the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ComputePolicy {
+    /// A hard cap at the share.
+    Fixed,
+    /// The share is a floor; idle time goes to others.
+    WorkConserving,
+}
+
+impl ComputePolicy {
+    /// As written to `compute_policy`.
+    pub fn sysfs(self) -> &'static str {
+        match self {
+            ComputePolicy::Fixed => "fixed",
+            ComputePolicy::WorkConserving => "work-conserving",
+        }
+    }
+}
+
+/// `vgpuctl create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// cgroup v2 path (from the cgroup2 root) allowed to open the vGPUs, e.g. /kubepods/pod1.
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    /// Memory ceiling (the total with --gpus, split evenly).
+    #[arg(long, value_name = "SIZE", default_value = "max", value_parser = size_arg)]
+    pub memory: Limit,
+    /// Compute share, e.g. 30% (the total with --gpus, split evenly).
+    #[arg(long, value_name = "SHARE")]
+    pub compute: Option<String>,
+    /// Compute policy.
+    #[arg(long, value_enum)]
+    pub compute_policy: Option<ComputePolicy>,
+    /// Scheduling period in microseconds.
+    #[arg(long, value_name = "US")]
+    pub period_us: Option<u64>,
+    /// Put the vGPU on GPU K (/dev/nvidiaK).
+    #[arg(long, value_name = "K", conflicts_with = "gpus")]
+    pub gpu: Option<u32>,
+    /// Create this many vGPUs, each on its own GPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=255))]
+    pub gpus: Option<u32>,
+    /// How to choose GPUs.
+    #[arg(long, value_enum, default_value_t = Policy::Binpack)]
+    pub policy: Policy,
+    /// vGPU numbers to use (comma-separated, one per vGPU); default: the lowest free.
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',', value_parser = id_arg)]
+    pub id: Vec<u32>,
+    /// With --gpu: skip the memory and compute checks.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `vgpuctl set`.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// vGPU number.
+    #[arg(value_parser = id_arg)]
+    pub id: u32,
+    /// Memory ceiling.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub memory: Option<Limit>,
+    /// Compute share, e.g. 30%.
+    #[arg(long, value_name = "SHARE")]
+    pub compute: Option<String>,
+    /// Compute policy.
+    #[arg(long, value_enum)]
+    pub compute_policy: Option<ComputePolicy>,
+    /// Scheduling period in microseconds.
+    #[arg(long, value_name = "US")]
+    pub period_us: Option<u64>,
+    /// Bind to this cgroup v2 path ("" unbinds).
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    /// Move to GPU K (refused while open).
+    #[arg(long, value_name = "K")]
+    pub gpu: Option<u32>,
+    /// Skip the memory and compute checks.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `vgpuctl cdi`.
+#[derive(Debug, Args)]
+pub struct CdiArgs {
+    /// Write the spec here (e.g. /etc/cdi/vgpu.json) instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// CDI kind, vendor/class.
+    #[arg(long, default_value = crate::cdi::DEFAULT_KIND)]
+    pub kind: String,
+    /// Host path of the params file to write and mount at /proc/driver/nvidia/params.
+    #[arg(long, default_value = crate::cdi::DEFAULT_PARAMS_FILE)]
+    pub params_file: PathBuf,
+    /// The driver's params to start from.
+    #[arg(long, default_value = crate::cdi::HOST_PARAMS)]
+    pub host_params: PathBuf,
+    /// Also pass the real /dev/nvidia-uvm and /dev/nvidia-uvm-tools (not confined by vgpu).
+    #[arg(long)]
+    pub with_uvm: bool,
+}
+
+fn size_arg(s: &str) -> Result<Limit, String> {
+    units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn bytes_arg(s: &str) -> Result<u64, String> {
+    units::parse_bytes(s).map_err(|e| e.to_string())
+}
+
+fn id_arg(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .trim()
+        .strip_prefix("vgpu")
+        .unwrap_or(s.trim())
+        .parse()
+        .map_err(|_| format!("{s:?} is not a vGPU number"))?;
+    if n > MAX_VGPU {
+        return Err(format!("vGPU numbers go from 0 to {MAX_VGPU}"));
+    }
+    Ok(n)
+}

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgpuctl`: create, configure and inspect the virtual GPUs of `vgpu.ko`
+//! through `/sys/class/vgpu`, and describe them to container runtimes (CDI).
+//!
+//! Layout: [`sysfs`] is the only code that touches the module's files (with
+//! a simulated module for tests, [`sysfs::sim`]); [`inventory`] says which
+//! GPUs exist; [`placement`] is the pure choice of GPUs; [`commands`] runs
+//! the subcommands parsed by [`cli`]; [`cdi`] writes CDI specs.
+
+pub mod cdi;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod inventory;
+pub mod model;
+pub mod placement;
+pub mod sysfs;
+pub mod table;
+pub mod units;
+
+use std::path::Path;
+
+pub use error::{Error, Result};
+
+/// Environment variable that makes vgpuctl simulate the module's behaviour
+/// over a fake tree (see [`sysfs::sim`]); refused for `/sys` itself.
+pub const SIMULATE_ENV: &str = "VGPUCTL_SIMULATE";
+
+/// The [`sysfs::Sysfs`] for `root`: simulated if `simulate`, which is
+/// refused for the real `/sys`.
+pub fn open_sysfs(root: &Path, simulate: bool) -> Result<sysfs::Sysfs> {
+    if !simulate {
+        return Ok(sysfs::Sysfs::new(root));
+    }
+    let real = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if real == Path::new("/sys") {
+        return Err(Error::BadValue(format!(
+            "{SIMULATE_ENV} is for fake trees, not /sys"
+        )));
+    }
+    Ok(sysfs::Sysfs::simulated(root))
+}

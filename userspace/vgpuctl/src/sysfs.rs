@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! All of vgpuctl's access to `/sys/class/vgpu`, rooted at a configurable
+//! sysfs root so tests can run against a fake tree.
+//!
+//! The module's interface (see `src/vgpus.rs`):
+//!
+//! | file | |
+//! |---|---|
+//! | `class/vgpu/create`, `remove` | write a vGPU number |
+//! | `class/vgpu/gpus` | (future) the GPUs the module found, see [`crate::inventory`] |
+//! | `class/vgpu/vgpuN/gpu` | backing GPU index, empty when unset |
+//! | `class/vgpu/vgpuN/memory_limit` | bytes or `max` |
+//! | `class/vgpu/vgpuN/memory_used`, `users` | read-only counters |
+//! | `class/vgpu/vgpuN/cgroup` | bound cgroup v2 path, empty when unbound |
+//! | `class/vgpu/vgpuN/compute_share`, `compute_policy`, `period_us`, `granted_us`, `throttled_us` | (future) compute shares |
+//!
+//! With [`Sysfs::simulated`] the writes are not plain file writes but are
+//! checked and carried out the way the module would (see [`sim`]), so a
+//! tree of ordinary files under a temporary directory behaves like the real
+//! one, across several `vgpuctl` runs.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+pub mod sim;
+
+/// The highest vGPU number the module accepts.
+pub const MAX_VGPU: u32 = 254;
+
+/// A view of vgpu's sysfs files under a sysfs root (normally `/sys`).
+#[derive(Clone, Debug)]
+pub struct Sysfs {
+    root: PathBuf,
+    simulate: bool,
+}
+
+impl Sysfs {
+    /// The real interface under `root` (normally `/sys`): reads and writes
+    /// are plain file operations and the kernel does the rest.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            simulate: false,
+        }
+    }
+
+    /// A fake tree under `root` whose writes are checked and carried out by
+    /// [`sim`] the way the module would (for tests and dry runs).
+    pub fn simulated(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            simulate: true,
+        }
+    }
+
+    /// Whether writes are simulated.
+    pub fn is_simulated(&self) -> bool {
+        self.simulate
+    }
+
+    /// The sysfs root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `ROOT/class/vgpu`.
+    pub fn class_dir(&self) -> PathBuf {
+        self.root.join("class").join("vgpu")
+    }
+
+    /// `ROOT/class/vgpu/vgpuN`.
+    pub fn vgpu_dir(&self, id: u32) -> PathBuf {
+        self.class_dir().join(format!("vgpu{id}"))
+    }
+
+    /// Fails with [`Error::ModuleNotLoaded`] unless `class/vgpu` exists.
+    pub fn check_loaded(&self) -> Result<()> {
+        let d = self.class_dir();
+        if d.is_dir() {
+            Ok(())
+        } else {
+            Err(Error::ModuleNotLoaded(d))
+        }
+    }
+
+    /// Whether vGPU `id` exists.
+    pub fn exists(&self, id: u32) -> bool {
+        self.vgpu_dir(id).is_dir()
+    }
+
+    /// Fails with [`Error::UnknownVgpu`] unless vGPU `id` exists.
+    pub fn check_exists(&self, id: u32) -> Result<()> {
+        self.check_loaded()?;
+        if self.exists(id) {
+            Ok(())
+        } else {
+            Err(Error::UnknownVgpu(id))
+        }
+    }
+
+    /// The numbers of all vGPUs, ascending.
+    pub fn ids(&self) -> Result<Vec<u32>> {
+        self.check_loaded()?;
+        let dir = self.class_dir();
+        let entries = fs::read_dir(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let mut ids = Vec::new();
+        for e in entries {
+            let e = e.map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            let name = e.file_name();
+            let Some(n) = name.to_str().and_then(|s| s.strip_prefix("vgpu")) else {
+                continue;
+            };
+            // Only canonical numbers: "vgpu07" is not a vGPU directory.
+            if let Ok(id) = n.parse::<u32>() {
+                if id.to_string() == n && e.path().is_dir() {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// The lowest vGPU number not in use, skipping `taken`.
+    pub fn free_id(&self, taken: &[u32]) -> Result<u32> {
+        let ids = self.ids()?;
+        (0..=MAX_VGPU)
+            .find(|i| !ids.contains(i) && !taken.contains(i))
+            .ok_or_else(|| Error::NoFit(format!("all {} vGPU numbers are in use", MAX_VGPU + 1)))
+    }
+
+    /// A class-level file (`class/vgpu/NAME`), trimmed; `None` if absent.
+    pub fn read_class(&self, name: &str) -> Result<Option<String>> {
+        read_opt(&self.class_dir().join(name))
+    }
+
+    /// Attribute `name` of vGPU `id`, trimmed of its newline; `None` if this
+    /// module has no such file.
+    pub fn read_attr(&self, id: u32, name: &str) -> Result<Option<String>> {
+        self.check_exists(id)?;
+        read_opt(&self.vgpu_dir(id).join(name))
+    }
+
+    /// Writes `value` to attribute `name` of vGPU `id`.
+    ///
+    /// [`Error::UnknownVgpu`] if the vGPU does not exist,
+    /// [`Error::Unsupported`] if this module has no such file, and
+    /// [`Error::Kernel`] with the errno if the module refuses the value.
+    pub fn write_attr(&self, id: u32, name: &str, value: &str) -> Result<()> {
+        self.check_exists(id)?;
+        let path = self.vgpu_dir(id).join(name);
+        if !path.exists() {
+            return Err(Error::Unsupported(format!("vGPU setting {name:?}")));
+        }
+        if self.simulate {
+            sim::write_attr(self, id, name, value).map_err(|e| Error::kernel(path, value, e))
+        } else {
+            write_file(&path, value).map_err(|e| Error::kernel(path, value, e))
+        }
+    }
+
+    /// Creates vGPU `id` (`class/vgpu/create`) and checks that it appeared.
+    pub fn create(&self, id: u32) -> Result<()> {
+        self.check_loaded()?;
+        let path = self.class_dir().join("create");
+        let v = id.to_string();
+        if self.simulate {
+            sim::create(self, id).map_err(|e| Error::kernel(path, &v, e))?;
+        } else {
+            write_file(&path, &v).map_err(|e| Error::kernel(path, &v, e))?;
+        }
+        if !self.exists(id) {
+            return Err(Error::Unexpected(format!(
+                "the module accepted vGPU {id} but {} did not appear",
+                self.vgpu_dir(id).display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Removes vGPU `id` (`class/vgpu/remove`).
+    pub fn remove(&self, id: u32) -> Result<()> {
+        self.check_exists(id)?;
+        let path = self.class_dir().join("remove");
+        let v = id.to_string();
+        if self.simulate {
+            sim::remove(self, id).map_err(|e| Error::kernel(path, &v, e))
+        } else {
+            write_file(&path, &v).map_err(|e| Error::kernel(path, &v, e))
+        }
+    }
+}
+
+/// Reads a sysfs file, trimmed of trailing whitespace; `None` if absent.
+fn read_opt(path: &Path) -> Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s.trim_end().to_string())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// One `write(2)` of `value` to an existing file, the way `echo -n` does:
+/// sysfs hands one write to the attribute's `store` and returns its errno.
+fn write_file(path: &Path, value: &str) -> io::Result<()> {
+    let mut f = fs::OpenOptions::new().write(true).open(path)?;
+    let n = f.write(value.as_bytes())?;
+    if n != value.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short write ({n} of {} bytes)", value.len()),
+        ));
+    }
+    Ok(())
+}
