@@ -175,7 +175,7 @@ const fn max_align(fields: &[FieldLayout]) -> usize {
 
 /// Declares a driver structure by explicit byte offsets.
 ///
-/// ```ignore
+/// ```text
 /// wire_struct! {
 ///     /// Doc of the struct.
 ///     pub struct Name, size 16 {
