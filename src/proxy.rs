@@ -11,6 +11,7 @@
 use kernel::{
     fs::File,
     mm::virt::VmaNew,
+    new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
@@ -19,7 +20,10 @@ use crate::kapi::{
     chrdev::{DevT, FileOperations, Poll},
     realfile::{RealFile, RealNode},
 };
-use crate::nv::ioctl;
+use crate::ctl::Ctl;
+use crate::kapi::user;
+use crate::nv::ioctl::{self, Escape, Xfer};
+use crate::tracker::Tracker;
 use crate::vgpus::Vgpu;
 
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
@@ -46,6 +50,8 @@ pub(crate) struct ProxyFile {
     pub(crate) real: RealFile,
     /// The vGPU, for a `/dev/vgpuN` file.
     pub(crate) vgpu: Option<Arc<Vgpu>>,
+    /// For a `/dev/vgpuctl` file: its vGPUs and what it created.
+    pub(crate) ctl: Option<Pin<KBox<Ctl>>>,
 }
 
 impl Drop for ProxyFile {
@@ -68,8 +74,23 @@ impl FileOperations for ProxyFops {
     fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
         let state = crate::state()?;
         if dev.minor() == CTL_MINOR {
+            let vgpus = state.vgpus.for_current()?;
+            let ctl = KBox::pin_init(
+                pin_init!(Ctl {
+                    vgpus,
+                    tracker <- new_mutex!(Tracker::default()),
+                }),
+                GFP_KERNEL,
+            )?;
             let real = state.backend.ctl.open(file)?;
-            return Ok(Arc::new(ProxyFile { real, vgpu: None }, GFP_KERNEL)?);
+            return Ok(Arc::new(
+                ProxyFile {
+                    real,
+                    vgpu: None,
+                    ctl: Some(ctl),
+                },
+                GFP_KERNEL,
+            )?);
         }
         let v = state.vgpus.get(dev.minor() - 1).ok_or(ENODEV)?;
         // Users first, then the settings: the order sysfs writers take too.
@@ -83,6 +104,7 @@ impl FileOperations for ProxyFops {
             ProxyFile {
                 real,
                 vgpu: Some(v.clone()),
+                ctl: None,
             },
             GFP_KERNEL,
         )?;
@@ -92,8 +114,24 @@ impl FileOperations for ProxyFops {
 
     fn ioctl(me: ArcBorrow<'_, ProxyFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         // Unknown escapes and wrong sizes never reach the driver.
-        ioctl::decode(cmd).map_err(|_| EINVAL)?;
-        me.real.ioctl(cmd, arg)
+        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
+        let Some(ctl) = &me.ctl else {
+            return me.real.ioctl(cmd, arg);
+        };
+        let (escape, addr, size) = if command.escape == Escape::IoctlXferCmd {
+            let mut hdr = [0u8; Xfer::SIZE];
+            user::read(arg as u64, &mut hdr)?;
+            let x = Xfer::from_bytes(&hdr);
+            let inner = x.inner().map_err(|_| EINVAL)?;
+            (inner.escape, x.ptr, inner.size)
+        } else {
+            (command.escape, arg as u64, command.size)
+        };
+        let state = crate::state()?;
+        match ctl.escape(&state.rm, &me.real, cmd, arg, escape, addr, size)? {
+            Some(r) => Ok(r),
+            None => me.real.ioctl(cmd, arg),
+        }
     }
 
     fn mmap(me: ArcBorrow<'_, ProxyFile>, _file: &File, vma: &VmaNew) -> Result {

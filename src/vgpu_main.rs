@@ -19,13 +19,16 @@ pub mod config;
 mod kapi;
 pub mod ledger;
 pub mod nv;
+mod ctl;
 mod proxy;
+mod tracker;
 mod vgpus;
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
     realfile::RealNode,
+    rmops::RmOps,
     sysfs::ClassFilesReg,
 };
 
@@ -52,6 +55,8 @@ pub(crate) struct State {
     pub(crate) vgpus: Arc<vgpus::Vgpus>,
     /// `/sys/class/vgpu`.
     pub(crate) class: Class,
+    /// The driver's kernel-client interface.
+    pub(crate) rm: RmOps,
 }
 
 kernel::sync::global_lock! {
@@ -117,6 +122,9 @@ impl kernel::Module for VgpuModule {
                 backend: proxy::Backend { ctl, gpus },
                 vgpus: vgpus::Vgpus::new(region.base().major(), indices)?,
                 class: Class::new(c"vgpu")?,
+                rm: RmOps::get().inspect_err(|e| {
+                    pr_err!("the NVIDIA driver's kernel-client interface refused ({e:?})\n");
+                })?,
             },
             GFP_KERNEL,
         )?;

@@ -100,6 +100,32 @@ impl Vgpus {
         self.table.lock().iter().find(|v| v.id == id).cloned()
     }
 
+    /// The calling task's vGPUs: those bound to its cgroup's nearest
+    /// ancestor-or-self that has any.
+    pub(crate) fn for_current(&self) -> Result<KVec<Arc<Vgpu>>> {
+        let mut buf = KVec::with_capacity(config::CGROUP_PATH_MAX + 1, GFP_KERNEL)?;
+        buf.resize(config::CGROUP_PATH_MAX + 1, 0, GFP_KERNEL)?;
+        let len = crate::kapi::cgroup::current_path(&mut buf)?;
+        let path = &buf[..len];
+        let table = self.table.lock();
+        let mut best = 0;
+        for v in table.iter() {
+            let cfg = v.config.lock();
+            if config::cgroup_contains(&cfg.cgroup, path) {
+                best = best.max(cfg.cgroup.len());
+            }
+        }
+        let mut out = KVec::new();
+        for v in table.iter() {
+            let cfg = v.config.lock();
+            if best > 0 && cfg.cgroup.len() == best && config::cgroup_contains(&cfg.cgroup, path) {
+                drop(cfg);
+                out.push(v.clone(), GFP_KERNEL)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// Creates vGPU `id`: unbound, no GPU, no memory limit.
     pub(crate) fn create(&self, class: &Class, id: u32) -> Result {
         let mut table = self.table.lock();

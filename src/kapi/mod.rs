@@ -9,9 +9,9 @@
 //! The driver double (`selftests/nvidia/`) builds these same files into its
 //! own crate; each crate uses a subset, so unused items are allowed there.
 //!
-//! `rmops.rs` (the driver's kernel-client interface) is not wired into vgpu
-//! yet: linking it makes vgpu.ko depend on `nvidia_get_rm_ops`. Its KUnit
-//! tests run in `selftests/kclient_test/` against the driver double.
+//! `rmops.rs` wraps the driver's kernel-client interface; it makes vgpu.ko
+//! depend on `nvidia.ko` (`nvidia_get_rm_ops`). Its KUnit tests run in
+//! `selftests/kclient_test/` against the driver double.
 
 pub(crate) mod cgroup;
 pub(crate) mod chrdev;
@@ -19,5 +19,6 @@ pub(crate) mod class;
 pub(crate) mod fdtable;
 pub(crate) mod kthread;
 pub(crate) mod realfile;
+pub(crate) mod rmops;
 pub(crate) mod sysfs;
 pub(crate) mod user;

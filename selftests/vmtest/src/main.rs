@@ -8,6 +8,7 @@
 
 mod double;
 mod kclient;
+mod memory;
 mod module;
 mod sys;
 mod tap;
@@ -19,6 +20,7 @@ const SUITES: &[Suite] = &[
     ("module", module::TESTS),
     ("double", double::TESTS),
     ("kclient", kclient::TESTS),
+    ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
 ];
 

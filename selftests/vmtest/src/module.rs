@@ -63,7 +63,10 @@ const CTL: &str = "/dev/vgpuctl";
 
 fn load_refused_without_driver() -> Outcome {
     ensure!(!module_loaded("nvidia"), "nvidia already loaded");
-    let r = sh("modprobe vgpu");
+    // vgpu.ko needs the driver's kernel-client interface: without the
+    // driver, insmod cannot resolve it.
+    let path = sh("modinfo -F filename vgpu")?;
+    let r = sh(&format!("insmod {}", path.trim()));
     ensure!(r.is_err(), "vgpu loaded without the NVIDIA driver");
     ensure!(
         !module_loaded("vgpu"),
@@ -78,8 +81,9 @@ fn load_refused_without_driver() -> Outcome {
 }
 
 fn modprobe_loads() -> Outcome {
-    sh("modprobe nvidia")?;
+    // modprobe pulls in the driver vgpu depends on.
     sh("modprobe vgpu")?;
+    ensure!(module_loaded("nvidia"), "modprobe vgpu did not load nvidia");
     ensure!(
         module_loaded("vgpu"),
         "vgpu not in /proc/modules after modprobe"
@@ -179,6 +183,7 @@ fn unload_removes_node_and_class() -> Outcome {
 }
 
 fn insmod_path_form_loads() -> Outcome {
+    ensure!(module_loaded("nvidia"), "the driver should still be loaded");
     let path = sh("modinfo -F filename vgpu")?;
     sh(&format!("insmod {}", path.trim()))?;
     ensure!(is_chardev(CTL), "{CTL} missing after insmod");
@@ -194,6 +199,10 @@ fn load_unload_cycles() -> Outcome {
         sh("modprobe -r vgpu").map_err(|e| format!("cycle {i}: {e}"))?;
     }
     ensure!(!module_loaded("vgpu"), "loaded after the last cycle");
-    sh("rmmod nvidia")?;
+    // `modprobe -r` also removes the driver once nothing uses it.
+    ensure!(
+        !module_loaded("nvidia"),
+        "modprobe -r left the unused driver loaded"
+    );
     Ok(())
 }

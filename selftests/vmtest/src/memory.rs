@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory ceilings through vgpu: two containers (cgroups) share one fake
+//! 8 GiB GPU with 1 GiB and 3 GiB vGPUs; allocations stop exactly at each
+//! ceiling, each sees its own size, neither affects the other, and charges
+//! come back on free, close and SIGKILL, whatever a racing thread does.
+
+use crate::ensure;
+use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
+use crate::tap::{Outcome, Test};
+use nvclient::abi::{fb_info, status};
+use nvclient::{Ctl, Error, Gpu};
+
+/// Tests of this suite, in order (later ones rely on earlier ones' state).
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "setup_two_containers",
+        run: setup,
+    },
+    Test {
+        name: "each_stops_exactly_at_its_ceiling",
+        run: each_stops_exactly_at_its_ceiling,
+    },
+    Test {
+        name: "each_sees_its_own_size",
+        run: each_sees_its_own_size,
+    },
+    Test {
+        name: "free_and_close_give_back",
+        run: free_and_close_give_back,
+    },
+    Test {
+        name: "sigkill_gives_back",
+        run: sigkill_gives_back,
+    },
+    Test {
+        name: "racing_size_cannot_pass_the_ceiling",
+        run: racing_size_cannot_pass_the_ceiling,
+    },
+    Test {
+        name: "lowered_limit_blocks_until_usage_drops",
+        run: lowered_limit_blocks_until_usage_drops,
+    },
+    Test {
+        name: "foreign_gpu_refused_and_hidden",
+        run: foreign_gpu_refused_and_hidden,
+    },
+    Test {
+        name: "teardown",
+        run: teardown,
+    },
+];
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn used(id: u32) -> Result<u64, String> {
+    read_file(&format!("/sys/class/vgpu/vgpu{id}/memory_used"))?
+        .parse()
+        .map_err(|e| format!("memory_used: {e}"))
+}
+
+fn setup() -> Outcome {
+    sh("modprobe nvidia gpus=2 vram0_mib=8192 vram1_mib=4096")?;
+    sh("modprobe vgpu")?;
+    for (id, cg, limit) in [(0, "/ma", GIB), (1, "/mb", 3 * GIB)] {
+        std::fs::create_dir_all(format!("/sys/fs/cgroup{cg}"))
+            .map_err(|e| format!("mkdir {cg}: {e}"))?;
+        write_file("/sys/class/vgpu/create", &id.to_string())
+            .map_err(|e| format!("create: {e}"))?;
+        let a = |f: &str| format!("/sys/class/vgpu/vgpu{id}/{f}");
+        write_file(&a("gpu"), "0").map_err(|e| format!("gpu: {e}"))?;
+        write_file(&a("memory_limit"), &limit.to_string()).map_err(|e| format!("limit: {e}"))?;
+        write_file(&a("cgroup"), cg).map_err(|e| format!("cgroup: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A CUDA-like session as a container sees it: /dev/vgpuctl as its
+/// nvidiactl and /dev/vgpuN as its nvidia0.
+struct Session {
+    ctl: Ctl,
+    _gpu: Gpu,
+    client: u32,
+    device: u32,
+    subdevice: u32,
+}
+
+fn session(vgpu: u32) -> Result<Session, String> {
+    let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("open vgpuctl: {e:?}"))?;
+    let gpu =
+        Gpu::open(format!("/dev/vgpu{vgpu}")).map_err(|e| format!("open vgpu{vgpu}: {e:?}"))?;
+    let client = ctl
+        .alloc_root_client()
+        .map_err(|e| format!("client: {e:?}"))?;
+    let device = ctl
+        .alloc_device(client, 0, 0)
+        .map_err(|e| format!("device: {e:?}"))?;
+    let subdevice = ctl
+        .alloc_subdevice(client, device, 0, 0)
+        .map_err(|e| format!("subdevice: {e:?}"))?;
+    Ok(Session {
+        ctl,
+        _gpu: gpu,
+        client,
+        device,
+        subdevice,
+    })
+}
+
+/// Allocates `chunk`-byte VRAM objects until refused; returns the total.
+fn fill(s: &Session, chunk: u64) -> Result<(u64, Vec<u32>), String> {
+    let mut total = 0;
+    let mut handles = Vec::new();
+    loop {
+        match s.ctl.alloc_vram(s.client, s.device, 0, chunk) {
+            Ok(m) => {
+                total += m.size;
+                handles.push(m.handle);
+            }
+            Err(Error::Rm(status::NV_ERR_NO_MEMORY)) => return Ok((total, handles)),
+            Err(e) => return Err(format!("alloc after {total} bytes: {e:?}")),
+        }
+        if handles.len() > 10_000 {
+            return Err("never refused".into());
+        }
+    }
+}
+
+/// Runs `f` as a process of container `cg`; the child's result comes back
+/// through its exit code (0 = ok) and its message on stdout.
+fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
+    let cg = cg.to_string();
+    let code = in_child(move || {
+        if join_cgroup(&cg).is_err() {
+            return 100;
+        }
+        match f() {
+            Ok(()) => 0,
+            Err(why) => {
+                println!("#   in {cg}: {why}");
+                1
+            }
+        }
+    })?;
+    ensure!(code == 0, "container process failed (code {code})");
+    Ok(())
+}
+
+fn each_stops_exactly_at_its_ceiling() -> Outcome {
+    for (id, cg, limit) in [(0u32, "/ma", GIB), (1, "/mb", 3 * GIB)] {
+        as_container(cg, move || {
+            let s = session(id)?;
+            // 100 MiB chunks, then the remainder, then one more granule.
+            let (mut total, _h) = fill(&s, 100 * MIB)?;
+            ensure!(
+                total == limit / (100 * MIB) * 100 * MIB,
+                "100 MiB chunks gave {total}"
+            );
+            let rest = limit - total;
+            let m = s
+                .ctl
+                .alloc_vram(s.client, s.device, 0, rest)
+                .map_err(|e| format!("rest: {e:?}"))?;
+            total += m.size;
+            ensure!(total == limit, "stopped at {total}, ceiling {limit}");
+            let r = s.ctl.alloc_vram(s.client, s.device, 0, 64 << 10);
+            ensure!(
+                r.is_err_and(|e| e == Error::Rm(status::NV_ERR_NO_MEMORY)),
+                "past the ceiling: {r:?}"
+            );
+            let u = used(id)?;
+            ensure!(u == limit, "memory_used {u}, want {limit}");
+            println!("# memory: vgpu{id} in {cg}: ceiling {limit}, allocated {total}, then NV_ERR_NO_MEMORY");
+            Ok(())
+        })?;
+        ensure!(
+            used(id)? == 0,
+            "vGPU {id} still charged after its process exited"
+        );
+    }
+    Ok(())
+}
+
+fn each_sees_its_own_size() -> Outcome {
+    for (id, cg, limit) in [(0u32, "/ma", GIB), (1, "/mb", 3 * GIB)] {
+        as_container(cg, move || {
+            let s = session(id)?;
+            let m = s
+                .ctl
+                .alloc_vram(s.client, s.device, 0, 256 * MIB)
+                .map_err(|e| format!("{e:?}"))?;
+            let info = s
+                .ctl
+                .fb_get_info_v2(
+                    s.client,
+                    s.subdevice,
+                    &[fb_info::RAM_SIZE, fb_info::HEAP_SIZE, fb_info::HEAP_FREE],
+                )
+                .map_err(|e| format!("fb info: {e:?}"))?;
+            let kib = |i: usize| u64::from(info[i].data) << 10;
+            ensure!(kib(0) == limit, "RAM_SIZE {} want {limit}", kib(0));
+            ensure!(kib(1) == limit, "HEAP_SIZE {} want {limit}", kib(1));
+            ensure!(
+                kib(2) == limit - m.size,
+                "HEAP_FREE {} want {}",
+                kib(2),
+                limit - m.size
+            );
+            println!(
+                "# memory: vgpu{id} sees RAM_SIZE {} HEAP_SIZE {} HEAP_FREE {} bytes",
+                kib(0),
+                kib(1),
+                kib(2)
+            );
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+fn free_and_close_give_back() -> Outcome {
+    as_container("/ma", || {
+        let s = session(0)?;
+        let a = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 300 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        let b = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 200 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        ensure!(used(0)? == 500 * MIB, "used {}", used(0)?);
+        s.ctl
+            .free(s.client, s.device, a.handle)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(used(0)? == 200 * MIB, "after free: {}", used(0)?);
+        // Freeing the device frees what is under it.
+        s.ctl
+            .free(s.client, s.client, s.device)
+            .map_err(|e| format!("free device: {e:?}"))?;
+        ensure!(used(0)? == 0, "after freeing the device: {}", used(0)?);
+        let _ = b;
+        let s2 = session(0)?;
+        s2.ctl
+            .alloc_vram(s2.client, s2.device, 0, 128 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        ensure!(used(0)? == 128 * MIB, "second session: {}", used(0)?);
+        drop(s2);
+        ensure!(used(0)? == 0, "after close: {}", used(0)?);
+        Ok(())
+    })
+}
+
+fn sigkill_gives_back() -> Outcome {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for two descriptors.
+    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
+    // SAFETY: single-threaded; the child allocates, reports, then waits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = join_cgroup("/mb").is_ok()
+            && session(1)
+                .and_then(|s| {
+                    s.ctl
+                        .alloc_vram(s.client, s.device, 0, 512 * MIB)
+                        .map_err(|e| format!("{e:?}"))?;
+                    std::mem::forget(s);
+                    Ok(())
+                })
+                .is_ok();
+        // SAFETY: report on the pipe, then wait to be killed.
+        unsafe {
+            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
+            libc::pause();
+            libc::_exit(0);
+        }
+    }
+    let mut b = [0u8];
+    // SAFETY: the pipe's read end.
+    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+    let held = used(1)?;
+    // SAFETY: our child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, core::ptr::null_mut(), 0);
+    }
+    ensure!(b[0] == 1, "child could not allocate");
+    ensure!(held == 512 * MIB, "charged {held} while alive");
+    ensure!(used(1)? == 0, "still charged after SIGKILL: {}", used(1)?);
+    Ok(())
+}
+
+fn racing_size_cannot_pass_the_ceiling() -> Outcome {
+    as_container("/ma", || {
+        let s = session(0)?;
+        // One thread flips the size in a shared params block between a
+        // small and a huge value while another allocates with that block.
+        let mut params = nvclient::vram_params(s.client, 64 << 10);
+        let p: *mut nvclient::abi::MemoryAllocationParams = &mut params;
+        let addr = p as usize;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let size = (addr + 64) as *mut u64;
+                let mut big = false;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    big = !big;
+                    // SAFETY: the block lives on the allocating thread's
+                    // stack until `stop` is set and this thread joined;
+                    // racing writes are the point of the test.
+                    unsafe { size.write_volatile(if big { 8 * GIB } else { 64 << 10 }) };
+                }
+            })
+        };
+        for _ in 0..400 {
+            // SAFETY: as above; the allocating thread reads a copy each time.
+            let mp = unsafe { std::ptr::read_volatile(p) };
+            let _ = s.ctl.alloc_memory(
+                s.client,
+                s.device,
+                0,
+                nvclient::abi::class::NV01_MEMORY_LOCAL_USER,
+                mp,
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = flipper.join();
+        let u = used(0)?;
+        ensure!(u <= GIB, "used {u} past the 1 GiB ceiling");
+        Ok(())
+    })?;
+    ensure!(used(0)? == 0, "charged after exit: {}", used(0)?);
+    Ok(())
+}
+
+fn lowered_limit_blocks_until_usage_drops() -> Outcome {
+    as_container("/ma", || {
+        let s = session(0)?;
+        let a = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 512 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        write_file(
+            "/sys/class/vgpu/vgpu0/memory_limit",
+            &(256 * MIB).to_string(),
+        )
+        .map_err(|e| format!("lower: {e}"))?;
+        ensure!(used(0)? == 512 * MIB, "running allocation touched");
+        let r = s.ctl.alloc_vram(s.client, s.device, 0, 64 << 10);
+        ensure!(
+            r.is_err_and(|e| e == Error::Rm(status::NV_ERR_NO_MEMORY)),
+            "allowed over a lowered limit: {r:?}"
+        );
+        s.ctl
+            .free(s.client, s.device, a.handle)
+            .map_err(|e| format!("free: {e:?}"))?;
+        s.ctl
+            .alloc_vram(s.client, s.device, 0, 128 * MIB)
+            .map_err(|e| format!("after drop: {e:?}"))?;
+        write_file("/sys/class/vgpu/vgpu0/memory_limit", &GIB.to_string())
+            .map_err(|e| format!("{e}"))?;
+        Ok(())
+    })
+}
+
+fn foreign_gpu_refused_and_hidden() -> Outcome {
+    as_container("/ma", || {
+        let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
+        let client = ctl.alloc_root_client().map_err(|e| format!("{e:?}"))?;
+        // GPU 1 exists, but this container has no vGPU on it.
+        let r = ctl.alloc_device(client, 0, 1);
+        ensure!(
+            r == Err(Error::Os(libc::EACCES)),
+            "device on a foreign GPU: {r:?}"
+        );
+        let cards = ctl.card_info(8).map_err(|e| format!("card info: {e:?}"))?;
+        let minors: Vec<u32> = cards
+            .iter()
+            .filter(|c| c.valid != 0)
+            .map(|c| c.minor_number)
+            .collect();
+        ensure!(minors == [0], "CARD_INFO shows GPUs {minors:?}, want [0]");
+        Ok(())
+    })
+}
+
+fn teardown() -> Outcome {
+    for id in [0, 1] {
+        write_file("/sys/class/vgpu/remove", &id.to_string())
+            .map_err(|e| format!("remove {id}: {e}"))?;
+    }
+    sh("rmmod vgpu")?;
+    sh("rmmod nvidia")?;
+    Ok(())
+}

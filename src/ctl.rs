@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What `/dev/vgpuctl` does with the escapes it must see: allocation and
+//! free of clients, devices and memory (the memory ceiling), and the answers
+//! that reveal the GPU's size or the host's GPUs (rewritten to the vGPUs).
+//!
+//! Parameters are copied into the kernel once and decisions are made on the
+//! copies. Devices, subdevices and memory are then allocated by executing
+//! the copies through the driver's kernel-client interface, on a client
+//! verified to belong to this file, so no other thread can change what the
+//! driver acts on, and the results (handles, sizes) come from the driver,
+//! not from user memory. Everything else is forwarded unchanged.
+
+use kernel::{
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
+use crate::ledger::fb_info_kib;
+use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
+use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
+use crate::tracker::{Charge, Obj, Tracker};
+use crate::vgpus::Vgpu;
+
+/// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
+/// apart from the driver's own (`0xC1D0_0000` up).
+const CLIENT_HANDLE_BASE: u32 = 0xc1e0_0000;
+
+/// The state of one `/dev/vgpuctl` file.
+#[pin_data]
+pub(crate) struct Ctl {
+    /// The opener's vGPUs, fixed at open (its cgroup's nearest bound ancestor).
+    pub(crate) vgpus: KVec<Arc<Vgpu>>,
+    /// Clients and objects created through this file.
+    #[pin]
+    pub(crate) tracker: Mutex<Tracker>,
+}
+
+/// An escape served: `Ok(None)` means "forward it unchanged".
+type Handled = Result<Option<isize>>;
+
+impl Ctl {
+    /// The vGPU this file has on GPU `gpu`.
+    fn vgpu_on(&self, gpu: u32) -> Option<&Arc<Vgpu>> {
+        self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
+    }
+
+    /// Serves `esc` with its parameter block at `addr` (`size` bytes) if vgpu
+    /// must; `Ok(None)` if the caller should forward the ioctl as is.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn escape(
+        &self,
+        rm: &RmOps,
+        real: &RealFile,
+        cmd: u32,
+        arg: usize,
+        esc: Escape,
+        addr: u64,
+        size: usize,
+    ) -> Handled {
+        match esc {
+            Escape::RmAlloc => self.alloc(rm, real, cmd, arg, addr, size),
+            Escape::RmFree => self.free(rm, addr),
+            Escape::RmControl => self.control(real, cmd, arg, addr),
+            Escape::CardInfo => self.card_info(real, cmd, arg, addr, size),
+            Escape::RmDupObject => self.dup(addr),
+            Escape::RmVidHeapControl => self.vid_heap(real, cmd, arg, addr),
+            _ => Ok(None),
+        }
+    }
+
+    fn alloc(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64, size: usize) -> Handled {
+        let mut blk = [0u8; abi::Nvos64::SIZE];
+        let blk = &mut blk[..size];
+        user::read(addr, blk)?;
+        let (h_root, h_parent, h_new, h_class, pparams, psize) = if size == abi::Nvos21::SIZE {
+            let a = abi::Nvos21::decode(blk);
+            (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+        } else {
+            let a = abi::Nvos64::decode(blk);
+            (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+        };
+        let result = match h_class {
+            class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
+                return self.alloc_client(rm, real, cmd, arg, addr, blk, h_new);
+            }
+            class::NV01_DEVICE_0 | class::NV20_SUBDEVICE_0 | class::NV01_MEMORY_LOCAL_USER => {
+                self.alloc_accounted(rm, h_root, h_parent, h_class, pparams, psize)?
+            }
+            _ => return Ok(None),
+        };
+        let (handle, status) = match result {
+            Ok(h) => (h, NV_OK),
+            Err(s) => (h_new, s),
+        };
+        // Results go into the caller's block: handle and status.
+        if size == abi::Nvos21::SIZE {
+            let mut a = abi::Nvos21::decode(blk);
+            a.h_object_new = handle;
+            a.status = status;
+            user::write(addr, &a.to_bytes())?;
+        } else {
+            let mut a = abi::Nvos64::decode(blk);
+            a.h_object_new = handle;
+            a.status = status;
+            user::write(addr, &a.to_bytes())?;
+        }
+        Ok(Some(0))
+    }
+
+    /// A client: forwarded (the driver binds it to this file's real ctl
+    /// file), under a handle vgpu picks when the caller lets RM pick, then
+    /// verified through the kernel interface before it is recorded.
+    #[allow(clippy::too_many_arguments)]
+    fn alloc_client(
+        &self,
+        rm: &RmOps,
+        real: &RealFile,
+        cmd: u32,
+        arg: usize,
+        addr: u64,
+        blk: &mut [u8],
+        h_new: u32,
+    ) -> Handled {
+        let handle = if h_new != 0 {
+            h_new
+        } else {
+            // SAFETY: `get_random_u32` has no preconditions.
+            CLIENT_HANDLE_BASE | (unsafe { kernel::bindings::get_random_u32() } & 0xf_ffff)
+        };
+        // A handle that already exists (another file's client) must never
+        // be recorded as this file's.
+        let exists = |h: u32| -> Result<bool> {
+            let mut q = abi::GpuGetAttachedIdsParams::default().to_bytes();
+            Ok(rm.control(h, h, ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &mut q)? == NV_OK)
+        };
+        let fresh = !exists(handle)?;
+        // The handle field is at offset 8 in both layouts.
+        blk[8..12].copy_from_slice(&handle.to_ne_bytes());
+        user::write(addr, blk)?;
+        let r = real.ioctl(cmd, arg)?;
+        // Did the driver create `handle`, and does it answer for it? A
+        // client that was raced to another handle is never recorded.
+        if fresh && exists(handle)? {
+            let mut t = self.tracker.lock();
+            if !t.has_client(handle) {
+                t.add_client(handle)?;
+            }
+        }
+        Ok(Some(r))
+    }
+
+    /// Devices, subdevices and memory: decided on kernel copies, executed
+    /// through the kernel interface. Returns the handle or an RM status.
+    fn alloc_accounted(
+        &self,
+        rm: &RmOps,
+        h_root: u32,
+        h_parent: u32,
+        h_class: u32,
+        pparams: u64,
+        psize: u32,
+    ) -> Result<core::result::Result<u32, u32>> {
+        if !self.tracker.lock().has_client(h_root) {
+            return Ok(Err(NV_ERR_INVALID_CLIENT));
+        }
+        let psize = psize as usize;
+        let want = match h_class {
+            class::NV01_DEVICE_0 => abi::DeviceAllocParams::SIZE,
+            class::NV20_SUBDEVICE_0 => abi::SubdeviceAllocParams::SIZE,
+            _ => abi::MemoryAllocationParams::SIZE,
+        };
+        if psize != want {
+            return Ok(Err(NV_ERR_INVALID_ARGUMENT));
+        }
+        let mut params = match user::read_vec(pparams, psize) {
+            Ok(p) => p,
+            Err(_) => return Ok(Err(NV_ERR_INVALID_ARGUMENT)),
+        };
+        let (gpu, subdevice, charge_to, vram_size) = match h_class {
+            class::NV01_DEVICE_0 => {
+                if h_parent != h_root {
+                    return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
+                }
+                // The device instance is the GPU's index (its minor).
+                let gpu = abi::DeviceAllocParams::decode(&params).device_id;
+                if self.vgpu_on(gpu).is_none() {
+                    return Err(EACCES);
+                }
+                (gpu, false, None, 0)
+            }
+            _ => {
+                let tracker = self.tracker.lock();
+                let Some(parent) = tracker.obj(h_root, h_parent) else {
+                    return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
+                };
+                let gpu = parent.gpu;
+                drop(tracker);
+                if h_class == class::NV20_SUBDEVICE_0 {
+                    (gpu, true, None, 0)
+                } else {
+                    let mp = abi::MemoryAllocationParams::decode(&params);
+                    if mp.allocates_vram() {
+                        let v = self.vgpu_on(gpu).ok_or(EACCES)?.clone();
+                        (gpu, false, Some(v), mp.size)
+                    } else {
+                        (gpu, false, None, 0)
+                    }
+                }
+            }
+        };
+        if let Some(v) = &charge_to {
+            if v.config.lock().memory.reserve(vram_size).is_err() {
+                return Ok(Err(NV_ERR_NO_MEMORY));
+            }
+        }
+        let refund = |v: &Option<Arc<Vgpu>>, bytes: u64| {
+            if let Some(v) = v {
+                v.config.lock().memory.release(bytes);
+            }
+        };
+        let handle = match rm.alloc(h_root, h_parent, 0, h_class, &mut params) {
+            Ok(Ok(h)) => h,
+            Ok(Err(st)) => {
+                refund(&charge_to, vram_size);
+                return Ok(Err(st));
+            }
+            Err(e) => {
+                refund(&charge_to, vram_size);
+                return Err(e);
+            }
+        };
+        let mut charge = None;
+        if let Some(v) = charge_to {
+            // The size the driver really allocated, from the driver.
+            let actual = match surface_size(rm, h_root, handle) {
+                Ok(s) => s,
+                Err(_) => vram_size,
+            };
+            if v.config.lock().memory.settle(vram_size, actual).is_err() {
+                let _ = rm.free(h_root, h_parent, handle);
+                return Ok(Err(NV_ERR_NO_MEMORY));
+            }
+            charge = Some(Charge { vgpu: v, bytes: actual });
+        }
+        let obj = Obj {
+            handle,
+            parent: h_parent,
+            gpu,
+            subdevice,
+            charge,
+        };
+        if let Err(e) = self.tracker.lock().add_obj(h_root, obj) {
+            let _ = rm.free(h_root, h_parent, handle);
+            return Err(e);
+        }
+        // In/out params (the rounded size) back to the caller.
+        user::write(pparams, &params)?;
+        Ok(Ok(handle))
+    }
+
+    /// RM_FREE on a verified client: executed through the kernel interface,
+    /// refunds done here. Other clients' frees are forwarded.
+    fn free(&self, rm: &RmOps, addr: u64) -> Handled {
+        let mut blk = [0u8; abi::Nvos00::SIZE];
+        user::read(addr, &mut blk)?;
+        let mut a = abi::Nvos00::decode(&blk);
+        if !self.tracker.lock().has_client(a.h_root) {
+            return Ok(None);
+        }
+        // On a verified client, every free runs on the kernel copy, so the
+        // object freed is the one vgpu refunds (with its descendants).
+        let st = rm.free(a.h_root, a.h_object_parent, a.h_object_old)?;
+        if st == NV_OK {
+            self.tracker.lock().freed(a.h_root, a.h_object_old);
+        }
+        a.status = st;
+        user::write(addr, &a.to_bytes())?;
+        Ok(Some(0))
+    }
+
+    /// Controls: forwarded; FB info on a subdevice of this file's vGPU is
+    /// rewritten to the vGPU's ceiling and free memory.
+    fn control(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+        let mut blk = [0u8; abi::Nvos54::SIZE];
+        user::read(addr, &mut blk)?;
+        let a = abi::Nvos54::decode(&blk);
+        if a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 && a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO {
+            return Ok(None);
+        }
+        let vgpu = {
+            let t = self.tracker.lock();
+            match t.obj(a.h_client, a.h_object) {
+                Some(o) if o.subdevice => self.vgpu_on(o.gpu).cloned(),
+                _ => None,
+            }
+        };
+        let r = real.ioctl(cmd, arg)?;
+        let Some(v) = vgpu else { return Ok(Some(r)) };
+        let done = abi::Nvos54::decode(&{
+            let mut b = [0u8; abi::Nvos54::SIZE];
+            user::read(addr, &mut b)?;
+            b
+        });
+        if done.status != NV_OK {
+            return Ok(Some(r));
+        }
+        let ledger = v.config.lock().memory;
+        if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 {
+            let mut p = [0u8; abi::FbGetInfoV2Params::SIZE];
+            if a.params_size as usize != p.len() {
+                return Ok(Some(r));
+            }
+            user::read(a.params, &mut p)?;
+            let mut q = abi::FbGetInfoV2Params::decode(&p);
+            for e in q.entries_mut() {
+                e.data = fb_info_kib(e.index, e.data, &ledger);
+            }
+            user::write(a.params, &q.to_bytes())?;
+        } else {
+            let mut p = [0u8; abi::FbGetInfoV1Params::SIZE];
+            if a.params_size as usize != p.len() {
+                return Ok(Some(r));
+            }
+            user::read(a.params, &mut p)?;
+            let q = abi::FbGetInfoV1Params::decode(&p);
+            let n = (q.list_size as usize).min(128);
+            let mut list = user::read_vec(q.list_ptr, n * abi::InfoEntry::SIZE)?;
+            for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
+                let mut e = abi::InfoEntry::decode(chunk);
+                e.data = fb_info_kib(e.index, e.data, &ledger);
+                e.encode(chunk);
+            }
+            user::write(q.list_ptr, &list)?;
+        }
+        Ok(Some(r))
+    }
+
+    /// CARD_INFO: only the GPUs this file has a vGPU on, first in the list.
+    fn card_info(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64, size: usize) -> Handled {
+        let r = real.ioctl(cmd, arg)?;
+        let mut buf = user::read_vec(addr, size)?;
+        let mut out = KVec::new();
+        out.resize(size, 0u8, GFP_KERNEL)?;
+        let mut k = 0;
+        for rec in buf.chunks_exact_mut(CARD_INFO_SIZE) {
+            let ci = abi::CardInfo::decode(rec);
+            if ci.valid != 0 && self.vgpu_on(ci.minor_number).is_some() {
+                out[k * CARD_INFO_SIZE..(k + 1) * CARD_INFO_SIZE].copy_from_slice(rec);
+                k += 1;
+            }
+        }
+        user::write(addr, &out)?;
+        Ok(Some(r))
+    }
+
+    /// DUP of an accounted memory object would let the memory outlive the
+    /// handle vgpu charges: refused until dups share charges.
+    fn dup(&self, addr: u64) -> Handled {
+        let mut blk = [0u8; abi::Nvos55::SIZE];
+        user::read(addr, &mut blk)?;
+        let mut a = abi::Nvos55::decode(&blk);
+        let charged = self
+            .tracker
+            .lock()
+            .obj(a.h_client_src, a.h_object_src)
+            .is_some_and(|o| o.charge.is_some());
+        if !charged {
+            return Ok(None);
+        }
+        a.status = NV_ERR_NOT_SUPPORTED;
+        user::write(addr, &a.to_bytes())?;
+        Ok(Some(0))
+    }
+
+    /// VID_HEAP: INFO is rewritten to the vGPU; allocations through the old
+    /// heap interface are refused (current CUDA allocates with RM_ALLOC).
+    fn vid_heap(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+        let mut blk = [0u8; abi::Nvos32::SIZE];
+        user::read(addr, &mut blk)?;
+        let mut a = abi::Nvos32::decode(&blk);
+        if a.is_vram_alloc() {
+            a.status = NV_ERR_NOT_SUPPORTED;
+            user::write(addr, &a.to_bytes())?;
+            return Ok(Some(0));
+        }
+        if a.function != abi::heap::FUNCTION_INFO {
+            return Ok(None);
+        }
+        let gpu = self
+            .tracker
+            .lock()
+            .obj(a.h_root, a.h_object_parent)
+            .map(|o| o.gpu);
+        let r = real.ioctl(cmd, arg)?;
+        let Some(v) = gpu.and_then(|g| self.vgpu_on(g).cloned()) else {
+            return Ok(Some(r));
+        };
+        user::read(addr, &mut blk)?;
+        let mut a = abi::Nvos32::decode(&blk);
+        if a.status == NV_OK {
+            let ledger = v.config.lock().memory;
+            let view = crate::ledger::View::of(&ledger, a.total, a.free);
+            a.total = view.total;
+            a.free = view.free;
+            user::write(addr, &a.to_bytes())?;
+        }
+        Ok(Some(r))
+    }
+}
+
+/// The physical size of memory object `h` of client `client`, in bytes.
+fn surface_size(rm: &RmOps, client: u32, h: u32) -> Result<u64> {
+    let mut list = [0u8; 2 * abi::InfoEntry::SIZE];
+    abi::InfoEntry {
+        index: surface_info::PHYS_SIZE_LO,
+        data: 0,
+    }
+    .encode(&mut list[..8]);
+    abi::InfoEntry {
+        index: surface_info::PHYS_SIZE_HI,
+        data: 0,
+    }
+    .encode(&mut list[8..]);
+    let mut q = abi::GetSurfaceInfoParams {
+        list_size: 2,
+        list_ptr: list.as_mut_ptr() as u64,
+    }
+    .to_bytes();
+    if rm.control(client, h, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q)? != NV_OK {
+        return Err(EIO);
+    }
+    let lo = abi::InfoEntry::decode(&list[..8]).data;
+    let hi = abi::InfoEntry::decode(&list[8..]).data;
+    Ok(u64::from(hi) << 32 | u64::from(lo))
+}

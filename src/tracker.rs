@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What one `/dev/vgpuctl` file has created through vgpu: its verified
+//! clients, and in them the objects vgpu accounts (devices, subdevices,
+//! memory), with the charge each memory object holds on a vGPU's ledger.
+//!
+//! Only entries vgpu verified with the driver itself are recorded, so the
+//! tracker never names another file's client. Charges go back to their
+//! ledger when the object, an ancestor, the client or the file goes.
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::vgpus::Vgpu;
+
+/// A memory object's charge.
+pub(crate) struct Charge {
+    /// The vGPU charged.
+    pub(crate) vgpu: Arc<Vgpu>,
+    /// Bytes.
+    pub(crate) bytes: u64,
+}
+
+/// An object vgpu accounts.
+pub(crate) struct Obj {
+    /// Its handle.
+    pub(crate) handle: u32,
+    /// Its parent's handle.
+    pub(crate) parent: u32,
+    /// The GPU it belongs to.
+    pub(crate) gpu: u32,
+    /// Whether it is a subdevice (FB info is asked of subdevices).
+    pub(crate) subdevice: bool,
+    /// For VRAM, what it is charged.
+    pub(crate) charge: Option<Charge>,
+}
+
+/// A verified client.
+pub(crate) struct Client {
+    /// Its handle.
+    pub(crate) handle: u32,
+    /// Its accounted objects.
+    pub(crate) objs: KVec<Obj>,
+}
+
+/// The clients of one ctl file.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    clients: KVec<Client>,
+}
+
+fn refund(obj: &Obj) {
+    if let Some(c) = &obj.charge {
+        c.vgpu.config.lock().memory.release(c.bytes);
+    }
+}
+
+impl Tracker {
+    /// Records a verified client.
+    pub(crate) fn add_client(&mut self, handle: u32) -> Result {
+        self.clients.push(
+            Client {
+                handle,
+                objs: KVec::new(),
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Whether `handle` is one of this file's verified clients.
+    pub(crate) fn has_client(&self, handle: u32) -> bool {
+        self.clients.iter().any(|c| c.handle == handle)
+    }
+
+    fn client_mut(&mut self, handle: u32) -> Option<&mut Client> {
+        self.clients.iter_mut().find(|c| c.handle == handle)
+    }
+
+    /// The accounted object `handle` of client `client`.
+    pub(crate) fn obj(&self, client: u32, handle: u32) -> Option<&Obj> {
+        self.clients
+            .iter()
+            .find(|c| c.handle == client)?
+            .objs
+            .iter()
+            .find(|o| o.handle == handle)
+    }
+
+    /// Records an object; on failure its charge is refunded.
+    pub(crate) fn add_obj(&mut self, client: u32, obj: Obj) -> Result {
+        let Some(c) = self.client_mut(client) else {
+            refund(&obj);
+            return Err(EINVAL);
+        };
+        if let Err(e) = c.objs.reserve(1, GFP_KERNEL) {
+            refund(&obj);
+            return Err(e.into());
+        }
+        c.objs.push(obj, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// `handle` of `client` was freed: forget it and its descendants and
+    /// refund their charges. Freeing the client's own handle forgets the
+    /// client.
+    pub(crate) fn freed(&mut self, client: u32, handle: u32) {
+        if client == handle {
+            if let Some(i) = self.clients.iter().position(|c| c.handle == client) {
+                if let Ok(c) = self.clients.remove(i) {
+                    c.objs.iter().for_each(refund);
+                }
+            }
+            return;
+        }
+        let Some(c) = self.client_mut(client) else {
+            return;
+        };
+        // Drop objects whose handle or parent is gone, until none is left.
+        let mut gone: KVec<u32> = KVec::new();
+        if gone.push(handle, GFP_KERNEL).is_err() {
+            return;
+        }
+        while let Some(i) = c
+            .objs
+            .iter()
+            .position(|o| gone.contains(&o.handle) || gone.contains(&o.parent))
+        {
+            let Ok(o) = c.objs.remove(i) else { break };
+            refund(&o);
+            if gone.push(o.handle, GFP_KERNEL).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// The file closed (or its process died): refund everything.
+    pub(crate) fn clear(&mut self) {
+        for c in self.clients.iter() {
+            c.objs.iter().for_each(refund);
+        }
+        self.clients.clear();
+    }
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
