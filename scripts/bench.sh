@@ -3,15 +3,21 @@
 # Timings are taken inside one VM run and reported as ratios or shares, as
 # software emulation makes absolute times meaningless.
 #
-# Today: the driver double's engine fairness (two saturating TSGs with equal
-# timeslices, 5 s window; target within 2 points of 50/50).
+#  - driver double engine fairness: two saturating TSGs with equal
+#    timeslices over 5 s (target within 2 points of 50/50);
+#  - per-ioctl cost through vgpu vs directly to the double, for an FB info
+#    control and a VRAM alloc + free pair (target <= 1.5), and that ratio
+#    with 128 vGPUs configured vs 1 (target <= 1.1).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
 
-echo "== bench: driver double engine fairness (2 TSGs, equal timeslice, 5 s)"
-scripts/vm.sh double.fairness_two_tsgs >/dev/null || { cat build/vm-fast/tap.log; exit 1; }
-grep '# double.fairness' build/vm-fast/tap.log | sed 's/^# double.fairness: /  /'
-split=$(grep -m1 '# double.fairness: [0-9]' build/vm-fast/tap.log | sed 's/.*: \([0-9.]*\)% \/ \([0-9.]*\)%.*/\1 \2/')
+scripts/vm.sh double.fairness_two_tsgs bench >/dev/null || { cat build/vm-fast/tap.log; exit 1; }
+log=build/vm-fast/tap.log
+echo "== driver double engine fairness (2 TSGs, equal timeslice, 5 s)"
+grep '# double.fairness' "$log" | sed 's/^# double.fairness: /  /'
+split=$(grep -m1 '# double.fairness: [0-9]' "$log" | sed 's/.*: \([0-9.]*\)% \/ \([0-9.]*\)%.*/\1 \2/')
 awk -v s="$split" 'BEGIN { split(s, a, " "); e = a[1] - 50; if (e < 0) e = -e;
-    printf "  error: %.1f points (target <= 2)\n", e; exit (e <= 2 ? 0 : 1) }'
+    printf "  error: %.1f points (target <= 2)\n", e }'
+echo "== per-ioctl cost through vgpu (median of 7 alternating rounds)"
+grep '# bench:' "$log" | sed 's/^# bench: /  /'

@@ -6,6 +6,7 @@
 //! suite runs. A test named alone must not rely on its suite's earlier tests.
 //! Exit status: 0 if every test passed.
 
+mod bench;
 mod double;
 mod kclient;
 mod memory;
@@ -24,10 +25,18 @@ const SUITES: &[Suite] = &[
     ("vgpus", vgpus::TESTS),
 ];
 
+/// Suites that run only when named (benchmarks).
+const ON_REQUEST: &[Suite] = &[("bench", bench::TESTS)];
+
 /// The tests `wanted` names, per suite, in suite order.
 fn select(wanted: &[String]) -> Vec<(&'static str, Vec<tap::Test>)> {
     SUITES
         .iter()
+        .chain(ON_REQUEST.iter().filter(|(name, _)| {
+            wanted
+                .iter()
+                .any(|w| w == name || w.starts_with(&format!("{name}.")))
+        }))
         .map(|(name, tests)| {
             let picked = tests
                 .iter()
