@@ -3,7 +3,8 @@
 # vgpu: build the module against a kernel build tree.
 #
 #   make                                   build against the test kernel
-#   make KDIR=/lib/modules/$(uname -r)/build   build against a node's kernel
+#   make KDIR=/lib/modules/$(uname -r)/build NVIDIA_SYMVERS=.../Module.symvers
+#                                          build against a node's kernel
 #   make install                           modules_install + depmod
 #   make test                              every test (host, KUnit, VM)
 #   make demo                              the VM demo
@@ -17,6 +18,14 @@ TEST_KDIR := $(CURDIR)/build/kernel-fast
 KDIR ?= $(TEST_KDIR)
 ifeq ($(KDIR),$(TEST_KDIR))
 LLVM ?= -19
+# vgpu calls the driver's nvidia_get_rm_ops: against the test kernel, the
+# driver double provides it.
+NVIDIA_SYMVERS ?= $(CURDIR)/build/mod-fast/selftests/nvidia/Module.symvers
+endif
+# On a node: the Module.symvers of the NVIDIA driver build
+# (open-gpu-kernel-modules: kernel-open/Module.symvers).
+ifneq ($(NVIDIA_SYMVERS),)
+KBUILD_OPTS += KBUILD_EXTRA_SYMBOLS=$(NVIDIA_SYMVERS)
 endif
 ifneq ($(LLVM),)
 KBUILD_OPTS += LLVM=$(LLVM)
@@ -37,6 +46,7 @@ modules: $(if $(filter $(TEST_KDIR),$(KDIR)),kernel)
 
 kernel:
 	@scripts/build-kernel.sh fast
+	@scripts/build-modules.sh fast >/dev/null
 
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) modules_install

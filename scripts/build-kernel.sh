@@ -27,6 +27,11 @@ key=$( {
 } | sha256sum | cut -c1-16)
 
 src="$VGPU_CACHE/src/linux-$srcver"
+mkdir -p "$VGPU_CACHE"
+# One kernel build at a time (they share the unpacked source): a second
+# caller waits, then finds its kernel done.
+exec 9>"$VGPU_CACHE/.lock"
+flock 9
 out="$VGPU_CACHE/kernel-$variant-$key"
 link="$VGPU_TOP/build/kernel-$variant"
 mkdir -p "$VGPU_TOP/build"

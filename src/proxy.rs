@@ -115,9 +115,6 @@ impl FileOperations for ProxyFops {
     fn ioctl(me: ArcBorrow<'_, ProxyFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         // Unknown escapes and wrong sizes never reach the driver.
         let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
-        let Some(ctl) = &me.ctl else {
-            return me.real.ioctl(cmd, arg);
-        };
         let (escape, addr, size) = if command.escape == Escape::IoctlXferCmd {
             let mut hdr = [0u8; Xfer::SIZE];
             user::read(arg as u64, &mut hdr)?;
@@ -126,6 +123,17 @@ impl FileOperations for ProxyFops {
             (inner.escape, x.ptr, inner.size)
         } else {
             (command.escape, arg as u64, command.size)
+        };
+        let Some(ctl) = &me.ctl else {
+            // A GPU node: RM allocations must go through /dev/vgpuctl, where
+            // they are accounted; the driver would serve them here too.
+            if matches!(
+                escape,
+                Escape::RmAlloc | Escape::RmVidHeapControl | Escape::RmDupObject
+            ) {
+                return Err(EPERM);
+            }
+            return me.real.ioctl(cmd, arg);
         };
         let state = crate::state()?;
         match ctl.escape(&state.rm, &me.real, cmd, arg, escape, addr, size)? {

@@ -375,6 +375,18 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
             r == Err(Error::Os(libc::EACCES)),
             "device on a foreign GPU: {r:?}"
         );
+        // Allocations on a vGPU node itself would escape the ledger.
+        let g = Gpu::open("/dev/vgpu0").map_err(|e| format!("{e:?}"))?;
+        let mut blk = nvclient::abi::Nvos64 {
+            h_class: nvclient::abi::class::NV01_ROOT_CLIENT,
+            ..Default::default()
+        }
+        .to_bytes();
+        let r = g.ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk);
+        ensure!(
+            r == Err(Error::Os(libc::EPERM)),
+            "RM_ALLOC on /dev/vgpu0: {r:?}"
+        );
         let cards = ctl.card_info(8).map_err(|e| format!("card info: {e:?}"))?;
         let minors: Vec<u32> = cards
             .iter()
