@@ -7,6 +7,7 @@
 //! Exit status: 0 if every test passed.
 
 mod bench;
+mod demo;
 mod double;
 mod kclient;
 mod memory;
@@ -56,6 +57,9 @@ fn select(wanted: &[String]) -> Vec<(&'static str, Vec<tap::Test>)> {
 
 fn main() {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
+    if wanted.first().map(String::as_str) == Some("demo-alloc") {
+        std::process::exit(demo::alloc(&wanted[1..]));
+    }
     let chosen = select(&wanted);
     let total: usize = chosen.iter().map(|(_, t)| t.len()).sum();
     println!("TAP version 13");
