@@ -5,7 +5,8 @@
 #      (the module's core-only logic, the client library, tools);
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
-#      lockdep, kmemleak).
+#      lockdep, kmemleak);
+#   4. the demo (`make demo`) runs to the end with a clean kernel log.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
 #
@@ -74,6 +75,13 @@ for v in "${variants[@]}"; do
         fail 1 "vm($v) did not run"
     fi
 done
+
+step "demo (fast kernel)"
+if scripts/demo.sh > build/demo.log 2>&1; then
+    pass 1; tail -8 build/demo.log
+else
+    cat build/demo.log; fail 1 "make demo"
+fi
 
 echo
 echo "$passed passed, $failed failed"
