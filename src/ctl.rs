@@ -65,7 +65,7 @@ impl Ctl {
             Escape::RmControl => self.control(real, cmd, arg, addr),
             Escape::CardInfo => self.card_info(real, cmd, arg, addr, size),
             Escape::RmDupObject => self.dup(addr),
-            Escape::RmVidHeapControl => self.vid_heap(real, cmd, arg, addr),
+            Escape::RmVidHeapControl => self.vid_heap(rm, real, cmd, arg, addr),
             _ => Ok(None),
         }
     }
@@ -86,7 +86,7 @@ impl Ctl {
                 return self.alloc_client(rm, real, cmd, arg, addr, blk, h_new);
             }
             class::NV01_DEVICE_0 | class::NV20_SUBDEVICE_0 | class::NV01_MEMORY_LOCAL_USER => {
-                self.alloc_accounted(rm, h_root, h_parent, h_class, pparams, psize)?
+                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
             }
             _ => return Ok(None),
         };
@@ -153,11 +153,13 @@ impl Ctl {
 
     /// Devices, subdevices and memory: decided on kernel copies, executed
     /// through the kernel interface. Returns the handle or an RM status.
+    #[allow(clippy::too_many_arguments)]
     fn alloc_accounted(
         &self,
         rm: &RmOps,
         h_root: u32,
         h_parent: u32,
+        h_new: u32,
         h_class: u32,
         pparams: u64,
         psize: u32,
@@ -178,13 +180,33 @@ impl Ctl {
             Ok(p) => p,
             Err(_) => return Ok(Err(NV_ERR_INVALID_ARGUMENT)),
         };
+        let r = self.alloc_copy(rm, h_root, h_parent, h_new, h_class, &mut params)?;
+        if r.is_ok() {
+            // In/out params (the rounded size) back to the caller.
+            user::write(pparams, &params)?;
+        }
+        Ok(r)
+    }
+
+    /// Allocates from kernel copies `params` (the class's alloc params,
+    /// updated in place): the decision, the charge, the call through the
+    /// kernel interface, the settling and the record.
+    fn alloc_copy(
+        &self,
+        rm: &RmOps,
+        h_root: u32,
+        h_parent: u32,
+        h_new: u32,
+        h_class: u32,
+        params: &mut [u8],
+    ) -> Result<core::result::Result<u32, u32>> {
         let (gpu, subdevice, charge_to, vram_size) = match h_class {
             class::NV01_DEVICE_0 => {
                 if h_parent != h_root {
                     return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
                 }
                 // The device instance is the GPU's index (its minor).
-                let gpu = abi::DeviceAllocParams::decode(&params).device_id;
+                let gpu = abi::DeviceAllocParams::decode(params).device_id;
                 if self.vgpu_on(gpu).is_none() {
                     return Err(EACCES);
                 }
@@ -200,7 +222,7 @@ impl Ctl {
                 if h_class == class::NV20_SUBDEVICE_0 {
                     (gpu, true, None, 0)
                 } else {
-                    let mp = abi::MemoryAllocationParams::decode(&params);
+                    let mp = abi::MemoryAllocationParams::decode(params);
                     if mp.allocates_vram() {
                         let v = self.vgpu_on(gpu).ok_or(EACCES)?.clone();
                         (gpu, false, Some(v), mp.size)
@@ -220,7 +242,7 @@ impl Ctl {
                 v.config.lock().memory.release(bytes);
             }
         };
-        let handle = match rm.alloc(h_root, h_parent, 0, h_class, &mut params) {
+        let handle = match rm.alloc(h_root, h_parent, h_new, h_class, params) {
             Ok(Ok(h)) => h,
             Ok(Err(st)) => {
                 refund(&charge_to, vram_size);
@@ -255,8 +277,6 @@ impl Ctl {
             let _ = rm.free(h_root, h_parent, handle);
             return Err(e);
         }
-        // In/out params (the rounded size) back to the caller.
-        user::write(pparams, &params)?;
         Ok(Ok(handle))
     }
 
@@ -374,14 +394,65 @@ impl Ctl {
         Ok(Some(0))
     }
 
-    /// VID_HEAP: INFO is rewritten to the vGPU; allocations through the old
-    /// heap interface are refused (current CUDA allocates with RM_ALLOC).
-    fn vid_heap(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+    /// VID_HEAP: ALLOC_SIZE of VRAM becomes the class-0x40 allocation RM
+    /// would make of it, accounted like any other; the two other allocating
+    /// functions are refused; INFO is rewritten to the vGPU.
+    fn vid_heap(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
         let mut blk = [0u8; abi::Nvos32::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos32::decode(&blk);
         if a.is_vram_alloc() {
-            a.status = NV_ERR_NOT_SUPPORTED;
+            a.status = if a.function != abi::heap::FUNCTION_ALLOC_SIZE {
+                NV_ERR_NOT_SUPPORTED
+            } else if !self.tracker.lock().has_client(a.h_root) {
+                NV_ERR_INVALID_CLIENT
+            } else {
+                let mut s = a.alloc_size();
+                let h_new = if s.flags & abi::heap::ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED != 0 {
+                    s.h_memory
+                } else {
+                    0
+                };
+                let mut params = abi::MemoryAllocationParams {
+                    owner: s.owner,
+                    flags: s.flags,
+                    attr: s.attr,
+                    attr2: s.attr2,
+                    size: s.size,
+                    alignment: s.alignment,
+                    ..Default::default()
+                }
+                .to_bytes();
+                match self.alloc_copy(
+                    rm,
+                    a.h_root,
+                    a.h_object_parent,
+                    h_new,
+                    class::NV01_MEMORY_LOCAL_USER,
+                    &mut params,
+                )? {
+                    Ok(h) => {
+                        let mp = abi::MemoryAllocationParams::decode(&params);
+                        s.h_memory = h;
+                        s.size = mp.size;
+                        s.limit = mp.size.saturating_sub(1);
+                        a.set_alloc_size(&s);
+                        NV_OK
+                    }
+                    Err(st) => st,
+                }
+            };
+            user::write(addr, &a.to_bytes())?;
+            return Ok(Some(0));
+        }
+        if a.function == abi::heap::FUNCTION_FREE && self.tracker.lock().has_client(a.h_root) {
+            // On a verified client the free runs on the kernel copy, so the
+            // refund matches what went.
+            let h = a.free_args().h_memory;
+            a.status = rm.free(a.h_root, a.h_object_parent, h)?;
+            if a.status == NV_OK {
+                self.tracker.lock().freed(a.h_root, h);
+            }
             user::write(addr, &a.to_bytes())?;
             return Ok(Some(0));
         }

@@ -8,6 +8,7 @@
 use crate::ensure;
 use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
 use crate::tap::{Outcome, Test};
+use nvclient::abi::Wire;
 use nvclient::abi::{fb_info, status};
 use nvclient::{Ctl, Error, Gpu};
 
@@ -36,6 +37,10 @@ pub const TESTS: &[Test] = &[
     Test {
         name: "racing_size_cannot_pass_the_ceiling",
         run: racing_size_cannot_pass_the_ceiling,
+    },
+    Test {
+        name: "xfer_heap_and_explicit_handles_are_charged",
+        run: xfer_heap_and_explicit_handles_are_charged,
     },
     Test {
         name: "lowered_limit_blocks_until_usage_drops",
@@ -333,6 +338,64 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
     })?;
     ensure!(used(0)? == 0, "charged after exit: {}", used(0)?);
     Ok(())
+}
+
+fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
+    use nvclient::abi::{class, heap, Nvos64};
+    as_container("/ma", || {
+        let s = session(0)?;
+        // RM_ALLOC of VRAM wrapped in IOCTL_XFER_CMD, with a handle of ours.
+        // The params as the driver reads them: the wire bytes.
+        let mut mp = nvclient::vram_params(s.client, 64 * MIB).to_bytes();
+        let mut blk = Nvos64 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_object_new: 0xbeef_0001,
+            h_class: class::NV01_MEMORY_LOCAL_USER,
+            p_alloc_parms: mp.as_mut_ptr() as u64,
+            params_size: nvclient::abi::MemoryAllocationParams::SIZE as u32,
+            ..Default::default()
+        }
+        .to_bytes();
+        s.ctl
+            .ioctl_xfer(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+            .map_err(|e| format!("xfer: {e:?}"))?;
+        let out = Nvos64::decode(&blk);
+        ensure!(
+            out.status == status::NV_OK,
+            "xfer alloc status {:#x}",
+            out.status
+        );
+        ensure!(
+            out.h_object_new == 0xbeef_0001,
+            "handle {:#x}, want ours",
+            out.h_object_new
+        );
+        ensure!(used(0)? == 64 * MIB, "after XFER alloc: {}", used(0)?);
+        // Through the old heap interface.
+        let m = s
+            .ctl
+            .vid_heap_alloc_size(s.client, s.device, 32 * MIB, 0, 0)
+            .map_err(|e| format!("heap alloc: {e:?}"))?;
+        ensure!(m.size == 32 * MIB, "heap size {}", m.size);
+        ensure!(used(0)? == 96 * MIB, "after heap alloc: {}", used(0)?);
+        s.ctl
+            .vid_heap_free(s.client, s.device, m.handle)
+            .map_err(|e| format!("heap free: {e:?}"))?;
+        ensure!(used(0)? == 64 * MIB, "after heap free: {}", used(0)?);
+        // The heap path stops at the ceiling too.
+        let r = s.ctl.vid_heap_alloc_size(s.client, s.device, GIB, 0, 0);
+        ensure!(
+            r.is_err_and(|e| e == Error::Rm(status::NV_ERR_NO_MEMORY)),
+            "heap past the ceiling: {r:?}"
+        );
+        s.ctl
+            .free(s.client, s.device, 0xbeef_0001)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(used(0)? == 0, "after free: {}", used(0)?);
+        let _ = heap::FUNCTION_ALLOC_SIZE;
+        Ok(())
+    })
 }
 
 fn lowered_limit_blocks_until_usage_drops() -> Outcome {
