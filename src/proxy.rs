@@ -133,7 +133,13 @@ impl FileOperations for ProxyFops {
             ) {
                 return Err(EPERM);
             }
-            return me.real.ioctl(cmd, arg);
+            let r = me.real.ioctl(cmd, arg)?;
+            if escape == Escape::RmAllocMemory {
+                if let Some(v) = &me.vgpu {
+                    report_heap_limit(v, addr)?;
+                }
+            }
+            return Ok(r);
         };
         let state = crate::state()?;
         match ctl.escape(&state.rm, &me.real, cmd, arg, escape, addr, size)? {
@@ -149,4 +155,19 @@ impl FileOperations for ProxyFops {
     fn poll(me: ArcBorrow<'_, ProxyFile>, _file: &File, table: &Poll<'_>) -> u32 {
         me.real.poll(table)
     }
+}
+
+/// RM_ALLOC_MEMORY of class 0x40 allocates nothing: it reports the heap as
+/// `limit` (size - 1). Through a vGPU node it reports the vGPU's ceiling.
+fn report_heap_limit(v: &Vgpu, addr: u64) -> Result {
+    use crate::nv::abi::{class, status::NV_OK, Nvos02WithFd, Wire};
+    let mut b = [0u8; Nvos02WithFd::SIZE];
+    user::read(addr, &mut b)?;
+    let mut a = Nvos02WithFd::decode(&b);
+    if a.params.status != NV_OK || a.params.h_class != class::NV01_MEMORY_LOCAL_USER {
+        return Ok(());
+    }
+    let ceiling = v.config.lock().memory.limit();
+    a.params.limit = a.params.limit.min(ceiling.saturating_sub(1));
+    user::write(addr, &a.to_bytes())
 }

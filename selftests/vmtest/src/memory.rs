@@ -43,6 +43,10 @@ pub const TESTS: &[Test] = &[
         run: xfer_heap_and_explicit_handles_are_charged,
     },
     Test {
+        name: "alloc_memory_limit_shows_the_ceiling",
+        run: alloc_memory_limit_shows_the_ceiling,
+    },
+    Test {
         name: "lowered_limit_blocks_until_usage_drops",
         run: lowered_limit_blocks_until_usage_drops,
     },
@@ -394,6 +398,40 @@ fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
             .map_err(|e| format!("free: {e:?}"))?;
         ensure!(used(0)? == 0, "after free: {}", used(0)?);
         let _ = heap::FUNCTION_ALLOC_SIZE;
+        Ok(())
+    })
+}
+
+fn alloc_memory_limit_shows_the_ceiling() -> Outcome {
+    use nvclient::abi::class;
+    as_container("/ma", || {
+        // RM_ALLOC_MEMORY of 0x40 is a GPU-node escape that only reports the
+        // heap. The client lives on a real ctl file here (fd translation for
+        // REGISTER_FD with a container's own vgpuctl fd is still to come).
+        let ctl = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
+        let real_gpu = Gpu::open("/dev/nvidia0").map_err(|e| format!("{e:?}"))?;
+        let client = ctl.alloc_root_client().map_err(|e| format!("{e:?}"))?;
+        let device = ctl
+            .alloc_device(client, 0, 0)
+            .map_err(|e| format!("{e:?}"))?;
+        real_gpu
+            .register_fd(&ctl)
+            .map_err(|e| format!("register real: {e:?}"))?;
+        let direct = real_gpu
+            .alloc_memory_limit(client, device, 0, class::NV01_MEMORY_LOCAL_USER)
+            .map_err(|e| format!("direct: {e:?}"))?;
+        let vgpu = Gpu::open("/dev/vgpu0").map_err(|e| format!("{e:?}"))?;
+        vgpu.register_fd(&ctl)
+            .map_err(|e| format!("register vgpu0: {e:?}"))?;
+        let through = vgpu
+            .alloc_memory_limit(client, device, 0, class::NV01_MEMORY_LOCAL_USER)
+            .map_err(|e| format!("through vgpu0: {e:?}"))?;
+        ensure!(direct == 8064 * MIB - 1, "direct limit {direct}");
+        ensure!(
+            through == GIB - 1,
+            "limit through /dev/vgpu0: {through}, want {}",
+            GIB - 1
+        );
         Ok(())
     })
 }
