@@ -9,10 +9,10 @@
 //! alternate direct and proxied runs and the median of the rounds is kept.
 
 use crate::ensure;
+use crate::session::Session;
 use crate::sys::{join_cgroup, sh, write_file};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::fb_info;
-use nvclient::{Ctl, Gpu};
 use std::time::Instant;
 
 /// Tests of this suite.
@@ -21,33 +21,8 @@ pub const TESTS: &[Test] = &[Test {
     run: ioctl_cost,
 }];
 
-struct Session {
-    ctl: Ctl,
-    _gpu: Gpu,
-    client: u32,
-    device: u32,
-    subdevice: u32,
-}
-
 fn session(ctl: &str, gpu: &str) -> Result<Session, String> {
-    let c = Ctl::open(ctl).map_err(|e| format!("{ctl}: {e:?}"))?;
-    let g = Gpu::open(gpu).map_err(|e| format!("{gpu}: {e:?}"))?;
-    let client = c
-        .alloc_root_client()
-        .map_err(|e| format!("client: {e:?}"))?;
-    let device = c
-        .alloc_device(client, 0, 0)
-        .map_err(|e| format!("device: {e:?}"))?;
-    let subdevice = c
-        .alloc_subdevice(client, device, 0, 0)
-        .map_err(|e| format!("subdevice: {e:?}"))?;
-    Ok(Session {
-        ctl: c,
-        _gpu: g,
-        client,
-        device,
-        subdevice,
-    })
+    Session::open(ctl, gpu)
 }
 
 /// ns per FB_GET_INFO_V2 over `n` calls.

@@ -6,8 +6,9 @@
 //! chunks until the driver says no, reports what it got, and optionally
 //! holds it for a while.
 
+use crate::session::Session;
 use nvclient::abi::{fb_info, status};
-use nvclient::{Ctl, Error, Gpu};
+use nvclient::Error;
 
 const MIB: u64 = 1 << 20;
 
@@ -32,18 +33,8 @@ fn run(args: &[String]) -> Result<(), String> {
         .and_then(|s| s.parse().ok())
         .ok_or("bad CHUNK_MIB")?;
     let hold: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("open /dev/vgpuctl: {e:?}"))?;
-    let _gpu =
-        Gpu::open(format!("/dev/vgpu{id}")).map_err(|e| format!("open /dev/vgpu{id}: {e:?}"))?;
-    let client = ctl
-        .alloc_root_client()
-        .map_err(|e| format!("client: {e:?}"))?;
-    let device = ctl
-        .alloc_device(client, 0, 0)
-        .map_err(|e| format!("device: {e:?}"))?;
-    let sub = ctl
-        .alloc_subdevice(client, device, 0, 0)
-        .map_err(|e| format!("subdevice: {e:?}"))?;
+    let s = Session::vgpu(id)?;
+    let (ctl, client, device, sub) = (&s.ctl, s.client, s.device, s.subdevice);
     let seen = ctl
         .fb_get_info_v2(client, sub, &[fb_info::RAM_SIZE])
         .map_err(|e| format!("fb info: {e:?}"))?;

@@ -12,6 +12,7 @@ mod double;
 mod kclient;
 mod memory;
 mod module;
+mod session;
 mod sys;
 mod tap;
 mod vgpus;

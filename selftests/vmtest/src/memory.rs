@@ -6,6 +6,7 @@
 //! come back on free, close and SIGKILL, whatever a racing thread does.
 
 use crate::ensure;
+use crate::session::Session;
 use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::Wire;
@@ -85,36 +86,8 @@ fn setup() -> Outcome {
     Ok(())
 }
 
-/// A CUDA-like session as a container sees it: /dev/vgpuctl as its
-/// nvidiactl and /dev/vgpuN as its nvidia0.
-struct Session {
-    ctl: Ctl,
-    _gpu: Gpu,
-    client: u32,
-    device: u32,
-    subdevice: u32,
-}
-
 fn session(vgpu: u32) -> Result<Session, String> {
-    let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("open vgpuctl: {e:?}"))?;
-    let gpu =
-        Gpu::open(format!("/dev/vgpu{vgpu}")).map_err(|e| format!("open vgpu{vgpu}: {e:?}"))?;
-    let client = ctl
-        .alloc_root_client()
-        .map_err(|e| format!("client: {e:?}"))?;
-    let device = ctl
-        .alloc_device(client, 0, 0)
-        .map_err(|e| format!("device: {e:?}"))?;
-    let subdevice = ctl
-        .alloc_subdevice(client, device, 0, 0)
-        .map_err(|e| format!("subdevice: {e:?}"))?;
-    Ok(Session {
-        ctl,
-        _gpu: gpu,
-        client,
-        device,
-        subdevice,
-    })
+    Session::vgpu(vgpu)
 }
 
 /// Allocates `chunk`-byte VRAM objects until refused; returns the total.
