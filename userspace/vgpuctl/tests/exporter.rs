@@ -145,8 +145,13 @@ struct Server {
 
 impl Server {
     fn start(f: &Fake) -> Server {
+        Server::start_with(f, "1")
+    }
+
+    /// With `--timeout SECS`.
+    fn start_with(f: &Fake, secs: &str) -> Server {
         let mut child = f
-            .cmd(&["exporter", "--listen", "127.0.0.1:0", "--timeout", "1"])
+            .cmd(&["exporter", "--listen", "127.0.0.1:0", "--timeout", secs])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -373,7 +378,7 @@ fn read_reply(c: &mut TcpStream) -> String {
 #[test]
 fn slow_oversized_and_bad_requests_do_not_hang() {
     let f = Fake::new(1, None, false);
-    let s = Server::start(&f);
+    let s = Server::start_with(&f, "3");
 
     // A client that sends half a head and stalls, one that sends nothing.
     let mut slow = TcpStream::connect(s.addr).unwrap();
