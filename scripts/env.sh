@@ -5,6 +5,8 @@ export VGPU_TOP
 export VGPU_KERNEL_SERIES=7.3
 export VGPU_RUST_SRC_VERSION="1.95.0+dfsg1-2~bpo13+1"
 export VGPU_BINDGEN_VERSION=0.73
+# include/vgpu.h is generated with this cbindgen (scripts/gen-uapi.sh).
+export VGPU_CBINDGEN_VERSION=0.29
 export LIBCLANG_PATH=/usr/lib/llvm-19/lib
 export RUST_LIB_SRC=/usr/src/rustc-1.95.0/library
 export PATH="$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH"

@@ -59,8 +59,8 @@ rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup comp
 if ! bindgen --version 2>/dev/null | grep -q "bindgen ${VGPU_BINDGEN_VERSION}"; then
     cargo install --locked --version "~${VGPU_BINDGEN_VERSION}" bindgen-cli
 fi
-if ! command -v cbindgen >/dev/null 2>&1; then
-    cargo install --locked cbindgen
+if ! cbindgen --version 2>/dev/null | grep -q "cbindgen ${VGPU_CBINDGEN_VERSION}"; then
+    cargo install --locked --version "~${VGPU_CBINDGEN_VERSION}" cbindgen
 fi
 
 echo "setup: toolchain ready (rustc $(rustc --version | cut -d' ' -f2), bindgen $(bindgen --version | cut -d' ' -f2), $(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"

@@ -19,3 +19,8 @@ pub mod config;
 /// A vGPU's memory ledger and what it shows (`src/ledger.rs`).
 #[path = "../../../src/ledger.rs"]
 pub mod ledger;
+
+/// The user-space interface as constants (`src/uapi.rs`), also exported to
+/// C as `include/vgpu.h`.
+#[path = "../../../src/uapi.rs"]
+pub mod uapi;

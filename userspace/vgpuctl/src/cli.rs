@@ -61,6 +61,8 @@ pub enum Command {
     Status,
     /// Write a CDI spec with one device per vGPU (and the params file it mounts).
     Cdi(CdiArgs),
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (or print them once with --once).
+    Exporter(ExporterArgs),
 }
 
 /// Compute scheduling policies of the module.
@@ -164,6 +166,29 @@ pub struct CdiArgs {
     /// Also pass the real /dev/nvidia-uvm and /dev/nvidia-uvm-tools (not confined by vgpu).
     #[arg(long)]
     pub with_uvm: bool,
+}
+
+/// `vgpuctl exporter`.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address and port to listen on (e.g. 0.0.0.0:9835 for all interfaces; port 0: any free one).
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::exporter::DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Print the metrics to stdout once and exit (for tests, cron, node_exporter's textfile collector).
+    #[arg(long)]
+    pub once: bool,
+    /// Seconds a client has to send its request (and to take the response).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = secs_arg)]
+    pub timeout: std::time::Duration,
+}
+
+fn secs_arg(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
 }
 
 fn size_arg(s: &str) -> Result<Limit, String> {

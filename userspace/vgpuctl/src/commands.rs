@@ -9,8 +9,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cdi;
-use crate::cli::{CdiArgs, Cli, Command, CreateArgs, SetArgs};
+use crate::cli::{CdiArgs, Cli, Command, CreateArgs, ExporterArgs, SetArgs};
 use crate::error::{Error, Result};
+use crate::exporter;
 use crate::inventory::{self, DevNodes, Gpu, SysfsGpus};
 use crate::model::{loads, VgpuInfo};
 use crate::placement::{self, Request};
@@ -65,6 +66,7 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::List => list(s),
         Command::Status => status(cli, s),
         Command::Cdi(a) => cdi_cmd(s, a),
+        Command::Exporter(a) => exporter_cmd(cli, s, a),
     }
 }
 
@@ -615,4 +617,34 @@ fn cdi_cmd(s: &Sysfs, a: &CdiArgs) -> Result<Output> {
             })
         }
     }
+}
+
+/// `exporter`: the metrics once on stdout, or served until SIGTERM.
+fn exporter_cmd(cli: &Cli, s: &Sysfs, a: &ExporterArgs) -> Result<Output> {
+    if cli.json {
+        return Err(Error::BadValue(
+            "--json does not apply to exporter (it prints the Prometheus text format)".into(),
+        ));
+    }
+    if a.once {
+        return Ok(Output {
+            human: exporter::render(s, &exporter::Stats::default()),
+            ..Default::default()
+        });
+    }
+    let listener = std::net::TcpListener::bind(&a.listen)
+        .map_err(|e| Error::Unexpected(format!("cannot listen on {}: {e}", a.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Unexpected(format!("cannot listen on {}: {e}", a.listen)))?;
+    exporter::install_signal_handlers()
+        .map_err(|e| Error::Unexpected(format!("signal handlers: {e}")))?;
+    eprintln!("vgpuctl: exporter: listening on http://{addr}/metrics");
+    exporter::serve(
+        listener,
+        s.clone(),
+        exporter::ServerConfig { timeout: a.timeout },
+    )?;
+    eprintln!("vgpuctl: exporter: stopped");
+    Ok(Output::default())
 }

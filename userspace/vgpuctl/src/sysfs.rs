@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 pub mod sim;
 
 /// The highest vGPU number the module accepts.
-pub const MAX_VGPU: u32 = 254;
+pub const MAX_VGPU: u32 = vgpu_logic::uapi::VGPU_MAX_ID;
 
 /// A view of vgpu's sysfs files under a sysfs root (normally `/sys`).
 #[derive(Clone, Debug)]

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+
+#ifndef VGPU_UAPI_H
+#define VGPU_UAPI_H
+
+/*
+ * vgpu's user-space interface: sysfs paths and file names, value formats,
+ * limits and device nodes (see docs/sysfs-class-vgpu).
+ *
+ * Generated from src/uapi.rs by scripts/gen-uapi.sh (cbindgen); do not edit.
+ */
+
+/**
+ * The sysfs class directory of vgpu.
+ */
+#define VGPU_SYSFS_CLASS "/sys/class/vgpu"
+
+/**
+ * Class file (write-only, root): writing a vGPU number N creates vGPU N.
+ */
+#define VGPU_SYSFS_CREATE "create"
+
+/**
+ * Class file (write-only, root): writing a vGPU number N removes vGPU N.
+ */
+#define VGPU_SYSFS_REMOVE "remove"
+
+/**
+ * Prefix of a vGPU's sysfs directory: vGPU N is `VGPU_SYSFS_CLASS/vgpuN`.
+ */
+#define VGPU_SYSFS_DIR_PREFIX "vgpu"
+
+/**
+ * vGPU file (read-write): index K of the backing GPU (`/dev/nvidiaK`);
+ * empty until set.
+ */
+#define VGPU_ATTR_GPU "gpu"
+
+/**
+ * vGPU file (read-write): memory ceiling in bytes, or `VGPU_MEMORY_MAX`.
+ */
+#define VGPU_ATTR_MEMORY_LIMIT "memory_limit"
+
+/**
+ * vGPU file (read-only): GPU memory charged to the vGPU, in bytes.
+ */
+#define VGPU_ATTR_MEMORY_USED "memory_used"
+
+/**
+ * vGPU file (read-write): the bound cgroup v2 path; empty when unbound.
+ */
+#define VGPU_ATTR_CGROUP "cgroup"
+
+/**
+ * vGPU file (read-only): open files of the vGPU's device node.
+ */
+#define VGPU_ATTR_USERS "users"
+
+/**
+ * The `memory_limit` value for no limit (as cgroup v2 writes it).
+ */
+#define VGPU_MEMORY_MAX "max"
+
+/**
+ * Prefix of a vGPU's device node: vGPU N is `/dev/vgpuN`.
+ */
+#define VGPU_DEV_PREFIX "/dev/vgpu"
+
+/**
+ * The device node that stands in for `/dev/nvidiactl`.
+ */
+#define VGPU_CTL_DEV "/dev/vgpuctl"
+
+/**
+ * The highest vGPU number: vGPUs are numbered 0 to `VGPU_MAX_ID`.
+ */
+#define VGPU_MAX_ID 254
+
+/**
+ * The highest physical GPU index a vGPU can be backed by.
+ */
+#define VGPU_GPU_MAX_INDEX 247
+
+/**
+ * The longest cgroup path accepted, in bytes, without the NUL.
+ */
+#define VGPU_CGROUP_PATH_MAX 4095
+
+#endif  /* VGPU_UAPI_H */
