@@ -70,16 +70,38 @@ impl Ctl {
         }
     }
 
-    fn alloc(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64, size: usize) -> Handled {
+    fn alloc(
+        &self,
+        rm: &RmOps,
+        real: &RealFile,
+        cmd: u32,
+        arg: usize,
+        addr: u64,
+        size: usize,
+    ) -> Handled {
         let mut blk = [0u8; abi::Nvos64::SIZE];
         let blk = &mut blk[..size];
         user::read(addr, blk)?;
         let (h_root, h_parent, h_new, h_class, pparams, psize) = if size == abi::Nvos21::SIZE {
             let a = abi::Nvos21::decode(blk);
-            (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+            (
+                a.h_root,
+                a.h_object_parent,
+                a.h_object_new,
+                a.h_class,
+                a.p_alloc_parms,
+                a.params_size,
+            )
         } else {
             let a = abi::Nvos64::decode(blk);
-            (a.h_root, a.h_object_parent, a.h_object_new, a.h_class, a.p_alloc_parms, a.params_size)
+            (
+                a.h_root,
+                a.h_object_parent,
+                a.h_object_new,
+                a.h_class,
+                a.p_alloc_parms,
+                a.params_size,
+            )
         };
         let result = match h_class {
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
@@ -264,7 +286,10 @@ impl Ctl {
                 let _ = rm.free(h_root, h_parent, handle);
                 return Ok(Err(NV_ERR_NO_MEMORY));
             }
-            charge = Some(Charge { vgpu: v, bytes: actual });
+            charge = Some(Charge {
+                vgpu: v,
+                bytes: actual,
+            });
         }
         let obj = Obj {
             handle,
@@ -306,7 +331,9 @@ impl Ctl {
         let mut blk = [0u8; abi::Nvos54::SIZE];
         user::read(addr, &mut blk)?;
         let a = abi::Nvos54::decode(&blk);
-        if a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 && a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO {
+        if a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2
+            && a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO
+        {
             return Ok(None);
         }
         let vgpu = {

@@ -16,12 +16,12 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 
+use crate::ctl::Ctl;
+use crate::kapi::user;
 use crate::kapi::{
     chrdev::{DevT, FileOperations, Poll},
     realfile::{RealFile, RealNode},
 };
-use crate::ctl::Ctl;
-use crate::kapi::user;
 use crate::nv::ioctl::{self, Escape, Xfer};
 use crate::tracker::Tracker;
 use crate::vgpus::Vgpu;

@@ -14,15 +14,17 @@
 use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
 
 pub mod config;
+mod ctl;
+pub mod ledger;
+pub mod nv;
+mod proxy;
+mod tracker;
+pub mod uapi;
+mod vgpus;
+
 // Shared with the driver double; each crate uses a subset of the glue.
 #[allow(dead_code)]
 mod kapi;
-pub mod ledger;
-pub mod nv;
-mod ctl;
-mod proxy;
-mod tracker;
-mod vgpus;
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
