@@ -25,8 +25,10 @@ touch "$root/lib/modules/$krel/modules.order" "$root/lib/modules/$krel/modules.b
 (cd "$VGPU_TOP/userspace" &&
  CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
  cargo build -q --release --target x86_64-unknown-linux-gnu --target-dir "$VGPU_TOP/build/guest-target" \
-     -p vgpu-selftest)
-cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/bin/"
+     -p vgpu-selftest -p vgpuctl)
+for b in vgpu-selftest vgpuctl; do
+    cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/$b" "$root/bin/"
+done
 
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
 cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"

@@ -7,6 +7,7 @@
 //! Exit status: 0 if every test passed.
 
 mod bench;
+mod ctltool;
 mod demo;
 mod double;
 mod kclient;
@@ -25,6 +26,7 @@ const SUITES: &[Suite] = &[
     ("kclient", kclient::TESTS),
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
+    ("vgpuctl", ctltool::TESTS),
 ];
 
 /// Suites that run only when named (benchmarks).

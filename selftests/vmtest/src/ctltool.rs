@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgpuctl` against the real module: what it creates, sets, shows and
+//! removes is what sysfs holds, refusals come back as clear errors with the
+//! documented exit codes, and a failed create leaves nothing behind.
+
+use crate::ensure;
+use crate::sys::{become_nobody, exists, in_child, read_file, sh};
+use crate::tap::{Outcome, Test};
+use std::process::Command;
+
+/// Tests of this suite, in order.
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "create_set_show_remove",
+        run: create_set_show_remove,
+    },
+    Test {
+        name: "refusals_and_exit_codes",
+        run: refusals_and_exit_codes,
+    },
+    Test {
+        name: "exporter_once_reports_the_vgpus",
+        run: exporter_once,
+    },
+];
+
+/// Runs vgpuctl; returns (exit code, stdout + stderr).
+fn vgpuctl(args: &[&str]) -> Result<(i32, String), String> {
+    let out = Command::new("/bin/vgpuctl")
+        .args(args)
+        .output()
+        .map_err(|e| format!("vgpuctl: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status.code().unwrap_or(-1), text))
+}
+
+fn attr(id: u32, f: &str) -> Result<String, String> {
+    read_file(&format!("/sys/class/vgpu/vgpu{id}/{f}"))
+}
+
+fn create_set_show_remove() -> Outcome {
+    sh("modprobe nvidia gpus=2 vram0_mib=8192 vram1_mib=4096")?;
+    sh("modprobe vgpu")?;
+    std::fs::create_dir_all("/sys/fs/cgroup/pods/a").map_err(|e| format!("mkdir: {e}"))?;
+    let (code, out) = vgpuctl(&[
+        "create", "--id", "3", "--cgroup", "/pods/a", "--memory", "1.5GiB", "--gpu", "1",
+    ])?;
+    ensure!(code == 0, "create: {code}: {out}");
+    ensure!(attr(3, "gpu")? == "1", "gpu {}", attr(3, "gpu")?);
+    ensure!(
+        attr(3, "memory_limit")? == (3u64 << 29).to_string(),
+        "limit {}",
+        attr(3, "memory_limit")?
+    );
+    ensure!(
+        attr(3, "cgroup")? == "/pods/a",
+        "cgroup {}",
+        attr(3, "cgroup")?
+    );
+    let (code, out) = vgpuctl(&["set", "3", "--memory", "512MiB"])?;
+    ensure!(code == 0, "set: {code}: {out}");
+    ensure!(
+        attr(3, "memory_limit")? == (512u64 << 20).to_string(),
+        "limit after set"
+    );
+    let (code, out) = vgpuctl(&["--json", "show", "3"])?;
+    ensure!(
+        code == 0 && out.contains("536870912") && out.contains("/pods/a"),
+        "show --json: {out}"
+    );
+    let (code, out) = vgpuctl(&["list"])?;
+    ensure!(code == 0 && out.contains("/pods/a"), "list: {out}");
+    let (code, out) = vgpuctl(&["remove", "3"])?;
+    ensure!(code == 0, "remove: {code}: {out}");
+    ensure!(!exists("/dev/vgpu3"), "/dev/vgpu3 left after remove");
+    Ok(())
+}
+
+fn refusals_and_exit_codes() -> Outcome {
+    // A GPU the module did not find: the create is rolled back.
+    let (code, out) = vgpuctl(&[
+        "create", "--id", "4", "--cgroup", "/pods/a", "--memory", "1GiB", "--gpu", "7",
+    ])?;
+    ensure!(code != 0, "create on a missing GPU succeeded: {out}");
+    ensure!(
+        !exists("/sys/class/vgpu/vgpu4"),
+        "half-configured vGPU 4 left behind: {out}"
+    );
+    let (code, out) = vgpuctl(&["set", "9", "--memory", "1GiB"])?;
+    ensure!(code == 5, "unknown vGPU: exit {code}: {out}");
+    let (code, out) = vgpuctl(&["create", "--memory", "12 bananas", "--gpu", "0"])?;
+    ensure!(code == 2, "bad value: exit {code}: {out}");
+    let code = in_child(|| {
+        if become_nobody().is_err() {
+            return 100;
+        }
+        match vgpuctl(&["create", "--gpu", "0", "--memory", "1GiB"]) {
+            Ok((c, _)) => c,
+            Err(_) => 101,
+        }
+    })?;
+    ensure!(code == 4, "not root: exit {code}");
+    Ok(())
+}
+
+fn exporter_once() -> Outcome {
+    let (code, out) = vgpuctl(&[
+        "create", "--id", "5", "--cgroup", "/pods/a", "--memory", "2GiB", "--gpu", "0",
+    ])?;
+    ensure!(code == 0, "create: {out}");
+    let (code, out) = vgpuctl(&["exporter", "--once"])?;
+    ensure!(code == 0, "exporter --once: {code}: {out}");
+    ensure!(
+        out.lines()
+            .any(|l| l.starts_with("vgpu_memory_limit_bytes{")
+                && l.contains("vgpu=\"5\"")
+                && l.ends_with(" 2147483648")),
+        "no limit series for vgpu 5:\n{out}"
+    );
+    ensure!(out.contains("vgpu_up 1"), "vgpu_up missing:\n{out}");
+    let (code, _) = vgpuctl(&["remove", "5"])?;
+    ensure!(code == 0, "remove 5");
+    sh("rmmod vgpu")?;
+    sh("rmmod nvidia")?;
+    let (code, out) = vgpuctl(&["list"])?;
+    ensure!(code == 3, "module not loaded: exit {code}: {out}");
+    Ok(())
+}
