@@ -25,3 +25,102 @@ int vgpu_current_cgroup_path(char *buf, size_t len)
 	rcu_read_unlock();
 	return ret;
 }
+
+#include <linux/completion.h>
+#include <linux/err.h>
+#include <linux/fdtable.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/kthread.h>
+#include <linux/mutex.h>
+#include <linux/sched/mm.h>
+#include <linux/uaccess.h>
+
+/*
+ * Calling the driver with an fd that names one of vgpu's private real files,
+ * without that file ever entering a user process's fd table.
+ *
+ * The driver looks fds up in the calling task's table. Kernel threads share
+ * the kernel's own table, which no user process can reach; so the call runs
+ * on a short-lived kernel thread that borrows the caller's address space
+ * (the parameter block and everything it points to stay the caller's user
+ * memory), installs the private file there, writes its fd number into the
+ * block's fd field, calls the driver and closes the fd. Calls are
+ * serialised: a thread of the caller that rewrites the fd field meanwhile
+ * can only name a descriptor of the kernel's table, where no other private
+ * file is installed at that moment, and the driver refuses anything that is
+ * not its own file.
+ */
+struct vgpu_privfd_call {
+	struct mm_struct *mm;
+	struct file *on;
+	struct file *target;
+	unsigned int cmd;
+	unsigned long arg;
+	int __user *fd_field;
+	long ret;
+	struct completion done;
+};
+
+static DEFINE_MUTEX(vgpu_privfd_lock);
+
+static int vgpu_privfd_thread(void *data)
+{
+	struct vgpu_privfd_call *c = data;
+	int fd;
+
+	kthread_use_mm(c->mm);
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		c->ret = fd;
+		goto out;
+	}
+	fd_install(fd, get_file(c->target));
+	if (put_user(fd, c->fd_field)) {
+		c->ret = -EFAULT;
+	} else if (!c->on->f_op->unlocked_ioctl) {
+		c->ret = -ENOTTY;
+	} else {
+		c->ret = c->on->f_op->unlocked_ioctl(c->on, c->cmd, c->arg);
+	}
+	close_fd(fd);
+out:
+	kthread_unuse_mm(c->mm);
+	complete(&c->done);
+	return 0;
+}
+
+/*
+ * Runs `on`'s ioctl(cmd, arg) for the current task, with the int at user
+ * address fd_field set to an fd naming `target` in a table only the kernel
+ * can reach. Returns the ioctl's result or a negative errno.
+ */
+long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned int cmd,
+				unsigned long arg, unsigned long fd_field);
+long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned int cmd,
+				unsigned long arg, unsigned long fd_field)
+{
+	struct vgpu_privfd_call c = {
+		.on = on,
+		.target = target,
+		.cmd = cmd,
+		.arg = arg,
+		.fd_field = (int __user *)fd_field,
+	};
+	struct task_struct *t;
+
+	c.mm = current->mm;
+	if (!c.mm)
+		return -EINVAL;
+	mmgrab(c.mm);
+	init_completion(&c.done);
+	mutex_lock(&vgpu_privfd_lock);
+	t = kthread_run(vgpu_privfd_thread, &c, "vgpu-privfd");
+	if (IS_ERR(t))
+		c.ret = PTR_ERR(t);
+	else
+		wait_for_completion(&c.done);
+	mutex_unlock(&vgpu_privfd_lock);
+	mmdrop(c.mm);
+	return c.ret;
+}

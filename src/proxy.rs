@@ -124,6 +124,18 @@ impl FileOperations for ProxyFops {
         } else {
             (command.escape, arg as u64, command.size)
         };
+        // An fd inside the parameters that names one of vgpu's proxy files
+        // stands for that file's private real file.
+        if let Some(off) = embedded_fd(escape) {
+            if let Some(r) = forward_naming(&me, cmd, arg, addr + off as u64)? {
+                if escape == Escape::RmAllocMemory {
+                    if let Some(v) = &me.vgpu {
+                        report_heap_limit(v, addr)?;
+                    }
+                }
+                return Ok(r);
+            }
+        }
         let Some(ctl) = &me.ctl else {
             // A GPU node: RM allocations must go through /dev/vgpuctl, where
             // they are accounted; the driver would serve them here too.
@@ -170,4 +182,36 @@ fn report_heap_limit(v: &Vgpu, addr: u64) -> Result {
     let ceiling = v.config.lock().memory.limit();
     a.params.limit = a.params.limit.min(ceiling.saturating_sub(1));
     user::write(addr, &a.to_bytes())
+}
+
+/// Where an escape's parameters hold an fd the driver looks up, if any.
+fn embedded_fd(escape: Escape) -> Option<usize> {
+    match escape {
+        // nv_ioctl_register_fd_t: {int ctl_fd}
+        Escape::RegisterFd => Some(0),
+        // NVOS33 / NVOS02 + int fd at 48
+        Escape::RmMapMemory | Escape::RmAllocMemory => Some(48),
+        // {hClient, hDevice, fd, status}
+        Escape::AllocOsEvent | Escape::FreeOsEvent => Some(8),
+        _ => None,
+    }
+}
+
+/// If the fd at user address `fd_field` names a proxy file, forwards the
+/// ioctl with that file's real file in its place (and puts the caller's fd
+/// back afterwards). `Ok(None)`: the fd is not a proxy file; forward as is.
+fn forward_naming(me: &ProxyFile, cmd: u32, arg: usize, fd_field: u64) -> Result<Option<isize>> {
+    let mut b = [0u8; 4];
+    user::read(fd_field, &mut b)?;
+    let fd = i32::from_ne_bytes(b);
+    let Ok(file) = crate::kapi::fdtable::fget(fd) else {
+        return Ok(None);
+    };
+    let Some(other) = crate::kapi::chrdev::private::<ProxyFops>(&file) else {
+        return Ok(None);
+    };
+    let r = me.real.ioctl_naming(&other.real, cmd, arg, fd_field);
+    // The caller sees its own fd in its block again, whatever happened.
+    user::write(fd_field, &b)?;
+    r.map(Some)
 }

@@ -172,3 +172,48 @@ impl Drop for RealFile {
         unsafe { bindings::fput(self.raw) };
     }
 }
+
+extern "C" {
+    /// `src/helpers.c`.
+    fn vgpu_ioctl_with_private_fd(
+        on: *mut c_void,
+        target: *mut c_void,
+        cmd: c_uint,
+        arg: c_ulong,
+        fd_field: c_ulong,
+    ) -> c_long;
+}
+
+impl RealFile {
+    /// Forwards an ioctl whose parameters name a driver file by fd: the int
+    /// at user address `fd_field` (inside the caller's parameter block) is
+    /// set to an fd that names `target` in the kernel's own fd table, and the
+    /// call runs where that table is the current one, so the real file never
+    /// enters a user process's table (see `src/helpers.c`).
+    pub(crate) fn ioctl_naming(
+        &self,
+        target: &RealFile,
+        cmd: u32,
+        arg: usize,
+        fd_field: u64,
+    ) -> Result<isize> {
+        let fd_field = usize::try_from(fd_field).map_err(|_| EFAULT)?;
+        // SAFETY: both files are valid while `self` and `target` are
+        // borrowed; `arg` and `fd_field` are the caller's user addresses,
+        // which the helper only touches through uaccess in the caller's mm.
+        let r = unsafe {
+            vgpu_ioctl_with_private_fd(
+                self.raw.cast(),
+                target.raw.cast(),
+                cmd,
+                arg as c_ulong,
+                fd_field as c_ulong,
+            )
+        };
+        if r < 0 {
+            Err(Error::from_errno(r as i32))
+        } else {
+            Ok(r)
+        }
+    }
+}

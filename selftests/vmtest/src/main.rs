@@ -13,6 +13,7 @@ mod double;
 mod kclient;
 mod memory;
 mod module;
+mod proxy;
 mod session;
 mod sys;
 mod tap;
@@ -26,6 +27,7 @@ const SUITES: &[Suite] = &[
     ("kclient", kclient::TESTS),
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
+    ("proxy", proxy::TESTS),
     ("vgpuctl", ctltool::TESTS),
 ];
 
