@@ -277,10 +277,14 @@ impl Ctl {
         };
         let mut charge = None;
         if let Some(v) = charge_to {
-            // The size the driver really allocated, from the driver.
-            let actual = match surface_size(rm, h_root, handle) {
-                Ok(s) => s,
-                Err(_) => vram_size,
+            // The size the driver really allocated: it wrote it into our
+            // kernel copy of the params, which no user thread can touch.
+            // Should a driver not report it there, ask (GET_SURFACE_INFO).
+            let reported = abi::MemoryAllocationParams::decode(params).size;
+            let actual = if reported >= vram_size {
+                reported
+            } else {
+                surface_size(rm, h_root, handle).unwrap_or(vram_size)
             };
             if v.config.lock().memory.settle(vram_size, actual).is_err() {
                 let _ = rm.free(h_root, h_parent, handle);

@@ -170,7 +170,8 @@ impl RmOps {
         if params.len() > OPS_PARAMS {
             return Err(EINVAL);
         }
-        let mut cmd = KBox::new([0u8; 8 + OPS_PARAMS], GFP_KERNEL)?;
+        // On the stack: 264 bytes, and the call does not keep it.
+        let mut cmd = [0u8; 8 + OPS_PARAMS];
         cmd[..4].copy_from_slice(&op.to_ne_bytes());
         cmd[8..8 + params.len()].copy_from_slice(params);
         let mut sp: *mut c_void = core::ptr::null_mut();
