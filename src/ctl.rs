@@ -198,14 +198,16 @@ impl Ctl {
         if psize != want {
             return Ok(Err(NV_ERR_INVALID_ARGUMENT));
         }
-        let mut params = match user::read_vec(pparams, psize) {
-            Ok(p) => p,
-            Err(_) => return Ok(Err(NV_ERR_INVALID_ARGUMENT)),
-        };
-        let r = self.alloc_copy(rm, h_root, h_parent, h_new, h_class, &mut params)?;
+        // Every accounted class's params fit in 128 bytes (checked above).
+        let mut buf = [0u8; abi::MemoryAllocationParams::SIZE];
+        let params = &mut buf[..psize];
+        if user::read(pparams, params).is_err() {
+            return Ok(Err(NV_ERR_INVALID_ARGUMENT));
+        }
+        let r = self.alloc_copy(rm, h_root, h_parent, h_new, h_class, params)?;
         if r.is_ok() {
             // In/out params (the rounded size) back to the caller.
-            user::write(pparams, &params)?;
+            user::write(pparams, params)?;
         }
         Ok(r)
     }
@@ -358,33 +360,32 @@ impl Ctl {
             return Ok(Some(r));
         }
         let ledger = v.config.lock().memory;
-        if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 {
-            let mut p = [0u8; abi::FbGetInfoV2Params::SIZE];
-            if a.params_size as usize != p.len() {
+        // Only the entries asked for are read and rewritten.
+        let (list_ptr, n) = if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 {
+            if a.params_size as usize != abi::FbGetInfoV2Params::SIZE {
                 return Ok(Some(r));
             }
-            user::read(a.params, &mut p)?;
-            let mut q = abi::FbGetInfoV2Params::decode(&p);
-            for e in q.entries_mut() {
-                e.data = fb_info_kib(e.index, e.data, &ledger);
-            }
-            user::write(a.params, &q.to_bytes())?;
+            let mut b = [0u8; 4];
+            user::read(a.params, &mut b)?;
+            (a.params + 4, u32::from_ne_bytes(b))
         } else {
-            let mut p = [0u8; abi::FbGetInfoV1Params::SIZE];
-            if a.params_size as usize != p.len() {
+            if a.params_size as usize != abi::FbGetInfoV1Params::SIZE {
                 return Ok(Some(r));
             }
+            let mut p = [0u8; abi::FbGetInfoV1Params::SIZE];
             user::read(a.params, &mut p)?;
             let q = abi::FbGetInfoV1Params::decode(&p);
-            let n = (q.list_size as usize).min(128);
-            let mut list = user::read_vec(q.list_ptr, n * abi::InfoEntry::SIZE)?;
-            for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
-                let mut e = abi::InfoEntry::decode(chunk);
-                e.data = fb_info_kib(e.index, e.data, &ledger);
-                e.encode(chunk);
-            }
-            user::write(q.list_ptr, &list)?;
+            (q.list_ptr, q.list_size)
+        };
+        let mut buf = [0u8; 128 * abi::InfoEntry::SIZE];
+        let list = &mut buf[..(n as usize).min(128) * abi::InfoEntry::SIZE];
+        user::read(list_ptr, list)?;
+        for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
+            let mut e = abi::InfoEntry::decode(chunk);
+            e.data = fb_info_kib(e.index, e.data, &ledger);
+            e.encode(chunk);
         }
+        user::write(list_ptr, list)?;
         Ok(Some(r))
     }
 

@@ -115,6 +115,15 @@ impl Tracker {
         let Some(c) = self.client_mut(client) else {
             return;
         };
+        // The common case, a leaf (memory): no list of the gone needed.
+        if !c.objs.iter().any(|o| o.parent == handle) {
+            if let Some(i) = c.objs.iter().position(|o| o.handle == handle) {
+                if let Ok(o) = c.objs.remove(i) {
+                    refund(&o);
+                }
+            }
+            return;
+        }
         // Drop objects whose handle or parent is gone, until none is left.
         let mut gone: KVec<u32> = KVec::new();
         if gone.push(handle, GFP_KERNEL).is_err() {

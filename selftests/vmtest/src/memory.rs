@@ -189,6 +189,28 @@ fn each_sees_its_own_size() -> Outcome {
                 kib(2),
                 limit - m.size
             );
+            // V1 passes the list by pointer: the same answer.
+            let v1 = s
+                .ctl
+                .fb_get_info_v1(
+                    s.client,
+                    s.subdevice,
+                    &[fb_info::RAM_SIZE, fb_info::HEAP_SIZE, fb_info::HEAP_FREE],
+                )
+                .map_err(|e| format!("fb info v1: {e:?}"))?;
+            ensure!(
+                v1.iter().map(|e| e.data).eq(info.iter().map(|e| e.data)),
+                "V1 {v1:?} differs from V2 {info:?}"
+            );
+            // VID_HEAP INFO shows the vGPU too.
+            let h = s
+                .ctl
+                .vid_heap_info(s.client, s.device)
+                .map_err(|e| format!("heap info: {e:?}"))?;
+            ensure!(
+                h.free == limit - m.size && h.total <= limit,
+                "VID_HEAP INFO {h:?}, limit {limit}"
+            );
             println!(
                 "# memory: vgpu{id} sees RAM_SIZE {} HEAP_SIZE {} HEAP_FREE {} bytes",
                 kib(0),
