@@ -52,6 +52,8 @@ pub(crate) struct ProxyFile {
     pub(crate) vgpu: Option<Arc<Vgpu>>,
     /// For a `/dev/vgpuctl` file: its vGPUs and what it created.
     pub(crate) ctl: Option<Pin<KBox<Ctl>>>,
+    /// The module state, taken at open so that calls need no global lock.
+    pub(crate) state: Arc<crate::State>,
 }
 
 impl Drop for ProxyFile {
@@ -88,6 +90,7 @@ impl FileOperations for ProxyFops {
                     real,
                     vgpu: None,
                     ctl: Some(ctl),
+                    state: state.clone(),
                 },
                 GFP_KERNEL,
             )?);
@@ -105,6 +108,7 @@ impl FileOperations for ProxyFops {
                 real,
                 vgpu: Some(v.clone()),
                 ctl: None,
+                state: state.clone(),
             },
             GFP_KERNEL,
         )?;
@@ -153,8 +157,7 @@ impl FileOperations for ProxyFops {
             }
             return Ok(r);
         };
-        let state = crate::state()?;
-        match ctl.escape(&state.rm, &me.real, cmd, arg, escape, addr, size)? {
+        match ctl.escape(&me.state.rm, &me.real, cmd, arg, escape, addr, size)? {
             Some(r) => Ok(r),
             None => me.real.ioctl(cmd, arg),
         }
