@@ -64,7 +64,7 @@ impl Ctl {
             Escape::RmFree => self.free(rm, addr),
             Escape::RmControl => self.control(real, cmd, arg, addr),
             Escape::CardInfo => self.card_info(real, cmd, arg, addr, size),
-            Escape::RmDupObject => self.dup(addr),
+            Escape::RmDupObject => self.dup(rm, addr),
             Escape::RmVidHeapControl => self.vid_heap(rm, real, cmd, arg, addr),
             _ => Ok(None),
         }
@@ -292,10 +292,20 @@ impl Ctl {
                 let _ = rm.free(h_root, h_parent, handle);
                 return Ok(Err(NV_ERR_NO_MEMORY));
             }
-            charge = Some(Charge {
-                vgpu: v,
-                bytes: actual,
-            });
+            match Arc::new(
+                Charge {
+                    vgpu: v.clone(),
+                    bytes: actual,
+                },
+                GFP_KERNEL,
+            ) {
+                Ok(c) => charge = Some(c),
+                Err(e) => {
+                    v.config.lock().memory.release(actual);
+                    let _ = rm.free(h_root, h_parent, handle);
+                    return Err(e.into());
+                }
+            }
         }
         let obj = Obj {
             handle,
@@ -407,21 +417,54 @@ impl Ctl {
         Ok(Some(r))
     }
 
-    /// DUP of an accounted memory object would let the memory outlive the
-    /// handle vgpu charges: refused until dups share charges.
-    fn dup(&self, addr: u64) -> Handled {
+    /// DUP: between this file's verified clients only, executed on the
+    /// kernel copy through the kernel interface; a copy of charged memory
+    /// shares the original's charge, so the memory is charged once and
+    /// refunded when its last handle goes. A DUP from or into any other
+    /// client is refused: vgpu could not tell whose charge it would extend.
+    fn dup(&self, rm: &RmOps, addr: u64) -> Handled {
         let mut blk = [0u8; abi::Nvos55::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos55::decode(&blk);
-        let charged = self
-            .tracker
-            .lock()
-            .obj(a.h_client_src, a.h_object_src)
-            .is_some_and(|o| o.charge.is_some());
-        if !charged {
-            return Ok(None);
+        let (ours, src) = {
+            let t = self.tracker.lock();
+            let ours = t.has_client(a.h_client) && t.has_client(a.h_client_src);
+            let src = t
+                .obj(a.h_client_src, a.h_object_src)
+                .map(|o| (o.gpu, o.charge.clone()));
+            (ours, src)
+        };
+        if !ours {
+            a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
+            user::write(addr, &a.to_bytes())?;
+            return Ok(Some(0));
         }
-        a.status = NV_ERR_NOT_SUPPORTED;
+        match rm.dup(
+            a.h_client,
+            a.h_parent,
+            a.h_object,
+            a.h_client_src,
+            a.h_object_src,
+        )? {
+            Ok(h) => {
+                if let Some((gpu, charge)) = src {
+                    let obj = Obj {
+                        handle: h,
+                        parent: a.h_parent,
+                        gpu,
+                        subdevice: false,
+                        charge,
+                    };
+                    if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
+                        let _ = rm.free(a.h_client, a.h_parent, h);
+                        return Err(e);
+                    }
+                }
+                a.h_object = h;
+                a.status = NV_OK;
+            }
+            Err(st) => a.status = st,
+        }
         user::write(addr, &a.to_bytes())?;
         Ok(Some(0))
     }

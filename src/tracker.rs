@@ -5,19 +5,27 @@
 //! memory), with the charge each memory object holds on a vGPU's ledger.
 //!
 //! Only entries vgpu verified with the driver itself are recorded, so the
-//! tracker never names another file's client. Charges go back to their
-//! ledger when the object, an ancestor, the client or the file goes.
+//! tracker never names another file's client. A charge goes back to its
+//! ledger when the last handle to its memory goes: with the object, an
+//! ancestor, the client or the file.
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::vgpus::Vgpu;
 
-/// A memory object's charge.
+/// A memory object's charge, shared by every handle to the same memory
+/// (the original and its DUPs): refunded when the last of them goes.
 pub(crate) struct Charge {
     /// The vGPU charged.
     pub(crate) vgpu: Arc<Vgpu>,
     /// Bytes.
     pub(crate) bytes: u64,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.vgpu.config.lock().memory.release(self.bytes);
+    }
 }
 
 /// An object vgpu accounts.
@@ -30,8 +38,8 @@ pub(crate) struct Obj {
     pub(crate) gpu: u32,
     /// Whether it is a subdevice (FB info is asked of subdevices).
     pub(crate) subdevice: bool,
-    /// For VRAM, what it is charged.
-    pub(crate) charge: Option<Charge>,
+    /// For VRAM, what it is charged (shared with its DUPs).
+    pub(crate) charge: Option<Arc<Charge>>,
 }
 
 /// A verified client.
@@ -46,12 +54,6 @@ pub(crate) struct Client {
 #[derive(Default)]
 pub(crate) struct Tracker {
     clients: KVec<Client>,
-}
-
-fn refund(obj: &Obj) {
-    if let Some(c) = &obj.charge {
-        c.vgpu.config.lock().memory.release(c.bytes);
-    }
 }
 
 impl Tracker {
@@ -86,16 +88,10 @@ impl Tracker {
             .find(|o| o.handle == handle)
     }
 
-    /// Records an object; on failure its charge is refunded.
+    /// Records an object; on failure it is dropped (its charge reference
+    /// with it).
     pub(crate) fn add_obj(&mut self, client: u32, obj: Obj) -> Result {
-        let Some(c) = self.client_mut(client) else {
-            refund(&obj);
-            return Err(EINVAL);
-        };
-        if let Err(e) = c.objs.reserve(1, GFP_KERNEL) {
-            refund(&obj);
-            return Err(e.into());
-        }
+        let c = self.client_mut(client).ok_or(EINVAL)?;
         c.objs.push(obj, GFP_KERNEL)?;
         Ok(())
     }
@@ -106,9 +102,8 @@ impl Tracker {
     pub(crate) fn freed(&mut self, client: u32, handle: u32) {
         if client == handle {
             if let Some(i) = self.clients.iter().position(|c| c.handle == client) {
-                if let Ok(c) = self.clients.remove(i) {
-                    c.objs.iter().for_each(refund);
-                }
+                // Dropping the client drops its objects' charge references.
+                let _ = self.clients.remove(i);
             }
             return;
         }
@@ -118,9 +113,7 @@ impl Tracker {
         // The common case, a leaf (memory): no list of the gone needed.
         if !c.objs.iter().any(|o| o.parent == handle) {
             if let Some(i) = c.objs.iter().position(|o| o.handle == handle) {
-                if let Ok(o) = c.objs.remove(i) {
-                    refund(&o);
-                }
+                let _ = c.objs.remove(i);
             }
             return;
         }
@@ -135,24 +128,9 @@ impl Tracker {
             .position(|o| gone.contains(&o.handle) || gone.contains(&o.parent))
         {
             let Ok(o) = c.objs.remove(i) else { break };
-            refund(&o);
             if gone.push(o.handle, GFP_KERNEL).is_err() {
                 break;
             }
         }
-    }
-
-    /// The file closed (or its process died): refund everything.
-    pub(crate) fn clear(&mut self) {
-        for c in self.clients.iter() {
-            c.objs.iter().for_each(refund);
-        }
-        self.clients.clear();
-    }
-}
-
-impl Drop for Tracker {
-    fn drop(&mut self) {
-        self.clear();
     }
 }

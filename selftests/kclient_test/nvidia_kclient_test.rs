@@ -102,6 +102,40 @@ mod tests {
     }
 
     #[test]
+    fn dup_shares_memory_charged_once() -> Result {
+        let ops = RmOps::get()?;
+        let client = ops
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .map_err(|_| EIO)?;
+        let mut dp = abi::DeviceAllocParams::default().to_bytes();
+        let dev = ops
+            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
+            .map_err(|_| EIO)?;
+        let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
+        let sub = ops
+            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
+            .map_err(|_| EIO)?;
+        let before = heap_free_kib(&ops, client, sub)?;
+        let mut mp = abi::MemoryAllocationParams {
+            size: 1 << 20,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mem = ops
+            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
+            .map_err(|_| EIO)?;
+        let copy = ops.dup(client, dev, 0, client, mem)?.map_err(|_| EIO)?;
+        assert!(copy != mem);
+        assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
+        assert_eq!(ops.free(client, dev, mem)?, NV_OK);
+        assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
+        assert_eq!(ops.free(client, dev, copy)?, NV_OK);
+        assert_eq!(heap_free_kib(&ops, client, sub)?, before);
+        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        Ok(())
+    }
+
+    #[test]
     fn refusals_come_back_as_statuses() -> Result {
         let ops = RmOps::get()?;
         assert_eq!(

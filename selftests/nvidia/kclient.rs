@@ -10,7 +10,8 @@
 //! and pointers inside the parameters are kernel pointers.
 //!
 //! The double implements `op` for NV04_CONTROL (params NVOS54), NV04_ALLOC
-//! (params NVOS21) and NV01_FREE (params NVOS00); other ops fail with
+//! (params NVOS21), NV04_DUP_OBJECT (params NVOS55) and NV01_FREE (params
+//! NVOS00); other ops fail with
 //! NV_ERR_NOT_SUPPORTED in their status.
 
 use kernel::prelude::*;
@@ -25,6 +26,9 @@ pub(crate) const OP_FREE: u32 = 0x00;
 pub(crate) const OP_ALLOC: u32 = 0x15;
 /// `NV04_CONTROL` op number.
 pub(crate) const OP_CONTROL: u32 = 0x36;
+/// `NV04_DUP_OBJECT` op number. GUESS: the number after NV04_CONTROL, as the
+/// two sit next to each other in every numbering of these ops seen.
+pub(crate) const OP_DUP: u32 = 0x37;
 
 /// The driver's version, NUL-terminated, for `version_string`.
 static VERSION_CSTR: &CStr = c"595.45.04";
@@ -198,6 +202,22 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             match drv.kernel_alloc(&a) {
                 Ok(h) => {
                     a.h_object_new = h;
+                    a.status = NV_OK;
+                }
+                Err(s) => a.status = s,
+            }
+            a.encode(&mut b);
+            let _ = kernel_write(base + 8, &b);
+        }
+        OP_DUP => {
+            let mut b = [0u8; abi::Nvos55::SIZE];
+            if kernel_read(base + 8, &mut b).is_err() {
+                return;
+            }
+            let mut a = abi::Nvos55::decode(&b);
+            match drv.kernel_dup(&a) {
+                Ok(h) => {
+                    a.h_object = h;
                     a.status = NV_OK;
                 }
                 Err(s) => a.status = s,

@@ -1294,9 +1294,29 @@ impl Driver {
 
     fn dup(&self, f: &NvFile, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos55 = parse(p)?;
-        let r: RmResult<u32> = (|| {
+        let r = self.dup_as(Caller::File(f.client_id()), &a);
+        match r {
+            Ok(h) => {
+                a.h_object = h;
+                a.status = NV_OK;
+            }
+            Err(s) => a.status = s,
+        }
+        store(&a, p);
+        Ok(())
+    }
+
+    /// A kernel client's NV04_DUP_OBJECT.
+    pub(crate) fn kernel_dup(&self, a: &abi::Nvos55) -> RmResult<u32> {
+        self.dup_as(Caller::Kernel, a)
+    }
+
+    /// RM_DUP_OBJECT of memory: a new handle in `a.h_client` for the memory
+    /// of `(a.h_client_src, a.h_object_src)`, charged once.
+    fn dup_as(&self, caller: Caller, a: &abi::Nvos55) -> RmResult<u32> {
+        {
             let mut rm = self.rm.lock();
-            let di = rm.client_for(a.h_client, Some(f.client_id()))?;
+            let di = rm.client_for(a.h_client, caller.binding())?;
             // GUESS: the source client may belong to any file (RM checks a
             // share policy that defaults to allow within a process).
             let si = rm
@@ -1333,16 +1353,7 @@ impl Driver {
                 m.refs += 1;
             }
             Ok(h)
-        })();
-        match r {
-            Ok(h) => {
-                a.h_object = h;
-                a.status = NV_OK;
-            }
-            Err(s) => a.status = s,
         }
-        store(&a, p);
-        Ok(())
     }
 
     fn os_event(&self, f: &NvFile, p: &mut [u8], alloc: bool) -> Result {

@@ -24,6 +24,8 @@ pub(crate) const OP_FREE: u32 = 0x00;
 pub(crate) const OP_ALLOC: u32 = 0x15;
 /// `NV04_CONTROL`.
 pub(crate) const OP_CONTROL: u32 = 0x36;
+/// `NV04_DUP_OBJECT` (a guess: see the driver double's `kclient.rs`).
+pub(crate) const OP_DUP: u32 = 0x37;
 
 /// Size of the params union of an ops command: larger than any parameter
 /// block `op` takes (the largest, NVOS46, is 64 bytes).
@@ -243,6 +245,36 @@ impl RmOps {
         a = abi::Nvos21::decode(&b);
         Ok(if a.status == NV_OK {
             Ok(a.h_object_new)
+        } else {
+            Err(a.status)
+        })
+    }
+
+    /// NV04_DUP_OBJECT: a handle `h_new` (0: RM picks) under `h_parent` of
+    /// client `h_client` for object `h_obj_src` of client `h_client_src`.
+    /// Returns the handle, or the RM status as `Err`.
+    pub(crate) fn dup(
+        &self,
+        h_client: u32,
+        h_parent: u32,
+        h_new: u32,
+        h_client_src: u32,
+        h_obj_src: u32,
+    ) -> Result<core::result::Result<u32, u32>> {
+        let a = abi::Nvos55 {
+            h_client,
+            h_parent,
+            h_object: h_new,
+            h_client_src,
+            h_object_src: h_obj_src,
+            flags: 0,
+            status: 0,
+        };
+        let mut b = a.to_bytes();
+        self.call(OP_DUP, &mut b)?;
+        let a = abi::Nvos55::decode(&b);
+        Ok(if a.status == NV_OK {
+            Ok(a.h_object)
         } else {
             Err(a.status)
         })

@@ -44,6 +44,10 @@ pub const TESTS: &[Test] = &[
         run: xfer_heap_and_explicit_handles_are_charged,
     },
     Test {
+        name: "dup_is_charged_once",
+        run: dup_is_charged_once,
+    },
+    Test {
         name: "alloc_memory_limit_shows_the_ceiling",
         run: alloc_memory_limit_shows_the_ceiling,
     },
@@ -393,6 +397,43 @@ fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
             .map_err(|e| format!("free: {e:?}"))?;
         ensure!(used(0)? == 0, "after free: {}", used(0)?);
         let _ = heap::FUNCTION_ALLOC_SIZE;
+        Ok(())
+    })
+}
+
+fn dup_is_charged_once() -> Outcome {
+    as_container("/ma", || {
+        let s = session(0)?;
+        let m = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 256 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        let copy = s
+            .ctl
+            .dup_object(s.client, s.device, 0, s.client, m.handle, 0)
+            .map_err(|e| format!("dup: {e:?}"))?;
+        ensure!(used(0)? == 256 * MIB, "after DUP: {}", used(0)?);
+        // The memory lives on in the copy: still charged.
+        s.ctl
+            .free(s.client, s.device, m.handle)
+            .map_err(|e| format!("free original: {e:?}"))?;
+        ensure!(
+            used(0)? == 256 * MIB,
+            "original freed, copy alive: {}",
+            used(0)?
+        );
+        s.ctl
+            .free(s.client, s.device, copy)
+            .map_err(|e| format!("free copy: {e:?}"))?;
+        ensure!(used(0)? == 0, "both freed: {}", used(0)?);
+        // A DUP from a client this file did not create is refused.
+        let other = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
+        let oc = other.alloc_root_client().map_err(|e| format!("{e:?}"))?;
+        let r = s.ctl.dup_object(s.client, s.device, 0, oc, oc, 0);
+        ensure!(
+            r == Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
+            "DUP from another file's client: {r:?}"
+        );
         Ok(())
     })
 }
