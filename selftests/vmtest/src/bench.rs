@@ -93,7 +93,7 @@ fn ioctl_cost() -> Outcome {
     let direct = session("/dev/nvidiactl", "/dev/nvidia0")?;
     let proxied = session("/dev/vgpuctl", "/dev/vgpu0")?;
 
-    let rounds = 7;
+    let rounds = 11;
     let (fd, fp, fr) = ratio(&direct, &proxied, rounds, |s| fb_cost(s, 2000))?;
     let (md, mp, mr) = ratio(&direct, &proxied, rounds, |s| mem_cost(s, 2000))?;
     println!("# bench: fb_info: direct {fd:.0} ns, through vgpu {fp:.0} ns, ratio {fr:.2} (target <= 1.5)");

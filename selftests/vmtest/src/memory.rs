@@ -44,6 +44,10 @@ pub const TESTS: &[Test] = &[
         run: xfer_heap_and_explicit_handles_are_charged,
     },
     Test {
+        name: "ceiling_spans_processes_and_layouts",
+        run: ceiling_spans_processes_and_layouts,
+    },
+    Test {
         name: "dup_is_charged_once",
         run: dup_is_charged_once,
     },
@@ -399,6 +403,75 @@ fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
         let _ = heap::FUNCTION_ALLOC_SIZE;
         Ok(())
     })
+}
+
+fn ceiling_spans_processes_and_layouts() -> Outcome {
+    use nvclient::abi::{class, Nvos21};
+    // Two processes of container A share its 1 GiB: one holds 768 MiB, the
+    // other gets only what is left, through the 32-byte NVOS21 layout.
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for two descriptors.
+    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
+    // SAFETY: single-threaded; the child allocates, reports, then waits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = join_cgroup("/ma").is_ok()
+            && session(0)
+                .and_then(|s| {
+                    s.ctl
+                        .alloc_vram(s.client, s.device, 0, 768 * MIB)
+                        .map_err(|e| format!("{e:?}"))?;
+                    std::mem::forget(s);
+                    Ok(())
+                })
+                .is_ok();
+        // SAFETY: report on the pipe, then wait to be killed.
+        unsafe {
+            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
+            libc::pause();
+            libc::_exit(0);
+        }
+    }
+    let mut b = [0u8];
+    // SAFETY: the pipe's read end.
+    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+    let r = as_container("/ma", || {
+        let s = session(0)?;
+        let alloc21 = |size: u64| -> Result<u32, String> {
+            let mut mp = nvclient::vram_params(s.client, size).to_bytes();
+            let mut blk = Nvos21 {
+                h_root: s.client,
+                h_object_parent: s.device,
+                h_class: class::NV01_MEMORY_LOCAL_USER,
+                p_alloc_parms: mp.as_mut_ptr() as u64,
+                params_size: mp.len() as u32,
+                ..Default::default()
+            }
+            .to_bytes();
+            s.ctl
+                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+                .map_err(|e| format!("ioctl: {e:?}"))?;
+            Ok(Nvos21::decode(&blk).status)
+        };
+        let st = alloc21(512 * MIB)?;
+        ensure!(
+            st == status::NV_ERR_NO_MEMORY,
+            "512 MiB more than the 256 left: status {st:#x}"
+        );
+        let st = alloc21(256 * MIB)?;
+        ensure!(st == status::NV_OK, "the 256 MiB left: status {st:#x}");
+        ensure!(used(0)? == GIB, "both processes: {}", used(0)?);
+        Ok(())
+    });
+    // SAFETY: our child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, core::ptr::null_mut(), 0);
+    }
+    ensure!(b[0] == 1, "first process could not allocate");
+    r?;
+    ensure!(used(0)? == 0, "after both exited: {}", used(0)?);
+    Ok(())
 }
 
 fn dup_is_charged_once() -> Outcome {
