@@ -128,6 +128,13 @@ impl FileOperations for ProxyFops {
         } else {
             (command.escape, arg as u64, command.size)
         };
+        // A GPU node takes the GPU-node escapes only. The driver would serve
+        // the RM calls there too, for the ctl file it is registered to, but
+        // they must go through /dev/vgpuctl, where they are accounted and
+        // their answers rewritten (libcuda issues them on the ctl node).
+        if me.ctl.is_none() && escape.node() == ioctl::Node::Ctl {
+            return Err(EPERM);
+        }
         // An fd inside the parameters that names one of vgpu's proxy files
         // stands for that file's private real file.
         if let Some(off) = embedded_fd(escape) {
@@ -141,14 +148,6 @@ impl FileOperations for ProxyFops {
             }
         }
         let Some(ctl) = &me.ctl else {
-            // A GPU node: RM allocations must go through /dev/vgpuctl, where
-            // they are accounted; the driver would serve them here too.
-            if matches!(
-                escape,
-                Escape::RmAlloc | Escape::RmVidHeapControl | Escape::RmDupObject
-            ) {
-                return Err(EPERM);
-            }
             let r = me.real.ioctl(cmd, arg)?;
             if escape == Escape::RmAllocMemory {
                 if let Some(v) = &me.vgpu {

@@ -585,7 +585,8 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
             r == Err(Error::Os(libc::EACCES)),
             "device on a foreign GPU: {r:?}"
         );
-        // Allocations on a vGPU node itself would escape the ledger.
+        // RM calls on a vGPU node itself would escape the ledger and the
+        // rewritten answers: only GPU-node escapes are served there.
         let g = Gpu::open("/dev/vgpu0").map_err(|e| format!("{e:?}"))?;
         let mut blk = nvclient::abi::Nvos64 {
             h_class: nvclient::abi::class::NV01_ROOT_CLIENT,
