@@ -177,6 +177,17 @@ impl Vgpus {
         if *table[i].users.lock() > 0 {
             return Err(EBUSY);
         }
+        // Memory charged to it (by processes that hold /dev/vgpuctl open)
+        // keeps it too; a /dev/vgpuctl file that merely knows it finds it
+        // backed by no GPU from now on.
+        {
+            let mut cfg = table[i].config.lock();
+            if cfg.memory.used() > 0 {
+                return Err(EBUSY);
+            }
+            cfg.gpu = None;
+            cfg.cgroup.clear();
+        }
         let v = table.remove(i).map_err(|_| ENOENT)?;
         // Device and files go while we still hold the vGPU.
         drop(v.node.lock().take());

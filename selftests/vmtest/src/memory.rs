@@ -64,6 +64,10 @@ pub const TESTS: &[Test] = &[
         run: foreign_gpu_refused_and_hidden,
     },
     Test {
+        name: "remove_refused_while_charged",
+        run: remove_refused_while_charged,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -609,11 +613,57 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
     })
 }
 
-fn teardown() -> Outcome {
-    for id in [0, 1] {
-        write_file("/sys/class/vgpu/remove", &id.to_string())
-            .map_err(|e| format!("remove {id}: {e}"))?;
+fn remove_refused_while_charged() -> Outcome {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for two descriptors.
+    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
+    // SAFETY: single-threaded; the child allocates, closes /dev/vgpu0,
+    // reports, then waits holding only /dev/vgpuctl.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = join_cgroup("/ma").is_ok()
+            && session(0)
+                .and_then(|s| {
+                    s.ctl
+                        .alloc_vram(s.client, s.device, 0, 64 * MIB)
+                        .map_err(|e| format!("{e:?}"))?;
+                    let Session { ctl, _gpu, .. } = s;
+                    drop(_gpu);
+                    std::mem::forget(ctl);
+                    Ok(())
+                })
+                .is_ok();
+        // SAFETY: report on the pipe, then wait to be killed.
+        unsafe {
+            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
+            libc::pause();
+            libc::_exit(0);
+        }
     }
+    let mut b = [0u8];
+    // SAFETY: the pipe's read end.
+    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+    let users = read_file("/sys/class/vgpu/vgpu0/users")?;
+    let busy = write_file("/sys/class/vgpu/remove", "0");
+    // SAFETY: our child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, core::ptr::null_mut(), 0);
+    }
+    ensure!(b[0] == 1, "child could not allocate");
+    ensure!(users == "0", "vgpu0 still open: users {users}");
+    ensure!(
+        busy == Err(libc::EBUSY),
+        "remove while memory is charged: {busy:?}"
+    );
+    write_file("/sys/class/vgpu/remove", "0")
+        .map_err(|e| format!("remove after the holder died: {e}"))?;
+    Ok(())
+}
+
+fn teardown() -> Outcome {
+    // vGPU 0 went in the test before.
+    write_file("/sys/class/vgpu/remove", "1").map_err(|e| format!("remove 1: {e}"))?;
     sh("rmmod vgpu")?;
     sh("rmmod nvidia")?;
     Ok(())
