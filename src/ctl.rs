@@ -483,21 +483,8 @@ impl Ctl {
                 NV_ERR_INVALID_CLIENT
             } else {
                 let mut s = a.alloc_size();
-                let h_new = if s.flags & abi::heap::ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED != 0 {
-                    s.h_memory
-                } else {
-                    0
-                };
-                let mut params = abi::MemoryAllocationParams {
-                    owner: s.owner,
-                    flags: s.flags,
-                    attr: s.attr,
-                    attr2: s.attr2,
-                    size: s.size,
-                    alignment: s.alignment,
-                    ..Default::default()
-                }
-                .to_bytes();
+                let h_new = s.requested_handle();
+                let mut params = s.memory_params().to_bytes();
                 match self.alloc_copy(
                     rm,
                     a.h_root,

@@ -46,6 +46,36 @@ mod tests {
             .ok_or(EIO)
     }
 
+    /// A client with device 0 and its subdevice, allocated at kernel privilege.
+    fn client_device(ops: &RmOps) -> Result<(u32, u32, u32)> {
+        let client = ops
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .map_err(|_| EIO)?;
+        let mut dp = abi::DeviceAllocParams::default().to_bytes();
+        let dev = ops
+            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
+            .map_err(|_| EIO)?;
+        let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
+        let sub = ops
+            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
+            .map_err(|_| EIO)?;
+        Ok((client, dev, sub))
+    }
+
+    /// 1 MiB of VRAM under `dev`; returns the handle and the params as the
+    /// driver left them.
+    fn vram_1mib(ops: &RmOps, client: u32, dev: u32) -> Result<(u32, [u8; 128])> {
+        let mut mp = abi::MemoryAllocationParams {
+            size: 1 << 20,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mem = ops
+            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
+            .map_err(|_| EIO)?;
+        Ok((mem, mp))
+    }
+
     #[test]
     fn negotiates_the_driver_version() -> Result {
         let ops = RmOps::get()?;
@@ -58,27 +88,11 @@ mod tests {
     #[test]
     fn kernel_privilege_skips_fd_check_and_accounts_vram() -> Result {
         let ops = RmOps::get()?;
-        let client = ops
-            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
-            .map_err(|_| EIO)?;
-        // No GPU file is open in this context: kernel privilege skips the check.
-        let mut dp = abi::DeviceAllocParams::default().to_bytes();
-        let dev = ops
-            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
-            .map_err(|_| EIO)?;
-        let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
-        let sub = ops
-            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
-            .map_err(|_| EIO)?;
+        // No GPU file is open in this context: kernel privilege skips the
+        // fd-table check for the device.
+        let (client, dev, sub) = client_device(&ops)?;
         let before = heap_free_kib(&ops, client, sub)?;
-        let mut mp = abi::MemoryAllocationParams {
-            size: 1 << 20,
-            ..Default::default()
-        }
-        .to_bytes();
-        let mem = ops
-            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
-            .map_err(|_| EIO)?;
+        let (mem, mp) = vram_1mib(&ops, client, dev)?;
         assert_eq!(abi::MemoryAllocationParams::decode(&mp).size, 1 << 20);
         assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
         // The size, from the driver, through kernel pointers.
@@ -104,26 +118,9 @@ mod tests {
     #[test]
     fn dup_shares_memory_charged_once() -> Result {
         let ops = RmOps::get()?;
-        let client = ops
-            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
-            .map_err(|_| EIO)?;
-        let mut dp = abi::DeviceAllocParams::default().to_bytes();
-        let dev = ops
-            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
-            .map_err(|_| EIO)?;
-        let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
-        let sub = ops
-            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
-            .map_err(|_| EIO)?;
+        let (client, dev, sub) = client_device(&ops)?;
         let before = heap_free_kib(&ops, client, sub)?;
-        let mut mp = abi::MemoryAllocationParams {
-            size: 1 << 20,
-            ..Default::default()
-        }
-        .to_bytes();
-        let mem = ops
-            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
-            .map_err(|_| EIO)?;
+        let (mem, _) = vram_1mib(&ops, client, dev)?;
         let copy = ops.dup(client, dev, 0, client, mem)?.map_err(|_| EIO)?;
         assert!(copy != mem);
         assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);

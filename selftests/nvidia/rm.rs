@@ -1158,22 +1158,9 @@ impl Driver {
                 heap::FUNCTION_ALLOC_SIZE => {
                     drop(rm);
                     let mut s = a.alloc_size();
-                    let mut mp = abi::MemoryAllocationParams {
-                        owner: s.owner,
-                        flags: s.flags,
-                        attr: s.attr,
-                        attr2: s.attr2,
-                        size: s.size,
-                        alignment: s.alignment,
-                        ..Default::default()
-                    };
                     let cls = heap::alloc_class(s.flags, s.attr);
-                    let mut buf = mp.to_bytes();
-                    let h_new = if s.flags & heap::ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED != 0 {
-                        s.h_memory
-                    } else {
-                        0
-                    };
+                    let mut buf = s.memory_params().to_bytes();
+                    let h_new = s.requested_handle();
                     let h = self.alloc(
                         Caller::File(f.client_id()),
                         a.h_root,
@@ -1182,7 +1169,7 @@ impl Driver {
                         cls,
                         &mut buf,
                     )?;
-                    mp = abi::MemoryAllocationParams::decode(&buf);
+                    let mp = abi::MemoryAllocationParams::decode(&buf);
                     s.h_memory = h;
                     s.size = mp.size;
                     s.limit = mp.size.saturating_sub(1);

@@ -1243,6 +1243,30 @@ wire_struct! {
     }
 }
 
+impl Nvos32AllocSize {
+    /// The class-0x40/0x3e alloc params RM turns this heap request into.
+    pub fn memory_params(&self) -> MemoryAllocationParams {
+        MemoryAllocationParams {
+            owner: self.owner,
+            flags: self.flags,
+            attr: self.attr,
+            attr2: self.attr2,
+            size: self.size,
+            alignment: self.alignment,
+            ..Default::default()
+        }
+    }
+
+    /// The handle the caller chose (MEMORY_HANDLE_PROVIDED), or 0 for RM to pick.
+    pub const fn requested_handle(&self) -> u32 {
+        if self.flags & heap::ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED != 0 {
+            self.h_memory
+        } else {
+            0
+        }
+    }
+}
+
 wire_struct! {
     /// NVOS32 union member for FUNCTION_ALLOC_SIZE_RANGE (`nvos.h`): same
     /// leading fields as ALLOC_SIZE, but no width/height, so size sits at 40

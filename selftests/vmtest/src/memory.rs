@@ -7,7 +7,7 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
+use crate::sys::{in_child, join_cgroup, read_file, sh, write_file, Holder};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::Wire;
 use nvclient::abi::{fb_info, status};
@@ -269,13 +269,8 @@ fn free_and_close_give_back() -> Outcome {
 }
 
 fn sigkill_gives_back() -> Outcome {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for two descriptors.
-    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
-    // SAFETY: single-threaded; the child allocates, reports, then waits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let ok = join_cgroup("/mb").is_ok()
+    let holder = Holder::spawn(|| {
+        join_cgroup("/mb").is_ok()
             && session(1)
                 .and_then(|s| {
                     s.ctl
@@ -284,24 +279,12 @@ fn sigkill_gives_back() -> Outcome {
                     std::mem::forget(s);
                     Ok(())
                 })
-                .is_ok();
-        // SAFETY: report on the pipe, then wait to be killed.
-        unsafe {
-            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
-            libc::pause();
-            libc::_exit(0);
-        }
-    }
-    let mut b = [0u8];
-    // SAFETY: the pipe's read end.
-    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+                .is_ok()
+    })?;
     let held = used(1)?;
-    // SAFETY: our child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, core::ptr::null_mut(), 0);
-    }
-    ensure!(b[0] == 1, "child could not allocate");
+    let ready = holder.ready;
+    drop(holder);
+    ensure!(ready, "child could not allocate");
     ensure!(held == 512 * MIB, "charged {held} while alive");
     ensure!(used(1)? == 0, "still charged after SIGKILL: {}", used(1)?);
     Ok(())
@@ -413,13 +396,8 @@ fn ceiling_spans_processes_and_layouts() -> Outcome {
     use nvclient::abi::{class, Nvos21};
     // Two processes of container A share its 1 GiB: one holds 768 MiB, the
     // other gets only what is left, through the 32-byte NVOS21 layout.
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for two descriptors.
-    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
-    // SAFETY: single-threaded; the child allocates, reports, then waits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let ok = join_cgroup("/ma").is_ok()
+    let holder = Holder::spawn(|| {
+        join_cgroup("/ma").is_ok()
             && session(0)
                 .and_then(|s| {
                     s.ctl
@@ -428,17 +406,8 @@ fn ceiling_spans_processes_and_layouts() -> Outcome {
                     std::mem::forget(s);
                     Ok(())
                 })
-                .is_ok();
-        // SAFETY: report on the pipe, then wait to be killed.
-        unsafe {
-            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
-            libc::pause();
-            libc::_exit(0);
-        }
-    }
-    let mut b = [0u8];
-    // SAFETY: the pipe's read end.
-    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+                .is_ok()
+    })?;
     let r = as_container("/ma", || {
         let s = session(0)?;
         let alloc21 = |size: u64| -> Result<u32, String> {
@@ -467,12 +436,9 @@ fn ceiling_spans_processes_and_layouts() -> Outcome {
         ensure!(used(0)? == GIB, "both processes: {}", used(0)?);
         Ok(())
     });
-    // SAFETY: our child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, core::ptr::null_mut(), 0);
-    }
-    ensure!(b[0] == 1, "first process could not allocate");
+    let ready = holder.ready;
+    drop(holder);
+    ensure!(ready, "first process could not allocate");
     r?;
     ensure!(used(0)? == 0, "after both exited: {}", used(0)?);
     Ok(())
@@ -614,14 +580,9 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
 }
 
 fn remove_refused_while_charged() -> Outcome {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for two descriptors.
-    ensure!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe");
-    // SAFETY: single-threaded; the child allocates, closes /dev/vgpu0,
-    // reports, then waits holding only /dev/vgpuctl.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let ok = join_cgroup("/ma").is_ok()
+    // A process holds VRAM with only /dev/vgpuctl open.
+    let holder = Holder::spawn(|| {
+        join_cgroup("/ma").is_ok()
             && session(0)
                 .and_then(|s| {
                     s.ctl
@@ -632,25 +593,13 @@ fn remove_refused_while_charged() -> Outcome {
                     std::mem::forget(ctl);
                     Ok(())
                 })
-                .is_ok();
-        // SAFETY: report on the pipe, then wait to be killed.
-        unsafe {
-            libc::write(fds[1], [u8::from(ok)].as_ptr().cast(), 1);
-            libc::pause();
-            libc::_exit(0);
-        }
-    }
-    let mut b = [0u8];
-    // SAFETY: the pipe's read end.
-    unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+                .is_ok()
+    })?;
     let users = read_file("/sys/class/vgpu/vgpu0/users")?;
     let busy = write_file("/sys/class/vgpu/remove", "0");
-    // SAFETY: our child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, core::ptr::null_mut(), 0);
-    }
-    ensure!(b[0] == 1, "child could not allocate");
+    let ready = holder.ready;
+    drop(holder);
+    ensure!(ready, "child could not allocate");
     ensure!(users == "0", "vgpu0 still open: users {users}");
     ensure!(
         busy == Err(libc::EBUSY),

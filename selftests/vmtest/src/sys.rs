@@ -150,3 +150,60 @@ pub fn become_nobody() -> Result<(), i32> {
         Ok(())
     }
 }
+
+/// A child process that sets something up (and holds it) until dropped:
+/// dropping it SIGKILLs and reaps the child.
+pub struct Holder {
+    pid: libc::pid_t,
+    /// Whether the child's set-up succeeded.
+    pub ready: bool,
+}
+
+impl Holder {
+    /// Forks a child that runs `setup`, reports its result and waits to be
+    /// killed, keeping whatever `setup` left open or allocated.
+    pub fn spawn(setup: impl FnOnce() -> bool) -> Result<Holder, String> {
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(format!("pipe: errno {}", errno()));
+        }
+        // SAFETY: the test program is single-threaded when it forks; the
+        // child runs `setup`, reports and parks without returning.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: errno {}", errno()));
+        }
+        if pid == 0 {
+            let ok = [u8::from(setup())];
+            // SAFETY: report on the pipe's write end, then wait to be killed.
+            unsafe {
+                libc::write(fds[1], ok.as_ptr().cast(), 1);
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        let mut b = [0u8];
+        // SAFETY: the pipe's read end; both ends are ours to close.
+        unsafe {
+            libc::read(fds[0], b.as_mut_ptr().cast(), 1);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        Ok(Holder {
+            pid,
+            ready: b[0] == 1,
+        })
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        // SAFETY: our child, killed and reaped once.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, core::ptr::null_mut(), 0);
+        }
+    }
+}

@@ -5,7 +5,7 @@
 
 use crate::ensure;
 use crate::sys::{
-    become_nobody, exists, in_child, is_chardev, join_cgroup, read_file, sh, write_file, Fd,
+    become_nobody, exists, in_child, is_chardev, join_cgroup, read_file, sh, write_file, Fd, Holder,
 };
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
@@ -301,26 +301,12 @@ fn gpu_node_forwards_to_backing_gpu() -> Outcome {
 }
 
 fn busy_vgpu_cannot_change_or_go() -> Outcome {
-    // Hold /dev/vgpu0 open in a child, parked until we signal it.
-    let (r, w) = pipe()?;
-    // SAFETY: single-threaded test program; the child only opens, reports
-    // and waits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let ok = join_cgroup("/c1").is_ok() && Fd::open("/dev/vgpu0").map(std::mem::forget).is_ok();
-        let b = [u8::from(ok)];
-        // SAFETY: `w` is the pipe's write end; then block reading stdin-less.
-        unsafe {
-            libc::write(w, b.as_ptr().cast(), 1);
-            libc::pause();
-            libc::_exit(0);
-        }
-    }
-    let mut b = [0u8];
-    // SAFETY: `r` is the pipe's read end.
-    unsafe { libc::read(r, b.as_mut_ptr().cast(), 1) };
+    // Hold /dev/vgpu0 open in a child until it is killed.
+    let holder = Holder::spawn(|| {
+        join_cgroup("/c1").is_ok() && Fd::open("/dev/vgpu0").map(std::mem::forget).is_ok()
+    })?;
     let result = (|| {
-        ensure!(b[0] == 1, "child could not open /dev/vgpu0");
+        ensure!(holder.ready, "child could not open /dev/vgpu0");
         ensure!(read_file(&attr(0, "users"))? == "1", "users is not 1");
         let e = write_file(&format!("{CLASS}/remove"), "0");
         ensure!(e == Err(libc::EBUSY), "remove while open: {e:?}");
@@ -330,26 +316,13 @@ fn busy_vgpu_cannot_change_or_go() -> Outcome {
         ensure!(e.is_err(), "rmmod vgpu while a vGPU is open");
         Ok(())
     })();
-    // SAFETY: our child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, core::ptr::null_mut(), 0);
-    }
+    drop(holder);
     result?;
     ensure!(
         read_file(&attr(0, "users"))? == "0",
         "users not back to 0 after the holder died"
     );
     Ok(())
-}
-
-fn pipe() -> Result<(i32, i32), String> {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err("pipe failed".into());
-    }
-    Ok((fds[0], fds[1]))
 }
 
 fn remove_takes_node_and_dir() -> Outcome {
