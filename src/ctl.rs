@@ -20,7 +20,8 @@ use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
 use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
-use crate::tracker::{Charge, Obj, Tracker};
+use crate::sched::Enrolled;
+use crate::tracker::{Charge, Kind, Obj, Tracker};
 use crate::vgpus::Vgpu;
 
 /// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
@@ -62,7 +63,7 @@ impl Ctl {
         match esc {
             Escape::RmAlloc => self.alloc(rm, real, cmd, arg, addr, size),
             Escape::RmFree => self.free(rm, addr),
-            Escape::RmControl => self.control(real, cmd, arg, addr),
+            Escape::RmControl => self.control(rm, real, cmd, arg, addr),
             Escape::CardInfo => self.card_info(real, cmd, arg, addr, size),
             Escape::RmDupObject => self.dup(rm, addr),
             Escape::RmVidHeapControl => self.vid_heap(rm, real, cmd, arg, addr),
@@ -107,7 +108,13 @@ impl Ctl {
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
                 return self.alloc_client(rm, real, cmd, arg, addr, blk, h_new);
             }
-            class::NV01_DEVICE_0 | class::NV20_SUBDEVICE_0 | class::NV01_MEMORY_LOCAL_USER => {
+            class::NV01_DEVICE_0
+            | class::NV20_SUBDEVICE_0
+            | class::NV01_MEMORY_LOCAL_USER
+            | class::KEPLER_CHANNEL_GROUP_A => {
+                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
+            }
+            c if class::is_channel_class(c) => {
                 self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
             }
             _ => return Ok(None),
@@ -173,8 +180,9 @@ impl Ctl {
         Ok(Some(r))
     }
 
-    /// Devices, subdevices and memory: decided on kernel copies, executed
-    /// through the kernel interface. Returns the handle or an RM status.
+    /// Devices, subdevices, memory, TSGs and channels: decided on kernel
+    /// copies, executed through the kernel interface. Returns the handle or
+    /// an RM status.
     #[allow(clippy::too_many_arguments)]
     fn alloc_accounted(
         &self,
@@ -193,13 +201,16 @@ impl Ctl {
         let want = match h_class {
             class::NV01_DEVICE_0 => abi::DeviceAllocParams::SIZE,
             class::NV20_SUBDEVICE_0 => abi::SubdeviceAllocParams::SIZE,
+            class::KEPLER_CHANNEL_GROUP_A => abi::ChannelGroupAllocParams::SIZE,
+            c if class::is_channel_class(c) => abi::ChannelAllocParams::SIZE,
             _ => abi::MemoryAllocationParams::SIZE,
         };
         if psize != want {
             return Ok(Err(NV_ERR_INVALID_ARGUMENT));
         }
-        // Every accounted class's params fit in 128 bytes (checked above).
-        let mut buf = [0u8; abi::MemoryAllocationParams::SIZE];
+        // Channel params are the largest of the accounted classes' (checked
+        // above).
+        let mut buf = [0u8; abi::ChannelAllocParams::SIZE];
         let params = &mut buf[..psize];
         if user::read(pparams, params).is_err() {
             return Ok(Err(NV_ERR_INVALID_ARGUMENT));
@@ -224,7 +235,7 @@ impl Ctl {
         h_class: u32,
         params: &mut [u8],
     ) -> Result<core::result::Result<u32, u32>> {
-        let (gpu, subdevice, charge_to, vram_size) = match h_class {
+        let (gpu, kind, charge_to, vram_size, in_tsg) = match h_class {
             class::NV01_DEVICE_0 => {
                 if h_parent != h_root {
                     return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
@@ -234,27 +245,46 @@ impl Ctl {
                 if self.vgpu_on(gpu).is_none() {
                     return Err(EACCES);
                 }
-                (gpu, false, None, 0)
+                (gpu, Kind::Device, None, 0, None)
             }
             _ => {
                 let tracker = self.tracker.lock();
                 let Some(parent) = tracker.obj(h_root, h_parent) else {
                     return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
                 };
-                let gpu = parent.gpu;
+                let (gpu, pkind, psched) = (parent.gpu, parent.kind, parent.sched.clone());
                 drop(tracker);
-                if h_class == class::NV20_SUBDEVICE_0 {
-                    (gpu, true, None, 0)
-                } else {
-                    let mp = abi::MemoryAllocationParams::decode(params);
-                    if mp.allocates_vram() {
-                        let v = self.vgpu_on(gpu).ok_or(EACCES)?.clone();
-                        (gpu, false, Some(v), mp.size)
-                    } else {
-                        (gpu, false, None, 0)
+                match h_class {
+                    class::NV20_SUBDEVICE_0 => (gpu, Kind::Subdevice, None, 0, None),
+                    class::KEPLER_CHANNEL_GROUP_A if pkind == Kind::Device => {
+                        (gpu, Kind::Tsg, None, 0, None)
+                    }
+                    c if class::is_channel_class(c) && pkind == Kind::Device => {
+                        (gpu, Kind::Channel, None, 0, None)
+                    }
+                    c if class::is_channel_class(c) && pkind == Kind::Tsg => {
+                        (gpu, Kind::Channel, None, 0, psched)
+                    }
+                    class::KEPLER_CHANNEL_GROUP_A => return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT)),
+                    c if class::is_channel_class(c) => {
+                        return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT))
+                    }
+                    _ => {
+                        let mp = abi::MemoryAllocationParams::decode(params);
+                        if mp.allocates_vram() {
+                            let v = self.vgpu_on(gpu).ok_or(EACCES)?.clone();
+                            (gpu, Kind::Memory, Some(v), mp.size, None)
+                        } else {
+                            (gpu, Kind::Memory, None, 0, None)
+                        }
                     }
                 }
             }
+        };
+        // A TSG, or a channel outside one, runs on this file's vGPU there.
+        let sched_on = match (kind, &in_tsg) {
+            (Kind::Tsg, _) | (Kind::Channel, None) => Some(self.vgpu_on(gpu).ok_or(EACCES)?.clone()),
+            _ => None,
         };
         if let Some(v) = &charge_to {
             if v.config.lock().memory.reserve(vram_size).is_err() {
@@ -307,12 +337,23 @@ impl Ctl {
                 }
             }
         }
+        let sched = match sched_on {
+            Some(v) => match Enrolled::new(&v, h_root, handle, kind == Kind::Tsg) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    let _ = rm.free(h_root, h_parent, handle);
+                    return Err(e);
+                }
+            },
+            None => in_tsg,
+        };
         let obj = Obj {
             handle,
             parent: h_parent,
             gpu,
-            subdevice,
+            kind,
             charge,
+            sched,
         };
         if let Err(e) = self.tracker.lock().add_obj(h_root, obj) {
             let _ = rm.free(h_root, h_parent, handle);
@@ -341,25 +382,37 @@ impl Ctl {
         Ok(Some(0))
     }
 
-    /// Controls: forwarded; FB info on a subdevice of this file's vGPU is
-    /// rewritten to the vGPU's ceiling and free memory.
-    fn control(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+    /// Controls: scheduling ones are decided here (see [`Ctl::sched_status`]);
+    /// the rest are forwarded, and FB info on a subdevice of this file's
+    /// vGPU is rewritten to the vGPU's ceiling and free memory.
+    fn control(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
         let mut blk = [0u8; abi::Nvos54::SIZE];
         user::read(addr, &mut blk)?;
-        let a = abi::Nvos54::decode(&blk);
+        let mut a = abi::Nvos54::decode(&blk);
+        if matches!(
+            a.cmd,
+            ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
+                | ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE
+                | ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS
+                | ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME
+        ) {
+            a.status = self.sched_status(rm, &a)?;
+            user::write(addr, &a.to_bytes())?;
+            return Ok(Some(0));
+        }
         if a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2
             && a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO
         {
-            return Ok(None);
+            return self.forwarded(rm, || real.ioctl(cmd, arg)).map(Some);
         }
         let vgpu = {
             let t = self.tracker.lock();
             match t.obj(a.h_client, a.h_object) {
-                Some(o) if o.subdevice => self.vgpu_on(o.gpu).cloned(),
+                Some(o) if o.kind == Kind::Subdevice => self.vgpu_on(o.gpu).cloned(),
                 _ => None,
             }
         };
-        let r = real.ioctl(cmd, arg)?;
+        let r = self.forwarded(rm, || real.ioctl(cmd, arg))?;
         let Some(v) = vgpu else { return Ok(Some(r)) };
         let done = abi::Nvos54::decode(&{
             let mut b = [0u8; abi::Nvos54::SIZE];
@@ -399,6 +452,134 @@ impl Ctl {
         Ok(Some(r))
     }
 
+    /// A tenant's scheduling control, decided and executed on kernel copies
+    /// (never forwarded, so no other thread can change what the driver acts
+    /// on). Returns the RM status for the caller.
+    ///
+    /// - GPFIFO_SCHEDULE (TSG or channel) and FIFO_DISABLE_CHANNELS on this
+    ///   file's own TSGs and channels: a disable applies at once, an enable
+    ///   only within the vGPU's window (else it is recorded and applied when
+    ///   the window opens). Any other target is refused.
+    /// - MAKE_REALTIME is refused: a realtime TSG could preempt other vGPUs'
+    ///   windows, and nothing a container runs needs it.
+    fn sched_status(&self, rm: &RmOps, a: &abi::Nvos54) -> Result<u32> {
+        if !self.tracker.lock().has_client(a.h_client) {
+            return Ok(NV_ERR_INVALID_CLIENT);
+        }
+        if a.cmd == ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME {
+            return Ok(NV_ERR_INSUFFICIENT_PERMISSIONS);
+        }
+        let state = crate::state()?;
+        if a.cmd == ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS {
+            return self.disable_channels(rm, &state, a);
+        }
+        let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
+        if a.params_size as usize != p.len() {
+            return Ok(NV_ERR_INVALID_PARAM_STRUCT);
+        }
+        if user::read(a.params, &mut p).is_err() {
+            return Ok(NV_ERR_INVALID_ARGUMENT);
+        }
+        let kind = if a.cmd == ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE {
+            Kind::Tsg
+        } else {
+            Kind::Channel
+        };
+        let target = self
+            .tracker
+            .lock()
+            .obj(a.h_client, a.h_object)
+            .filter(|o| o.kind == kind)
+            .and_then(|o| Some((o.gpu, o.sched.clone()?)));
+        let Some((gpu, e)) = target else {
+            return Ok(NV_ERR_INVALID_OBJECT_HANDLE);
+        };
+        let Some(g) = state.sched(gpu) else {
+            return Ok(NV_ERR_INVALID_OBJECT_HANDLE);
+        };
+        let enable = abi::GpfifoScheduleParams::decode(&p).b_enable != 0;
+        g.request(e.vgpu(), &[e.id()], enable, || {
+            rm.control(a.h_client, a.h_object, a.cmd, &mut p)
+        })
+    }
+
+    /// FIFO_DISABLE_CHANNELS on a subdevice: every listed channel must be
+    /// one of this file's on that GPU, or nothing happens.
+    fn disable_channels(&self, rm: &RmOps, state: &crate::State, a: &abi::Nvos54) -> Result<u32> {
+        let mut p = KVec::from_elem(0u8, abi::FifoDisableChannelsParams::SIZE, GFP_KERNEL)?;
+        if a.params_size as usize != p.len() {
+            return Ok(NV_ERR_INVALID_PARAM_STRUCT);
+        }
+        if user::read(a.params, &mut p).is_err() {
+            return Ok(NV_ERR_INVALID_ARGUMENT);
+        }
+        let q = abi::FifoDisableChannelsParams::decode(&p);
+        // The event pointer would be read at kernel privilege: refused.
+        if q.num_channels as usize > abi::DISABLE_CHANNELS_MAX_ENTRIES
+            || q.p_runlist_preempt_event != 0
+        {
+            return Ok(NV_ERR_INVALID_ARGUMENT);
+        }
+        let mut ids = KVec::new();
+        let mut vgpu = None;
+        let gpu = {
+            let t = self.tracker.lock();
+            let gpu = match t.obj(a.h_client, a.h_object) {
+                Some(o) if o.kind == Kind::Subdevice => o.gpu,
+                _ => return Ok(NV_ERR_INVALID_OBJECT_HANDLE),
+            };
+            for (client, h) in q.entries() {
+                let e = t
+                    .obj(client, h)
+                    .filter(|o| o.gpu == gpu && matches!(o.kind, Kind::Channel | Kind::Tsg))
+                    .and_then(|o| o.sched.clone());
+                let Some(e) = e else {
+                    return Ok(NV_ERR_INSUFFICIENT_PERMISSIONS);
+                };
+                ids.push(e.id(), GFP_KERNEL)?;
+                vgpu = Some(e.vgpu().clone());
+            }
+            gpu
+        };
+        let (Some(v), Some(g)) = (vgpu, state.sched(gpu)) else {
+            // No channels listed: nothing to do.
+            return Ok(NV_OK);
+        };
+        g.request(&v, &ids, q.b_disable == 0, || {
+            rm.control(a.h_client, a.h_object, a.cmd, &mut p)
+        })
+    }
+
+    /// Forwards a control. A control is read from the caller's memory twice
+    /// (by vgpu, then by the driver), so another thread may turn it into a
+    /// scheduling call on the way: it runs under the rules of
+    /// [`crate::sched::GpuSched::in_window`] for this file's first vGPU that
+    /// has TSGs (or its first vGPU), and the file's other vGPUs, on other
+    /// GPUs, have their TSGs disabled again afterwards unless their window
+    /// is open.
+    fn forwarded(&self, rm: &RmOps, call: impl FnOnce() -> Result<isize>) -> Result<isize> {
+        let state = crate::state()?;
+        let sched_of = |v: &Arc<Vgpu>| {
+            let gpu = v.config.lock().gpu;
+            gpu.and_then(|g| state.sched(g)).cloned()
+        };
+        let first = self
+            .vgpus
+            .iter()
+            .find(|v| v.compute.lock().objects() > 0)
+            .or(self.vgpus.first());
+        let Some((first, g)) = first.and_then(|v| Some((v, sched_of(v)?))) else {
+            return call();
+        };
+        let r = g.in_window(rm, first, call)?;
+        for v in self.vgpus.iter().filter(|v| !Arc::ptr_eq(v, first)) {
+            if let Some(g) = sched_of(v) {
+                g.restop(rm, v)?;
+            }
+        }
+        r
+    }
+
     /// CARD_INFO: only the GPUs this file has a vGPU on, first in the list.
     fn card_info(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64, size: usize) -> Handled {
         let r = real.ioctl(cmd, arg)?;
@@ -431,10 +612,12 @@ impl Ctl {
             let ours = t.has_client(a.h_client) && t.has_client(a.h_client_src);
             let src = t
                 .obj(a.h_client_src, a.h_object_src)
-                .map(|o| (o.gpu, o.charge.clone()));
+                .map(|o| (o.gpu, o.kind, o.charge.clone(), o.sched.is_some()));
             (ours, src)
         };
-        if !ours {
+        // A second handle to a TSG or channel would outlive the one its
+        // schedule entry knows: refused.
+        if !ours || src.as_ref().is_some_and(|s| s.3) {
             a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
             user::write(addr, &a.to_bytes())?;
             return Ok(Some(0));
@@ -447,13 +630,14 @@ impl Ctl {
             a.h_object_src,
         )? {
             Ok(h) => {
-                if let Some((gpu, charge)) = src {
+                if let Some((gpu, kind, charge, _)) = src {
                     let obj = Obj {
                         handle: h,
                         parent: a.h_parent,
                         gpu,
-                        subdevice: false,
+                        kind,
                         charge,
+                        sched: None,
                     };
                     if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
                         let _ = rm.free(a.h_client, a.h_parent, h);

@@ -2,7 +2,8 @@
 
 //! What one `/dev/vgpuctl` file has created through vgpu: its verified
 //! clients, and in them the objects vgpu accounts (devices, subdevices,
-//! memory), with the charge each memory object holds on a vGPU's ledger.
+//! memory, TSGs, channels), with the charge each memory object holds on a
+//! vGPU's ledger and the schedule entry each TSG or channel holds.
 //!
 //! Only entries vgpu verified with the driver itself are recorded, so the
 //! tracker never names another file's client. A charge goes back to its
@@ -11,6 +12,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+use crate::sched::Enrolled;
 use crate::vgpus::Vgpu;
 
 /// A memory object's charge, shared by every handle to the same memory
@@ -28,6 +30,21 @@ impl Drop for Charge {
     }
 }
 
+/// What an accounted object is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A device (NV01_DEVICE_0).
+    Device,
+    /// A subdevice (FB info is asked of subdevices).
+    Subdevice,
+    /// Memory.
+    Memory,
+    /// A TSG.
+    Tsg,
+    /// A channel (in a TSG, or on its own).
+    Channel,
+}
+
 /// An object vgpu accounts.
 pub(crate) struct Obj {
     /// Its handle.
@@ -36,10 +53,13 @@ pub(crate) struct Obj {
     pub(crate) parent: u32,
     /// The GPU it belongs to.
     pub(crate) gpu: u32,
-    /// Whether it is a subdevice (FB info is asked of subdevices).
-    pub(crate) subdevice: bool,
+    /// What it is.
+    pub(crate) kind: Kind,
     /// For VRAM, what it is charged (shared with its DUPs).
     pub(crate) charge: Option<Arc<Charge>>,
+    /// For a TSG or channel, its place in the schedule (a channel in a TSG
+    /// shares its TSG's).
+    pub(crate) sched: Option<Arc<Enrolled>>,
 }
 
 /// A verified client.

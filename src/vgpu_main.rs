@@ -13,11 +13,13 @@
 
 use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
 
+pub mod compute;
 pub mod config;
 mod ctl;
 pub mod ledger;
 pub mod nv;
 mod proxy;
+mod sched;
 mod tracker;
 pub mod uapi;
 mod vgpus;
@@ -30,8 +32,9 @@ use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
     realfile::RealNode,
+    kthread::Thread,
     rmops::RmOps,
-    sysfs::ClassFilesReg,
+    sysfs::{ClassFilesReg, DeviceFilesGroup},
 };
 
 module! {
@@ -59,6 +62,22 @@ pub(crate) struct State {
     pub(crate) class: Class,
     /// The driver's kernel-client interface.
     pub(crate) rm: RmOps,
+    /// Each GPU's compute scheduler, in GPU order.
+    pub(crate) scheds: KVec<Arc<sched::GpuSched>>,
+}
+
+impl State {
+    /// GPU `gpu`'s scheduler.
+    pub(crate) fn sched(&self, gpu: u32) -> Option<&Arc<sched::GpuSched>> {
+        self.scheds.iter().find(|g| g.gpu == gpu)
+    }
+
+    /// Removes the `gpuK` directories (before their file group goes).
+    fn remove_gpu_nodes(&self) {
+        for g in self.scheds.iter() {
+            drop(g.node.lock().take());
+        }
+    }
 }
 
 kernel::sync::global_lock! {
@@ -71,11 +90,14 @@ pub(crate) fn state() -> Result<Arc<State>> {
     STATE.lock().as_ref().cloned().ok_or(ENODEV)
 }
 
-/// The loaded module. `Drop` takes down the class files and the vGPUs; the
-/// fields then drop in order: the control node, the cdev (no new opens), the
-/// number range, and last the state (with the class).
+/// The loaded module. `Drop` takes down the class files, stops the
+/// schedulers, removes the `gpuK` directories and the vGPUs; the fields then
+/// drop in order: the `gpuK` file group, the control node, the cdev (no new
+/// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
     ctl_files: Option<ClassFilesReg<vgpus::ClassCtl>>,
+    schedulers: KVec<Thread>,
+    _gpu_files: DeviceFilesGroup<vgpus::GpuFiles>,
     _ctl_node: Node,
     _cdev: Cdev<proxy::ProxyFops>,
     _region: Region,
@@ -119,6 +141,10 @@ impl kernel::Module for VgpuModule {
             indices.push(*k, GFP_KERNEL)?;
         }
         let region = Region::dynamic(MINORS, c"vgpu")?;
+        let mut scheds = KVec::new();
+        for k in indices.iter() {
+            scheds.push(sched::GpuSched::new(*k)?, GFP_KERNEL)?;
+        }
         let state = Arc::new(
             State {
                 backend: proxy::Backend { ctl, gpus },
@@ -127,6 +153,7 @@ impl kernel::Module for VgpuModule {
                 rm: RmOps::get().inspect_err(|e| {
                     pr_err!("the NVIDIA driver's kernel-client interface refused ({e:?})\n");
                 })?,
+                scheds,
             },
             GFP_KERNEL,
         )?;
@@ -140,11 +167,47 @@ impl kernel::Module for VgpuModule {
             DevT::new(region.base().major(), proxy::CTL_MINOR),
             c"vgpuctl",
         )?;
+        let gpu_files = DeviceFilesGroup::<vgpus::GpuFiles>::new()?;
+        // Until `init` succeeds, a failure must take the directories down
+        // before their file group goes.
+        let nodes = ScopeGuard::new(|| state.remove_gpu_nodes());
+        for g in state.scheds.iter() {
+            let mut name = [0u8; 8];
+            name[..3].copy_from_slice(b"gpu");
+            let digits = if g.gpu < 10 { 1 } else { 2 };
+            if g.gpu >= 10 {
+                name[3] = b'0' + (g.gpu / 10) as u8;
+            }
+            name[2 + digits] = b'0' + (g.gpu % 10) as u8;
+            let cname = CStr::from_bytes_with_nul(&name[..4 + digits]).map_err(|_| EINVAL)?;
+            // No device number: a directory of settings, no /dev node. The
+            // state (and so the scheduler) outlives the node.
+            let node = Node::with_groups(
+                &state.class,
+                DevT(0),
+                cname,
+                Arc::as_ptr(g).cast_mut().cast(),
+                gpu_files.groups(),
+            )?;
+            *g.node.lock() = Some(node);
+        }
+        let mut schedulers = KVec::new();
+        for g in state.scheds.iter() {
+            let mut name = *b"vgpu-sched\0\0\0";
+            name[10] = b'0' + (g.gpu / 10) as u8;
+            name[11] = b'0' + (g.gpu % 10) as u8;
+            let cname = CStr::from_bytes_with_nul(&name).map_err(|_| EINVAL)?;
+            let worker = sched::SchedWorker::new(g.clone(), state.clone())?;
+            schedulers.push(Thread::spawn(cname, worker)?, GFP_KERNEL)?;
+        }
         let ctl_files = ClassFilesReg::new(&state.class)?;
+        nodes.dismiss();
         unset.dismiss();
         pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
         Ok(Self {
             ctl_files: Some(ctl_files),
+            schedulers,
+            _gpu_files: gpu_files,
             _ctl_node: ctl_node,
             _cdev: cdev,
             _region: region,
@@ -158,6 +221,8 @@ impl Drop for VgpuModule {
         // No proxy file is open (each holds a module reference): no create or
         // remove after the class files go, then the vGPUs go.
         drop(self.ctl_files.take());
+        self.schedulers.clear();
+        self.state.remove_gpu_nodes();
         self.state.vgpus.clear();
         STATE.lock().take();
     }

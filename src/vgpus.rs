@@ -21,7 +21,9 @@ use crate::kapi::{
     class::Class,
     sysfs::{ClassFiles, DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
 };
+use crate::compute::{self, us};
 use crate::ledger::Ledger;
+use crate::sched::{Compute, GpuSched};
 
 /// vGPU numbers run from 0 to `MAX_VGPU`; vGPU `N` is minor `N + 1`.
 pub(crate) const MAX_VGPU: u32 = 254;
@@ -54,6 +56,9 @@ pub(crate) struct Vgpu {
     /// Open proxy files of `/dev/vgpuN`.
     #[pin]
     pub(crate) users: Mutex<u32>,
+    /// Compute share, the TSGs it schedules, counters.
+    #[pin]
+    pub(crate) compute: Mutex<Compute>,
     /// Its node and sysfs directory, until removed.
     #[pin]
     node: Mutex<Option<Node>>,
@@ -126,6 +131,19 @@ impl Vgpus {
         Ok(out)
     }
 
+    /// The vGPUs backed by GPU `gpu`, in number order.
+    pub(crate) fn on_gpu(&self, gpu: u32) -> Result<KVec<Arc<Vgpu>>> {
+        let table = self.table.lock();
+        let mut out = KVec::new();
+        for v in table.iter() {
+            if v.config.lock().gpu == Some(gpu) {
+                out.push(v.clone(), GFP_KERNEL)?;
+            }
+        }
+        out.sort_unstable_by_key(|v| v.id);
+        Ok(out)
+    }
+
     /// Creates vGPU `id`: unbound, no GPU, no memory limit.
     pub(crate) fn create(&self, class: &Class, id: u32) -> Result {
         let mut table = self.table.lock();
@@ -141,6 +159,7 @@ impl Vgpus {
                     cgroup: KVec::new(),
                 }),
                 users <- new_mutex!(0),
+                compute <- new_mutex!(Compute::new()),
                 node <- new_mutex!(None),
             }),
             GFP_KERNEL,
@@ -182,7 +201,7 @@ impl Vgpus {
         // backed by no GPU from now on.
         {
             let mut cfg = table[i].config.lock();
-            if cfg.memory.used() > 0 {
+            if cfg.memory.used() > 0 || table[i].compute.lock().objects() > 0 {
                 return Err(EBUSY);
             }
             cfg.gpu = None;
@@ -262,6 +281,10 @@ const F_MEMORY_LIMIT: usize = 1;
 const F_MEMORY_USED: usize = 2;
 const F_CGROUP: usize = 3;
 const F_USERS: usize = 4;
+const F_COMPUTE_SHARE: usize = 5;
+const F_COMPUTE_GRANTED_US: usize = 6;
+const F_COMPUTE_THROTTLED_US: usize = 7;
+const F_COMPUTE_TSGS: usize = 8;
 
 impl DeviceFiles for VgpuFiles {
     type Data = Vgpu;
@@ -287,6 +310,22 @@ impl DeviceFiles for VgpuFiles {
             name: c"users",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"compute_share",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"compute_granted_us",
+            mode: 0o444,
+        },
+        FileSpec {
+            name: c"compute_throttled_us",
+            mode: 0o444,
+        },
+        FileSpec {
+            name: c"compute_tsgs",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
@@ -309,6 +348,16 @@ impl DeviceFiles for VgpuFiles {
                 drop(cfg);
                 writeln!(out, "{}", *v.users.lock())
             }
+            F_COMPUTE_SHARE | F_COMPUTE_GRANTED_US | F_COMPUTE_THROTTLED_US | F_COMPUTE_TSGS => {
+                drop(cfg);
+                let c = v.compute.lock();
+                match index {
+                    F_COMPUTE_SHARE => writeln!(out, "{}", c.share),
+                    F_COMPUTE_GRANTED_US => writeln!(out, "{}", us(c.granted_ns)),
+                    F_COMPUTE_THROTTLED_US => writeln!(out, "{}", us(c.throttled_ns)),
+                    _ => writeln!(out, "{}", c.objects()),
+                }
+            }
             _ => return Err(EINVAL),
         };
         r.map_err(|_| EFBIG)
@@ -321,9 +370,10 @@ impl DeviceFiles for VgpuFiles {
                 if !crate::state()?.vgpus.has_gpu(g) {
                     return Err(ENODEV);
                 }
-                // The backing GPU cannot change under open files.
+                // The backing GPU cannot change under open files, nor
+                // under TSGs running on the old one.
                 let users = v.users.lock();
-                if *users > 0 {
+                if *users > 0 || v.compute.lock().objects() > 0 {
                     return Err(EBUSY);
                 }
                 v.config.lock().gpu = Some(g);
@@ -335,6 +385,10 @@ impl DeviceFiles for VgpuFiles {
                 v.config.lock().memory.set_limit(l);
                 Ok(())
             }
+            F_COMPUTE_SHARE => {
+                v.compute.lock().share = compute::parse_share(input).map_err(errno)?;
+                Ok(())
+            }
             F_CGROUP => {
                 let p = config::parse_cgroup_path(input).map_err(errno)?;
                 let mut path = KVec::with_capacity(p.len(), GFP_KERNEL)?;
@@ -344,5 +398,51 @@ impl DeviceFiles for VgpuFiles {
             }
             _ => Err(EPERM),
         }
+    }
+}
+
+/// The files of `/sys/class/vgpu/gpuK/`: GPU `K`'s scheduling settings.
+pub(crate) struct GpuFiles;
+
+const G_POLICY: usize = 0;
+const G_PERIOD_US: usize = 1;
+
+impl DeviceFiles for GpuFiles {
+    type Data = GpuSched;
+
+    const FILES: &'static [FileSpec] = &[
+        FileSpec {
+            name: c"compute_policy",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"compute_period_us",
+            mode: 0o644,
+        },
+    ];
+
+    fn show(g: &GpuSched, index: usize, out: &mut Emit<'_>) -> Result {
+        let s = g.settings();
+        match index {
+            G_POLICY => writeln!(out, "{}", s.policy.name()),
+            G_PERIOD_US => writeln!(out, "{}", s.period_us),
+            _ => return Err(EINVAL),
+        }
+        .map_err(|_| EFBIG)
+    }
+
+    fn store(g: &GpuSched, index: usize, input: &[u8]) -> Result {
+        match index {
+            G_POLICY => {
+                let p = compute::parse_policy(input).map_err(errno)?;
+                g.update(|s| s.policy = p);
+            }
+            G_PERIOD_US => {
+                let us = compute::parse_period_us(input).map_err(errno)?;
+                g.update(|s| s.period_us = us);
+            }
+            _ => return Err(EPERM),
+        }
+        Ok(())
     }
 }

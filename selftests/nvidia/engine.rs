@@ -37,7 +37,7 @@ use kernel::{
 };
 
 use crate::file::NvFile;
-use crate::kapi::kthread::Worker;
+use crate::kapi::kthread::{Stop, Worker};
 use crate::memory::Backing;
 
 /// Doorbell offset in a USERMODE page.
@@ -250,28 +250,37 @@ impl Engine {
         }
     }
 
-    /// GPFIFO_SCHEDULE: enables or disables a TSG. Disabling takes it off the
-    /// engine at once.
+    /// GPFIFO_SCHEDULE: enables or disables a TSG. Takes effect at the
+    /// call, as on hardware: the TSG on the engine is credited up to now,
+    /// a disabled one leaves the engine at once, and an idle engine starts
+    /// a newly enabled runnable TSG at once (not at the next poll).
     pub(crate) fn schedule(&self, tsg: u32, enable: bool) -> bool {
         let mut s = self.state.lock();
-        let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) else {
+        if !s.tsgs.iter().any(|t| t.id == tsg) {
             return false;
-        };
-        t.enabled = enable;
+        }
+        s.advance();
+        if let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) {
+            t.enabled = enable;
+        }
         if !enable && s.current == Some(tsg) {
             s.current = None;
         }
+        s.pick();
         true
     }
 
-    /// PREEMPT: takes the TSG off the engine now (it may run again on its turn).
+    /// PREEMPT: takes the TSG off the engine now, credited up to now (it
+    /// may run again on its turn).
     pub(crate) fn preempt(&self, tsg: u32) -> bool {
         let mut s = self.state.lock();
         if !s.tsgs.iter().any(|t| t.id == tsg) {
             return false;
         }
+        s.advance();
         if s.current == Some(tsg) {
             s.current = None;
+            s.pick();
         }
         true
     }
@@ -332,10 +341,6 @@ impl Engine {
     /// One scheduling step; returns whether anything is runnable.
     fn step(&self) -> bool {
         let mut s = self.state.lock();
-        let now = Instant::<Monotonic>::now();
-        let dt = (now - s.last).as_nanos().max(0) as u64;
-        s.last = now;
-
         // Doorbells: arm the channel whose token was written.
         let mut tokens = KVec::new();
         for page in s.usermodes.iter() {
@@ -353,54 +358,66 @@ impl Engine {
                 }
             }
         }
+        s.advance();
+        s.pick();
+        s.current.is_some()
+    }
+}
 
-        // Give the elapsed time to the TSG on the engine.
+impl State {
+    /// Gives the time since the last advance to the TSG on the engine, as
+    /// hardware would have run it, and posts completion events.
+    fn advance(&mut self) {
+        let now = Instant::<Monotonic>::now();
+        let dt = (now - self.last).as_nanos().max(0) as u64;
+        self.last = now;
         let mut completed_client = None;
-        if let Some(cur) = s.current {
-            let slice = s.slice_ns;
-            if let Some(t) = s.tsgs.iter_mut().find(|t| t.id == cur && t.runnable()) {
+        if let Some(cur) = self.current {
+            let slice = self.slice_ns;
+            if let Some(t) = self.tsgs.iter_mut().find(|t| t.id == cur && t.runnable()) {
                 let (used, done) = t.run(dt);
                 if done {
                     completed_client = Some(t.client);
                 }
                 let over = slice + used >= t.timeslice_ns || !t.runnable();
-                s.busy_ns += used;
-                s.slice_ns += used;
+                self.busy_ns += used;
+                self.slice_ns += used;
                 if over {
-                    s.current = None;
+                    self.current = None;
                 }
             } else {
-                s.current = None;
+                self.current = None;
             }
         }
-
-        // Pick the next runnable TSG, round robin after the last one.
-        if s.current.is_none() {
-            let n = s.tsgs.len();
-            let last = s.last_ran;
-            let start = s
-                .tsgs
-                .iter()
-                .position(|t| Some(t.id) == last)
-                .map_or(0, |i| i + 1);
-            for k in 0..n {
-                let t = &s.tsgs[(start + k) % n];
-                if t.runnable() {
-                    let id = t.id;
-                    s.current = Some(id);
-                    s.last_ran = Some(id);
-                    s.slice_ns = 0;
-                    break;
-                }
-            }
-        }
-        let busy = s.current.is_some();
         if let Some(client) = completed_client {
-            for e in s.events.iter().filter(|e| e.client == client) {
+            for e in self.events.iter().filter(|e| e.client == client) {
                 e.file.post_event();
             }
         }
-        busy
+    }
+
+    /// Puts the next runnable TSG on an idle engine, round robin after the
+    /// last one.
+    fn pick(&mut self) {
+        if self.current.is_some() {
+            return;
+        }
+        let n = self.tsgs.len();
+        let start = self
+            .tsgs
+            .iter()
+            .position(|t| Some(t.id) == self.last_ran)
+            .map_or(0, |i| i + 1);
+        for k in 0..n {
+            let t = &self.tsgs[(start + k) % n];
+            if t.runnable() {
+                let id = t.id;
+                self.current = Some(id);
+                self.last_ran = Some(id);
+                self.slice_ns = 0;
+                break;
+            }
+        }
     }
 }
 
@@ -411,7 +428,7 @@ pub(crate) struct EngineWorker {
 }
 
 impl Worker for EngineWorker {
-    fn turn(&self) {
+    fn turn(&self, _stop: &Stop) {
         let busy = self.engine.step();
         // Poll fast while there is work, slower when idle (hardware would
         // sleep until a doorbell; polling keeps the double simple).

@@ -2,6 +2,7 @@
 
 //! Kernel threads that run a loop until they are stopped.
 
+use core::marker::PhantomData;
 use kernel::{bindings, prelude::*, sync::Arc};
 
 extern "C" {
@@ -19,8 +20,9 @@ extern "C" {
 /// What a [`Thread`] runs.
 pub(crate) trait Worker: Send + Sync + 'static {
     /// One turn of the loop. It may sleep; it should return often (every few
-    /// milliseconds at most) so that a stop request is noticed.
-    fn turn(&self);
+    /// milliseconds at most), or watch `stop`, so that a stop request is
+    /// noticed.
+    fn turn(&self, stop: &Stop);
 }
 
 /// A kernel thread calling [`Worker::turn`] until dropped.
@@ -47,7 +49,7 @@ unsafe extern "C" fn run<W: Worker>(data: *mut c_void) -> c_int {
     let worker = unsafe { Arc::<W>::from_raw(data.cast()) };
     // SAFETY: called from a kthread.
     while !unsafe { kthread_should_stop() } {
-        worker.turn();
+        worker.turn(&Stop(PhantomData));
     }
     0
 }
@@ -96,4 +98,27 @@ impl Drop for Thread {
             bindings::put_task_struct(self.task);
         }
     }
+}
+
+/// Proof that the code holding it runs on a [`Thread`]: handed to
+/// [`Worker::turn`] only, and neither `Send` nor constructible elsewhere.
+pub(crate) struct Stop(PhantomData<*mut ()>);
+
+impl Stop {
+    /// Whether the thread has been asked to stop (its [`Thread`] dropped).
+    pub(crate) fn requested(&self) -> bool {
+        // SAFETY: a `Stop` exists only on the kthread `run` started (see the
+        // type), where `kthread_should_stop` is valid.
+        unsafe { kthread_should_stop() }
+    }
+}
+
+/// Sleeps `us` microseconds on a high-resolution timer with no slack (the
+/// sleep is exact to the timer's resolution, unlike `fsleep`, which adds up
+/// to 25%), without counting towards the load average.
+pub(crate) fn sleep_us(us: u64) {
+    let us = us.min(u64::from(u32::MAX)) as usize;
+    // SAFETY: may sleep; callers are in process context. TASK_IDLE is an
+    // uninterruptible sleep that does not count as load.
+    unsafe { bindings::usleep_range_state(us, us, bindings::TASK_IDLE) };
 }

@@ -7,6 +7,7 @@
 //! Exit status: 0 if every test passed.
 
 mod bench;
+mod compute;
 mod ctltool;
 mod demo;
 mod double;
@@ -28,6 +29,7 @@ const SUITES: &[Suite] = &[
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
     ("proxy", proxy::TESTS),
+    ("compute", compute::TESTS),
     ("vgpuctl", ctltool::TESTS),
 ];
 

@@ -207,3 +207,122 @@ impl Drop for Holder {
         }
     }
 }
+
+/// A page of `u64` slots shared between a test and the children it forks
+/// after creating it.
+pub struct Shared {
+    ptr: *mut core::sync::atomic::AtomicU64,
+}
+
+/// Slots in a [`Shared`] page.
+pub const SHARED_SLOTS: usize = 512;
+
+impl Shared {
+    /// Maps a zeroed shared anonymous page.
+    pub fn new() -> Result<Shared, String> {
+        // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap: errno {}", errno()));
+        }
+        Ok(Shared { ptr: p.cast() })
+    }
+
+    fn slot(&self, i: usize) -> &core::sync::atomic::AtomicU64 {
+        assert!(i < SHARED_SLOTS, "slot {i} out of range");
+        // SAFETY: the page holds SHARED_SLOTS aligned u64s and lives as long
+        // as `self`; atomics make concurrent access from other processes sound.
+        unsafe { &*self.ptr.add(i) }
+    }
+
+    /// Reads slot `i`.
+    pub fn get(&self, i: usize) -> u64 {
+        self.slot(i).load(core::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Writes slot `i`.
+    pub fn set(&self, i: usize, v: u64) {
+        self.slot(i).store(v, core::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), 4096) };
+    }
+}
+
+/// A child process that sets up, then runs a loop body until killed:
+/// dropping it SIGKILLs and reaps the child.
+pub struct Looper {
+    pid: libc::pid_t,
+}
+
+impl Looper {
+    /// Forks a child that runs `setup`; if that succeeds, the child calls
+    /// the body it returns forever. Returns once the set-up is done; its
+    /// error (printed by the child) fails the spawn.
+    pub fn spawn<F: FnMut()>(setup: impl FnOnce() -> Result<F, String>) -> Result<Looper, String> {
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(format!("pipe: errno {}", errno()));
+        }
+        // SAFETY: the test program is single-threaded when it forks; the
+        // child never returns from this block.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: errno {}", errno()));
+        }
+        if pid == 0 {
+            let r = setup();
+            if let Err(why) = &r {
+                println!("#   child set-up: {why}");
+            }
+            let ok = [u8::from(r.is_ok())];
+            // SAFETY: report on the pipe's write end.
+            unsafe { libc::write(fds[1], ok.as_ptr().cast(), 1) };
+            match r {
+                Ok(mut body) => loop {
+                    body();
+                },
+                Err(_) => loop {
+                    // SAFETY: wait to be killed.
+                    unsafe { libc::pause() };
+                },
+            }
+        }
+        let mut b = [0u8];
+        // SAFETY: the pipe's read end; both ends are ours to close.
+        unsafe {
+            libc::read(fds[0], b.as_mut_ptr().cast(), 1);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        let l = Looper { pid };
+        if b[0] != 1 {
+            return Err("child set-up failed".into());
+        }
+        Ok(l)
+    }
+}
+
+impl Drop for Looper {
+    fn drop(&mut self) {
+        // SAFETY: our child, killed and reaped once.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, core::ptr::null_mut(), 0);
+        }
+    }
+}

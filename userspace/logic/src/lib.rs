@@ -24,3 +24,7 @@ pub mod ledger;
 /// C as `include/vgpu.h`.
 #[path = "../../../src/uapi.rs"]
 pub mod uapi;
+
+/// The compute scheduler's window maths (`src/compute.rs`).
+#[path = "../../../src/compute.rs"]
+pub mod compute;

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The compute scheduler: each physical GPU's time divided between its
+//! vGPUs.
+//!
+//! Work reaches the GPU without a system call (a doorbell write), so shares
+//! are enforced on what runs, not on what is submitted: vgpu knows every TSG
+//! (and every channel outside a TSG) a tenant creates, because it creates
+//! them itself through the driver's kernel-client interface, and a kernel
+//! thread per GPU opens one vGPU's *window* at a time: the owner's TSGs are
+//! enabled, every other vGPU's are disabled and preempted. The window maths
+//! is in [`crate::compute`].
+//!
+//! A tenant's own scheduling calls (GPFIFO_SCHEDULE, FIFO_DISABLE_CHANNELS)
+//! are recorded as what it *wants*: a disable applies at once, an enable
+//! only while its window is open (else at the window's start). The check and
+//! the call happen under the GPU's switch lock, so a window cannot close
+//! between them.
+
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex},
+    time::{Instant, Monotonic},
+};
+
+use crate::compute::{self, Policy, Tenant};
+use crate::kapi::{
+    chrdev::Node,
+    kthread::{self, Stop, Worker},
+    rmops::RmOps,
+};
+use crate::nv::abi::{self, ctrl, status::NV_OK};
+use crate::vgpus::Vgpu;
+
+/// A TSG, or a channel outside a TSG, of one of a vGPU's tenants.
+#[derive(Clone, Copy)]
+struct Entry {
+    id: u64,
+    client: u32,
+    handle: u32,
+    tsg: bool,
+    /// Whether its owner wants it enabled.
+    wanted: bool,
+}
+
+/// A vGPU's compute share, what it runs, and its counters.
+pub(crate) struct Compute {
+    /// Share of the GPU, in percent.
+    pub(crate) share: u8,
+    entries: KVec<Entry>,
+    next_id: u64,
+    /// Time its window was open, in ns.
+    pub(crate) granted_ns: u64,
+    /// Time it had work but another vGPU's window (or the idle window) was
+    /// open, in ns.
+    pub(crate) throttled_ns: u64,
+    /// Forwarded calls waiting for its window.
+    waiting: u32,
+}
+
+impl Compute {
+    /// A vGPU's starting state: the default share, nothing running.
+    pub(crate) fn new() -> Self {
+        Self {
+            share: compute::DEFAULT_SHARE,
+            entries: KVec::new(),
+            next_id: 1,
+            granted_ns: 0,
+            throttled_ns: 0,
+            waiting: 0,
+        }
+    }
+
+    /// Whether it has work: a TSG or channel its owner enabled, or a
+    /// forwarded call waiting for its window.
+    pub(crate) fn busy(&self) -> bool {
+        self.waiting > 0 || self.entries.iter().any(|e| e.wanted)
+    }
+
+    /// How many TSGs and channels outside TSGs it has.
+    pub(crate) fn objects(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// A TSG or channel enrolled in its vGPU's schedule, shared by the handles
+/// that reach it (the TSG and its channels); leaves the schedule when the
+/// last of them is freed.
+pub(crate) struct Enrolled {
+    vgpu: Arc<Vgpu>,
+    id: u64,
+}
+
+impl Enrolled {
+    /// Enrols `handle` of `client` (a TSG if `tsg`, else a channel outside a
+    /// TSG) with `vgpu`. The driver creates both disabled.
+    pub(crate) fn new(vgpu: &Arc<Vgpu>, client: u32, handle: u32, tsg: bool) -> Result<Arc<Self>> {
+        let id = {
+            let mut c = vgpu.compute.lock();
+            let id = c.next_id;
+            c.entries.push(
+                Entry {
+                    id,
+                    client,
+                    handle,
+                    tsg,
+                    wanted: false,
+                },
+                GFP_KERNEL,
+            )?;
+            c.next_id += 1;
+            id
+        };
+        let e = Arc::new(
+            Enrolled {
+                vgpu: vgpu.clone(),
+                id,
+            },
+            GFP_KERNEL,
+        );
+        // On failure the new `Enrolled` was never made: drop the entry here.
+        if e.is_err() {
+            vgpu.compute.lock().entries.retain(|x| x.id != id);
+        }
+        Ok(e?)
+    }
+
+    /// The vGPU it runs on.
+    pub(crate) fn vgpu(&self) -> &Arc<Vgpu> {
+        &self.vgpu
+    }
+
+    /// Its entry's number in the vGPU's schedule.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Drop for Enrolled {
+    fn drop(&mut self) {
+        let id = self.id;
+        self.vgpu.compute.lock().entries.retain(|e| e.id != id);
+    }
+}
+
+/// A GPU's scheduling settings.
+#[derive(Clone, Copy)]
+pub(crate) struct Settings {
+    /// The policy.
+    pub(crate) policy: Policy,
+    /// The period, in us.
+    pub(crate) period_us: u32,
+    /// Bumped on every change, so the scheduler starts afresh.
+    generation: u64,
+}
+
+struct Run {
+    /// The vGPU whose window is open.
+    owner: Option<Arc<Vgpu>>,
+}
+
+/// One physical GPU's scheduler state.
+#[pin_data]
+pub(crate) struct GpuSched {
+    /// The GPU's index (its `/dev/nvidiaK` minor).
+    pub(crate) gpu: u32,
+    #[pin]
+    settings: Mutex<Settings>,
+    /// The switch lock: held across every enable or disable vgpu issues,
+    /// and across forwarded calls of tenants that have TSGs.
+    #[pin]
+    run: Mutex<Run>,
+    /// Signalled whenever a window opens.
+    #[pin]
+    opened: CondVar,
+    /// `/sys/class/vgpu/gpuK`, while the module is loaded.
+    #[pin]
+    pub(crate) node: Mutex<Option<Node>>,
+}
+
+/// A TSG-level GPFIFO_SCHEDULE or its channel form, on kernel copies.
+fn schedule(rm: &RmOps, client: u32, handle: u32, tsg: bool, enable: bool) -> Result<u32> {
+    let mut p = abi::GpfifoScheduleParams {
+        b_enable: u8::from(enable),
+        ..Default::default()
+    }
+    .to_bytes();
+    let cmd = if tsg {
+        ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE
+    } else {
+        ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE
+    };
+    rm.control(client, handle, cmd, &mut p)
+}
+
+/// Disables and preempts `e` (a channel's disable takes it off the engine).
+fn stop(rm: &RmOps, e: &Entry) {
+    // A handle freed meanwhile answers an error: nothing left to stop.
+    let _ = schedule(rm, e.client, e.handle, e.tsg, false);
+    if e.tsg {
+        let mut p = abi::PreemptParams {
+            b_wait: 1,
+            ..Default::default()
+        }
+        .to_bytes();
+        let _ = rm.control(e.client, e.handle, ctrl::NVA06C_CTRL_CMD_PREEMPT, &mut p);
+    }
+}
+
+fn entries_of(v: &Vgpu) -> Result<KVec<Entry>> {
+    let c = v.compute.lock();
+    let mut out = KVec::with_capacity(c.entries.len(), GFP_KERNEL)?;
+    for e in c.entries.iter() {
+        out.push(*e, GFP_KERNEL)?;
+    }
+    Ok(out)
+}
+
+impl GpuSched {
+    /// GPU `gpu`'s scheduler with the default settings.
+    pub(crate) fn new(gpu: u32) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                gpu,
+                settings <- new_mutex!(Settings {
+                    policy: Policy::Fixed,
+                    period_us: compute::DEFAULT_PERIOD_US,
+                    generation: 0,
+                }),
+                run <- new_mutex!(Run { owner: None }),
+                opened <- new_condvar!(),
+                node <- new_mutex!(None),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The current settings.
+    pub(crate) fn settings(&self) -> Settings {
+        *self.settings.lock()
+    }
+
+    /// Changes the settings; the scheduler applies them from its next period.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut Settings)) {
+        let mut s = self.settings.lock();
+        f(&mut s);
+        s.generation += 1;
+    }
+
+    /// A tenant asks for enrolled objects `ids` of `vgpu` to be enabled or
+    /// disabled; `apply` makes the call to the driver. A disable is applied
+    /// at once, an enable only while `vgpu`'s window is open (else it is
+    /// recorded, answered `NV_OK`, and applied when the window opens).
+    /// Returns the RM status.
+    pub(crate) fn request(
+        &self,
+        vgpu: &Arc<Vgpu>,
+        ids: &[u64],
+        enable: bool,
+        apply: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        let run = self.run.lock();
+        let open = run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu));
+        let st = if !enable || open { apply()? } else { NV_OK };
+        if st == NV_OK {
+            let mut c = vgpu.compute.lock();
+            for e in c.entries.iter_mut().filter(|e| ids.contains(&e.id)) {
+                e.wanted = enable;
+            }
+        }
+        drop(run);
+        Ok(st)
+    }
+
+    /// Runs `call` (a forwarded ioctl of one of `vgpu`'s tenants) so that it
+    /// cannot start work outside `vgpu`'s window.
+    ///
+    /// The driver reads a forwarded call's parameters from the caller's
+    /// memory after vgpu did, so another thread may have turned it into a
+    /// scheduling call on the way. If `vgpu` has TSGs, the call waits for
+    /// its window (a waiting call makes the vGPU busy, so the window comes
+    /// within a period unless its share is 0) and runs inside it, where it
+    /// can only enable what the window's end disables again. If it has none,
+    /// the call runs at once, and should a TSG appear meanwhile (created by
+    /// another thread) it is disabled again before the switch lock is
+    /// released. `ERESTARTSYS` if a signal comes while waiting.
+    pub(crate) fn in_window<R>(
+        &self,
+        rm: &RmOps,
+        vgpu: &Arc<Vgpu>,
+        call: impl FnOnce() -> R,
+    ) -> Result<R> {
+        let mut run = self.run.lock();
+        let is_owner = |run: &Run| run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu));
+        if !is_owner(&run) && vgpu.compute.lock().objects() == 0 {
+            let r = call();
+            if vgpu.compute.lock().objects() > 0 {
+                for e in entries_of(vgpu)?.iter() {
+                    stop(rm, e);
+                }
+            }
+            drop(run);
+            return Ok(r);
+        }
+        if !is_owner(&run) {
+            vgpu.compute.lock().waiting += 1;
+            let mut signalled = false;
+            while !is_owner(&run) && !signalled {
+                signalled = self.opened.wait_interruptible(&mut run);
+            }
+            vgpu.compute.lock().waiting -= 1;
+            if signalled {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let r = call();
+        drop(run);
+        Ok(r)
+    }
+
+    /// Disables `vgpu`'s objects again unless its window is open (after a
+    /// forwarded call that might have enabled one).
+    pub(crate) fn restop(&self, rm: &RmOps, vgpu: &Arc<Vgpu>) -> Result {
+        let run = self.run.lock();
+        if run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu)) {
+            return Ok(());
+        }
+        for e in entries_of(vgpu)?.iter() {
+            stop(rm, e);
+        }
+        drop(run);
+        Ok(())
+    }
+
+    /// Opens `to`'s window (`None`: the idle window): the previous owner's
+    /// objects are disabled and preempted, `to`'s wanted ones enabled.
+    fn switch_to(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>) -> Result {
+        let mut run = self.run.lock();
+        let same = match (&run.owner, to) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if same {
+            return Ok(());
+        }
+        if let Some(old) = run.owner.take() {
+            for e in entries_of(&old)?.iter() {
+                stop(rm, e);
+            }
+        }
+        if let Some(new) = to {
+            for e in entries_of(new)?.iter().filter(|e| e.wanted) {
+                let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+            }
+            run.owner = Some(new.clone());
+            self.opened.notify_all();
+        }
+        Ok(())
+    }
+}
+
+/// Sleeps until `deadline` or a stop request, in steps of at most 2 ms.
+fn sleep_until(deadline: Instant<Monotonic>, stop: &Stop) {
+    loop {
+        let left = (deadline - Instant::<Monotonic>::now()).as_nanos();
+        if left <= 0 || stop.requested() {
+            return;
+        }
+        kthread::sleep_us((left as u64).div_ceil(1000).min(2000));
+    }
+}
+
+/// What the scheduler carries from one period to the next.
+struct Carry {
+    generation: u64,
+    /// Last period's (vGPU number, share, busy): any change starts afresh.
+    seen: KVec<(u32, u8, bool)>,
+    /// (vGPU number, debt in ns).
+    debts: KVec<(u32, i64)>,
+    idle_debt: i64,
+}
+
+/// The scheduler thread of one GPU.
+#[pin_data]
+pub(crate) struct SchedWorker {
+    gpu: Arc<GpuSched>,
+    state: Arc<crate::State>,
+    #[pin]
+    carry: Mutex<Carry>,
+}
+
+impl SchedWorker {
+    /// A scheduler for `gpu`, over the module's vGPUs.
+    pub(crate) fn new(gpu: Arc<GpuSched>, state: Arc<crate::State>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                gpu,
+                state,
+                carry <- new_mutex!(Carry {
+                    generation: u64::MAX,
+                    seen: KVec::new(),
+                    debts: KVec::new(),
+                    idle_debt: 0,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// One period.
+    fn period(&self, stop: &Stop) -> Result {
+        let settings = self.gpu.settings();
+        let period_ns = u64::from(settings.period_us) * 1000;
+        let rm = &self.state.rm;
+        let vgpus = self.state.vgpus.on_gpu(self.gpu.gpu)?;
+        let mut tenants = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        for v in vgpus.iter() {
+            let c = v.compute.lock();
+            tenants.push(
+                Tenant {
+                    share: c.share,
+                    busy: c.busy(),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let mut targets = KVec::from_elem(0u64, vgpus.len(), GFP_KERNEL)?;
+        let idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
+
+        let mut carry = self.carry.lock();
+        let same = carry.seen.len() == vgpus.len()
+            && carry
+                .seen
+                .iter()
+                .zip(vgpus.iter().zip(tenants.iter()))
+                .all(|(s, (v, t))| *s == (v.id, t.share, t.busy));
+        if carry.generation != settings.generation || !same {
+            // A new configuration: debts owed under the old one would only
+            // delay the new steady state.
+            carry.generation = settings.generation;
+            carry.debts.clear();
+            carry.idle_debt = 0;
+            carry.seen.clear();
+            for (v, t) in vgpus.iter().zip(tenants.iter()) {
+                carry.seen.push((v.id, t.share, t.busy), GFP_KERNEL)?;
+            }
+        }
+        // Debts of vGPUs gone from this GPU, or idle, are dropped: an idle
+        // vGPU does not bank time to burst with later.
+        carry.debts.retain(|(id, _)| {
+            vgpus
+                .iter()
+                .zip(targets.iter())
+                .any(|(v, t)| v.id == *id && *t > 0)
+        });
+
+        let mut mark = Instant::<Monotonic>::now();
+        for (i, v) in vgpus.iter().enumerate() {
+            let target = targets[i];
+            if target == 0 {
+                continue;
+            }
+            let k = match carry.debts.iter().position(|(id, _)| *id == v.id) {
+                Some(k) => k,
+                None => {
+                    carry.debts.push((v.id, 0), GFP_KERNEL)?;
+                    carry.debts.len() - 1
+                }
+            };
+            let len = compute::window(target, carry.debts[k].1);
+            self.gpu.switch_to(rm, Some(v))?;
+            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop);
+            let now = Instant::<Monotonic>::now();
+            let actual = (now - mark).as_nanos().max(0) as u64;
+            mark = now;
+            compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
+            self.account(&vgpus, &tenants, Some(i), actual);
+            if stop.requested() {
+                return Ok(());
+            }
+        }
+        if idle > 0 {
+            let len = compute::window(idle, carry.idle_debt);
+            self.gpu.switch_to(rm, None)?;
+            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop);
+            let actual = (Instant::<Monotonic>::now() - mark).as_nanos().max(0) as u64;
+            compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
+            self.account(&vgpus, &tenants, None, actual);
+        }
+        Ok(())
+    }
+
+    /// Adds `ns` of window `owner` (index into `vgpus`; `None`: idle) to the
+    /// counters.
+    fn account(&self, vgpus: &[Arc<Vgpu>], tenants: &[Tenant], owner: Option<usize>, ns: u64) {
+        for (i, (v, t)) in vgpus.iter().zip(tenants.iter()).enumerate() {
+            let mut c = v.compute.lock();
+            if Some(i) == owner {
+                c.granted_ns += ns;
+            } else if t.busy {
+                c.throttled_ns += ns;
+            }
+        }
+    }
+}
+
+impl Worker for SchedWorker {
+    fn turn(&self, stop: &Stop) {
+        if self.period(stop).is_err() {
+            // Out of memory: try again after a period.
+            let us = u64::from(self.gpu.settings().period_us);
+            kthread::sleep_us(us.min(2000));
+        }
+    }
+}
