@@ -7,12 +7,17 @@
 #    timeslices over 5 s (target within 2 points of 50/50);
 #  - per-ioctl cost through vgpu vs directly to the double, for an FB info
 #    control and a VRAM alloc + free pair (target <= 1.5), and that ratio
-#    with 128 vGPUs configured vs 1 (target <= 1.1).
+#    with 128 vGPUs configured vs 1 (target <= 1.1);
+#  - compute shares with saturating tenants: splits 50/50, 30/70, 10/90 and
+#    10/20/30/40 over 10 s (target: max error <= 2 points), work conservation
+#    with one tenant idle (target >= 95%), throughput at 100% vs the double
+#    alone (target >= 0.97), steady state after a share change (target
+#    <= 2 periods), and the scheduler's CPU cost with 32 busy vGPUs.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
 
-scripts/vm.sh double.fairness_two_tsgs bench >/dev/null || { cat build/vm-fast/tap.log; exit 1; }
+scripts/vm.sh --timeout 900 double.fairness_two_tsgs bench >/dev/null || { cat build/vm-fast/tap.log; exit 1; }
 log=build/vm-fast/tap.log
 echo "== driver double engine fairness (2 TSGs, equal timeslice, 5 s)"
 grep '# double.fairness' "$log" | sed 's/^# double.fairness: /  /'
@@ -21,3 +26,5 @@ awk -v s="$split" 'BEGIN { split(s, a, " "); e = a[1] - 50; if (e < 0) e = -e;
     printf "  error: %.1f points (target <= 2)\n", e }'
 echo "== per-ioctl cost through vgpu (median of 11 alternating rounds)"
 grep '# bench:' "$log" | sed 's/^# bench: /  /'
+echo "== compute shares (saturating tenants on the double's engine)"
+grep '# compute:' "$log" | sed 's/^# compute: /  /'

@@ -205,6 +205,19 @@ impl Tenant {
         item_ns: u64,
         held: bool,
     ) -> Result<Tenant, String> {
+        Self::spawn_polling(cg, ctl, gpu, how, item_ns, held, Duration::from_millis(5))
+    }
+
+    /// [`Tenant::spawn_held`], refilling and reporting every `poll`.
+    pub fn spawn_polling(
+        cg: Option<&str>,
+        ctl: &str,
+        gpu: &str,
+        how: Enable,
+        item_ns: u64,
+        held: bool,
+        poll: Duration,
+    ) -> Result<Tenant, String> {
         let page = Shared::new()?;
         page.set(2, u64::from(!held));
         let (ctl, gpu) = (ctl.to_string(), gpu.to_string());
@@ -229,7 +242,7 @@ impl Tenant {
                 w.ch.ring.fill(item_ns);
                 shared.set(0, w.ch.ring.tsg_ns());
                 shared.set(1, w.ch.ring.completed());
-                sleep(Duration::from_millis(5));
+                sleep(poll);
             })
         })?;
         Ok(Tenant { _proc: proc, page })

@@ -13,7 +13,18 @@
 //! | `class/vgpu/vgpuN/memory_limit` | bytes or `max` |
 //! | `class/vgpu/vgpuN/memory_used`, `users` | read-only counters |
 //! | `class/vgpu/vgpuN/cgroup` | bound cgroup v2 path, empty when unbound |
-//! | `class/vgpu/vgpuN/compute_share`, `compute_policy`, `period_us`, `granted_us`, `throttled_us` | (future) compute shares |
+//! | `class/vgpu/vgpuN/compute_share` | share of its GPU in percent, 0 to 100 (default 100) |
+//! | `class/vgpu/vgpuN/compute_granted_us`, `compute_throttled_us` | read-only counters: µs its window was open; µs it had work while another window (or the idle one) was open |
+//! | `class/vgpu/vgpuN/compute_tsgs` | read-only: TSGs and channels outside TSGs the scheduler tracks for it |
+//! | `class/vgpu/gpuK/compute_policy` | GPU `K`'s policy, `fixed` (default) or `work-conserving` |
+//! | `class/vgpu/gpuK/compute_period_us` | GPU `K`'s scheduling period in µs, 1000 to 1000000 (default 50000) |
+//!
+//! The compute files are absent on modules without compute shares; the
+//! readers here return `None` for a missing file so older modules still
+//! work. `gpuK/` (one per GPU the module found, no `/dev` node) holds the
+//! settings shared by all vGPUs on GPU `K`; `class/vgpu` also has the
+//! `vgpuctl` device's directory, so only canonical `vgpuN` and `gpuK`
+//! names are taken for vGPUs and GPUs.
 //!
 //! With [`Sysfs::simulated`] the writes are not plain file writes but are
 //! checked and carried out the way the module would (see [`sim`]), so a
@@ -77,6 +88,11 @@ impl Sysfs {
         self.class_dir().join(format!("vgpu{id}"))
     }
 
+    /// `ROOT/class/vgpu/gpuK`: GPU `K`'s scheduling settings.
+    pub fn gpu_dir(&self, k: u32) -> PathBuf {
+        self.class_dir().join(format!("gpu{k}"))
+    }
+
     /// Fails with [`Error::ModuleNotLoaded`] unless `class/vgpu` exists.
     pub fn check_loaded(&self) -> Result<()> {
         let d = self.class_dir();
@@ -102,8 +118,21 @@ impl Sysfs {
         }
     }
 
-    /// The numbers of all vGPUs, ascending.
+    /// The numbers of all vGPUs (`vgpuN/`), ascending.
     pub fn ids(&self) -> Result<Vec<u32>> {
+        self.numbered_dirs("vgpu")
+    }
+
+    /// The GPUs that have a `gpuK/` directory (a module with compute
+    /// shares makes one per GPU it found), ascending; empty for a module
+    /// without them.
+    pub fn gpu_ids(&self) -> Result<Vec<u32>> {
+        self.numbered_dirs("gpu")
+    }
+
+    /// The numbers `N` of the directories `PREFIXN` in `class/vgpu`, only
+    /// canonical ones: `vgpu07`, `vgpuctl` or `gpus` are not such.
+    fn numbered_dirs(&self, prefix: &str) -> Result<Vec<u32>> {
         self.check_loaded()?;
         let dir = self.class_dir();
         let entries = fs::read_dir(&dir).map_err(|source| Error::Io {
@@ -117,10 +146,9 @@ impl Sysfs {
                 source,
             })?;
             let name = e.file_name();
-            let Some(n) = name.to_str().and_then(|s| s.strip_prefix("vgpu")) else {
+            let Some(n) = name.to_str().and_then(|s| s.strip_prefix(prefix)) else {
                 continue;
             };
-            // Only canonical numbers: "vgpu07" is not a vGPU directory.
             if let Ok(id) = n.parse::<u32>() {
                 if id.to_string() == n && e.path().is_dir() {
                     ids.push(id);
@@ -164,6 +192,40 @@ impl Sysfs {
         }
         if self.simulate {
             sim::write_attr(self, id, name, value).map_err(|e| Error::kernel(path, value, e))
+        } else {
+            write_file(&path, value).map_err(|e| Error::kernel(path, value, e))
+        }
+    }
+
+    /// Setting `name` of GPU `k` (`gpuK/NAME`), trimmed of its newline;
+    /// `None` if the module has no `gpuK/` or no such file in it.
+    pub fn read_gpu_attr(&self, k: u32, name: &str) -> Result<Option<String>> {
+        self.check_loaded()?;
+        read_opt(&self.gpu_dir(k).join(name))
+    }
+
+    /// Writes `value` to setting `name` of GPU `k` (`gpuK/NAME`), which
+    /// applies to every vGPU on that GPU.
+    ///
+    /// [`Error::Unsupported`] if the module has no such file (no compute
+    /// shares), [`Error::Unexpected`] if it has `gpuL/` directories but
+    /// none for `k`, and [`Error::Kernel`] with the errno if the module
+    /// refuses the value.
+    pub fn write_gpu_attr(&self, k: u32, name: &str, value: &str) -> Result<()> {
+        self.check_loaded()?;
+        let dir = self.gpu_dir(k);
+        if !dir.is_dir() && !self.gpu_ids()?.is_empty() {
+            return Err(Error::Unexpected(format!(
+                "{} does not exist: the module did not find GPU {k}",
+                dir.display()
+            )));
+        }
+        let path = dir.join(name);
+        if !path.exists() {
+            return Err(Error::Unsupported(format!("GPU setting {name:?}")));
+        }
+        if self.simulate {
+            sim::write_gpu_attr(self, k, name, value).map_err(|e| Error::kernel(path, value, e))
         } else {
             write_file(&path, value).map_err(|e| Error::kernel(path, value, e))
         }
