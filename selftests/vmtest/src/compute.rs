@@ -688,7 +688,7 @@ fn swapped_control_cannot_enable() -> Outcome {
     );
     ensure!(direct > 0, "the swap never enabled the TSG directly: no race");
     ensure!(pct(through) <= 13.0, "the racing tenant got {:.1}% at a 10% share", pct(through));
-    ensure!(pct(other) >= 80.0, "the 90% tenant got only {:.1}%", pct(other));
+    ensure!(pct(other) >= 70.0, "the 90% tenant got only {:.1}%", pct(other));
     Ok(())
 }
 
@@ -733,7 +733,7 @@ fn forwarded_control_waits_for_the_window() -> Outcome {
 fn runtime_share_and_policy_change() -> Outcome {
     let a = Tenant::spawn(Some("/ca"), "/dev/vgpuctl", "/dev/vgpu0", Enable::Tsg, MS)?;
     let b = Tenant::spawn(Some("/cb"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, MS)?;
-    let near = |got: f64, want: f64| (got - want).abs() <= 8.0;
+    let near = |got: f64, want: f64| (got - want).abs() <= 10.0;
     set_share(0, 50)?;
     set_share(1, 50)?;
     let s = shares(&[&a, &b], Duration::from_millis(200), Duration::from_millis(1500));
