@@ -1,13 +1,16 @@
 #!/bin/sh
 # Guest side of `make demo` (runs as /bin/vgpu-demo.sh inside the test VM):
 # two containers share one GPU, each held to its own memory ceiling and
-# shown a GPU of its own size; then an admin changes a limit live.
+# shown a GPU of its own size, and each given its own share of the GPU's
+# time; then an admin changes limits and shares live.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is a cgroup v2 directory; its processes use /dev/vgpuctl and /dev/vgpuN as
 # a container runtime would bind them in as /dev/nvidiactl and /dev/nvidia0.
-# The workload is a CUDA-like client (vgpu-selftest demo-alloc) that asks the
-# GPU size and allocates VRAM in chunks until the driver refuses.
+# The workloads are CUDA-like clients: vgpu-selftest demo-alloc asks the GPU
+# size and allocates VRAM in chunks until the driver refuses; demo-compute
+# keeps a TSG busy with 1 ms work items on the double's engine and reports
+# the share of the GPU's time it got.
 set -e
 say() { printf '\n== %s\n' "$*"; }
 mib() { echo $(( $1 / 1048576 )); }
@@ -22,20 +25,30 @@ modprobe nvidia gpus=1 vram0_mib=8192
 modprobe vgpu
 echo "real nodes: $(ls /dev/nvidiactl /dev/nvidia0 | tr '\n' ' ')  vgpu: $(ls /dev/vgpuctl)"
 
-say "Admin: two containers, A with a 1 GiB vGPU and B with a 3 GiB vGPU"
+say "Admin: container A gets a 1 GiB vGPU with 30% of the GPU's time, B 3 GiB and 70%"
 for c in A B; do mkdir -p /sys/fs/cgroup/container$c; done
 echo 0 > /sys/class/vgpu/create; echo 0 > "$(vgpu 0 gpu)"
-echo $((1 << 30)) > "$(vgpu 0 memory_limit)"; echo /containerA > "$(vgpu 0 cgroup)"
+echo $((1 << 30)) > "$(vgpu 0 memory_limit)"; echo 30 > "$(vgpu 0 compute_share)"
+echo /containerA > "$(vgpu 0 cgroup)"
 echo 1 > /sys/class/vgpu/create; echo 0 > "$(vgpu 1 gpu)"
-echo $((3 << 30)) > "$(vgpu 1 memory_limit)"; echo /containerB > "$(vgpu 1 cgroup)"
+echo $((3 << 30)) > "$(vgpu 1 memory_limit)"; echo 70 > "$(vgpu 1 compute_share)"
+echo /containerB > "$(vgpu 1 cgroup)"
 for i in 0 1; do
-    echo "vgpu$i: gpu $(cat "$(vgpu $i gpu)"), memory_limit $(mib "$(cat "$(vgpu $i memory_limit)")") MiB, cgroup $(cat "$(vgpu $i cgroup)")"
+    echo "vgpu$i: gpu $(cat "$(vgpu $i gpu)"), memory_limit $(mib "$(cat "$(vgpu $i memory_limit)")") MiB, compute_share $(cat "$(vgpu $i compute_share)")%, cgroup $(cat "$(vgpu $i cgroup)")"
 done
+echo "gpu0: compute_policy $(cat /sys/class/vgpu/gpu0/compute_policy), compute_period_us $(cat /sys/class/vgpu/gpu0/compute_period_us)"
 
 say "Each container runs a workload that allocates 256 MiB chunks until refused"
 printf 'container A: '; in_container /containerA vgpu-selftest demo-alloc 0 256
 printf 'container B: '; in_container /containerB vgpu-selftest demo-alloc 1 256
 echo "(the GPU itself has 8064 MiB of heap; each stopped at its own ceiling)"
+
+say "Both containers keep the GPU busy for 4 s at once (each alone would get 100%)"
+in_container /containerA vgpu-selftest demo-compute 0 4 > /tmp/a.out &
+in_container /containerB vgpu-selftest demo-compute 1 4 > /tmp/b.out &
+wait
+echo "container A (share 30%): $(cat /tmp/a.out)"
+echo "container B (share 70%): $(cat /tmp/b.out)"
 
 say "Isolation: container A cannot open container B's vGPU"
 if in_container /containerA sh -c 'exec 3</dev/vgpu1' 2>/dev/null; then echo "UNEXPECTED: opened"; exit 1; fi
@@ -54,13 +67,22 @@ say "The admin raises A's limit to 2 GiB, and A runs again"
 echo $((2 << 30)) > "$(vgpu 0 memory_limit)"
 printf 'container A: '; in_container /containerA vgpu-selftest demo-alloc 0 256
 
+say "Live compute change: both busy; after 4 s the admin sets A to 60% and B to 40%"
+in_container /containerA vgpu-selftest demo-compute 0 8 4 > /tmp/a.out &
+in_container /containerB vgpu-selftest demo-compute 1 8 4 > /tmp/b.out &
+sleep 4
+echo 60 > "$(vgpu 0 compute_share)"; echo 40 > "$(vgpu 1 compute_share)"
+wait
+echo "container A (30% -> 60%): $(cat /tmp/a.out)"
+echo "container B (70% -> 40%): $(cat /tmp/b.out)"
+
 say "Summary"
-printf '%-12s %-12s %-14s %-10s\n' vGPU container memory_limit memory_used
+printf '%-7s %-12s %-13s %-12s %-14s %-15s\n' vGPU container memory_limit memory_used compute_share granted_time
 for i in 0 1; do
-    printf '%-12s %-12s %-14s %-10s\n' "vgpu$i" "$(cat "$(vgpu $i cgroup)")" \
-        "$(mib "$(cat "$(vgpu $i memory_limit)")") MiB" "$(mib "$(cat "$(vgpu $i memory_used)")") MiB"
+    printf '%-7s %-12s %-13s %-12s %-14s %-15s\n' "vgpu$i" "$(cat "$(vgpu $i cgroup)")" \
+        "$(mib "$(cat "$(vgpu $i memory_limit)")") MiB" "$(mib "$(cat "$(vgpu $i memory_used)")") MiB" \
+        "$(cat "$(vgpu $i compute_share)")%" "$(( $(cat "$(vgpu $i compute_granted_us)") / 1000 )) ms"
 done
-echo "Compute shares are not implemented yet: both containers get the GPU's time unscheduled."
 
 for i in 0 1; do echo $i > /sys/class/vgpu/remove; done
 rmmod vgpu

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The demo's workload (`vgpu-selftest demo-alloc N CHUNK_MIB [HOLD_S]`):
-//! a CUDA-like client that opens `/dev/vgpuctl` and `/dev/vgpuN` as a
-//! container would, reports the GPU size it is shown, allocates VRAM in
-//! chunks until the driver says no, reports what it got, and optionally
-//! holds it for a while.
+//! The demo's workloads, CUDA-like clients that open `/dev/vgpuctl` and
+//! `/dev/vgpuN` as a container would:
+//!
+//! - `vgpu-selftest demo-alloc N CHUNK_MIB [HOLD_S]` reports the GPU size it
+//!   is shown, allocates VRAM in chunks until the driver says no, reports
+//!   what it got, and optionally holds it for a while;
+//! - `vgpu-selftest demo-compute N SECONDS [SPLIT_S]` keeps a TSG busy with
+//!   1 ms work items for SECONDS and reports the share of the GPU's time it
+//!   got, separately before and after SPLIT_S if given (to show a live
+//!   change).
 
+use crate::compute::Work;
 use crate::session::Session;
+use std::time::{Duration, Instant};
 use nvclient::abi::{fb_info, status};
 use nvclient::Error;
 
@@ -56,6 +63,54 @@ fn run(args: &[String]) -> Result<(), String> {
     );
     if hold > 0 {
         std::thread::sleep(std::time::Duration::from_secs(hold));
+    }
+    Ok(())
+}
+
+/// Runs the compute workload; returns the process exit code.
+pub fn compute(args: &[String]) -> i32 {
+    match run_compute(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("demo-compute: {e}");
+            1
+        }
+    }
+}
+
+fn run_compute(args: &[String]) -> Result<(), String> {
+    let num = |i: usize| args.get(i).and_then(|s| s.parse::<f64>().ok());
+    let usage = "usage: demo-compute N SECONDS [SPLIT_S]";
+    let id = num(0).ok_or(usage)? as u32;
+    let secs = num(1).ok_or(usage)?;
+    let split = num(2);
+    let w = Work::open("/dev/vgpuctl", &format!("/dev/vgpu{id}"), false)?;
+    w.start(1_000_000)?;
+    w.enable(crate::compute::Enable::Tsg, true)
+        .map_err(|e| format!("enable: {e:?}"))?;
+    let t0 = Instant::now();
+    // (time in s, engine ns) every 5 ms.
+    let mut samples = Vec::new();
+    while t0.elapsed().as_secs_f64() < secs {
+        w.ch.ring.fill(1_000_000);
+        samples.push((t0.elapsed().as_secs_f64(), w.ch.ring.tsg_ns()));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Share over [a, b], leaving half a second around changes.
+    let share = |a: f64, b: f64| -> f64 {
+        let at = |t: f64| samples.iter().find(|s| s.0 >= t).copied();
+        match (at(a), at(b)) {
+            (Some(x), Some(y)) if y.0 > x.0 => (y.1 - x.1) as f64 / ((y.0 - x.0) * 1e9) * 100.0,
+            _ => 0.0,
+        }
+    };
+    match split {
+        Some(m) => println!(
+            "GPU time {:>5.1}% before the change, {:>5.1}% after",
+            share(0.5, m - 0.5),
+            share(m + 0.5, secs - 0.2)
+        ),
+        None => println!("GPU time {:>5.1}%", share(0.5, secs - 0.2)),
     }
     Ok(())
 }

@@ -67,6 +67,9 @@ fn main() {
     if wanted.first().map(String::as_str) == Some("demo-alloc") {
         std::process::exit(demo::alloc(&wanted[1..]));
     }
+    if wanted.first().map(String::as_str) == Some("demo-compute") {
+        std::process::exit(demo::compute(&wanted[1..]));
+    }
     let chosen = select(&wanted);
     let total: usize = chosen.iter().map(|(_, t)| t.len()).sum();
     println!("TAP version 13");
