@@ -20,7 +20,7 @@ use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
 use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
-use crate::sched::Enrolled;
+use crate::sched::{Enrolled, Watched};
 use crate::tracker::{Charge, Kind, Obj, Tracker};
 use crate::vgpus::Vgpu;
 
@@ -347,6 +347,16 @@ impl Ctl {
             },
             None => in_tsg,
         };
+        let watch = match (kind, &sched) {
+            (Kind::Channel, Some(e)) => match self.watch_userd(rm, gpu, h_root, e, params) {
+                Ok(w) => w,
+                Err(err) => {
+                    let _ = rm.free(h_root, h_parent, handle);
+                    return Err(err);
+                }
+            },
+            _ => None,
+        };
         let obj = Obj {
             handle,
             parent: h_parent,
@@ -354,12 +364,44 @@ impl Ctl {
             kind,
             charge,
             sched,
+            watch,
         };
         if let Err(e) = self.tracker.lock().add_obj(h_root, obj) {
             let _ = rm.free(h_root, h_parent, handle);
             return Err(e);
         }
         Ok(Ok(handle))
+    }
+
+    /// Watches the USERD a new channel names (its first), so that the
+    /// scheduler can tell when the channel has work queued.
+    fn watch_userd(
+        &self,
+        rm: &RmOps,
+        gpu: u32,
+        client: u32,
+        entry: &Arc<Enrolled>,
+        params: &[u8],
+    ) -> Result<Option<Arc<Watched>>> {
+        let p = abi::ChannelAllocParams::decode(params);
+        let (h_userd, offset) = (p.h_userd_memory[0], p.userd_offset[0]);
+        if h_userd == 0 {
+            return Ok(None);
+        }
+        let state = crate::state()?;
+        let Some(g) = state.sched(gpu) else {
+            return Ok(None);
+        };
+        Watched::new(
+            rm,
+            state.kclient,
+            g,
+            entry.vgpu(),
+            entry.id(),
+            client,
+            h_userd,
+            offset,
+        )
     }
 
     /// RM_FREE on a verified client: executed through the kernel interface,
@@ -638,6 +680,7 @@ impl Ctl {
                         kind,
                         charge,
                         sched: None,
+                        watch: None,
                     };
                     if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
                         let _ = rm.free(a.h_client, a.h_parent, h);

@@ -57,6 +57,41 @@ pub(crate) struct Compute {
     pub(crate) throttled_ns: u64,
     /// Forwarded calls waiting for its window.
     waiting: u32,
+    /// The USERD of its channels that vgpu could map.
+    watches: KVec<Watch>,
+}
+
+/// USERD offset of `GPGet`, the GPU's read index (every GPFIFO class).
+const USERD_GP_GET: usize = 0x88;
+/// USERD offset of `GPPut`, the client's write index.
+const USERD_GP_PUT: usize = 0x8c;
+/// Bytes of USERD vgpu maps: up to and including `GPPut`.
+const USERD_WATCHED: u64 = 0x90;
+
+/// A channel's USERD mapped into the kernel: `addr` stays valid while the
+/// watch is in its vGPU's list (see [`Watched`]).
+struct Watch {
+    id: u64,
+    /// The schedule entry (TSG or bare channel) the channel runs in.
+    entry: u64,
+    addr: usize,
+}
+
+impl Watch {
+    /// Whether the channel has work the GPU has not fetched.
+    fn pending(&self) -> bool {
+        // SAFETY: `addr` maps at least `USERD_WATCHED` bytes, 4-aligned
+        // (checked in `Watched::new`), and stays mapped while this watch is
+        // in its vGPU's list, which the caller holds locked; volatile, as
+        // the GPU and the client write these words.
+        let (get, put) = unsafe {
+            (
+                core::ptr::read_volatile((self.addr + USERD_GP_GET) as *const u32),
+                core::ptr::read_volatile((self.addr + USERD_GP_PUT) as *const u32),
+            )
+        };
+        get != put
+    }
 }
 
 impl Compute {
@@ -69,13 +104,28 @@ impl Compute {
             granted_ns: 0,
             throttled_ns: 0,
             waiting: 0,
+            watches: KVec::new(),
         }
     }
 
-    /// Whether it has work: a TSG or channel its owner enabled, or a
-    /// forwarded call waiting for its window.
+    /// Whether entry `id` has work: `Some(true)` if one of its channels has
+    /// GPFIFO entries the GPU has not fetched, `Some(false)` if none has,
+    /// `None` if vgpu watches none of its channels.
+    fn pending(&self, id: u64) -> Option<bool> {
+        let mut watched = self.watches.iter().filter(|w| w.entry == id).peekable();
+        watched.peek()?;
+        Some(watched.any(Watch::pending))
+    }
+
+    /// Whether it has work: a forwarded call waiting for its window, or a
+    /// TSG (or channel outside a TSG) its owner enabled whose channels have
+    /// work queued (or whose channels vgpu cannot watch).
     pub(crate) fn busy(&self) -> bool {
-        self.waiting > 0 || self.entries.iter().any(|e| e.wanted)
+        self.waiting > 0
+            || self
+                .entries
+                .iter()
+                .any(|e| e.wanted && self.pending(e.id) != Some(false))
     }
 
     /// How many TSGs and channels outside TSGs it has.
@@ -144,6 +194,103 @@ impl Drop for Enrolled {
     }
 }
 
+/// A channel's USERD, duplicated into vgpu's own client and mapped into the
+/// kernel, so the scheduler can tell whether the channel has work queued
+/// (`GPGet != GPPut`). The duplicate keeps the memory alive whatever the
+/// container frees; dropping this unmaps it and frees the duplicate.
+pub(crate) struct Watched {
+    vgpu: Arc<Vgpu>,
+    id: u64,
+    kclient: u32,
+    kdevice: u32,
+    h_dup: u32,
+    addr: usize,
+}
+
+impl Watched {
+    /// Watches the USERD at `offset` of memory `h_userd` of `client`, a
+    /// channel in schedule entry `entry` of `vgpu` on `gpu`. `None` if the
+    /// driver will not duplicate or map it (the entry then counts as busy
+    /// whenever it is enabled).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        rm: &RmOps,
+        kclient: u32,
+        gpu: &GpuSched,
+        vgpu: &Arc<Vgpu>,
+        entry: u64,
+        client: u32,
+        h_userd: u32,
+        offset: u64,
+    ) -> Result<Option<Arc<Self>>> {
+        let kdevice = gpu.kdevice;
+        let Ok(h_dup) = rm.dup(kclient, kdevice, 0, client, h_userd)? else {
+            return Ok(None);
+        };
+        let addr = match rm.map_memory(kclient, kdevice, h_dup, offset, USERD_WATCHED)? {
+            Ok(a) if a % 4 == 0 => a,
+            Ok(a) => {
+                let _ = rm.unmap_memory(kclient, kdevice, h_dup, a);
+                let _ = rm.free(kclient, kdevice, h_dup);
+                return Ok(None);
+            }
+            Err(_) => {
+                let _ = rm.free(kclient, kdevice, h_dup);
+                return Ok(None);
+            }
+        };
+        let undo = || {
+            let _ = rm.unmap_memory(kclient, kdevice, h_dup, addr);
+            let _ = rm.free(kclient, kdevice, h_dup);
+        };
+        let id = {
+            let mut c = vgpu.compute.lock();
+            let id = c.next_id;
+            if let Err(e) = c.watches.push(Watch { id, entry, addr }, GFP_KERNEL) {
+                drop(c);
+                undo();
+                return Err(e.into());
+            }
+            c.next_id += 1;
+            id
+        };
+        match Arc::new(
+            Watched {
+                vgpu: vgpu.clone(),
+                id,
+                kclient,
+                kdevice,
+                h_dup,
+                addr,
+            },
+            GFP_KERNEL,
+        ) {
+            Ok(w) => Ok(Some(w)),
+            Err(e) => {
+                vgpu.compute.lock().watches.retain(|w| w.id != id);
+                undo();
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let id = self.id;
+        // Out of the list first: nobody reads the address after this.
+        self.vgpu.compute.lock().watches.retain(|w| w.id != id);
+        // Without the module state (never, while a file is open) the
+        // client's free at unload takes the mapping and duplicate with it.
+        if let Ok(state) = crate::state() {
+            let _ = state
+                .rm
+                .unmap_memory(self.kclient, self.kdevice, self.h_dup, self.addr);
+            let _ = state.rm.free(self.kclient, self.kdevice, self.h_dup);
+        }
+    }
+}
+
 /// A GPU's scheduling settings.
 #[derive(Clone, Copy)]
 pub(crate) struct Settings {
@@ -165,6 +312,8 @@ struct Run {
 pub(crate) struct GpuSched {
     /// The GPU's index (its `/dev/nvidiaK` minor).
     pub(crate) gpu: u32,
+    /// vgpu's own device for this GPU, in its kernel client.
+    kdevice: u32,
     #[pin]
     settings: Mutex<Settings>,
     /// The switch lock: held across every enable or disable vgpu issues,
@@ -218,11 +367,13 @@ fn entries_of(v: &Vgpu) -> Result<KVec<Entry>> {
 }
 
 impl GpuSched {
-    /// GPU `gpu`'s scheduler with the default settings.
-    pub(crate) fn new(gpu: u32) -> Result<Arc<Self>> {
+    /// GPU `gpu`'s scheduler with the default settings; `kdevice` is
+    /// vgpu's own device for the GPU.
+    pub(crate) fn new(gpu: u32, kdevice: u32) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 gpu,
+                kdevice,
                 settings <- new_mutex!(Settings {
                     policy: Policy::Fixed,
                     period_us: compute::DEFAULT_PERIOD_US,
@@ -361,12 +512,16 @@ impl GpuSched {
     }
 }
 
-/// Sleeps until `deadline` or a stop request, in steps of at most 2 ms.
-fn sleep_until(deadline: Instant<Monotonic>, stop: &Stop) {
+/// Sleeps until `deadline`, a stop request, or `keep` turning false (it is
+/// asked every step of at most 2 ms); returns whether `keep` ended it.
+fn sleep_until(deadline: Instant<Monotonic>, stop: &Stop, keep: impl Fn() -> bool) -> bool {
     loop {
         let left = (deadline - Instant::<Monotonic>::now()).as_nanos();
         if left <= 0 || stop.requested() {
-            return;
+            return false;
+        }
+        if !keep() {
+            return true;
         }
         kthread::sleep_us((left as u64).div_ceil(1000).min(2000));
     }
@@ -471,11 +626,21 @@ impl SchedWorker {
             };
             let len = compute::window(target, carry.debts[k].1);
             self.gpu.switch_to(rm, Some(v))?;
-            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop);
+            // Work-conserving: a window whose owner runs out of work ends
+            // early, and what it did not use is not owed to it.
+            let conserving = settings.policy == Policy::WorkConserving;
+            let ended = sleep_until(
+                mark + kernel::time::Delta::from_nanos(len as i64),
+                stop,
+                || !conserving || v.compute.lock().busy(),
+            );
             let now = Instant::<Monotonic>::now();
             let actual = (now - mark).as_nanos().max(0) as u64;
             mark = now;
             compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
+            if ended {
+                carry.debts[k].1 = carry.debts[k].1.min(0);
+            }
             self.account(&vgpus, &tenants, Some(i), actual);
             if stop.requested() {
                 return Ok(());
@@ -484,7 +649,7 @@ impl SchedWorker {
         if idle > 0 {
             let len = compute::window(idle, carry.idle_debt);
             self.gpu.switch_to(rm, None)?;
-            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop);
+            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop, || true);
             let actual = (Instant::<Monotonic>::now() - mark).as_nanos().max(0) as u64;
             compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
             self.account(&vgpus, &tenants, None, actual);

@@ -12,7 +12,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::sched::Enrolled;
+use crate::sched::{Enrolled, Watched};
 use crate::vgpus::Vgpu;
 
 /// A memory object's charge, shared by every handle to the same memory
@@ -60,6 +60,10 @@ pub(crate) struct Obj {
     /// For a TSG or channel, its place in the schedule (a channel in a TSG
     /// shares its TSG's).
     pub(crate) sched: Option<Arc<Enrolled>>,
+    /// For a channel, its USERD as the scheduler watches it (held for its
+    /// `Drop`, which stops watching).
+    #[expect(dead_code, reason = "held for its Drop only")]
+    pub(crate) watch: Option<Arc<Watched>>,
 }
 
 /// A verified client.

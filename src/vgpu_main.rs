@@ -64,6 +64,16 @@ pub(crate) struct State {
     pub(crate) rm: RmOps,
     /// Each GPU's compute scheduler, in GPU order.
     pub(crate) scheds: KVec<Arc<sched::GpuSched>>,
+    /// vgpu's own client in the driver (kernel privilege), with a device per
+    /// GPU: it holds the duplicates of the USERD memory the schedulers read.
+    pub(crate) kclient: u32,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        // Frees its devices, duplicates and kernel mappings with it.
+        let _ = self.rm.free(self.kclient, self.kclient, self.kclient);
+    }
 }
 
 impl State {
@@ -141,19 +151,48 @@ impl kernel::Module for VgpuModule {
             indices.push(*k, GFP_KERNEL)?;
         }
         let region = Region::dynamic(MINORS, c"vgpu")?;
+        let mut backed = KVec::with_capacity(indices.len(), GFP_KERNEL)?;
+        backed.extend_from_slice(&indices, GFP_KERNEL)?;
+        let vgpus = vgpus::Vgpus::new(region.base().major(), backed)?;
+        let class = Class::new(c"vgpu")?;
+        let rm = RmOps::get().inspect_err(|e| {
+            pr_err!("the NVIDIA driver's kernel-client interface refused ({e:?})\n");
+        })?;
+        let kclient = rm
+            .alloc(0, 0, 0, nv::abi::class::NV01_ROOT, &mut [])?
+            .map_err(|st| {
+                pr_err!("the NVIDIA driver refused vgpu a client (status {st:#x})\n");
+                EIO
+            })?;
+        let free_kclient = ScopeGuard::new(|| {
+            let _ = rm.free(kclient, kclient, kclient);
+        });
         let mut scheds = KVec::new();
         for k in indices.iter() {
-            scheds.push(sched::GpuSched::new(*k)?, GFP_KERNEL)?;
+            let mut p = nv::abi::DeviceAllocParams {
+                device_id: *k,
+                ..Default::default()
+            }
+            .to_bytes();
+            let kdevice = rm
+                .alloc(kclient, kclient, 0, nv::abi::class::NV01_DEVICE_0, &mut p)?
+                .map_err(|st| {
+                    pr_err!("the NVIDIA driver refused vgpu GPU {k} (status {st:#x})\n");
+                    EIO
+                })?;
+            scheds.push(sched::GpuSched::new(*k, kdevice)?, GFP_KERNEL)?;
         }
+        free_kclient.dismiss();
+        // From here on, dropping the state (or this value, should the
+        // allocation fail) frees the client.
         let state = Arc::new(
             State {
                 backend: proxy::Backend { ctl, gpus },
-                vgpus: vgpus::Vgpus::new(region.base().major(), indices)?,
-                class: Class::new(c"vgpu")?,
-                rm: RmOps::get().inspect_err(|e| {
-                    pr_err!("the NVIDIA driver's kernel-client interface refused ({e:?})\n");
-                })?,
+                vgpus,
+                class,
+                rm,
                 scheds,
+                kclient,
             },
             GFP_KERNEL,
         )?;

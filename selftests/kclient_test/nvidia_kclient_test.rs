@@ -133,6 +133,56 @@ mod tests {
     }
 
     #[test]
+    fn kernel_maps_follow_the_handle() -> Result {
+        let ops = RmOps::get()?;
+        let (client, dev, _) = client_device(&ops)?;
+        let attr = abi::heap::ATTR_LOCATION.set(0, abi::heap::ATTR_LOCATION_PCI);
+        let mut mp = abi::MemoryAllocationParams {
+            owner: client,
+            attr,
+            size: 8192,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mem = ops
+            .alloc(client, dev, 0, class::NV01_MEMORY_SYSTEM, &mut mp)?
+            .map_err(|_| EIO)?;
+        let copy = ops.dup(client, dev, 0, client, mem)?.map_err(|_| EIO)?;
+        let addr = ops.map_memory(client, dev, copy, 0x1000, 0x90)?;
+        let Ok(addr) = addr else {
+            return Err(EIO);
+        };
+        // SAFETY: the driver mapped 0x90 bytes there for this client.
+        let word = unsafe { core::ptr::read_volatile((addr + 0x88) as *const u32) };
+        assert_eq!(word, 0);
+        // Within one page only; a bad handle is refused.
+        assert_eq!(
+            ops.map_memory(client, dev, copy, 0xff8, 0x90)?,
+            Err(NV_ERR_NOT_SUPPORTED)
+        );
+        assert_eq!(
+            ops.map_memory(client, dev, 0xbad, 0, 0x90)?,
+            Err(NV_ERR_INVALID_OBJECT_HANDLE)
+        );
+        // Freeing the original keeps the copy's mapping; unmapping twice fails.
+        assert_eq!(ops.free(client, dev, mem)?, NV_OK);
+        assert_eq!(ops.unmap_memory(client, dev, copy, addr)?, NV_OK);
+        assert_eq!(
+            ops.unmap_memory(client, dev, copy, addr)?,
+            NV_ERR_INVALID_ARGUMENT
+        );
+        // Freeing the mapped handle takes its mapping with it.
+        let again = ops.map_memory(client, dev, copy, 0, 0x90)?.map_err(|_| EIO)?;
+        assert_eq!(ops.free(client, dev, copy)?, NV_OK);
+        assert_eq!(
+            ops.unmap_memory(client, dev, copy, again)?,
+            NV_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        Ok(())
+    }
+
+    #[test]
     fn refusals_come_back_as_statuses() -> Result {
         let ops = RmOps::get()?;
         assert_eq!(

@@ -11,18 +11,20 @@
 //! written over one not yet taken is lost, so writers wait for the slot to
 //! read 0 first (nvclient's `Doorbell::ring` does).
 //!
-//! Ring layout (the double's own, in the memory named by the channel's
-//! `hUserdMemory[0]` at `userdOffset[0]`; hardware uses GPFIFO entries and
-//! USERD instead, which vgpu never reads):
+//! Ring layout, in the memory named by the channel's `hUserdMemory[0]` at
+//! `userdOffset[0]`: the first 512 bytes are the channel's USERD, with
+//! `GPGet` and `GPPut` where every GPFIFO class has them; the double keeps
+//! its counters in USERD words hardware ignores, and its work items (instead
+//! of GPFIFO entries pointing at pushbuffers) after USERD:
 //!
 //! | offset | field | written by |
 //! |---|---|---|
-//! | 0x00 | u32 put: index of the next free entry | client |
-//! | 0x04 | u32 get: index of the next entry to run | engine |
-//! | 0x08 | u64 completed: work items finished | engine |
-//! | 0x10 | u64 channel_ns: simulated ns this channel ran | engine |
-//! | 0x18 | u64 tsg_ns: simulated ns its TSG ran | engine |
-//! | 0x40 | u64 entries[gpFifoEntries]: ns of GPU time per item | client |
+//! | 0x00 | u64 completed: work items finished (double's own) | engine |
+//! | 0x08 | u64 channel_ns: simulated ns this channel ran (double's own) | engine |
+//! | 0x10 | u64 tsg_ns: simulated ns its TSG ran (double's own) | engine |
+//! | 0x88 | u32 GPGet: index of the next entry to run (as hardware) | engine |
+//! | 0x8c | u32 GPPut: index of the next free entry (as hardware) | client |
+//! | 0x200 | u64 entries[gpFifoEntries]: ns of GPU time per item | client |
 //!
 //! Scheduling: runnable TSGs (enabled, with an armed channel that has work)
 //! run round robin, each for its timeslice (default 1024 us) or until it runs
@@ -42,8 +44,15 @@ use crate::memory::Backing;
 
 /// Doorbell offset in a USERMODE page.
 pub(crate) const DOORBELL_OFFSET: usize = 0x90;
-/// Offset of the first ring entry.
-pub(crate) const RING_ENTRIES_OFFSET: usize = 0x40;
+/// Offset of the first ring entry (after the 512-byte USERD).
+pub(crate) const RING_ENTRIES_OFFSET: usize = 0x200;
+/// USERD `GPGet`: the engine's read index.
+pub(crate) const USERD_GP_GET: usize = 0x88;
+/// USERD `GPPut`: the client's write index.
+pub(crate) const USERD_GP_PUT: usize = 0x8c;
+const RING_COMPLETED: usize = 0x00;
+const RING_CHANNEL_NS: usize = 0x08;
+const RING_TSG_NS: usize = 0x10;
 /// Default TSG timeslice, as the driver's.
 pub(crate) const DEFAULT_TIMESLICE_US: u64 = 1024;
 
@@ -98,7 +107,10 @@ impl Chan {
         if !self.armed || self.entries == 0 {
             return false;
         }
-        match (ring.read_u32(*off), ring.read_u32(*off + 4)) {
+        match (
+            ring.read_u32(*off + USERD_GP_PUT),
+            ring.read_u32(*off + USERD_GP_GET),
+        ) {
             (Ok(put), Ok(get)) => put % self.entries != get,
             _ => false,
         }
@@ -111,7 +123,7 @@ impl Chan {
             return (0, false);
         };
         let off = *off;
-        let Ok(get) = ring.read_u32(off + 4) else {
+        let Ok(get) = ring.read_u32(off + USERD_GP_GET) else {
             return (0, false);
         };
         if self.left_ns == 0 {
@@ -125,13 +137,13 @@ impl Chan {
         self.ns += used;
         let mut done = false;
         if self.left_ns == 0 {
-            let _ = ring.write_u32(off + 4, (get + 1) % self.entries);
-            let completed = ring.read_u64(off + 8).unwrap_or(0);
-            let _ = ring.write_u64(off + 8, completed + 1);
+            let _ = ring.write_u32(off + USERD_GP_GET, (get + 1) % self.entries);
+            let completed = ring.read_u64(off + RING_COMPLETED).unwrap_or(0);
+            let _ = ring.write_u64(off + RING_COMPLETED, completed + 1);
             done = true;
         }
-        let _ = ring.write_u64(off + 0x10, self.ns);
-        let _ = ring.write_u64(off + 0x18, tsg_ns + used);
+        let _ = ring.write_u64(off + RING_CHANNEL_NS, self.ns);
+        let _ = ring.write_u64(off + RING_TSG_NS, tsg_ns + used);
         (used, done)
     }
 }

@@ -29,6 +29,10 @@ pub(crate) const OP_CONTROL: u32 = 0x36;
 /// `NV04_DUP_OBJECT` op number. GUESS: the number after NV04_CONTROL, as the
 /// two sit next to each other in every numbering of these ops seen.
 pub(crate) const OP_DUP: u32 = 0x37;
+/// NV04_MAP_MEMORY (NVOS33): a kernel address for part of a memory object.
+pub(crate) const OP_MAP_MEMORY: u32 = 0x21;
+/// NV04_UNMAP_MEMORY (NVOS34).
+pub(crate) const OP_UNMAP_MEMORY: u32 = 0x22;
 
 /// The driver's version, NUL-terminated, for `version_string`.
 static VERSION_CSTR: &CStr = c"595.45.04";
@@ -232,6 +236,35 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             }
             let mut a = abi::Nvos00::decode(&b);
             a.status = match drv.kernel_free(&a) {
+                Ok(()) => NV_OK,
+                Err(s) => s,
+            };
+            a.encode(&mut b);
+            let _ = kernel_write(base + 8, &b);
+        }
+        OP_MAP_MEMORY => {
+            let mut b = [0u8; abi::Nvos33::SIZE];
+            if kernel_read(base + 8, &mut b).is_err() {
+                return;
+            }
+            let mut a = abi::Nvos33::decode(&b);
+            match drv.kernel_map(&a) {
+                Ok(addr) => {
+                    a.p_linear_address = addr;
+                    a.status = NV_OK;
+                }
+                Err(s) => a.status = s,
+            }
+            a.encode(&mut b);
+            let _ = kernel_write(base + 8, &b);
+        }
+        OP_UNMAP_MEMORY => {
+            let mut b = [0u8; abi::Nvos34::SIZE];
+            if kernel_read(base + 8, &mut b).is_err() {
+                return;
+            }
+            let mut a = abi::Nvos34::decode(&b);
+            a.status = match drv.kernel_unmap(&a) {
                 Ok(()) => NV_OK,
                 Err(s) => s,
             };

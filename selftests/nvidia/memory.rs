@@ -13,6 +13,11 @@ use kernel::{mm::virt::VmaNew, page::Page, page::PAGE_SIZE, prelude::*};
 /// test VM's memory.
 pub(crate) const MAX_BACKED: u64 = 64 << 20;
 
+extern "C" {
+    /// `page_address()` (a macro in C; see `exports.c`).
+    fn nv_double_page_address(page: *mut core::ffi::c_void) -> *mut core::ffi::c_void;
+}
+
 /// Zeroed pages backing one memory object.
 pub(crate) struct Backing {
     pages: KVec<Page>,
@@ -35,6 +40,14 @@ impl Backing {
     /// Size in bytes (whole pages).
     pub(crate) fn len(&self) -> usize {
         self.pages.len() * PAGE_SIZE
+    }
+
+    /// The kernel address of page `index` (valid while this backing lives).
+    pub(crate) fn page_address(&self, index: usize) -> Option<*mut u8> {
+        let page = self.pages.get(index)?;
+        // SAFETY: `page` is a live page allocated without __GFP_HIGHMEM, so
+        // it is in the kernel's linear map and `page_address` is its address.
+        Some(unsafe { nv_double_page_address(page.as_ptr().cast()) }.cast())
     }
 
     fn locate(&self, offset: usize, len: usize) -> Result<(&Page, usize)> {

@@ -17,6 +17,7 @@ use crate::engine::{Engine, EngineWorker};
 use crate::file::{self, Kind, MapCtx, NvFile};
 use crate::kapi::{fdtable, kthread::Thread, user};
 use crate::memory::{Backing, MAX_BACKED};
+use kernel::page::PAGE_SIZE;
 use crate::nv::abi::{self, class, ctrl, fb_info, heap, status::*, surface_info, version, Wire};
 use crate::nv::ioctl::Escape;
 use crate::{DRIVER_VERSION, MAX_GPUS};
@@ -118,8 +119,18 @@ struct Mem {
     backing: Option<Arc<Backing>>,
 }
 
+/// A kernel client's CPU mapping of memory (NV04_MAP_MEMORY at kernel
+/// privilege): it lives until unmapped or until its handle is freed.
+struct KMap {
+    client: u32,
+    handle: u32,
+    addr: u64,
+    _backing: Arc<Backing>,
+}
+
 struct Rm {
     clients: KVec<Client>,
+    kmaps: KVec<KMap>,
     next_client: u32,
     mems: KVec<Mem>,
     next_mem: u32,
@@ -239,6 +250,23 @@ impl Client {
 }
 
 impl Rm {
+    /// Drops kernel mappings whose memory handle is gone (freed with its
+    /// parent or client): as RM tears them down, the address is then dead.
+    fn purge_kmaps(&mut self) {
+        let mut i = 0;
+        while i < self.kmaps.len() {
+            let (c, h) = (self.kmaps[i].client, self.kmaps[i].handle);
+            let alive = self
+                .client_index(c)
+                .is_some_and(|ci| self.clients[ci].has(h));
+            if alive {
+                i += 1;
+            } else {
+                let _ = self.kmaps.remove(i);
+            }
+        }
+    }
+
     fn client_index(&self, h: u32) -> Option<usize> {
         self.clients.iter().position(|c| c.handle == h)
     }
@@ -328,6 +356,7 @@ impl Driver {
                 threads <- new_mutex!(KVec::new()),
                 rm <- new_mutex!(Rm {
                     clients: KVec::new(),
+                    kmaps: KVec::new(),
                     next_client: 0,
                     mems: KVec::new(),
                     next_mem: 1,
@@ -872,6 +901,7 @@ impl Driver {
         for g in self.gpus.iter() {
             g.engine.remove_events(Some(h), None);
         }
+        rm.purge_kmaps();
     }
 
     /// RM_FREE: frees a client (its root handle) or an object and its subtree.
@@ -911,6 +941,63 @@ impl Driver {
                 self.release_object(rm, o);
             }
         }
+        rm.purge_kmaps();
+        Ok(())
+    }
+
+    /// A kernel client's NV04_MAP_MEMORY: a kernel address for `length`
+    /// bytes at `offset` of memory object `h_memory`.
+    ///
+    /// GUESS: the double maps only system memory, within one page (what a
+    /// kernel client reads: USERD words, notifiers); RM maps any memory.
+    pub(crate) fn kernel_map(&self, a: &abi::Nvos33) -> RmResult<u64> {
+        let mut rm = self.rm.lock();
+        let ci = rm.client_for(a.h_client, None)?;
+        if !rm.clients[ci].has(a.h_device) {
+            return Err(NV_ERR_INVALID_OBJECT_HANDLE);
+        }
+        let mem = match rm.clients[ci].find(a.h_memory).map(|o| o.kind) {
+            Some(ObjKind::Memory { mem }) => mem,
+            _ => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
+        };
+        let backing = rm
+            .mem(mem)
+            .and_then(|m| m.backing.clone())
+            .ok_or(NV_ERR_NOT_SUPPORTED)?;
+        let page = usize::try_from(a.offset / PAGE_SIZE as u64).map_err(|_| NV_ERR_INVALID_LIMIT)?;
+        let within = (a.offset % PAGE_SIZE as u64) as usize;
+        let len = usize::try_from(a.length).map_err(|_| NV_ERR_INVALID_LIMIT)?;
+        if len == 0 || within + len > PAGE_SIZE {
+            return Err(NV_ERR_NOT_SUPPORTED);
+        }
+        let base = backing.page_address(page).ok_or(NV_ERR_INVALID_LIMIT)?;
+        let addr = base as u64 + within as u64;
+        rm.kmaps
+            .push(
+                KMap {
+                    client: a.h_client,
+                    handle: a.h_memory,
+                    addr,
+                    _backing: backing,
+                },
+                GFP_KERNEL,
+            )
+            .map_err(|_| NV_ERR_NO_MEMORY)?;
+        Ok(addr)
+    }
+
+    /// A kernel client's NV04_UNMAP_MEMORY of an address `kernel_map` gave.
+    pub(crate) fn kernel_unmap(&self, a: &abi::Nvos34) -> RmResult {
+        let mut rm = self.rm.lock();
+        rm.client_for(a.h_client, None)?;
+        let i = rm
+            .kmaps
+            .iter()
+            .position(|k| {
+                k.client == a.h_client && k.handle == a.h_memory && k.addr == a.p_linear_address
+            })
+            .ok_or(NV_ERR_INVALID_ARGUMENT)?;
+        let _ = rm.kmaps.remove(i);
         Ok(())
     }
 

@@ -26,6 +26,10 @@ pub(crate) const OP_ALLOC: u32 = 0x15;
 pub(crate) const OP_CONTROL: u32 = 0x36;
 /// `NV04_DUP_OBJECT` (a guess: see the driver double's `kclient.rs`).
 pub(crate) const OP_DUP: u32 = 0x37;
+/// `NV04_MAP_MEMORY` op number (`nvos.h`).
+pub(crate) const OP_MAP_MEMORY: u32 = 0x21;
+/// `NV04_UNMAP_MEMORY` op number (`nvos.h`).
+pub(crate) const OP_UNMAP_MEMORY: u32 = 0x22;
 
 /// Size of the params union of an ops command: larger than any parameter
 /// block `op` takes (the largest, NVOS46, is 64 bytes).
@@ -292,6 +296,57 @@ impl RmOps {
         let mut b = a.to_bytes();
         self.call(OP_FREE, &mut b)?;
         Ok(abi::Nvos00::decode(&b).status)
+    }
+
+    /// NV04_MAP_MEMORY at kernel privilege: the kernel address of `length`
+    /// bytes at `offset` of memory `h_memory` (under `h_device` of client
+    /// `h_client`), or the RM status as `Err`. The address stays valid until
+    /// [`RmOps::unmap_memory`] or until `h_memory` is freed.
+    pub(crate) fn map_memory(
+        &self,
+        h_client: u32,
+        h_device: u32,
+        h_memory: u32,
+        offset: u64,
+        length: u64,
+    ) -> Result<core::result::Result<usize, u32>> {
+        let a = abi::Nvos33 {
+            h_client,
+            h_device,
+            h_memory,
+            offset,
+            length,
+            ..Default::default()
+        };
+        let mut b = a.to_bytes();
+        self.call(OP_MAP_MEMORY, &mut b)?;
+        let a = abi::Nvos33::decode(&b);
+        Ok(match (a.status, usize::try_from(a.p_linear_address)) {
+            (NV_OK, Ok(addr)) if addr != 0 => Ok(addr),
+            (NV_OK, _) => Err(abi::status::NV_ERR_INVALID_ADDRESS),
+            (st, _) => Err(st),
+        })
+    }
+
+    /// NV04_UNMAP_MEMORY of an address [`RmOps::map_memory`] gave. Returns
+    /// the RM status.
+    pub(crate) fn unmap_memory(
+        &self,
+        h_client: u32,
+        h_device: u32,
+        h_memory: u32,
+        addr: usize,
+    ) -> Result<u32> {
+        let a = abi::Nvos34 {
+            h_client,
+            h_device,
+            h_memory,
+            p_linear_address: addr as u64,
+            ..Default::default()
+        };
+        let mut b = a.to_bytes();
+        self.call(OP_UNMAP_MEMORY, &mut b)?;
+        Ok(abi::Nvos34::decode(&b).status)
     }
 
     /// An arbitrary op with an NVOS00-sized block, for testing refusals.

@@ -356,6 +356,8 @@ pub mod status {
     pub const NV_ERR_INSUFFICIENT_RESOURCES: u32 = 0x1A;
     /// The caller may not do this (e.g. no GPU fd for a device alloc).
     pub const NV_ERR_INSUFFICIENT_PERMISSIONS: u32 = 0x1B;
+    /// Bad address (`nvstatuscodes.h`).
+    pub const NV_ERR_INVALID_ADDRESS: u32 = 0x1E;
     /// Bad argument.
     pub const NV_ERR_INVALID_ARGUMENT: u32 = 0x1F;
     /// Bad channel (`nvstatuscodes.h`).
@@ -416,6 +418,7 @@ pub mod status {
             NV_ERR_IN_USE => "NV_ERR_IN_USE",
             NV_ERR_INSUFFICIENT_RESOURCES => "NV_ERR_INSUFFICIENT_RESOURCES",
             NV_ERR_INSUFFICIENT_PERMISSIONS => "NV_ERR_INSUFFICIENT_PERMISSIONS",
+            NV_ERR_INVALID_ADDRESS => "NV_ERR_INVALID_ADDRESS",
             NV_ERR_INVALID_ARGUMENT => "NV_ERR_INVALID_ARGUMENT",
             NV_ERR_INVALID_CHANNEL => "NV_ERR_INVALID_CHANNEL",
             NV_ERR_INVALID_CLASS => "NV_ERR_INVALID_CLASS",

@@ -17,9 +17,9 @@ use crate::compute::{set_policy, set_share, shares, Enable, Tenant};
 use crate::ensure;
 use crate::session::Session;
 use crate::sys::{join_cgroup, read_file, sh, write_file};
-use std::time::Duration;
 use crate::tap::{Outcome, Test};
 use nvclient::abi::fb_info;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Tests of this suite.
@@ -229,26 +229,25 @@ fn compute_splits() -> Outcome {
             achieved.join("/")
         );
     }
-    println!("# compute: splits max error {worst:.2} points (target <= 2; HAMi-core's 30/70 gave 46/54)");
+    println!(
+        "# compute: splits max error {worst:.2} points (target <= 2; HAMi-core's 30/70 gave 46/54)"
+    );
     Ok(())
 }
 
 fn compute_work_conserving() -> Outcome {
     set_policy(0, "work-conserving")?;
     configure(&[30, 70])?;
-    // vGPU 1's container holds a GPU context but has nothing enabled: idle.
+    // vGPU 1's container holds an enabled TSG with nothing queued: idle.
     let busy = tenant(0)?;
-    let idle = Tenant::spawn_held(
-        Some("/t1"),
-        "/dev/vgpuctl",
-        "/dev/vgpu1",
-        Enable::Tsg,
-        MS,
-        true,
-    )?;
-    let got = shares(&[&busy, &idle], Duration::from_millis(500), Duration::from_secs(10));
+    let idle = Tenant::spawn(Some("/t1"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, 0)?;
+    let got = shares(
+        &[&busy, &idle],
+        Duration::from_millis(500),
+        Duration::from_secs(10),
+    );
     println!(
-        "# compute: work-conserving 30/70 with the 70% tenant idle: busy tenant {:.1}% (target >= 95), idle {:.1}%",
+        "# compute: work-conserving 30/70, the 70% tenant idle (TSG enabled, ring empty): busy tenant {:.1}% (target >= 95), idle {:.1}%",
         got[0], got[1]
     );
     set_policy(0, "fixed")?;
@@ -262,8 +261,18 @@ fn compute_work_conserving() -> Outcome {
 
 fn compute_throughput() -> Outcome {
     configure(&[100])?;
-    let direct = Tenant::spawn(Some("/t0"), "/dev/nvidiactl", "/dev/nvidia0", Enable::Tsg, MS)?;
-    let d = shares(&[&direct], Duration::from_millis(500), Duration::from_secs(5))[0];
+    let direct = Tenant::spawn(
+        Some("/t0"),
+        "/dev/nvidiactl",
+        "/dev/nvidia0",
+        Enable::Tsg,
+        MS,
+    )?;
+    let d = shares(
+        &[&direct],
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+    )[0];
     drop(direct);
     let via = tenant(0)?;
     let v = shares(&[&via], Duration::from_millis(500), Duration::from_secs(5))[0];
@@ -377,9 +386,10 @@ fn compute_cpu_cost() -> Outcome {
     let b = cpu_ticks("vgpu-sched00")?;
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (b - a) as f64 / hz;
-    let switches = f64::from(VGPUS) * 1e6 / read_file("/sys/class/vgpu/gpu0/compute_period_us")?
-        .parse::<f64>()
-        .map_err(|e| format!("period: {e}"))?;
+    let switches = f64::from(VGPUS) * 1e6
+        / read_file("/sys/class/vgpu/gpu0/compute_period_us")?
+            .parse::<f64>()
+            .map_err(|e| format!("period: {e}"))?;
     println!(
         "# compute: scheduler CPU with {VGPUS} busy vGPUs: {:.2}% of one CPU under emulation ({:.0} ms over {wall:.1} s; {switches:.0} switches a second, {:.0} us each)",
         cpu * 100.0 / wall,

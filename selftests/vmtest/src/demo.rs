@@ -13,9 +13,9 @@
 
 use crate::compute::Work;
 use crate::session::Session;
-use std::time::{Duration, Instant};
 use nvclient::abi::{fb_info, status};
 use nvclient::Error;
+use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 

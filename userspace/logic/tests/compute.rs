@@ -28,7 +28,10 @@ fn fixed_targets_are_caps() {
     assert_eq!(idle, 35_000_000);
     // Shares under 100 leave the rest idle.
     let mut one = [0; 1];
-    assert_eq!(targets(Policy::Fixed, P, &[t(10, true)], &mut one), 45_000_000);
+    assert_eq!(
+        targets(Policy::Fixed, P, &[t(10, true)], &mut one),
+        45_000_000
+    );
     assert_eq!(one, [5_000_000]);
 }
 
@@ -55,10 +58,16 @@ fn work_conserving_gives_idle_share_to_busy_ones() {
     assert_eq!(out, [12_500_000, 37_500_000, 0]);
     assert_eq!(idle, 0);
     let mut one = [0; 1];
-    assert_eq!(targets(Policy::WorkConserving, P, &[t(10, true)], &mut one), 0);
+    assert_eq!(
+        targets(Policy::WorkConserving, P, &[t(10, true)], &mut one),
+        0
+    );
     assert_eq!(one, [P]);
     // Nobody busy, or only zero shares: all idle.
-    assert_eq!(targets(Policy::WorkConserving, P, &[t(0, true)], &mut one), P);
+    assert_eq!(
+        targets(Policy::WorkConserving, P, &[t(0, true)], &mut one),
+        P
+    );
     assert_eq!(one, [0]);
 }
 
@@ -67,7 +76,12 @@ fn zero_share_never_runs() {
     let mut out = [0; 2];
     targets(Policy::Fixed, P, &[t(0, true), t(50, true)], &mut out);
     assert_eq!(out[0], 0);
-    targets(Policy::WorkConserving, P, &[t(0, true), t(50, true)], &mut out);
+    targets(
+        Policy::WorkConserving,
+        P,
+        &[t(0, true), t(50, true)],
+        &mut out,
+    );
     assert_eq!(out, [0, P]);
 }
 
@@ -123,16 +137,30 @@ fn simulate(policy: Policy, tenants: &[Tenant], periods: u32, jitter: u64) -> Ve
             total += actual;
         }
     }
-    got.iter().map(|&g| g as f64 * 100.0 / total as f64).collect()
+    got.iter()
+        .map(|&g| g as f64 * 100.0 / total as f64)
+        .collect()
 }
 
 #[test]
 fn jittery_timer_still_gives_exact_shares() {
     // 10 s of 50 ms periods, windows overshooting by up to 2 ms.
     for (policy, tenants, want) in [
-        (Policy::Fixed, vec![t(50, true), t(50, true)], vec![50.0, 50.0]),
-        (Policy::Fixed, vec![t(30, true), t(70, true)], vec![30.0, 70.0]),
-        (Policy::Fixed, vec![t(10, true), t(90, true)], vec![10.0, 90.0]),
+        (
+            Policy::Fixed,
+            vec![t(50, true), t(50, true)],
+            vec![50.0, 50.0],
+        ),
+        (
+            Policy::Fixed,
+            vec![t(30, true), t(70, true)],
+            vec![30.0, 70.0],
+        ),
+        (
+            Policy::Fixed,
+            vec![t(10, true), t(90, true)],
+            vec![10.0, 90.0],
+        ),
         (
             Policy::Fixed,
             vec![t(10, true), t(20, true), t(30, true), t(40, true)],
@@ -167,6 +195,9 @@ fn sysfs_values() {
     assert_eq!(parse_period_us(b"50000\n"), Ok(DEFAULT_PERIOD_US));
     assert_eq!(parse_period_us(b"999"), Err(ParseError::Range));
     assert_eq!(parse_period_us(b"1000001"), Err(ParseError::Range));
-    assert_eq!(parse_period_us(b"99999999999999999999999"), Err(ParseError::Range));
+    assert_eq!(
+        parse_period_us(b"99999999999999999999999"),
+        Err(ParseError::Range)
+    );
     assert_eq!(parse_period_us(b"1e3"), Err(ParseError::Invalid));
 }

@@ -5,17 +5,19 @@
 //! the channel's USERD, items of simulated GPU time, and a doorbell write of
 //! the channel's work-submit token at offset 0x90 of a mapped USERMODE page.
 //!
-//! The ring layout is the double's own (hardware uses GPFIFO entries and
-//! USERD instead):
+//! The ring starts with the channel's 512-byte USERD, whose `GPGet` and
+//! `GPPut` sit where every GPFIFO class has them; the double keeps its
+//! counters in USERD words hardware ignores, and its work items (instead of
+//! GPFIFO entries pointing at pushbuffers) after USERD:
 //!
 //! | offset | field | written by |
 //! |---|---|---|
-//! | 0x00 | u32 put: index of the next free entry | client |
-//! | 0x04 | u32 get: index of the next entry to run | engine |
-//! | 0x08 | u64 completed: work items finished | engine |
-//! | 0x10 | u64 channel_ns: simulated ns this channel ran | engine |
-//! | 0x18 | u64 tsg_ns: simulated ns its TSG ran | engine |
-//! | 0x40 | u64 entries\[n\]: ns of GPU time per item | client |
+//! | 0x00 | u64 completed: work items finished (double's own) | engine |
+//! | 0x08 | u64 channel_ns: simulated ns this channel ran (double's own) | engine |
+//! | 0x10 | u64 tsg_ns: simulated ns its TSG ran (double's own) | engine |
+//! | 0x88 | u32 GPGet: index of the next entry to run | engine |
+//! | 0x8c | u32 GPPut: index of the next free entry | client |
+//! | 0x200 | u64 entries\[n\]: ns of GPU time per item | client |
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,18 +25,18 @@ use std::time::{Duration, Instant};
 use crate::abi::{class, ChannelAllocParams, Handle, UsermodeAllocParams};
 use crate::{Ctl, Error, Mapping, Result};
 
-/// Offset of `put` in the ring header.
-pub const RING_PUT: usize = 0x00;
-/// Offset of `get` in the ring header.
-pub const RING_GET: usize = 0x04;
-/// Offset of `completed` in the ring header.
-pub const RING_COMPLETED: usize = 0x08;
-/// Offset of `channel_ns` in the ring header.
-pub const RING_CHANNEL_NS: usize = 0x10;
-/// Offset of `tsg_ns` in the ring header.
-pub const RING_TSG_NS: usize = 0x18;
-/// Offset of the first entry.
-pub const RING_ENTRIES: usize = 0x40;
+/// Offset of `put` (USERD `GPPut`).
+pub const RING_PUT: usize = 0x8c;
+/// Offset of `get` (USERD `GPGet`).
+pub const RING_GET: usize = 0x88;
+/// Offset of `completed`.
+pub const RING_COMPLETED: usize = 0x00;
+/// Offset of `channel_ns`.
+pub const RING_CHANNEL_NS: usize = 0x08;
+/// Offset of `tsg_ns`.
+pub const RING_TSG_NS: usize = 0x10;
+/// Offset of the first entry (after USERD).
+pub const RING_ENTRIES: usize = 0x200;
 
 /// Bytes of system memory a ring of `entries` items needs (whole pages).
 pub fn ring_bytes(entries: u32) -> u64 {
@@ -265,8 +267,9 @@ mod tests {
     #[test]
     fn sizes_and_params() {
         assert_eq!(ring_bytes(1), 4096);
-        assert_eq!(ring_bytes(504), 4096);
-        assert_eq!(ring_bytes(505), 8192);
+        // 512 bytes of USERD, then 8 bytes an entry.
+        assert_eq!(ring_bytes(448), 4096);
+        assert_eq!(ring_bytes(449), 8192);
         let p = ring_channel_params(0x1234, 0x80, 16);
         let b = p.to_bytes();
         assert_eq!(&b[16..20], &16u32.to_ne_bytes());

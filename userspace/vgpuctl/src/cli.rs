@@ -39,7 +39,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create vGPUs (one, or one per GPU with --gpus) and configure them;
-    /// nothing is left behind if a step fails.
+    /// nothing is left behind if a step fails. --compute-policy and
+    /// --period-us set the GPUs' (per GPU, for all vGPUs on them).
     Create(CreateArgs),
     /// Remove vGPUs (refused while their node is open).
     Remove {
@@ -47,7 +48,8 @@ pub enum Command {
         #[arg(required = true, value_parser = id_arg)]
         ids: Vec<u32>,
     },
-    /// Change a vGPU's settings.
+    /// Change a vGPU's settings (--compute-policy and --period-us: its GPU's,
+    /// for all vGPUs on that GPU).
     Set(SetArgs),
     /// Show one vGPU.
     Show {
@@ -65,24 +67,28 @@ pub enum Command {
     Exporter(ExporterArgs),
 }
 
-/// Compute scheduling policies of the module.
+/// Compute scheduling policies of the module (per physical GPU).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ComputePolicy {
-    /// A hard cap at the share.
+    /// Each share is a cap: time nobody claims is left idle.
     Fixed,
-    /// The share is a floor; idle time goes to others.
+    /// Idle vGPUs' time goes to busy ones, in proportion to their shares.
     WorkConserving,
 }
 
 impl ComputePolicy {
-    /// As written to `compute_policy`.
+    /// As written to `gpuK/compute_policy`.
     pub fn sysfs(self) -> &'static str {
         match self {
-            ComputePolicy::Fixed => "fixed",
-            ComputePolicy::WorkConserving => "work-conserving",
+            ComputePolicy::Fixed => vgpu_logic::compute::Policy::Fixed.name(),
+            ComputePolicy::WorkConserving => vgpu_logic::compute::Policy::WorkConserving.name(),
         }
     }
 }
+
+/// The scheduling periods the module accepts, in microseconds.
+pub const PERIOD_US: std::ops::RangeInclusive<u64> =
+    vgpu_logic::compute::MIN_PERIOD_US as u64..=vgpu_logic::compute::MAX_PERIOD_US as u64;
 
 /// `vgpuctl create`.
 #[derive(Debug, Args)]
@@ -96,11 +102,13 @@ pub struct CreateArgs {
     /// Compute share, e.g. 30% (the total with --gpus, split evenly).
     #[arg(long, value_name = "SHARE")]
     pub compute: Option<String>,
-    /// Compute policy.
+    /// Compute policy of the GPU(s) the new vGPUs go on. Per GPU: it
+    /// applies to every vGPU on that GPU.
     #[arg(long, value_enum)]
     pub compute_policy: Option<ComputePolicy>,
-    /// Scheduling period in microseconds.
-    #[arg(long, value_name = "US")]
+    /// Scheduling period of the GPU(s) the new vGPUs go on, in microseconds
+    /// (1000 to 1000000). Per GPU: it applies to every vGPU on that GPU.
+    #[arg(long, value_name = "US", value_parser = period_arg)]
     pub period_us: Option<u64>,
     /// Put the vGPU on GPU K (/dev/nvidiaK).
     #[arg(long, value_name = "K", conflicts_with = "gpus")]
@@ -131,11 +139,14 @@ pub struct SetArgs {
     /// Compute share, e.g. 30%.
     #[arg(long, value_name = "SHARE")]
     pub compute: Option<String>,
-    /// Compute policy.
+    /// Compute policy of the vGPU's GPU (with --gpu, of the new one). Per
+    /// GPU: it applies to every vGPU on that GPU.
     #[arg(long, value_enum)]
     pub compute_policy: Option<ComputePolicy>,
-    /// Scheduling period in microseconds.
-    #[arg(long, value_name = "US")]
+    /// Scheduling period of the vGPU's GPU (with --gpu, of the new one), in
+    /// microseconds (1000 to 1000000). Per GPU: it applies to every vGPU on
+    /// that GPU.
+    #[arg(long, value_name = "US", value_parser = period_arg)]
     pub period_us: Option<u64>,
     /// Bind to this cgroup v2 path ("" unbinds).
     #[arg(long)]
@@ -187,6 +198,17 @@ fn secs_arg(s: &str) -> Result<std::time::Duration, String> {
         Ok(v) if v > 0.0 && v <= 3600.0 => Ok(std::time::Duration::from_secs_f64(v)),
         _ => Err(format!(
             "{s:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+fn period_arg(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if PERIOD_US.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a scheduling period (microseconds, {} to {})",
+            PERIOD_US.start(),
+            PERIOD_US.end()
         )),
     }
 }

@@ -9,15 +9,15 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cdi;
-use crate::cli::{CdiArgs, Cli, Command, CreateArgs, ExporterArgs, SetArgs};
+use crate::cli::{CdiArgs, Cli, Command, ComputePolicy, CreateArgs, ExporterArgs, SetArgs};
 use crate::error::{Error, Result};
 use crate::exporter;
-use crate::inventory::{self, DevNodes, Gpu, SysfsGpus};
-use crate::model::{loads, VgpuInfo};
+use crate::inventory::{self, DevNodes, Gpu, GpuDirs, SysfsGpus};
+use crate::model::{loads, GpuSettings, VgpuInfo};
 use crate::placement::{self, Request};
 use crate::sysfs::Sysfs;
 use crate::table;
-use crate::units::{format_bytes, format_limit, parse_share, Limit};
+use crate::units::{format_bytes, format_limit, format_us, parse_share, Limit};
 
 /// What a command prints.
 #[derive(Debug, Default)]
@@ -73,7 +73,7 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
 /// The GPU list (see [`inventory`]).
 fn gpus(cli: &Cli, s: &Sysfs) -> Result<Vec<Gpu>> {
     inventory::discover(
-        &[&SysfsGpus(s), &DevNodes(cli.dev_root.clone())],
+        &[&SysfsGpus(s), &GpuDirs(s), &DevNodes(cli.dev_root.clone())],
         cli.gpu_memory,
     )
 }
@@ -100,6 +100,11 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or("-".to_string(), |x| x.to_string())
 }
 
+/// Microseconds for people (`50 ms`), `-` if unknown.
+fn duration(v: Option<u64>) -> String {
+    v.map_or("-".to_string(), format_us)
+}
+
 /// One line about a vGPU, for `create`.
 fn summary(v: &VgpuInfo) -> String {
     let mut s = format!(
@@ -112,6 +117,15 @@ fn summary(v: &VgpuInfo) -> String {
     if let Some(c) = v.compute_share {
         s.push_str(&format!(", compute {c}%"));
     }
+    match (&v.compute_policy, v.compute_period_us) {
+        (None, None) => {}
+        (p, t) => s.push_str(&format!(
+            " (GPU {}: {}, period {})",
+            opt(v.gpu),
+            p.as_deref().unwrap_or("-"),
+            duration(t)
+        )),
+    }
     s.push_str(&format!(
         ", cgroup {}",
         v.cgroup.as_deref().unwrap_or("(unbound)")
@@ -119,15 +133,13 @@ fn summary(v: &VgpuInfo) -> String {
     s
 }
 
-/// The settings to write to one vGPU, in order; the cgroup comes last so
-/// that nobody can open a vGPU before it is fully set up.
-fn writes(
+/// The settings to write to one vGPU (`vgpuN/`), in order. Its GPU's
+/// settings ([`gpu_writes`]) come after them and the `cgroup` comes last,
+/// so that nobody can open a vGPU before it is fully set up.
+fn vgpu_writes(
     gpu: Option<u32>,
     memory: Option<Limit>,
     compute: Option<u32>,
-    policy: Option<&str>,
-    period: Option<u64>,
-    cgroup: Option<&str>,
 ) -> Vec<(&'static str, String)> {
     let mut w = Vec::new();
     if let Some(g) = gpu {
@@ -136,29 +148,115 @@ fn writes(
     if let Some(m) = memory {
         w.push(("memory_limit", m.sysfs()));
     }
-    if let Some(p) = policy {
-        w.push(("compute_policy", p.to_string()));
-    }
-    if let Some(p) = period {
-        w.push(("period_us", p.to_string()));
-    }
     if let Some(c) = compute {
         w.push(("compute_share", c.to_string()));
-    }
-    if let Some(c) = cgroup {
-        w.push(("cgroup", c.to_string()));
     }
     w
 }
 
-/// Removes `created` (newest first) after `error`; returns the error to
-/// report.
-fn rollback(s: &Sysfs, created: &[u32], error: Error) -> Error {
-    let failed: Vec<Error> = created
+/// The settings to write to a physical GPU (`gpuK/`): they apply to every
+/// vGPU on it.
+fn gpu_writes(
+    policy: Option<ComputePolicy>,
+    period_us: Option<u64>,
+) -> Vec<(&'static str, String)> {
+    let mut w = Vec::new();
+    if let Some(p) = policy {
+        w.push(("compute_policy", p.sysfs().to_string()));
+    }
+    if let Some(p) = period_us {
+        w.push(("compute_period_us", p.to_string()));
+    }
+    w
+}
+
+/// A GPU setting a command changed, to put back if a later step fails.
+struct GpuChange {
+    gpu: u32,
+    name: &'static str,
+    before: String,
+    after: String,
+}
+
+/// Writes `settings` to GPU `k`, skipping those it already has (any change
+/// makes the module's scheduler start afresh on that GPU, dropping what it
+/// carried over for the vGPUs there); records what it changed.
+fn apply_gpu(
+    s: &Sysfs,
+    k: u32,
+    settings: &[(&'static str, String)],
+    changed: &mut Vec<GpuChange>,
+) -> Result<()> {
+    for (name, v) in settings {
+        let before = s.read_gpu_attr(k, name)?;
+        if before.as_deref() == Some(v.as_str()) {
+            continue;
+        }
+        s.write_gpu_attr(k, name, v)?;
+        changed.push(GpuChange {
+            gpu: k,
+            name,
+            before: before.unwrap_or_default(),
+            after: v.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Puts back the GPU settings in `changed` (newest first); returns what
+/// could not be.
+fn restore_gpus(s: &Sysfs, changed: &[GpuChange]) -> Vec<Error> {
+    changed
+        .iter()
+        .rev()
+        .filter_map(|c| s.write_gpu_attr(c.gpu, c.name, &c.before).err())
+        .collect()
+}
+
+/// Notes, for stderr, that the GPU settings in `changed` also apply to
+/// vGPUs other than `ours` on the same GPUs.
+fn shared_notes(s: &Sysfs, changed: &[GpuChange], ours: &[u32]) -> Vec<String> {
+    if changed.is_empty() {
+        return Vec::new();
+    }
+    let Ok(vgpus) = VgpuInfo::read_all(s) else {
+        return Vec::new();
+    };
+    let mut gpus: Vec<u32> = changed.iter().map(|c| c.gpu).collect();
+    gpus.dedup();
+    let mut notes = Vec::new();
+    for k in gpus {
+        let others: Vec<String> = vgpus
+            .iter()
+            .filter(|v| v.gpu == Some(k) && !ours.contains(&v.id))
+            .map(|v| format!("vgpu{}", v.id))
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let what: Vec<String> = changed
+            .iter()
+            .filter(|c| c.gpu == k)
+            .map(|c| format!("{} {}", c.name, c.after))
+            .collect();
+        notes.push(format!(
+            "GPU {k} now has {}: a per-GPU setting, so for {} too",
+            what.join(", "),
+            others.join(", ")
+        ));
+    }
+    notes
+}
+
+/// Removes `created` (newest first) and puts back the GPU settings in
+/// `changed` after `error`; returns the error to report.
+fn rollback(s: &Sysfs, created: &[u32], changed: &[GpuChange], error: Error) -> Error {
+    let mut failed: Vec<Error> = created
         .iter()
         .rev()
         .filter_map(|&id| s.remove(id).err())
         .collect();
+    failed.extend(restore_gpus(s, changed));
     if failed.is_empty() {
         error
     } else {
@@ -237,17 +335,22 @@ fn create(cli: &Cli, s: &Sysfs, a: &CreateArgs) -> Result<Output> {
         .map_err(Error::NoFit)?,
     };
 
-    // Create and configure all, then bind all; undo everything on failure.
+    // Create and configure all, then set their GPUs' policy and period,
+    // then bind all; undo everything on failure (the GPU settings too).
+    let gpu_settings = gpu_writes(a.compute_policy, a.period_us);
     let mut created = Vec::new();
-    let policy = a.compute_policy.map(|p| p.sysfs());
+    let mut changed = Vec::new();
     let result = (|| -> Result<()> {
         for (&id, &k) in ids.iter().zip(&placed) {
             s.create(id)?;
             created.push(id);
             let mem = (memory != Limit::Max).then_some(memory);
-            for (name, v) in writes(Some(k), mem, compute, policy, a.period_us, None) {
+            for (name, v) in vgpu_writes(Some(k), mem, compute) {
                 s.write_attr(id, name, &v)?;
             }
+        }
+        for &k in &placed {
+            apply_gpu(s, k, &gpu_settings, &mut changed)?;
         }
         if let Some(c) = &a.cgroup {
             for &id in &ids {
@@ -257,7 +360,7 @@ fn create(cli: &Cli, s: &Sysfs, a: &CreateArgs) -> Result<Output> {
         Ok(())
     })();
     if let Err(e) = result {
-        return Err(rollback(s, &created, e));
+        return Err(rollback(s, &created, &changed, e));
     }
 
     let infos: Vec<VgpuInfo> = ids
@@ -267,7 +370,7 @@ fn create(cli: &Cli, s: &Sysfs, a: &CreateArgs) -> Result<Output> {
     let mut out = Output {
         human: infos.iter().map(|v| summary(v) + "\n").collect(),
         json: to_json(&infos)?,
-        warnings: Vec::new(),
+        warnings: shared_notes(s, &changed, &ids),
     };
     if a.cgroup.is_none() {
         out.warnings.push(
@@ -316,24 +419,25 @@ fn set(cli: &Cli, s: &Sysfs, a: &SetArgs) -> Result<Output> {
         .as_deref()
         .map(|c| parse_share(c, 100))
         .transpose()?;
-    let w = writes(
-        a.gpu,
-        a.memory,
-        compute,
-        a.compute_policy.map(|p| p.sysfs()),
-        a.period_us,
-        a.cgroup.as_deref(),
-    );
-    if w.is_empty() {
+    let vw = vgpu_writes(a.gpu, a.memory, compute);
+    let gw = gpu_writes(a.compute_policy, a.period_us);
+    if vw.is_empty() && gw.is_empty() && a.cgroup.is_none() {
         return Err(Error::BadValue(
-            "nothing to set (give --memory, --compute, --cgroup, --gpu, ...)".to_string(),
+            "nothing to set (give --memory, --compute, --compute-policy, --period-us, --cgroup or --gpu)".to_string(),
         ));
     }
     let old = VgpuInfo::read(s, a.id)?;
+    // The policy and period are the GPU's: the one it moves to with --gpu.
+    let target = a.gpu.or(old.gpu);
+    if !gw.is_empty() && target.is_none() {
+        return Err(Error::BadValue(format!(
+            "vgpu{} has no GPU, and --compute-policy and --period-us set a GPU's (give --gpu K too)",
+            a.id
+        )));
+    }
     if !a.force && (a.gpu.is_some() || a.memory.is_some() || compute.is_some()) {
         let vgpus = VgpuInfo::read_all(s)?;
         let (gpu_loads, _) = loads(&gpus(cli, s)?, &vgpus, Some(a.id));
-        let target = a.gpu.or(old.gpu);
         let memory = a.memory.unwrap_or(old.limit());
         if let Some(r) = gpu_loads
             .iter()
@@ -343,34 +447,47 @@ fn set(cli: &Cli, s: &Sysfs, a: &SetArgs) -> Result<Output> {
             return Err(Error::NoFit(format!("{r} (--force to override)")));
         }
     }
-    // Apply in order; on failure put back what was already changed.
+    // Apply in order (the vGPU's settings, its GPU's, its cgroup); on
+    // failure put back what was already changed.
     let mut done: Vec<(&str, String)> = Vec::new();
-    for (name, v) in &w {
-        let before = s.read_attr(a.id, name)?.unwrap_or_default();
-        if let Err(e) = s.write_attr(a.id, name, v) {
-            let failed: Vec<Error> = done
-                .iter()
+    let mut changed = Vec::new();
+    let result = (|| -> Result<()> {
+        for (name, v) in &vw {
+            let before = s.read_attr(a.id, name)?.unwrap_or_default();
+            s.write_attr(a.id, name, v)?;
+            done.push((name, before));
+        }
+        if let Some(k) = target {
+            apply_gpu(s, k, &gw, &mut changed)?;
+        }
+        if let Some(c) = &a.cgroup {
+            s.write_attr(a.id, "cgroup", c)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let mut failed = restore_gpus(s, &changed);
+        failed.extend(
+            done.iter()
                 .rev()
                 // An unset GPU cannot be written back: leave it.
                 .filter(|(n, b)| !(*n == "gpu" && b.is_empty()))
-                .filter_map(|(n, b)| s.write_attr(a.id, n, b).err())
-                .collect();
-            return Err(if failed.is_empty() {
-                e
-            } else {
-                Error::RollbackFailed {
-                    error: Box::new(e),
-                    rollback: failed,
-                }
-            });
-        }
-        done.push((name, before));
+                .filter_map(|(n, b)| s.write_attr(a.id, n, b).err()),
+        );
+        return Err(if failed.is_empty() {
+            e
+        } else {
+            Error::RollbackFailed {
+                error: Box::new(e),
+                rollback: failed,
+            }
+        });
     }
     let v = VgpuInfo::read(s, a.id)?;
     Ok(Output {
         human: show_text(&v),
         json: to_json(&v)?,
-        warnings: Vec::new(),
+        warnings: shared_notes(s, &changed, &[a.id]),
     })
 }
 
@@ -391,11 +508,12 @@ fn show_text(v: &VgpuInfo) -> String {
         ("users", v.users.to_string()),
         ("compute_share", share(v.compute_share)),
         ("compute_policy", opt(v.compute_policy.clone())),
-        ("period_us", opt(v.period_us)),
-        ("granted_us", opt(v.granted_us)),
-        ("throttled_us", opt(v.throttled_us)),
+        ("compute_period_us", opt(v.compute_period_us)),
+        ("compute_granted_us", opt(v.compute_granted_us)),
+        ("compute_throttled_us", opt(v.compute_throttled_us)),
+        ("compute_tsgs", opt(v.compute_tsgs)),
     ];
-    rows.iter().map(|(k, v)| format!("{k:<15} {v}\n")).collect()
+    rows.iter().map(|(k, v)| format!("{k:<20} {v}\n")).collect()
 }
 
 /// `vgpuctl show`.
@@ -423,6 +541,10 @@ fn list(s: &Sysfs) -> Result<Output> {
                 format_bytes(v.memory_used),
                 share(v.compute_share),
                 opt(v.compute_policy.clone()),
+                duration(v.compute_period_us),
+                duration(v.compute_granted_us),
+                duration(v.compute_throttled_us),
+                opt(v.compute_tsgs),
                 v.cgroup.clone().unwrap_or("-".to_string()),
                 v.users.to_string(),
             ]
@@ -433,7 +555,19 @@ fn list(s: &Sysfs) -> Result<Output> {
     } else {
         table::render(
             &[
-                "ID", "DEVICE", "GPU", "MEMORY", "USED", "COMPUTE", "POLICY", "CGROUP", "USERS",
+                "ID",
+                "DEVICE",
+                "GPU",
+                "MEMORY",
+                "USED",
+                "COMPUTE",
+                "POLICY",
+                "PERIOD",
+                "GRANTED",
+                "THROTTLED",
+                "TSGS",
+                "CGROUP",
+                "USERS",
             ],
             &rows,
         )
@@ -460,6 +594,15 @@ struct GpuStatus {
     /// Sum of its vGPUs' shares; left out without compute shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     compute_promised: Option<u32>,
+    /// `gpuK/compute_policy`; left out without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compute_policy: Option<String>,
+    /// `gpuK/compute_period_us`; left out without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compute_period_us: Option<u64>,
+    /// Sum of its vGPUs' `compute_tsgs`; left out without compute shares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compute_tsgs: Option<u64>,
     vgpus: Vec<u32>,
 }
 
@@ -467,23 +610,26 @@ struct GpuStatus {
 fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
     let vgpus = VgpuInfo::read_all(s)?;
     let (gpu_loads, unassigned) = loads(&gpus(cli, s)?, &vgpus, None);
-    let compute_known = vgpus.iter().any(|v| v.compute_share.is_some());
+    let compute_known = vgpus.iter().any(|v| v.compute_share.is_some()) || !s.gpu_ids()?.is_empty();
     let gs: Vec<GpuStatus> = gpu_loads
         .iter()
-        .map(|g| GpuStatus {
-            index: g.index,
-            memory_total: g.memory_total,
-            memory_promised: g.memory_promised,
-            unlimited_vgpus: g.unlimited,
-            memory_used: vgpus
-                .iter()
-                .filter(|v| v.gpu == Some(g.index))
-                .map(|v| v.memory_used)
-                .sum(),
-            compute_promised: compute_known.then_some(g.compute_promised),
-            vgpus: g.vgpus.clone(),
+        .map(|g| {
+            let settings = GpuSettings::read(s, g.index)?;
+            let on_it = || vgpus.iter().filter(|v| v.gpu == Some(g.index));
+            Ok(GpuStatus {
+                index: g.index,
+                memory_total: g.memory_total,
+                memory_promised: g.memory_promised,
+                unlimited_vgpus: g.unlimited,
+                memory_used: on_it().map(|v| v.memory_used).sum(),
+                compute_promised: compute_known.then_some(g.compute_promised),
+                compute_policy: settings.compute_policy,
+                compute_period_us: settings.compute_period_us,
+                compute_tsgs: compute_known.then(|| on_it().filter_map(|v| v.compute_tsgs).sum()),
+                vgpus: g.vgpus.clone(),
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let rows: Vec<Vec<String>> = gs
         .iter()
         .map(|g| {
@@ -503,6 +649,9 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
                 promised,
                 format_bytes(g.memory_used),
                 share(g.compute_promised),
+                opt(g.compute_policy.clone()),
+                duration(g.compute_period_us),
+                opt(g.compute_tsgs),
                 if g.vgpus.is_empty() {
                     "-".to_string()
                 } else {
@@ -519,7 +668,9 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
         "no GPUs known\n".to_string()
     } else {
         table::render(
-            &["GPU", "MEMORY", "PROMISED", "USED", "COMPUTE", "VGPUS"],
+            &[
+                "GPU", "MEMORY", "PROMISED", "USED", "COMPUTE", "POLICY", "PERIOD", "TSGS", "VGPUS",
+            ],
             &rows,
         )
     };

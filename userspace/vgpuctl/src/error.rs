@@ -68,7 +68,7 @@ pub enum Error {
 /// The words for an errno the module returns, in vgpuctl's terms.
 pub fn errno_text(errno: i32) -> Option<&'static str> {
     Some(match errno {
-        libc::EBUSY => "in use (its device node is open)",
+        libc::EBUSY => "in use (its device node is open, or memory or TSGs are charged to it)",
         libc::ENODEV => "no such GPU (the module found no /dev/nvidiaK for it)",
         libc::EEXIST => "already exists",
         libc::ENOENT => "no such vGPU",

@@ -9,11 +9,15 @@
 //! head of at most [`MAX_HEAD`] bytes read within a deadline, one response,
 //! then the connection is closed. sysfs is read afresh on every scrape.
 //!
-//! Metric families (see `docs/vgpuctl.md`): `vgpu_up`,
+//! Metric families (see `docs/vgpuctl.md`): per vGPU `vgpu_up`,
 //! `vgpu_memory_limit_bytes` (`+Inf` for no limit), `vgpu_memory_used_bytes`,
-//! `vgpu_users`, and, when the module has the files, `vgpu_compute_share_percent`,
-//! `vgpu_granted_seconds_total`, `vgpu_throttled_seconds_total`,
-//! `vgpu_alloc_refused_total`; plus `vgpu_exporter_scrape_errors_total`.
+//! `vgpu_users`, and, when the module has the files,
+//! `vgpu_compute_share_percent`, `vgpu_granted_seconds_total`,
+//! `vgpu_throttled_seconds_total`, `vgpu_compute_tsgs`,
+//! `vgpu_alloc_refused_total`; per physical GPU (`gpuK/`)
+//! `vgpu_gpu_compute_policy` (info style: 1 with a `policy` label) and
+//! `vgpu_gpu_compute_period_seconds`; plus
+//! `vgpu_exporter_scrape_errors_total`.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -84,24 +88,36 @@ pub fn seconds(us: u64) -> String {
     format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
 }
 
-/// Reads one decimal counter file of vGPU `id`: `None` if the file does
-/// not exist (or the vGPU went away meanwhile); malformed contents count
-/// as a scrape error.
-fn read_num(s: &Sysfs, id: u32, name: &str, stats: &Stats) -> Option<u64> {
-    match s.read_attr(id, name) {
-        Ok(Some(v)) => match v.parse() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
-                None
-            }
-        },
-        Ok(None) | Err(Error::UnknownVgpu(_)) => None,
+/// The contents of a file read with `read` (a vGPU's or a GPU's): `None`
+/// if the file does not exist (or the vGPU went away meanwhile); other
+/// errors count as a scrape error.
+fn read_text(read: Result<Option<String>>, stats: &Stats) -> Option<String> {
+    match read {
+        Ok(v) => v,
+        Err(Error::UnknownVgpu(_)) => None,
         Err(_) => {
             stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
             None
         }
     }
+}
+
+/// A decimal number read with `read`, as [`read_text`]; malformed contents
+/// count as a scrape error.
+fn read_u64(read: Result<Option<String>>, stats: &Stats) -> Option<u64> {
+    let v = read_text(read, stats)?;
+    match v.parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// Reads one decimal counter file of vGPU `id` (see [`read_u64`]).
+fn read_num(s: &Sysfs, id: u32, name: &str, stats: &Stats) -> Option<u64> {
+    read_u64(s.read_attr(id, name), stats)
 }
 
 /// The exposition for the module under `s`, read now.
@@ -134,44 +150,50 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
     let mut granted = Family::new(
         "vgpu_granted_seconds_total",
         "counter",
-        "GPU time granted to the vGPU by the scheduler, in seconds.",
+        "Time the vGPU's scheduling window was open on its GPU, in seconds.",
     );
     let mut throttled = Family::new(
         "vgpu_throttled_seconds_total",
         "counter",
-        "Time the scheduler held the vGPU's work back, in seconds.",
+        "Time the vGPU had work while another vGPU's window (or the idle window) was open, in seconds.",
+    );
+    let mut tsgs = Family::new(
+        "vgpu_compute_tsgs",
+        "gauge",
+        "TSGs and channels outside TSGs the compute scheduler tracks for the vGPU.",
     );
     let mut refused = Family::new(
         "vgpu_alloc_refused_total",
         "counter",
         "GPU memory allocations refused for passing the vGPU's limit.",
     );
+    let mut policy = Family::new(
+        "vgpu_gpu_compute_policy",
+        "gauge",
+        "Compute policy of the physical GPU, for all its vGPUs: 1 for the policy in the label.",
+    );
+    let mut period = Family::new(
+        "vgpu_gpu_compute_period_seconds",
+        "gauge",
+        "Compute scheduling period of the physical GPU, in seconds.",
+    );
 
-    let ids = match s.ids() {
+    let (ids, loaded) = match s.ids() {
         Ok(ids) => {
             up.samples.push((String::new(), "1".into()));
-            ids
+            (ids, true)
         }
         Err(e) => {
             if !matches!(e, Error::ModuleNotLoaded(_)) {
                 stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
             }
             up.samples.push((String::new(), "0".into()));
-            Vec::new()
+            (Vec::new(), false)
         }
     };
 
     for id in ids {
-        let text = |name: &str| -> Option<String> {
-            match s.read_attr(id, name) {
-                Ok(v) => v,
-                Err(Error::UnknownVgpu(_)) => None,
-                Err(_) => {
-                    stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
-                    None
-                }
-            }
-        };
+        let text = |name: &str| read_text(s.read_attr(id, name), stats);
         // A vGPU removed during the scrape is simply left out.
         let (Some(gpu), Some(cgroup)) = (text("gpu"), text("cgroup")) else {
             continue;
@@ -195,6 +217,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
             (&mut used, "memory_used"),
             (&mut users, "users"),
             (&mut share, "compute_share"),
+            (&mut tsgs, "compute_tsgs"),
             (&mut refused, "alloc_refused"),
         ];
         for (fam, file) in plain {
@@ -203,12 +226,34 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
             }
         }
         for (fam, file) in [
-            (&mut granted, "granted_us"),
-            (&mut throttled, "throttled_us"),
+            (&mut granted, "compute_granted_us"),
+            (&mut throttled, "compute_throttled_us"),
         ] {
             if let Some(n) = read_num(s, id, file, stats) {
                 fam.samples.push((labels.clone(), seconds(n)));
             }
+        }
+    }
+
+    // The physical GPUs' settings (`gpuK/`, on a module with compute shares).
+    let gpus = if loaded {
+        s.gpu_ids().unwrap_or_else(|_| {
+            stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
+            Vec::new()
+        })
+    } else {
+        Vec::new()
+    };
+    for k in gpus {
+        let labels = format!("gpu=\"{k}\"");
+        if let Some(p) = read_text(s.read_gpu_attr(k, "compute_policy"), stats) {
+            policy.samples.push((
+                format!("{labels},policy=\"{}\"", escape_label(&p)),
+                "1".into(),
+            ));
+        }
+        if let Some(us) = read_u64(s.read_gpu_attr(k, "compute_period_us"), stats) {
+            period.samples.push((labels, seconds(us)));
         }
     }
 
@@ -225,7 +270,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
 
     let mut out = String::new();
     for f in [
-        up, limit, used, users, share, granted, throttled, refused, errors,
+        up, limit, used, users, share, granted, throttled, tsgs, refused, policy, period, errors,
     ] {
         if f.samples.is_empty() {
             continue;
@@ -567,10 +612,62 @@ mod tests {
         );
         assert!(!out.contains("vgpu_compute_share_percent"), "{out}");
 
+        assert!(!out.contains("vgpu_gpu_compute"), "{out}");
+
         // A malformed file is counted and its series left out.
         std::fs::write(s.vgpu_dir(2).join("memory_used"), "lots\n").unwrap();
         let out = render(&s, &stats);
         assert!(!out.contains("vgpu_memory_used_bytes{"), "{out}");
+        assert!(
+            out.contains("vgpu_exporter_scrape_errors_total 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn render_compute() {
+        let t = tempfile::tempdir().unwrap();
+        let stats = Stats::default();
+        let s = Sysfs::simulated(t.path());
+        sim::init_tree(t.path(), Some(&[(0, None), (1, None)]), true).unwrap();
+        s.create(2).unwrap();
+        s.write_attr(2, "gpu", "1").unwrap();
+        s.write_attr(2, "compute_share", "40").unwrap();
+        s.write_gpu_attr(1, "compute_policy", "work-conserving")
+            .unwrap();
+        s.write_gpu_attr(1, "compute_period_us", "20000").unwrap();
+        std::fs::write(s.vgpu_dir(2).join("compute_granted_us"), "2500000\n").unwrap();
+        std::fs::write(s.vgpu_dir(2).join("compute_throttled_us"), "7\n").unwrap();
+        std::fs::write(s.vgpu_dir(2).join("compute_tsgs"), "3\n").unwrap();
+        let out = render(&s, &stats);
+        let l = r#"{vgpu="2",gpu="1",cgroup=""}"#;
+        for line in [
+            format!("vgpu_compute_share_percent{l} 40\n"),
+            format!("vgpu_granted_seconds_total{l} 2.500000\n"),
+            format!("vgpu_throttled_seconds_total{l} 0.000007\n"),
+            format!("vgpu_compute_tsgs{l} 3\n"),
+            "# TYPE vgpu_compute_tsgs gauge\n".to_string(),
+            "# TYPE vgpu_gpu_compute_policy gauge\n".to_string(),
+            "vgpu_gpu_compute_policy{gpu=\"0\",policy=\"fixed\"} 1\n".to_string(),
+            "vgpu_gpu_compute_policy{gpu=\"1\",policy=\"work-conserving\"} 1\n".to_string(),
+            "# TYPE vgpu_gpu_compute_period_seconds gauge\n".to_string(),
+            "vgpu_gpu_compute_period_seconds{gpu=\"0\"} 0.050000\n".to_string(),
+            "vgpu_gpu_compute_period_seconds{gpu=\"1\"} 0.020000\n".to_string(),
+            "vgpu_exporter_scrape_errors_total 0\n".to_string(),
+        ] {
+            assert!(out.contains(&line), "{line}: {out}");
+        }
+        // A malformed period: a scrape error, that series left out.
+        std::fs::write(s.gpu_dir(0).join("compute_period_us"), "soon\n").unwrap();
+        let out = render(&s, &stats);
+        assert!(
+            !out.contains("vgpu_gpu_compute_period_seconds{gpu=\"0\"}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("vgpu_gpu_compute_period_seconds{gpu=\"1\"}"),
+            "{out}"
+        );
         assert!(
             out.contains("vgpu_exporter_scrape_errors_total 1\n"),
             "{out}"

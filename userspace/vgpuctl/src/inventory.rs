@@ -10,7 +10,9 @@
 //!    module found: `INDEX [BYTES]`, the index `K` of `/dev/nvidiaK` and,
 //!    optionally, the GPU's memory size in bytes. Further words on a line are
 //!    ignored, so the module may add fields later.
-//! 2. [`DevNodes`]: the `/dev/nvidiaK` nodes on the host (what the module
+//! 2. [`GpuDirs`]: the `/sys/class/vgpu/gpuK/` directories a module with
+//!    compute shares makes, one per GPU it found at load, without sizes.
+//! 3. [`DevNodes`]: the `/dev/nvidiaK` nodes on the host (what the module
 //!    resolves at load), without sizes.
 //!
 //! A size given with `--gpu-memory` fills in every GPU whose size is not
@@ -75,6 +77,30 @@ pub fn parse_gpus(text: &str) -> Result<Vec<Gpu>> {
     out.sort_by_key(|g| g.index);
     out.dedup_by_key(|g| g.index);
     Ok(out)
+}
+
+/// The `class/vgpu/gpuK/` directories: exactly the GPUs the module found
+/// (a module without compute shares has none).
+pub struct GpuDirs<'a>(pub &'a Sysfs);
+
+impl Inventory for GpuDirs<'_> {
+    fn gpus(&self) -> Result<Option<Vec<Gpu>>> {
+        if !self.0.class_dir().is_dir() {
+            return Ok(None);
+        }
+        let ids = self.0.gpu_ids()?;
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(
+            ids.into_iter()
+                .map(|index| Gpu {
+                    index,
+                    memory: None,
+                })
+                .collect(),
+        ))
+    }
 }
 
 /// The `/dev/nvidiaK` nodes under a device root (normally `/dev`).
@@ -188,6 +214,25 @@ mod tests {
         let from_sys = discover(&[&SysfsGpus(&sys), &DevNodes(t.path().into())], Some(7)).unwrap();
         assert_eq!(from_sys[0].memory, Some(9));
         assert_eq!(from_sys[1].memory, Some(7));
+        // The gpuK/ directories of a module with compute shares, which has
+        // no `gpus` file, come before the /dev nodes.
+        let sources = |sys| -> Vec<Gpu> {
+            discover(
+                &[&SysfsGpus(sys), &GpuDirs(sys), &DevNodes(t.path().into())],
+                None,
+            )
+            .unwrap()
+        };
+        fs::remove_file(sys.class_dir().join("gpus")).unwrap();
+        assert_eq!(sources(&sys).len(), 2, "the /dev nodes");
+        crate::sysfs::sim::add_gpu(&t.path().join("sys"), 3).unwrap();
+        assert_eq!(
+            sources(&sys),
+            vec![Gpu {
+                index: 3,
+                memory: None
+            }]
+        );
         let none = discover(&[&DevNodes(t.path().join("nothing"))], None).unwrap();
         assert!(none.is_empty());
     }

@@ -13,8 +13,10 @@ use crate::units::Limit;
 /// One vGPU's settings and counters.
 ///
 /// In JSON, `gpu` is `null` when unset, `memory_limit` is `null` for no
-/// limit (`max`), `cgroup` is `null` when unbound, and the compute fields are
-/// left out when the module has no compute shares.
+/// limit (`max`), `cgroup` is `null` when unbound, and each `compute_*`
+/// field is left out when its file is missing: all of them on a module
+/// without compute shares, and `compute_policy` / `compute_period_us` (its
+/// GPU's settings) also while the vGPU has no GPU.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VgpuInfo {
     /// The vGPU number `N`.
@@ -31,67 +33,101 @@ pub struct VgpuInfo {
     pub cgroup: Option<String>,
     /// Open files of `/dev/vgpuN`.
     pub users: u64,
-    /// Compute share in percent.
+    /// `vgpuN/compute_share`: its share of its GPU in percent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_share: Option<u32>,
-    /// `fixed` or `work-conserving`.
+    /// `gpuK/compute_policy` of its GPU `K`: `fixed` or `work-conserving`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_policy: Option<String>,
-    /// Scheduling period in microseconds.
+    /// `gpuK/compute_period_us` of its GPU `K`: the scheduling period, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub period_us: Option<u64>,
-    /// Time granted so far, microseconds.
+    pub compute_period_us: Option<u64>,
+    /// `vgpuN/compute_granted_us`: µs its scheduling window was open.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub granted_us: Option<u64>,
-    /// Time held back so far, microseconds.
+    pub compute_granted_us: Option<u64>,
+    /// `vgpuN/compute_throttled_us`: µs it had work while another vGPU's
+    /// window (or the idle window) was open.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub throttled_us: Option<u64>,
+    pub compute_throttled_us: Option<u64>,
+    /// `vgpuN/compute_tsgs`: TSGs and channels outside TSGs the scheduler
+    /// tracks for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_tsgs: Option<u64>,
 }
 
-fn number<T: std::str::FromStr>(id: u32, name: &str, v: &str) -> Result<T> {
+fn number<T: std::str::FromStr>(file: &str, v: &str) -> Result<T> {
     v.parse()
-        .map_err(|_| Error::Unexpected(format!("vgpu{id}/{name} holds {v:?}, not a number")))
+        .map_err(|_| Error::Unexpected(format!("{file} holds {v:?}, not a number")))
+}
+
+/// A physical GPU's scheduling settings, from `class/vgpu/gpuK/`; `None`
+/// where the module has no such file (no compute shares).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GpuSettings {
+    /// `compute_policy`: `fixed` or `work-conserving`.
+    pub compute_policy: Option<String>,
+    /// `compute_period_us`: the scheduling period in microseconds.
+    pub compute_period_us: Option<u64>,
+}
+
+impl GpuSettings {
+    /// Reads GPU `k`'s settings (both `None` if it has no `gpuK/`).
+    pub fn read(s: &Sysfs, k: u32) -> Result<Self> {
+        let period = "compute_period_us";
+        Ok(Self {
+            compute_policy: s.read_gpu_attr(k, "compute_policy")?,
+            compute_period_us: s
+                .read_gpu_attr(k, period)?
+                .map(|v| number(&format!("gpu{k}/{period}"), &v))
+                .transpose()?,
+        })
+    }
 }
 
 impl VgpuInfo {
-    /// Reads vGPU `id`.
+    /// Reads vGPU `id`, and the settings of its GPU.
     pub fn read(s: &Sysfs, id: u32) -> Result<Self> {
         let required = |name: &str| -> Result<String> {
             s.read_attr(id, name)?
                 .ok_or_else(|| Error::Unexpected(format!("vgpu{id} has no {name} file")))
         };
+        let num = |name: &str, v: &str| number(&format!("vgpu{id}/{name}"), v);
         let optional_num = |name: &str| -> Result<Option<u64>> {
-            s.read_attr(id, name)?
-                .map(|v| number(id, name, &v))
-                .transpose()
+            s.read_attr(id, name)?.map(|v| num(name, &v)).transpose()
         };
         let gpu = required("gpu")?;
         let limit = required("memory_limit")?;
         let cgroup = required("cgroup")?;
+        let gpu: Option<u32> = if gpu.is_empty() {
+            None
+        } else {
+            Some(number(&format!("vgpu{id}/gpu"), &gpu)?)
+        };
+        let settings = match gpu {
+            Some(k) => GpuSettings::read(s, k)?,
+            None => GpuSettings::default(),
+        };
         Ok(Self {
             id,
             device: format!("/dev/vgpu{id}"),
-            gpu: if gpu.is_empty() {
-                None
-            } else {
-                Some(number(id, "gpu", &gpu)?)
-            },
+            gpu,
             memory_limit: if limit == "max" {
                 None
             } else {
-                Some(number(id, "memory_limit", &limit)?)
+                Some(num("memory_limit", &limit)?)
             },
-            memory_used: number(id, "memory_used", &required("memory_used")?)?,
+            memory_used: num("memory_used", &required("memory_used")?)?,
             cgroup: (!cgroup.is_empty()).then_some(cgroup),
-            users: number(id, "users", &required("users")?)?,
+            users: num("users", &required("users")?)?,
             compute_share: s
                 .read_attr(id, "compute_share")?
-                .map(|v| number(id, "compute_share", &v))
+                .map(|v| number(&format!("vgpu{id}/compute_share"), &v))
                 .transpose()?,
-            compute_policy: s.read_attr(id, "compute_policy")?,
-            period_us: optional_num("period_us")?,
-            granted_us: optional_num("granted_us")?,
-            throttled_us: optional_num("throttled_us")?,
+            compute_policy: settings.compute_policy,
+            compute_period_us: settings.compute_period_us,
+            compute_granted_us: optional_num("compute_granted_us")?,
+            compute_throttled_us: optional_num("compute_throttled_us")?,
+            compute_tsgs: optional_num("compute_tsgs")?,
         })
     }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Parsing and printing of sizes (`6GiB`, `1.5GiB`, `512MiB`, bytes, `max`)
-//! and compute shares (`30%`).
+//! Parsing and printing of sizes (`6GiB`, `1.5GiB`, `512MiB`, bytes, `max`),
+//! compute shares (`30%`) and times in microseconds (`50 ms`).
 
 use crate::error::{Error, Result};
 
@@ -159,6 +159,25 @@ pub fn format_limit(l: Limit) -> String {
     }
 }
 
+/// Prints microseconds for people, in the largest unit that is at least 1
+/// (`250 us`, `50 ms`, `1.5 s`), with at most 3 decimals, rounded down.
+pub fn format_us(us: u64) -> String {
+    let (div, unit): (u64, &str) = match us {
+        0 => return "0 s".to_string(),
+        1..=999 => return format!("{us} us"),
+        1_000..=999_999 => (1_000, "ms"),
+        _ => (1_000_000, "s"),
+    };
+    let milli = (us % div) * 1000 / div;
+    let frac = format!("{milli:03}");
+    let frac = frac.trim_end_matches('0');
+    if frac.is_empty() {
+        format!("{} {unit}", us / div)
+    } else {
+        format!("{}.{frac} {unit}", us / div)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +239,15 @@ mod tests {
         assert_eq!(format_bytes(100), "100 B");
         assert_eq!(format_bytes(0), "0 B");
         assert_eq!(format_limit(Limit::Max), "max");
+        assert_eq!(format_us(0), "0 s");
+        assert_eq!(format_us(250), "250 us");
+        assert_eq!(format_us(1_000), "1 ms");
+        assert_eq!(format_us(1_500), "1.5 ms");
+        assert_eq!(format_us(50_000), "50 ms");
+        assert_eq!(format_us(999_999), "999.999 ms");
+        assert_eq!(format_us(1_000_000), "1 s");
+        assert_eq!(format_us(1_234_567), "1.234 s");
+        assert_eq!(format_us(3_600_000_000), "3600 s");
+        assert_eq!(format_us(u64::MAX), "18446744073709.551 s");
     }
 }

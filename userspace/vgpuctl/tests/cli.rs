@@ -38,11 +38,21 @@ fn create_show_list_remove() {
 
     let show = f.ok(&["show", "7"]);
     assert!(
-        show.out.contains("memory_limit    512 MiB\n"),
+        show.out.contains("memory_limit         512 MiB\n"),
         "{}",
         show.out
     );
-    assert!(show.out.contains("compute_share   -\n"), "{}", show.out);
+    // No compute shares in this module.
+    for row in [
+        "compute_share        -\n",
+        "compute_policy       -\n",
+        "compute_period_us    -\n",
+        "compute_granted_us   -\n",
+        "compute_throttled_us -\n",
+        "compute_tsgs         -\n",
+    ] {
+        assert!(show.out.contains(row), "{row:?}: {}", show.out);
+    }
 
     let list = f.ok(&["list"]);
     let lines: Vec<&str> = list.out.lines().collect();
@@ -122,19 +132,37 @@ fn status_table() {
         "1",
     ]);
     fs_create(&f, 3);
+    f.put(0, "compute_tsgs", "2");
+    f.ok(&["set", "0", "--period-us", "2500"]);
     let s = f.ok(&["status"]);
     assert_eq!(
         s.out,
-        "GPU  MEMORY  PROMISED     USED  COMPUTE  VGPUS\n\
-         0    24 GiB  0 B (0%)     0 B   0%       -\n\
-         1    24 GiB  6 GiB (25%)  0 B   30%      0\n\
+        "GPU  MEMORY  PROMISED     USED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
+         0    24 GiB  0 B (0%)     0 B   0%       fixed   50 ms   0     -\n\
+         1    24 GiB  6 GiB (25%)  0 B   30%      fixed   2.5 ms  2     0\n\
          vGPUs without a GPU: 3\n"
+    );
+    let j = f.ok(&["status", "--json"]).json();
+    assert_eq!(
+        j["gpus"][1],
+        json!({"index": 1, "memory_total": 24 * GIB, "memory_promised": 6 * GIB,
+               "unlimited_vgpus": 0, "memory_used": 0, "compute_promised": 30,
+               "compute_policy": "fixed", "compute_period_us": 2500,
+               "compute_tsgs": 2, "vgpus": [0]})
+    );
+    // Without compute shares: dashes.
+    let f = Fake::new(1, Some(24), false);
+    let s = f.ok(&["status"]);
+    assert_eq!(
+        s.out,
+        "GPU  MEMORY  PROMISED  USED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
+         0    24 GiB  0 B (0%)  0 B   -        -       -       -     -\n"
     );
 }
 
 #[test]
 fn compute_shares_when_the_module_has_them() {
-    let f = Fake::new(1, Some(24), true);
+    let f = Fake::new(2, Some(24), true);
     let v = f
         .ok(&[
             "--json",
@@ -149,17 +177,284 @@ fn compute_shares_when_the_module_has_them() {
             "work-conserving",
             "--period-us",
             "20000",
+            "--gpu",
+            "0",
         ])
         .json();
-    assert_eq!(v[0]["compute_share"], 30);
-    assert_eq!(v[0]["compute_policy"], "work-conserving");
-    assert_eq!(v[0]["period_us"], 20000);
-    assert_eq!(v[0]["granted_us"], 0);
-    f.ok(&["set", "0", "--compute", "50%", "--compute-policy", "fixed"]);
+    assert_eq!(
+        v[0],
+        json!({"id": 0, "device": "/dev/vgpu0", "gpu": 0, "memory_limit": 6 * GIB,
+               "memory_used": 0, "cgroup": "/a", "users": 0,
+               "compute_share": 30, "compute_policy": "work-conserving",
+               "compute_period_us": 20000, "compute_granted_us": 0,
+               "compute_throttled_us": 0, "compute_tsgs": 0})
+    );
+    // The share is the vGPU's; the policy and period are GPU 0's.
+    assert_eq!(f.attr(0, "compute_share"), "30");
+    assert_eq!(f.gpu_attr(0, "compute_policy"), "work-conserving");
+    assert_eq!(f.gpu_attr(0, "compute_period_us"), "20000");
+    assert_eq!(f.gpu_attr(1, "compute_policy"), "fixed");
+    assert_eq!(f.gpu_attr(1, "compute_period_us"), "50000");
+    for name in ["compute_policy", "period_us", "granted_us", "throttled_us"] {
+        assert!(!f.vgpu_dir(0).join(name).exists(), "{name}");
+    }
+
+    // A second vGPU on GPU 0 shares its policy.
+    let r = f.ok(&[
+        "create",
+        "--compute",
+        "20%",
+        "--gpu",
+        "0",
+        "--cgroup",
+        "/b",
+        "--memory",
+        "1GiB",
+    ]);
+    assert_eq!(
+        r.out,
+        "created vgpu1 (/dev/vgpu1): GPU 0, memory 1 GiB, compute 20% \
+         (GPU 0: work-conserving, period 20 ms), cgroup /b\n"
+    );
+    assert!(!r.err.contains("per-GPU"), "{}", r.err);
+    // Changing it through one vGPU says that it changes for the other too.
+    let r = f.ok(&["set", "0", "--compute", "50%", "--compute-policy", "fixed"]);
     assert_eq!(f.attr(0, "compute_share"), "50");
-    assert_eq!(f.attr(0, "compute_policy"), "fixed");
+    assert_eq!(f.gpu_attr(0, "compute_policy"), "fixed");
+    assert_eq!(f.gpu_attr(0, "compute_period_us"), "20000");
+    assert_eq!(
+        r.err,
+        "vgpuctl: warning: GPU 0 now has compute_policy fixed: a per-GPU setting, so for vgpu1 too\n"
+    );
+    assert!(r.out.contains("compute_policy       fixed\n"), "{}", r.out);
+    assert!(r.out.contains("compute_period_us    20000\n"), "{}", r.out);
+
+    // Counters as the module shows them.
+    f.put(0, "compute_granted_us", "1500000");
+    f.put(0, "compute_throttled_us", "250");
+    f.put(0, "compute_tsgs", "3");
+    let show = f.ok(&["show", "0"]);
+    for row in [
+        "compute_share        50%\n",
+        "compute_granted_us   1500000\n",
+        "compute_throttled_us 250\n",
+        "compute_tsgs         3\n",
+    ] {
+        assert!(show.out.contains(row), "{row:?}: {}", show.out);
+    }
     let list = f.ok(&["list"]);
-    assert!(list.out.contains("50%      fixed"), "{}", list.out);
+    let lines: Vec<&str> = list.out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "ID  DEVICE      GPU  MEMORY  USED  COMPUTE  POLICY  PERIOD  GRANTED  THROTTLED  TSGS  CGROUP  USERS"
+    );
+    assert_eq!(
+        lines[1],
+        "0   /dev/vgpu0  0    6 GiB   0 B   50%      fixed   20 ms   1.5 s    250 us     3     /a      0"
+    );
+    let j = f.ok(&["list", "--json"]).json();
+    assert_eq!(j[0]["compute_granted_us"], 1_500_000);
+    assert_eq!(j[0]["compute_throttled_us"], 250);
+    assert_eq!(j[0]["compute_tsgs"], 3);
+    assert_eq!(j[1]["compute_policy"], "fixed");
+
+    // Moving a vGPU with tracked TSGs: EBUSY from the module.
+    let r = f.run(&["set", "0", "--gpu", "1", "--force"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err.contains("or memory or TSGs are charged to it"),
+        "{}",
+        r.err
+    );
+    f.put(0, "compute_tsgs", "0");
+    // With --gpu, the policy and period go to the GPU it moves to.
+    f.ok(&["set", "0", "--gpu", "1", "--period-us", "1000"]);
+    assert_eq!(f.gpu_attr(1, "compute_period_us"), "1000");
+    assert_eq!(f.gpu_attr(0, "compute_period_us"), "20000");
+    assert_eq!(
+        f.ok(&["show", "0", "--json"]).json()["compute_period_us"],
+        1000
+    );
+
+    // A vGPU without a GPU has no GPU settings to change or show.
+    fs_create(&f, 5);
+    let r = f.run(&["set", "5", "--compute-policy", "fixed"]);
+    assert_eq!(r.code, USAGE, "{}", r.err);
+    assert!(r.err.contains("vgpu5 has no GPU"), "{}", r.err);
+    let j = f.ok(&["show", "5", "--json"]).json();
+    assert_eq!(j["compute_share"], 100);
+    assert!(j.get("compute_policy").is_none() && j.get("compute_period_us").is_none());
+
+    // A vGPU made without --compute has the module's default share, 100%:
+    // the whole GPU, so a request with --compute no longer fits beside it.
+    f.ok(&["create", "--id", "7", "--gpu", "1", "--memory", "1GiB"]);
+    assert_eq!(f.attr(7, "compute_share"), "100");
+    let r = f.run(&[
+        "create",
+        "--compute",
+        "10%",
+        "--gpu",
+        "1",
+        "--memory",
+        "1GiB",
+    ]);
+    assert_eq!(r.code, NO_FIT, "{}", r.err);
+    assert!(
+        r.err.contains("GPU 1: 150% compute already promised"),
+        "{}",
+        r.err
+    );
+}
+
+#[test]
+fn gpu_settings_are_left_alone_when_unchanged() {
+    let f = Fake::new(1, Some(24), true);
+    f.ok(&["create", "--id", "0"]);
+    // Writing a GPU setting restarts its scheduler: only changes are written.
+    f.fail("gpu0/compute_policy", "EIO");
+    f.ok(&[
+        "set",
+        "0",
+        "--compute-policy",
+        "fixed",
+        "--period-us",
+        "50000",
+    ]);
+    f.ok(&[
+        "create",
+        "--compute-policy",
+        "fixed",
+        "--gpu",
+        "0",
+        "--force",
+    ]);
+    let r = f.run(&["set", "0", "--compute-policy", "work-conserving"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err.contains("writing \"work-conserving\" to") && r.err.contains("gpu0/compute_policy"),
+        "{}",
+        r.err
+    );
+}
+
+#[test]
+fn rollback_puts_gpu_settings_back() {
+    let f = Fake::new(2, Some(24), true);
+    // The second GPU refuses its period: both vGPUs go, and both GPUs get
+    // back the settings they had.
+    f.fail("gpu1/compute_period_us", "EBUSY");
+    let r = f.run(&[
+        "create",
+        "--gpus",
+        "2",
+        "--compute",
+        "60%",
+        "--compute-policy",
+        "work-conserving",
+        "--period-us",
+        "10000",
+    ]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err.contains("gpu1/compute_period_us: in use"),
+        "{}",
+        r.err
+    );
+    assert_eq!(f.vgpus(), Vec::<u32>::new());
+    for k in [0, 1] {
+        assert_eq!(f.gpu_attr(k, "compute_policy"), "fixed", "gpu{k}");
+        assert_eq!(f.gpu_attr(k, "compute_period_us"), "50000", "gpu{k}");
+    }
+
+    // The cgroup, written after the GPU settings, fails.
+    let f = Fake::new(1, Some(24), true);
+    f.fail("cgroup", "ENOMEM");
+    let r = f.run(&[
+        "create",
+        "--cgroup",
+        "/a",
+        "--compute-policy",
+        "work-conserving",
+    ]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert_eq!(f.vgpus(), Vec::<u32>::new());
+    assert_eq!(f.gpu_attr(0, "compute_policy"), "fixed");
+
+    // set: the vGPU's settings and the GPU's go back.
+    f.ok(&["create", "--memory", "1GiB", "--compute", "10%"]);
+    let r = f.run(&[
+        "set",
+        "0",
+        "--memory",
+        "2GiB",
+        "--compute",
+        "20%",
+        "--period-us",
+        "3000",
+        "--cgroup",
+        "/b",
+    ]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert_eq!(f.attr(0, "memory_limit"), GIB.to_string());
+    assert_eq!(f.attr(0, "compute_share"), "10");
+    assert_eq!(f.gpu_attr(0, "compute_period_us"), "50000");
+
+    // What cannot be put back is reported (here a policy the module would
+    // not take back).
+    std::fs::write(f.gpu_dir(0).join("compute_policy"), "future\n").unwrap();
+    let r = f.run(&["set", "0", "--compute-policy", "fixed", "--cgroup", "/b"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(r.err.contains("rolling back failed too:"), "{}", r.err);
+    assert!(
+        r.err.contains("writing \"future\" to")
+            && r.err.contains("gpu0/compute_policy: invalid value"),
+        "{}",
+        r.err
+    );
+    assert_eq!(f.gpu_attr(0, "compute_policy"), "fixed");
+}
+
+#[test]
+fn gpu_directories_are_not_vgpus() {
+    // The module as it is: gpuK/ for the GPUs it found, no `gpus` file.
+    let f = Fake::like_module(&[0, 1], 4);
+    assert!(f.gpu_dir(0).is_dir() && f.gpu_dir(1).is_dir());
+    assert_eq!(f.ok(&["list"]).out, "no vGPUs\n");
+    assert_eq!(f.ok(&["list", "--json"]).json(), json!([]));
+    // Its GPUs are those with a gpuK/, not every /dev/nvidiaK.
+    let r = f.run(&["create", "--gpus", "3"]);
+    assert_eq!(r.code, NO_FIT, "{}", r.err);
+    assert!(r.err.contains("3 GPUs asked for, 2 known"), "{}", r.err);
+    f.ok(&[
+        "create",
+        "--gpus",
+        "2",
+        "--compute",
+        "80%",
+        "--policy",
+        "spread",
+    ]);
+    assert_eq!(f.vgpus(), vec![0, 1]);
+    let j = f.ok(&["list", "--json"]).json();
+    assert_eq!(j.as_array().unwrap().len(), 2);
+    assert_eq!(
+        (j[0]["gpu"].clone(), j[1]["gpu"].clone()),
+        (json!(0), json!(1))
+    );
+    let st = f.ok(&["status", "--json"]).json();
+    let idx: Vec<u64> = st["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(idx, vec![0, 1]);
+    assert_eq!(st["gpus"][0]["compute_promised"], 40);
+    assert_eq!(st["gpus"][0]["compute_policy"], "fixed");
+    // The module refuses a GPU it did not find.
+    let r = f.run(&["set", "0", "--gpu", "2", "--force"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(r.err.contains("no such GPU"), "{}", r.err);
 }
 
 #[test]
@@ -167,7 +462,15 @@ fn multi_gpu_split_and_placement() {
     let f = Fake::new(4, Some(24), true);
     // Load GPU 2 so binpack prefers it.
     f.ok(&[
-        "create", "--cgroup", "/x", "--memory", "10GiB", "--gpu", "2",
+        "create",
+        "--cgroup",
+        "/x",
+        "--memory",
+        "10GiB",
+        "--gpu",
+        "2",
+        "--compute",
+        "20%",
     ]);
     let v = f
         .ok(&[
@@ -194,10 +497,20 @@ fn multi_gpu_split_and_placement() {
         assert_eq!(x["compute_share"], 80);
         assert_eq!(x["cgroup"], "/pods/a");
     }
-    // Spread takes the empty GPU 3 first.
+    // Spread takes the empty GPU 3 first (with no share: without --compute
+    // a vGPU would have the module's default, 100%).
     let v = f
         .ok(&[
-            "--json", "create", "--memory", "2GiB", "--gpus", "2", "--policy", "spread",
+            "--json",
+            "create",
+            "--memory",
+            "2GiB",
+            "--gpus",
+            "2",
+            "--policy",
+            "spread",
+            "--compute",
+            "0%",
         ])
         .json();
     assert_eq!(v[0]["gpu"], 3);
@@ -335,6 +648,16 @@ fn rollback_when_compute_is_unsupported() {
         r.err
     );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
+    // The GPU settings: no gpuK/ in this module.
+    let r = f.run(&["create", "--cgroup", "/a", "--compute-policy", "fixed"]);
+    assert_eq!(r.code, FAILURE);
+    assert!(
+        r.err
+            .contains("not supported by this vgpu module: GPU setting \"compute_policy\""),
+        "{}",
+        r.err
+    );
+    assert_eq!(f.vgpus(), Vec::<u32>::new());
 }
 
 #[test]
@@ -380,7 +703,8 @@ fn kernel_errors_in_words() {
     let r = f.run(&["set", "0", "--gpu", "1"]);
     assert_eq!(r.code, FAILURE);
     assert!(
-        r.err.contains("in use (its device node is open)"),
+        r.err
+            .contains("in use (its device node is open, or memory or TSGs are charged to it)"),
         "{}",
         r.err
     );
@@ -462,6 +786,13 @@ fn bad_values() {
             "cannot be used with",
         ),
         (&["create", "--policy", "random"], "invalid value"),
+        (&["create", "--compute-policy", "Fixed"], "invalid value"),
+        (&["create", "--period-us", "999"], "not a scheduling period"),
+        (&["create", "--period-us", "1000001"], "1000 to 1000000"),
+        (
+            &["set", "1", "--period-us", "50ms"],
+            "not a scheduling period",
+        ),
         (&["show", "x"], "not a vGPU number"),
         (&["cdi", "--kind", "nokind"], "not a CDI kind"),
     ];
@@ -488,9 +819,14 @@ fn bad_values() {
     // The module's own refusal of a value (EINVAL, ERANGE) is a usage error.
     let c = Fake::new(1, None, true);
     c.ok(&["create"]);
-    let r = c.run(&["set", "0", "--period-us", "0"]);
+    c.fail("compute_period_us", "ERANGE");
+    let r = c.run(&["set", "0", "--period-us", "1000"]);
     assert_eq!(r.code, USAGE, "{}", r.err);
-    assert!(r.err.contains("period_us: value out of range"), "{}", r.err);
+    assert!(
+        r.err.contains("gpu0/compute_period_us: value out of range"),
+        "{}",
+        r.err
+    );
     assert_eq!(f.vgpus(), vec![1]);
 }
 

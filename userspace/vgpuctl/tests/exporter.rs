@@ -92,6 +92,20 @@ impl Exposition {
             .map(|s| s.value)
     }
 
+    /// The samples of `name` for physical GPU `gpu` (per-GPU families).
+    fn for_gpu(&self, name: &str, gpu: u32) -> Vec<Sample> {
+        let k = gpu.to_string();
+        self.samples
+            .get(name)
+            .map(|v| {
+                v.iter()
+                    .filter(|s| s.labels.get("gpu") == Some(&k))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn labels(&self, name: &str, vgpu: u32) -> BTreeMap<String, String> {
         let v = vgpu.to_string();
         self.samples[name]
@@ -264,7 +278,10 @@ const OPTIONAL: &[(&str, &str)] = &[
     ("vgpu_compute_share_percent", "gauge"),
     ("vgpu_granted_seconds_total", "counter"),
     ("vgpu_throttled_seconds_total", "counter"),
+    ("vgpu_compute_tsgs", "gauge"),
     ("vgpu_alloc_refused_total", "counter"),
+    ("vgpu_gpu_compute_policy", "gauge"),
+    ("vgpu_gpu_compute_period_seconds", "gauge"),
 ];
 
 #[test]
@@ -319,13 +336,21 @@ fn metrics_over_http() {
 #[test]
 fn compute_and_refusal_counters() {
     let f = two_vgpus(true);
-    f.ok(&["set", "0", "--compute", "30%"]);
-    fs::write(f.vgpu_dir(0).join("granted_us"), "1500000\n").unwrap();
-    fs::write(f.vgpu_dir(0).join("throttled_us"), "250\n").unwrap();
+    f.ok(&[
+        "set",
+        "0",
+        "--compute",
+        "30%",
+        "--compute-policy",
+        "work-conserving",
+    ]);
+    f.put(0, "compute_granted_us", "1500000");
+    f.put(0, "compute_throttled_us", "250");
+    f.put(0, "compute_tsgs", "4");
     // Only vgpu0 has the (future) refusal counter.
-    fs::write(f.vgpu_dir(0).join("alloc_refused"), "7\n").unwrap();
+    f.put(0, "alloc_refused", "7");
     // A malformed file: counted as a scrape error, its series left out.
-    fs::write(f.vgpu_dir(3).join("granted_us"), "soon\n").unwrap();
+    f.put(3, "compute_granted_us", "soon");
     let s = Server::start(&f);
     let m = metrics(&s);
     for (name, kind) in OPTIONAL {
@@ -336,19 +361,82 @@ fn compute_and_refusal_counters() {
         );
     }
     assert_eq!(m.get("vgpu_compute_share_percent", Some(0)), Some(30.0));
-    assert_eq!(m.get("vgpu_compute_share_percent", Some(3)), Some(0.0));
+    // The module's default share.
+    assert_eq!(m.get("vgpu_compute_share_percent", Some(3)), Some(100.0));
     assert_eq!(m.get("vgpu_granted_seconds_total", Some(0)), Some(1.5));
     assert_eq!(
         m.get("vgpu_throttled_seconds_total", Some(0)),
         Some(0.00025)
     );
+    assert_eq!(m.get("vgpu_throttled_seconds_total", Some(3)), Some(0.0));
+    assert_eq!(m.get("vgpu_compute_tsgs", Some(0)), Some(4.0));
+    assert_eq!(m.get("vgpu_compute_tsgs", Some(3)), Some(0.0));
     assert_eq!(m.get("vgpu_alloc_refused_total", Some(0)), Some(7.0));
     assert_eq!(m.get("vgpu_alloc_refused_total", Some(3)), None);
     assert_eq!(m.get("vgpu_granted_seconds_total", Some(3)), None);
     assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(1.0));
-    // The counter counts across scrapes.
+
+    // Per physical GPU: one policy sample (1, with the policy as a label)
+    // and the period; no vgpu label.
+    let p = m.for_gpu("vgpu_gpu_compute_policy", 0);
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].labels.len(), 2, "{p:?}");
+    assert_eq!(p[0].labels["policy"], "work-conserving");
+    assert_eq!(p[0].value, 1.0);
+    let t = m.for_gpu("vgpu_gpu_compute_period_seconds", 0);
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(t[0].value, 0.05);
+    assert!(!t[0].labels.contains_key("vgpu"));
+
+    // The counter counts across scrapes; settings are read afresh.
+    f.ok(&[
+        "set",
+        "0",
+        "--period-us",
+        "1000",
+        "--compute-policy",
+        "fixed",
+    ]);
     let m = metrics(&s);
     assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(2.0));
+    assert_eq!(
+        m.for_gpu("vgpu_gpu_compute_policy", 0)[0].labels["policy"],
+        "fixed"
+    );
+    assert_eq!(
+        m.for_gpu("vgpu_gpu_compute_period_seconds", 0)[0].value,
+        0.001
+    );
+}
+
+#[test]
+fn gpu_series_without_vgpus() {
+    // The module as it is (gpuK/ directories, no `gpus` file), no vGPUs yet.
+    let f = Fake::like_module(&[0, 1], 2);
+    let r = f.ok(&["exporter", "--once"]);
+    let m = Exposition::parse(&r.out);
+    for k in [0, 1] {
+        let p = m.for_gpu("vgpu_gpu_compute_policy", k);
+        assert_eq!(p.len(), 1, "{}", r.out);
+        assert_eq!(p[0].labels["policy"], "fixed");
+        assert_eq!(
+            m.for_gpu("vgpu_gpu_compute_period_seconds", k)[0].value,
+            0.05
+        );
+    }
+    assert!(!m.samples.contains_key("vgpu_compute_share_percent"));
+    assert!(
+        r.out
+            .contains("vgpu_gpu_compute_policy{gpu=\"1\",policy=\"fixed\"} 1\n"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains("vgpu_gpu_compute_period_seconds{gpu=\"0\"} 0.050000\n"),
+        "{}",
+        r.out
+    );
 }
 
 #[test]

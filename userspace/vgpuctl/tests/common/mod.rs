@@ -62,6 +62,23 @@ impl Fake {
         Fake { dir }
     }
 
+    /// A loaded module with compute shares as vgpu.ko has them: no
+    /// `class/vgpu/gpus`, a `gpuK/` per GPU in `gpus`, and `/dev/nvidiaK`
+    /// for `0..nodes`.
+    pub fn like_module(gpus: &[u32], nodes: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys");
+        sim::init_tree(&sys, None, true).unwrap();
+        for &k in gpus {
+            sim::add_gpu(&sys, k).unwrap();
+        }
+        fs::create_dir(dir.path().join("dev")).unwrap();
+        for i in 0..nodes {
+            fs::write(dir.path().join("dev").join(format!("nvidia{i}")), "").unwrap();
+        }
+        Fake { dir }
+    }
+
     /// No module: an empty sysfs.
     pub fn unloaded() -> Self {
         let dir = tempfile::tempdir().unwrap();
@@ -79,6 +96,23 @@ impl Fake {
 
     pub fn vgpu_dir(&self, id: u32) -> PathBuf {
         self.sys().join(format!("class/vgpu/vgpu{id}"))
+    }
+
+    pub fn gpu_dir(&self, k: u32) -> PathBuf {
+        self.sys().join(format!("class/vgpu/gpu{k}"))
+    }
+
+    /// Setting `name` of GPU `k` (`gpuK/NAME`).
+    pub fn gpu_attr(&self, k: u32, name: &str) -> String {
+        fs::read_to_string(self.gpu_dir(k).join(name))
+            .unwrap()
+            .trim_end()
+            .to_string()
+    }
+
+    /// Writes a vGPU file directly, as the module would change a counter.
+    pub fn put(&self, id: u32, name: &str, value: &str) {
+        fs::write(self.vgpu_dir(id).join(name), format!("{value}\n")).unwrap();
     }
 
     /// The vGPU directories present.
