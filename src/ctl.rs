@@ -287,7 +287,9 @@ impl Ctl {
             _ => None,
         };
         if let Some(v) = &charge_to {
-            if v.config.lock().memory.reserve(vram_size).is_err() {
+            let mut cfg = v.config.lock();
+            if cfg.memory.reserve(vram_size).is_err() {
+                cfg.refused += 1;
                 return Ok(Err(NV_ERR_NO_MEMORY));
             }
         }
@@ -318,7 +320,15 @@ impl Ctl {
             } else {
                 surface_size(rm, h_root, handle).unwrap_or(vram_size)
             };
-            if v.config.lock().memory.settle(vram_size, actual).is_err() {
+            let settled = {
+                let mut cfg = v.config.lock();
+                let r = cfg.memory.settle(vram_size, actual);
+                if r.is_err() {
+                    cfg.refused += 1;
+                }
+                r
+            };
+            if settled.is_err() {
                 let _ = rm.free(h_root, h_parent, handle);
                 return Ok(Err(NV_ERR_NO_MEMORY));
             }

@@ -17,6 +17,7 @@
 //! the call happen under the GPU's switch lock, so a window cannot close
 //! between them.
 
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -320,9 +321,13 @@ pub(crate) struct GpuSched {
     /// and across forwarded calls of tenants that have TSGs.
     #[pin]
     run: Mutex<Run>,
-    /// Signalled whenever a window opens.
+    /// Signalled whenever a switch ends (a window opens).
     #[pin]
     opened: CondVar,
+    /// Set while the scheduler waits for the switch lock to switch: calls
+    /// waiting to run inside a window stand back, so a tenant issuing calls
+    /// back to back cannot hold its window open.
+    switching: AtomicBool,
     /// `/sys/class/vgpu/gpuK`, while the module is loaded.
     #[pin]
     pub(crate) node: Mutex<Option<Node>>,
@@ -381,6 +386,7 @@ impl GpuSched {
                 }),
                 run <- new_mutex!(Run { owner: None }),
                 opened <- new_condvar!(),
+                switching: AtomicBool::new(false),
                 node <- new_mutex!(None),
             }),
             GFP_KERNEL,
@@ -443,6 +449,11 @@ impl GpuSched {
         call: impl FnOnce() -> R,
     ) -> Result<R> {
         let mut run = self.run.lock();
+        while self.switching.load(Ordering::Acquire) {
+            if self.opened.wait_interruptible(&mut run) {
+                return Err(ERESTARTSYS);
+            }
+        }
         let is_owner = |run: &Run| run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu));
         if !is_owner(&run) && vgpu.compute.lock().objects() == 0 {
             let r = call();
@@ -487,28 +498,34 @@ impl GpuSched {
     /// Opens `to`'s window (`None`: the idle window): the previous owner's
     /// objects are disabled and preempted, `to`'s wanted ones enabled.
     fn switch_to(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>) -> Result {
-        let mut run = self.run.lock();
-        let same = match (&run.owner, to) {
+        let same = |run: &Run| match (&run.owner, to) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
             _ => false,
         };
-        if same {
+        if same(&self.run.lock()) {
             return Ok(());
         }
-        if let Some(old) = run.owner.take() {
-            for e in entries_of(&old)?.iter() {
-                stop(rm, e);
+        self.switching.store(true, Ordering::Release);
+        let mut run = self.run.lock();
+        let r = (|| -> Result {
+            if let Some(old) = run.owner.take() {
+                for e in entries_of(&old)?.iter() {
+                    stop(rm, e);
+                }
             }
-        }
-        if let Some(new) = to {
-            for e in entries_of(new)?.iter().filter(|e| e.wanted) {
-                let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+            if let Some(new) = to {
+                for e in entries_of(new)?.iter().filter(|e| e.wanted) {
+                    let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+                }
+                run.owner = Some(new.clone());
             }
-            run.owner = Some(new.clone());
-            self.opened.notify_all();
-        }
-        Ok(())
+            Ok(())
+        })();
+        self.switching.store(false, Ordering::Release);
+        self.opened.notify_all();
+        drop(run);
+        r
     }
 }
 

@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub(crate) memory: Ledger,
     /// The cgroup v2 path it is bound to; empty: unbound (nobody may open).
     pub(crate) cgroup: KVec<u8>,
+    /// VRAM allocations refused for passing the memory limit.
+    pub(crate) refused: u64,
 }
 
 /// One vGPU.
@@ -157,6 +159,7 @@ impl Vgpus {
                     gpu: None,
                     memory: Ledger::new(u64::MAX),
                     cgroup: KVec::new(),
+                    refused: 0,
                 }),
                 users <- new_mutex!(0),
                 compute <- new_mutex!(Compute::new()),
@@ -285,6 +288,7 @@ const F_COMPUTE_SHARE: usize = 5;
 const F_COMPUTE_GRANTED_US: usize = 6;
 const F_COMPUTE_THROTTLED_US: usize = 7;
 const F_COMPUTE_TSGS: usize = 8;
+const F_MEMORY_REFUSED: usize = 9;
 
 impl DeviceFiles for VgpuFiles {
     type Data = Vgpu;
@@ -326,6 +330,10 @@ impl DeviceFiles for VgpuFiles {
             name: c"compute_tsgs",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"memory_refused",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
@@ -340,6 +348,7 @@ impl DeviceFiles for VgpuFiles {
                 l => writeln!(out, "{l}"),
             },
             F_MEMORY_USED => writeln!(out, "{}", cfg.memory.used()),
+            F_MEMORY_REFUSED => writeln!(out, "{}", cfg.refused),
             F_CGROUP => {
                 let s = core::str::from_utf8(&cfg.cgroup).unwrap_or("?");
                 writeln!(out, "{s}")

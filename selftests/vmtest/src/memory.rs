@@ -143,6 +143,12 @@ fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
 
 fn each_stops_exactly_at_its_ceiling() -> Outcome {
     for (id, cg, limit) in [(0u32, "/ma", GIB), (1, "/mb", 3 * GIB)] {
+        let refused = |id: u32| -> Result<u64, String> {
+            read_file(&format!("/sys/class/vgpu/vgpu{id}/memory_refused"))?
+                .parse()
+                .map_err(|e| format!("memory_refused: {e}"))
+        };
+        let refused_before = refused(id)?;
         as_container(cg, move || {
             let s = session(id)?;
             // 100 MiB chunks, then the remainder, then one more granule.
@@ -172,6 +178,9 @@ fn each_stops_exactly_at_its_ceiling() -> Outcome {
             used(id)? == 0,
             "vGPU {id} still charged after its process exited"
         );
+        // The refusal that ended the fill and the one past the ceiling.
+        let n = refused(id)? - refused_before;
+        ensure!(n == 2, "memory_refused grew by {n}, want 2");
     }
     Ok(())
 }

@@ -218,7 +218,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
             (&mut users, "users"),
             (&mut share, "compute_share"),
             (&mut tsgs, "compute_tsgs"),
-            (&mut refused, "alloc_refused"),
+            (&mut refused, "memory_refused"),
         ];
         for (fam, file) in plain {
             if let Some(n) = read_num(s, id, file, stats) {

@@ -271,6 +271,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("vgpu_memory_limit_bytes", "gauge"),
     ("vgpu_memory_used_bytes", "gauge"),
     ("vgpu_users", "gauge"),
+    ("vgpu_alloc_refused_total", "counter"),
     ("vgpu_exporter_scrape_errors_total", "counter"),
 ];
 
@@ -279,7 +280,6 @@ const OPTIONAL: &[(&str, &str)] = &[
     ("vgpu_granted_seconds_total", "counter"),
     ("vgpu_throttled_seconds_total", "counter"),
     ("vgpu_compute_tsgs", "gauge"),
-    ("vgpu_alloc_refused_total", "counter"),
     ("vgpu_gpu_compute_policy", "gauge"),
     ("vgpu_gpu_compute_period_seconds", "gauge"),
 ];
@@ -297,7 +297,7 @@ fn metrics_over_http() {
         );
         assert!(!m.help[*name].is_empty());
     }
-    // Without the compute and refusal files, those families are absent.
+    // Without the compute files, those families are absent.
     for (name, _) in OPTIONAL {
         assert!(!m.types.contains_key(*name), "{name}");
     }
@@ -347,8 +347,7 @@ fn compute_and_refusal_counters() {
     f.put(0, "compute_granted_us", "1500000");
     f.put(0, "compute_throttled_us", "250");
     f.put(0, "compute_tsgs", "4");
-    // Only vgpu0 has the (future) refusal counter.
-    f.put(0, "alloc_refused", "7");
+    f.put(0, "memory_refused", "7");
     // A malformed file: counted as a scrape error, its series left out.
     f.put(3, "compute_granted_us", "soon");
     let s = Server::start(&f);
@@ -372,7 +371,7 @@ fn compute_and_refusal_counters() {
     assert_eq!(m.get("vgpu_compute_tsgs", Some(0)), Some(4.0));
     assert_eq!(m.get("vgpu_compute_tsgs", Some(3)), Some(0.0));
     assert_eq!(m.get("vgpu_alloc_refused_total", Some(0)), Some(7.0));
-    assert_eq!(m.get("vgpu_alloc_refused_total", Some(3)), None);
+    assert_eq!(m.get("vgpu_alloc_refused_total", Some(3)), Some(0.0));
     assert_eq!(m.get("vgpu_granted_seconds_total", Some(3)), None);
     assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(1.0));
 

@@ -50,6 +50,7 @@ const BASE_FILES: &[(&str, &str)] = &[
     ("gpu", ""),
     ("memory_limit", "max"),
     ("memory_used", "0"),
+    ("memory_refused", "0"),
     ("cgroup", ""),
     ("users", "0"),
 ];
