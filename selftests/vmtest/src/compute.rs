@@ -243,6 +243,13 @@ impl Tenant {
                 if item_ns > 0 {
                     w.ch.ring.fill(item_ns);
                 }
+                // Slots 4 and 5: (time, engine ns) read together, under a
+                // sequence count in slot 6 (odd while being written).
+                let seq = shared.get(6);
+                shared.set(6, seq + 1);
+                shared.set(4, crate::sys::monotonic_ns());
+                shared.set(5, w.ch.ring.tsg_ns());
+                shared.set(6, seq + 2);
                 shared.set(0, w.ch.ring.tsg_ns());
                 shared.set(1, w.ch.ring.completed());
                 sleep(poll);
@@ -259,6 +266,18 @@ impl Tenant {
     /// Its completed items.
     pub fn completed(&self) -> u64 {
         self.page.get(1)
+    }
+
+    /// (CLOCK_MONOTONIC ns, its TSG's engine ns), read together as the
+    /// tenant last reported them.
+    pub fn sample(&self) -> (u64, u64) {
+        loop {
+            let a = self.page.get(6);
+            let (t, ns) = (self.page.get(4), self.page.get(5));
+            if a.is_multiple_of(2) && self.page.get(6) == a {
+                return (t, ns);
+            }
+        }
     }
 
     /// Lets a held tenant enable its work; returns whether the enable was

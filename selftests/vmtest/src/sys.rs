@@ -326,3 +326,15 @@ impl Drop for Looper {
         }
     }
 }
+
+/// CLOCK_MONOTONIC in nanoseconds (the clock the driver double's engine
+/// uses).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
