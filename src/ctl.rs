@@ -28,6 +28,37 @@ use crate::vgpus::Vgpu;
 /// apart from the driver's own (`0xC1D0_0000` up).
 const CLIENT_HANDLE_BASE: u32 = 0xc1e0_0000;
 
+kernel::sync::global_lock! {
+    // SAFETY: initialised by `init_clients` in the module's `init`, before
+    // any file can be opened.
+    unsafe(uninit) static CLIENTS: Mutex<KVec<(u32, Arc<Ctl>)>> = KVec::new();
+}
+
+/// Sets up the module-wide index of verified clients (module `init`).
+///
+/// # Safety
+///
+/// Called once, before any `/dev/vgpuctl` file is opened.
+pub(crate) unsafe fn init_clients() {
+    // SAFETY: see the function's safety section.
+    unsafe { CLIENTS.init() };
+}
+
+/// Removes every client of `ctl` from the module-wide index (its file is
+/// going away).
+pub(crate) fn forget_clients(ctl: &Arc<Ctl>) {
+    CLIENTS.lock().retain(|(_, c)| !Arc::ptr_eq(c, ctl));
+}
+
+/// The file that verified client `handle`, if any.
+fn owner_of(handle: u32) -> Option<Arc<Ctl>> {
+    CLIENTS
+        .lock()
+        .iter()
+        .find(|(h, _)| *h == handle)
+        .map(|(_, c)| c.clone())
+}
+
 /// The state of one `/dev/vgpuctl` file.
 #[pin_data]
 pub(crate) struct Ctl {
@@ -51,7 +82,7 @@ impl Ctl {
     /// must; `Ok(None)` if the caller should forward the ioctl as is.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn escape(
-        &self,
+        this: &Arc<Self>,
         rm: &RmOps,
         real: &RealFile,
         cmd: u32,
@@ -61,18 +92,20 @@ impl Ctl {
         size: usize,
     ) -> Handled {
         match esc {
-            Escape::RmAlloc => self.alloc(rm, real, cmd, arg, addr, size),
-            Escape::RmFree => self.free(rm, addr),
-            Escape::RmControl => self.control(rm, real, cmd, arg, addr),
-            Escape::CardInfo => self.card_info(real, cmd, arg, addr, size),
-            Escape::RmDupObject => self.dup(rm, addr),
-            Escape::RmVidHeapControl => self.vid_heap(rm, real, cmd, arg, addr),
+            Escape::RmAlloc => this.alloc(this, rm, real, cmd, arg, addr, size),
+            Escape::RmFree => this.free(rm, addr),
+            Escape::RmControl => this.control(rm, real, cmd, arg, addr),
+            Escape::CardInfo => this.card_info(real, cmd, arg, addr, size),
+            Escape::RmDupObject => this.dup(rm, addr),
+            Escape::RmVidHeapControl => this.vid_heap(rm, real, cmd, arg, addr),
             _ => Ok(None),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn alloc(
         &self,
+        this: &Arc<Self>,
         rm: &RmOps,
         real: &RealFile,
         cmd: u32,
@@ -106,7 +139,7 @@ impl Ctl {
         };
         let result = match h_class {
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
-                return self.alloc_client(rm, real, cmd, arg, addr, blk, h_new);
+                return self.alloc_client(this, rm, real, cmd, arg, addr, blk, h_new);
             }
             class::NV01_DEVICE_0
             | class::NV20_SUBDEVICE_0
@@ -144,6 +177,7 @@ impl Ctl {
     #[allow(clippy::too_many_arguments)]
     fn alloc_client(
         &self,
+        this: &Arc<Self>,
         rm: &RmOps,
         real: &RealFile,
         cmd: u32,
@@ -175,6 +209,15 @@ impl Ctl {
             let mut t = self.tracker.lock();
             if !t.has_client(handle) {
                 t.add_client(handle)?;
+                drop(t);
+                let mut index = CLIENTS.lock();
+                // A handle is verified fresh: it is in no other entry.
+                index.retain(|(h, _)| *h != handle);
+                if let Err(e) = index.push((handle, this.clone()), GFP_KERNEL) {
+                    drop(index);
+                    self.tracker.lock().freed(handle, handle);
+                    return Err(e.into());
+                }
             }
         }
         Ok(Some(r))
@@ -283,7 +326,9 @@ impl Ctl {
         };
         // A TSG, or a channel outside one, runs on this file's vGPU there.
         let sched_on = match (kind, &in_tsg) {
-            (Kind::Tsg, _) | (Kind::Channel, None) => Some(self.vgpu_on(gpu).ok_or(EACCES)?.clone()),
+            (Kind::Tsg, _) | (Kind::Channel, None) => {
+                Some(self.vgpu_on(gpu).ok_or(EACCES)?.clone())
+            }
             _ => None,
         };
         if let Some(v) = &charge_to {
@@ -428,6 +473,9 @@ impl Ctl {
         let st = rm.free(a.h_root, a.h_object_parent, a.h_object_old)?;
         if st == NV_OK {
             self.tracker.lock().freed(a.h_root, a.h_object_old);
+            if a.h_object_old == a.h_root {
+                CLIENTS.lock().retain(|(h, _)| *h != a.h_root);
+            }
         }
         a.status = st;
         user::write(addr, &a.to_bytes())?;
@@ -650,29 +698,58 @@ impl Ctl {
         Ok(Some(r))
     }
 
-    /// DUP: between this file's verified clients only, executed on the
-    /// kernel copy through the kernel interface; a copy of charged memory
-    /// shares the original's charge, so the memory is charged once and
-    /// refunded when its last handle goes. A DUP from or into any other
-    /// client is refused: vgpu could not tell whose charge it would extend.
+    /// DUP: into one of this file's verified clients, from one of them or
+    /// from a client another `/dev/vgpuctl` file of the same container
+    /// verified (CUDA IPC between its processes), executed on the kernel
+    /// copy through the kernel interface. A copy of charged memory shares
+    /// the original's charge, so the memory is charged once and refunded
+    /// when its last handle goes. Refused: DUPs from any other client
+    /// (another container's, or one vgpu never verified) and of TSGs and
+    /// channels (a second handle would outlive the one the schedule knows).
     fn dup(&self, rm: &RmOps, addr: u64) -> Handled {
         let mut blk = [0u8; abi::Nvos55::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos55::decode(&blk);
-        let (ours, src) = {
-            let t = self.tracker.lock();
-            let ours = t.has_client(a.h_client) && t.has_client(a.h_client_src);
-            let src = t
-                .obj(a.h_client_src, a.h_object_src)
-                .map(|o| (o.gpu, o.kind, o.charge.clone(), o.sched.is_some()));
-            (ours, src)
-        };
-        // A second handle to a TSG or channel would outlive the one its
-        // schedule entry knows: refused.
-        if !ours || src.as_ref().is_some_and(|s| s.3) {
+        let refuse = |mut a: abi::Nvos55| -> Handled {
             a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
             user::write(addr, &a.to_bytes())?;
-            return Ok(Some(0));
+            Ok(Some(0))
+        };
+        if !self.tracker.lock().has_client(a.h_client) {
+            return refuse(a);
+        }
+        type Src = Option<(u32, Kind, Option<Arc<Charge>>, bool)>;
+        let look = |t: &Tracker| -> Src {
+            t.obj(a.h_client_src, a.h_object_src)
+                .map(|o| (o.gpu, o.kind, o.charge.clone(), o.sched.is_some()))
+        };
+        let src = if self.tracker.lock().has_client(a.h_client_src) {
+            look(&self.tracker.lock())
+        } else {
+            let Some(other) = owner_of(a.h_client_src) else {
+                return refuse(a);
+            };
+            // The same container: the two files share their vGPUs.
+            let shared = other
+                .vgpus
+                .iter()
+                .any(|v| self.vgpus.iter().any(|w| Arc::ptr_eq(v, w)));
+            if !shared {
+                return refuse(a);
+            }
+            let src = look(&other.tracker.lock());
+            if let Some((gpu, ..)) = src {
+                // The memory's vGPU must be this file's on that GPU too.
+                let theirs = other.vgpu_on(gpu);
+                let mine = self.vgpu_on(gpu);
+                if !matches!((theirs, mine), (Some(t), Some(m)) if Arc::ptr_eq(t, m)) {
+                    return refuse(a);
+                }
+            }
+            src
+        };
+        if src.as_ref().is_some_and(|s| s.3) {
+            return refuse(a);
         }
         match rm.dup(
             a.h_client,
@@ -706,22 +783,18 @@ impl Ctl {
         Ok(Some(0))
     }
 
-    /// VID_HEAP: ALLOC_SIZE of VRAM becomes the class-0x40 allocation RM
-    /// would make of it, accounted like any other; the two other allocating
-    /// functions are refused; INFO is rewritten to the vGPU.
+    /// VID_HEAP: an allocation of VRAM (ALLOC_SIZE, ALLOC_SIZE_RANGE,
+    /// ALLOC_TILED_PITCH_HEIGHT) becomes the class-0x40 allocation RM would
+    /// make of it, accounted like any other; INFO is rewritten to the vGPU.
     fn vid_heap(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
         let mut blk = [0u8; abi::Nvos32::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos32::decode(&blk);
-        if a.is_vram_alloc() {
-            a.status = if a.function != abi::heap::FUNCTION_ALLOC_SIZE {
-                NV_ERR_NOT_SUPPORTED
-            } else if !self.tracker.lock().has_client(a.h_root) {
+        if let Some((h_new, abi::class::NV01_MEMORY_LOCAL_USER, mp)) = a.heap_memory_params() {
+            a.status = if !self.tracker.lock().has_client(a.h_root) {
                 NV_ERR_INVALID_CLIENT
             } else {
-                let mut s = a.alloc_size();
-                let h_new = s.requested_handle();
-                let mut params = s.memory_params().to_bytes();
+                let mut params = mp.to_bytes();
                 match self.alloc_copy(
                     rm,
                     a.h_root,
@@ -731,11 +804,7 @@ impl Ctl {
                     &mut params,
                 )? {
                     Ok(h) => {
-                        let mp = abi::MemoryAllocationParams::decode(&params);
-                        s.h_memory = h;
-                        s.size = mp.size;
-                        s.limit = mp.size.saturating_sub(1);
-                        a.set_alloc_size(&s);
+                        a.set_heap_result(h, abi::MemoryAllocationParams::decode(&params).size);
                         NV_OK
                     }
                     Err(st) => st,

@@ -51,7 +51,7 @@ pub(crate) struct ProxyFile {
     /// The vGPU, for a `/dev/vgpuN` file.
     pub(crate) vgpu: Option<Arc<Vgpu>>,
     /// For a `/dev/vgpuctl` file: its vGPUs and what it created.
-    pub(crate) ctl: Option<Pin<KBox<Ctl>>>,
+    pub(crate) ctl: Option<Arc<Ctl>>,
     /// The module state, taken at open so that calls need no global lock.
     pub(crate) state: Arc<crate::State>,
 }
@@ -61,6 +61,11 @@ impl Drop for ProxyFile {
         if let Some(v) = &self.vgpu {
             let mut users = v.users.lock();
             *users = users.saturating_sub(1);
+        }
+        // Its clients leave the module-wide index; its objects go (and are
+        // refunded) with the last reference to the `Ctl`.
+        if let Some(c) = &self.ctl {
+            crate::ctl::forget_clients(c);
         }
     }
 }
@@ -77,7 +82,7 @@ impl FileOperations for ProxyFops {
         let state = crate::state()?;
         if dev.minor() == CTL_MINOR {
             let vgpus = state.vgpus.for_current()?;
-            let ctl = KBox::pin_init(
+            let ctl = Arc::pin_init(
                 pin_init!(Ctl {
                     vgpus,
                     tracker <- new_mutex!(Tracker::default()),
@@ -156,7 +161,7 @@ impl FileOperations for ProxyFops {
             }
             return Ok(r);
         };
-        match ctl.escape(&me.state.rm, &me.real, cmd, arg, escape, addr, size)? {
+        match Ctl::escape(ctl, &me.state.rm, &me.real, cmd, arg, escape, addr, size)? {
             Some(r) => Ok(r),
             None => me.real.ioctl(cmd, arg),
         }

@@ -666,7 +666,11 @@ impl SchedWorker {
         if idle > 0 {
             let len = compute::window(idle, carry.idle_debt);
             self.gpu.switch_to(rm, None)?;
-            sleep_until(mark + kernel::time::Delta::from_nanos(len as i64), stop, || true);
+            sleep_until(
+                mark + kernel::time::Delta::from_nanos(len as i64),
+                stop,
+                || true,
+            );
             let actual = (Instant::<Monotonic>::now() - mark).as_nanos().max(0) as u64;
             compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
             self.account(&vgpus, &tenants, None, actual);

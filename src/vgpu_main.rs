@@ -31,8 +31,8 @@ mod kapi;
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
-    realfile::RealNode,
     kthread::Thread,
+    realfile::RealNode,
     rmops::RmOps,
     sysfs::{ClassFilesReg, DeviceFilesGroup},
 };
@@ -138,6 +138,8 @@ impl kernel::Module for VgpuModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: called once, before anything else uses `STATE`.
         unsafe { STATE.init() };
+        // SAFETY: called once, before any file can be opened.
+        unsafe { ctl::init_clients() };
         let ctl = RealNode::resolve(NVIDIACTL).inspect_err(|e| {
             pr_err!("cannot open {NVIDIACTL:?} ({e:?}): load the NVIDIA driver first\n");
         })?;

@@ -15,13 +15,13 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
+use crate::compute::{self, us};
 use crate::config::{self, ParseError};
 use crate::kapi::{
     chrdev::{DevT, Node},
     class::Class,
     sysfs::{ClassFiles, DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
 };
-use crate::compute::{self, us};
 use crate::ledger::Ledger;
 use crate::sched::{Compute, GpuSched};
 

@@ -172,7 +172,9 @@ mod tests {
             NV_ERR_INVALID_ARGUMENT
         );
         // Freeing the mapped handle takes its mapping with it.
-        let again = ops.map_memory(client, dev, copy, 0, 0x90)?.map_err(|_| EIO)?;
+        let again = ops
+            .map_memory(client, dev, copy, 0, 0x90)?
+            .map_err(|_| EIO)?;
         assert_eq!(ops.free(client, dev, copy)?, NV_OK);
         assert_eq!(
             ops.unmap_memory(client, dev, copy, again)?,

@@ -17,10 +17,10 @@ use crate::engine::{Engine, EngineWorker};
 use crate::file::{self, Kind, MapCtx, NvFile};
 use crate::kapi::{fdtable, kthread::Thread, user};
 use crate::memory::{Backing, MAX_BACKED};
-use kernel::page::PAGE_SIZE;
 use crate::nv::abi::{self, class, ctrl, fb_info, heap, status::*, surface_info, version, Wire};
 use crate::nv::ioctl::Escape;
 use crate::{DRIVER_VERSION, MAX_GPUS};
+use kernel::page::PAGE_SIZE;
 
 /// First client handle, as RM hands them out.
 const CLIENT_HANDLE_BASE: u32 = 0xc1d0_0000;
@@ -964,7 +964,8 @@ impl Driver {
             .mem(mem)
             .and_then(|m| m.backing.clone())
             .ok_or(NV_ERR_NOT_SUPPORTED)?;
-        let page = usize::try_from(a.offset / PAGE_SIZE as u64).map_err(|_| NV_ERR_INVALID_LIMIT)?;
+        let page =
+            usize::try_from(a.offset / PAGE_SIZE as u64).map_err(|_| NV_ERR_INVALID_LIMIT)?;
         let within = (a.offset % PAGE_SIZE as u64) as usize;
         let len = usize::try_from(a.length).map_err(|_| NV_ERR_INVALID_LIMIT)?;
         if len == 0 || within + len > PAGE_SIZE {
@@ -1242,12 +1243,12 @@ impl Driver {
                     a.set_info(&info);
                     Ok(())
                 }
-                heap::FUNCTION_ALLOC_SIZE => {
+                heap::FUNCTION_ALLOC_SIZE
+                | heap::FUNCTION_ALLOC_SIZE_RANGE
+                | heap::FUNCTION_ALLOC_TILED_PITCH_HEIGHT => {
                     drop(rm);
-                    let mut s = a.alloc_size();
-                    let cls = heap::alloc_class(s.flags, s.attr);
-                    let mut buf = s.memory_params().to_bytes();
-                    let h_new = s.requested_handle();
+                    let (h_new, cls, mp) = a.heap_memory_params().ok_or(NV_ERR_INVALID_FUNCTION)?;
+                    let mut buf = mp.to_bytes();
                     let h = self.alloc(
                         Caller::File(f.client_id()),
                         a.h_root,
@@ -1256,11 +1257,7 @@ impl Driver {
                         cls,
                         &mut buf,
                     )?;
-                    let mp = abi::MemoryAllocationParams::decode(&buf);
-                    s.h_memory = h;
-                    s.size = mp.size;
-                    s.limit = mp.size.saturating_sub(1);
-                    a.set_alloc_size(&s);
+                    a.set_heap_result(h, abi::MemoryAllocationParams::decode(&buf).size);
                     Ok(())
                 }
                 heap::FUNCTION_FREE => {

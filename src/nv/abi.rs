@@ -1533,6 +1533,79 @@ impl Nvos32 {
     pub fn is_vram_alloc(&self) -> bool {
         self.heap_alloc().is_some_and(|a| a.allocates_vram())
     }
+
+    /// The memory allocation RM makes of this block's heap allocation
+    /// function: the handle asked for (0: RM picks), the class and the
+    /// class's alloc params. `None` for other functions.
+    ///
+    /// ALLOC_SIZE_RANGE passes its range as `rangeLo`/`rangeHi`;
+    /// ALLOC_TILED_PITCH_HEIGHT its width, height and pitch, and a size of
+    /// `|pitch| * height` (what a pitch surface of that height occupies).
+    pub fn heap_memory_params(&self) -> Option<(u32, u32, MemoryAllocationParams)> {
+        let a = self.heap_alloc()?;
+        let handle = if a.flags & heap::ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED != 0 {
+            a.h_memory
+        } else {
+            0
+        };
+        let params = match self.function {
+            heap::FUNCTION_ALLOC_SIZE => self.alloc_size().memory_params(),
+            heap::FUNCTION_ALLOC_SIZE_RANGE => {
+                let r = self.alloc_size_range();
+                MemoryAllocationParams {
+                    owner: r.owner,
+                    flags: r.flags,
+                    attr: r.attr,
+                    attr2: r.attr2,
+                    size: r.size,
+                    alignment: r.alignment,
+                    range_lo: r.range_begin,
+                    range_hi: r.range_end,
+                    ..Default::default()
+                }
+            }
+            _ => {
+                let t = self.alloc_tiled_pitch_height();
+                MemoryAllocationParams {
+                    owner: t.owner,
+                    flags: t.flags,
+                    attr: t.attr,
+                    attr2: t.attr2,
+                    width: t.width,
+                    height: t.height,
+                    pitch: t.pitch,
+                    size: u64::from(t.pitch.unsigned_abs()) * u64::from(t.height),
+                    alignment: t.alignment,
+                    ..Default::default()
+                }
+            }
+        };
+        Some((handle, a.class(), params))
+    }
+
+    /// Writes the result of this block's heap allocation back into its
+    /// function's arguments: the handle, the size and the limit.
+    pub fn set_heap_result(&mut self, handle: u32, size: u64) {
+        let limit = size.saturating_sub(1);
+        match self.function {
+            heap::FUNCTION_ALLOC_SIZE => {
+                let mut v = self.alloc_size();
+                (v.h_memory, v.size, v.limit) = (handle, size, limit);
+                self.set_alloc_size(&v);
+            }
+            heap::FUNCTION_ALLOC_SIZE_RANGE => {
+                let mut v = self.alloc_size_range();
+                (v.h_memory, v.size, v.limit) = (handle, size, limit);
+                self.set_alloc_size_range(&v);
+            }
+            heap::FUNCTION_ALLOC_TILED_PITCH_HEIGHT => {
+                let mut v = self.alloc_tiled_pitch_height();
+                (v.h_memory, v.size, v.limit) = (handle, size, limit);
+                self.set_alloc_tiled_pitch_height(&v);
+            }
+            _ => {}
+        }
+    }
 }
 
 wire_struct! {

@@ -920,6 +920,48 @@ fn vid_heap_control() -> Outcome {
         NV_ERR_OBJECT_NOT_FOUND,
         "FREE twice",
     )?;
+    // ALLOC_SIZE_RANGE (16 MiB in a range) and ALLOC_TILED_PITCH_HEIGHT
+    // (8192-byte pitch x 2048 rows: 16 MiB) allocate VRAM the same way.
+    for function in [
+        heap::FUNCTION_ALLOC_SIZE_RANGE,
+        heap::FUNCTION_ALLOC_TILED_PITCH_HEIGHT,
+    ] {
+        let mut p = nvclient::abi::Nvos32 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            function,
+            ..Default::default()
+        };
+        if function == heap::FUNCTION_ALLOC_SIZE_RANGE {
+            p.set_alloc_size_range(&nvclient::abi::Nvos32AllocSizeRange {
+                owner: s.client,
+                attr,
+                size: 16 * MIB,
+                range_end: u64::MAX,
+                ..Default::default()
+            });
+        } else {
+            p.set_alloc_tiled_pitch_height(&nvclient::abi::Nvos32AllocTiledPitchHeight {
+                owner: s.client,
+                attr,
+                width: 2048,
+                height: 2048,
+                pitch: 8192,
+                ..Default::default()
+            });
+        }
+        s.ctl.vid_heap(&mut p).ctx("other heap function")?;
+        let out = p.heap_alloc().ok_or("no result")?;
+        ensure!(
+            out.size == 16 * MIB && s.heap_free()? == info.free - 16 * MIB,
+            "function {function}: size {}, heap free {}",
+            out.size,
+            s.heap_free()?
+        );
+        s.ctl
+            .vid_heap_free(s.client, s.device, out.h_memory)
+            .ctx("FREE")?;
+    }
     Ok(())
 }
 

@@ -386,6 +386,28 @@ fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
             .vid_heap_free(s.client, s.device, m.handle)
             .map_err(|e| format!("heap free: {e:?}"))?;
         ensure!(used(0)? == 64 * MIB, "after heap free: {}", used(0)?);
+        // The two other heap allocation functions: 16 MiB in a range, and a
+        // pitch surface of 8192 x 2048 bytes (16 MiB).
+        for function in [
+            heap::FUNCTION_ALLOC_SIZE_RANGE,
+            heap::FUNCTION_ALLOC_TILED_PITCH_HEIGHT,
+        ] {
+            let (h, size) = heap_alloc_other(&s, function)?;
+            ensure!(size == 16 * MIB, "function {function}: size {size}");
+            ensure!(
+                used(0)? == 80 * MIB,
+                "function {function}: used {}",
+                used(0)?
+            );
+            s.ctl
+                .vid_heap_free(s.client, s.device, h)
+                .map_err(|e| format!("heap free: {e:?}"))?;
+            ensure!(
+                used(0)? == 64 * MIB,
+                "function {function}: after free {}",
+                used(0)?
+            );
+        }
         // The heap path stops at the ceiling too.
         let r = s.ctl.vid_heap_alloc_size(s.client, s.device, GIB, 0, 0);
         ensure!(
@@ -399,6 +421,43 @@ fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
         let _ = heap::FUNCTION_ALLOC_SIZE;
         Ok(())
     })
+}
+
+/// A VRAM allocation of 16 MiB through VID_HEAP `function`
+/// (ALLOC_SIZE_RANGE or ALLOC_TILED_PITCH_HEIGHT); returns the handle and
+/// size the driver reported.
+fn heap_alloc_other(s: &Session, function: u32) -> Result<(u32, u64), String> {
+    use nvclient::abi::{heap, Nvos32, Nvos32AllocSizeRange, Nvos32AllocTiledPitchHeight};
+    let mut p = Nvos32 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        function,
+        ..Default::default()
+    };
+    if function == heap::FUNCTION_ALLOC_SIZE_RANGE {
+        p.set_alloc_size_range(&Nvos32AllocSizeRange {
+            owner: s.client,
+            surface_type: heap::TYPE_IMAGE,
+            size: 16 * MIB,
+            range_begin: 0,
+            range_end: 4 * GIB - 1,
+            ..Default::default()
+        });
+    } else {
+        p.set_alloc_tiled_pitch_height(&Nvos32AllocTiledPitchHeight {
+            owner: s.client,
+            surface_type: heap::TYPE_IMAGE,
+            width: 2048,
+            height: 2048,
+            pitch: 8192,
+            ..Default::default()
+        });
+    }
+    s.ctl
+        .vid_heap(&mut p)
+        .map_err(|e| format!("VID_HEAP function {function}: {e:?}"))?;
+    let out = p.heap_alloc().ok_or("no result")?;
+    Ok((out.h_memory, out.size))
 }
 
 fn ceiling_spans_processes_and_layouts() -> Outcome {
@@ -478,14 +537,51 @@ fn dup_is_charged_once() -> Outcome {
             .free(s.client, s.device, copy)
             .map_err(|e| format!("free copy: {e:?}"))?;
         ensure!(used(0)? == 0, "both freed: {}", used(0)?);
-        // A DUP from a client this file did not create is refused.
-        let other = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
-        let oc = other.alloc_root_client().map_err(|e| format!("{e:?}"))?;
-        let r = s.ctl.dup_object(s.client, s.device, 0, oc, oc, 0);
+        // From another /dev/vgpuctl file of the same container (CUDA IPC
+        // between its processes): allowed, and still charged once.
+        let other = session(0)?;
+        let om = other
+            .ctl
+            .alloc_vram(other.client, other.device, 0, 128 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        let copy = s
+            .ctl
+            .dup_object(s.client, s.device, 0, other.client, om.handle, 0)
+            .map_err(|e| format!("dup from the other file: {e:?}"))?;
+        ensure!(used(0)? == 128 * MIB, "after cross-file DUP: {}", used(0)?);
+        // Another container cannot take it.
+        let (oc, oh) = (other.client, om.handle);
+        let code = in_child(move || {
+            if join_cgroup("/mb").is_err() {
+                return 2;
+            }
+            let Ok(b) = session(1) else { return 3 };
+            let r = b.ctl.dup_object(b.client, b.device, 0, oc, oh, 0);
+            i32::from(r != Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)))
+        })?;
+        ensure!(
+            code == 0,
+            "DUP into another container was not refused ({code})"
+        );
+        // Nor can anyone take from a client vgpu never verified.
+        let direct = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
+        let dc = direct.alloc_root_client().map_err(|e| format!("{e:?}"))?;
+        let r = s.ctl.dup_object(s.client, s.device, 0, dc, dc, 0);
         ensure!(
             r == Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
-            "DUP from another file's client: {r:?}"
+            "DUP from an unverified client: {r:?}"
         );
+        // The original's file closes: the copy keeps the charge.
+        drop(other);
+        ensure!(
+            used(0)? == 128 * MIB,
+            "original's file closed: {}",
+            used(0)?
+        );
+        s.ctl
+            .free(s.client, s.device, copy)
+            .map_err(|e| format!("free copy: {e:?}"))?;
+        ensure!(used(0)? == 0, "copy freed: {}", used(0)?);
         Ok(())
     })
 }
