@@ -45,7 +45,9 @@ esac
 for m in vgpu nvidia; do grep -q "^$m " /proc/modules && rmmod $m; done
 if [ -w $kml ]; then
     echo scan > $kml; sleep 1; echo scan > $kml
-    if [ -s $kml ]; then echo "vgpu-vm: kmemleak report:"; cat $kml; fi
+    # debugfs files report size 0: read the report to see if there is one.
+    report=$(cat $kml)
+    if [ -n "$report" ]; then echo "vgpu-vm: kmemleak report:"; echo "$report"; fi
 fi
 echo "VGPU-VM-DONE rc=$rc"
 reboot -f

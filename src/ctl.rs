@@ -44,6 +44,12 @@ pub(crate) unsafe fn init_clients() {
     unsafe { CLIENTS.init() };
 }
 
+/// Empties the index and frees its storage (module unload: a static is
+/// never dropped).
+pub(crate) fn clear_clients() {
+    drop(core::mem::take(&mut *CLIENTS.lock()));
+}
+
 /// Removes every client of `ctl` from the module-wide index (its file is
 /// going away).
 pub(crate) fn forget_clients(ctl: &Arc<Ctl>) {

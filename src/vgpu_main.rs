@@ -265,6 +265,7 @@ impl Drop for VgpuModule {
         self.schedulers.clear();
         self.state.remove_gpu_nodes();
         self.state.vgpus.clear();
+        ctl::clear_clients();
         STATE.lock().take();
     }
 }

@@ -79,17 +79,28 @@ fn fb_cost(s: &Session, n: u32) -> Result<f64, String> {
 
 /// ns per VRAM alloc + free pair over `n` pairs.
 fn mem_cost(s: &Session, n: u32) -> Result<f64, String> {
-    let t = Instant::now();
+    let (a, f) = mem_cost_split(s, n)?;
+    Ok(a + f)
+}
+
+/// ns per VRAM alloc and per free, over `n` pairs.
+fn mem_cost_split(s: &Session, n: u32) -> Result<(f64, f64), String> {
+    let (mut alloc, mut free) = (0u128, 0u128);
     for _ in 0..n {
+        let t = Instant::now();
         let m = s
             .ctl
             .alloc_vram(s.client, s.device, 0, 1 << 20)
             .map_err(|e| format!("alloc: {e:?}"))?;
+        let u = Instant::now();
         s.ctl
             .free(s.client, s.device, m.handle)
             .map_err(|e| format!("free: {e:?}"))?;
+        alloc += (u - t).as_nanos();
+        free += u.elapsed().as_nanos();
     }
-    Ok(t.elapsed().as_nanos() as f64 / f64::from(n))
+    let n = f64::from(n);
+    Ok((alloc as f64 / n, free as f64 / n))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -135,6 +146,13 @@ fn ioctl_cost() -> Outcome {
     let (md, mp, mr) = ratio(&direct, &proxied, rounds, |s| mem_cost(s, 2000))?;
     println!("# bench: fb_info: direct {fd:.0} ns, through vgpu {fp:.0} ns, ratio {fr:.2} (target <= 1.5)");
     println!("# bench: alloc+free: direct {md:.0} ns, through vgpu {mp:.0} ns, ratio {mr:.2} (target <= 1.5)");
+    let (ad, fd2) = mem_cost_split(&direct, 2000)?;
+    let (ap, fp2) = mem_cost_split(&proxied, 2000)?;
+    println!(
+        "# bench: of which alloc: direct {ad:.0} ns, through vgpu {ap:.0} ns ({:.2}); free: direct {fd2:.0} ns, through vgpu {fp2:.0} ns ({:.2})",
+        ap / ad,
+        fp2 / fd2
+    );
 
     // 127 more vGPUs, bound elsewhere, on the same GPU.
     for id in 1..128 {

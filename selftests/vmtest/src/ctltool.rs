@@ -64,6 +64,32 @@ fn create_set_show_remove() -> Outcome {
     );
     let (code, out) = vgpuctl(&["set", "3", "--memory", "512MiB"])?;
     ensure!(code == 0, "set: {code}: {out}");
+    // Compute: the share is the vGPU's, policy and period its GPU's.
+    let (code, out) = vgpuctl(&[
+        "set",
+        "3",
+        "--compute",
+        "30%",
+        "--compute-policy",
+        "work-conserving",
+        "--period-us",
+        "20000",
+    ])?;
+    ensure!(code == 0, "set compute: {code}: {out}");
+    ensure!(
+        attr(3, "compute_share")? == "30",
+        "share {}",
+        attr(3, "compute_share")?
+    );
+    let gpu1 = |f: &str| read_file(&format!("/sys/class/vgpu/gpu1/{f}"));
+    ensure!(
+        gpu1("compute_policy")? == "work-conserving" && gpu1("compute_period_us")? == "20000",
+        "gpu1: {} {}",
+        gpu1("compute_policy")?,
+        gpu1("compute_period_us")?
+    );
+    let (code, out) = vgpuctl(&["set", "3", "--compute", "101%"])?;
+    ensure!(code == 2, "share over 100%: exit {code}: {out}");
     ensure!(
         attr(3, "memory_limit")? == (512u64 << 20).to_string(),
         "limit after set"
@@ -123,6 +149,23 @@ fn exporter_once() -> Outcome {
         "no limit series for vgpu 5:\n{out}"
     );
     ensure!(out.contains("vgpu_up 1"), "vgpu_up missing:\n{out}");
+    // The compute and refusal families, from the module's own files.
+    for (family, value) in [
+        ("vgpu_compute_share_percent{", " 100"),
+        ("vgpu_compute_tsgs{", " 0"),
+        ("vgpu_alloc_refused_total{", " 0"),
+        ("vgpu_granted_seconds_total{", ""),
+    ] {
+        ensure!(
+            out.lines()
+                .any(|l| l.starts_with(family) && l.contains("vgpu=\"5\"") && l.ends_with(value)),
+            "no {family}..}}{value} series for vgpu 5:\n{out}"
+        );
+    }
+    ensure!(
+        out.contains("vgpu_gpu_compute_policy{gpu=\"0\",policy=\"fixed\"} 1"),
+        "no policy series for GPU 0:\n{out}"
+    );
     let (code, _) = vgpuctl(&["remove", "5"])?;
     ensure!(code == 0, "remove 5");
     sh("rmmod vgpu")?;
