@@ -501,6 +501,8 @@ impl Ctl {
                 | ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE
                 | ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS
                 | ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME
+                | ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE
+                | ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL
         ) {
             a.status = self.sched_status(rm, &a)?;
             user::write(addr, &a.to_bytes())?;
@@ -568,6 +570,9 @@ impl Ctl {
     ///   the window opens). Any other target is refused.
     /// - MAKE_REALTIME is refused: a realtime TSG could preempt other vGPUs'
     ///   windows, and nothing a container runs needs it.
+    /// - SET_TIMESLICE and SET_INTERLEAVE_LEVEL are applied to this file's
+    ///   own TSGs only: only one vGPU's TSGs are enabled at a time, so they
+    ///   order that vGPU's work inside its own window.
     fn sched_status(&self, rm: &RmOps, a: &abi::Nvos54) -> Result<u32> {
         if !self.tracker.lock().has_client(a.h_client) {
             return Ok(NV_ERR_INVALID_CLIENT);
@@ -578,6 +583,33 @@ impl Ctl {
         let state = crate::state()?;
         if a.cmd == ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS {
             return self.disable_channels(rm, &state, a);
+        }
+        if a.cmd == ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE
+            || a.cmd == ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL
+        {
+            let size = if a.cmd == ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE {
+                abi::TimesliceParams::SIZE
+            } else {
+                abi::InterleaveLevelParams::SIZE
+            };
+            let mut p = [0u8; abi::TimesliceParams::SIZE];
+            let p = &mut p[..size];
+            if a.params_size as usize != size {
+                return Ok(NV_ERR_INVALID_PARAM_STRUCT);
+            }
+            if user::read(a.params, p).is_err() {
+                return Ok(NV_ERR_INVALID_ARGUMENT);
+            }
+            let own_tsg = self
+                .tracker
+                .lock()
+                .obj(a.h_client, a.h_object)
+                .is_some_and(|o| o.kind == Kind::Tsg && o.sched.is_some());
+            if !own_tsg {
+                return Ok(NV_ERR_INVALID_OBJECT_HANDLE);
+            }
+            let st = rm.control(a.h_client, a.h_object, a.cmd, p)?;
+            return Ok(st);
         }
         let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
         if a.params_size as usize != p.len() {

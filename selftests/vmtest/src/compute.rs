@@ -595,9 +595,26 @@ fn scheduling_calls_filtered() -> Outcome {
                 matches!(d, Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS))),
                 "DUP of a TSG: {d:?}"
             );
-            // SET_TIMESLICE / SET_INTERLEAVE_LEVEL are applied: only the
-            // vGPU's own TSGs are ever enabled together, so they order its
-            // own work only. They do not open the window.
+            // SET_TIMESLICE / SET_INTERLEAVE_LEVEL: refused on anything but
+            // this file's own TSGs...
+            expect_rm(
+                ctl.set_timeslice(c, w.s.device, 5000),
+                status::NV_ERR_INVALID_OBJECT_HANDLE,
+                "SET_TIMESLICE on the device",
+            )?;
+            expect_rm(
+                ctl.set_timeslice(other.s.client, other.tsg, 5000),
+                status::NV_ERR_INVALID_CLIENT,
+                "SET_TIMESLICE on another file's TSG",
+            )?;
+            expect_rm(
+                ctl.set_interleave_level(other.s.client, other.tsg, 2),
+                status::NV_ERR_INVALID_CLIENT,
+                "SET_INTERLEAVE_LEVEL on another file's TSG",
+            )?;
+            // ...and applied to them: only the vGPU's own TSGs are ever
+            // enabled together, so they order its own work only. They do
+            // not open the window.
             ctl.set_timeslice(c, w.tsg, 50_000)
                 .map_err(|e| format!("SET_TIMESLICE: {e:?}"))?;
             ensure!(
