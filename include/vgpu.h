@@ -72,6 +72,57 @@
 #define VGPU_CTL_DEV "/dev/vgpuctl"
 
 /**
+ * vGPU file (read-only): VRAM allocations refused for passing the limit.
+ */
+#define VGPU_ATTR_MEMORY_REFUSED "memory_refused"
+
+/**
+ * vGPU file: its share of its GPU's time, in percent (0 to
+ * `VGPU_COMPUTE_SHARE_MAX`).
+ */
+#define VGPU_ATTR_COMPUTE_SHARE "compute_share"
+
+/**
+ * vGPU file (read-only): microseconds its scheduling window was open.
+ */
+#define VGPU_ATTR_COMPUTE_GRANTED_US "compute_granted_us"
+
+/**
+ * vGPU file (read-only): microseconds it had work while others ran.
+ */
+#define VGPU_ATTR_COMPUTE_THROTTLED_US "compute_throttled_us"
+
+/**
+ * vGPU file (read-only): TSGs and channels outside TSGs it schedules.
+ */
+#define VGPU_ATTR_COMPUTE_TSGS "compute_tsgs"
+
+/**
+ * Prefix of a physical GPU's settings directory: GPU K is `gpuK`.
+ */
+#define VGPU_SYSFS_GPU_DIR_PREFIX "gpu"
+
+/**
+ * GPU file: how the GPU's time is divided (`VGPU_COMPUTE_POLICY_*`).
+ */
+#define VGPU_GPU_ATTR_COMPUTE_POLICY "compute_policy"
+
+/**
+ * GPU file: the scheduling period in microseconds.
+ */
+#define VGPU_GPU_ATTR_COMPUTE_PERIOD_US "compute_period_us"
+
+/**
+ * Policy: each share is a cap (the default).
+ */
+#define VGPU_COMPUTE_POLICY_FIXED "fixed"
+
+/**
+ * Policy: idle vGPUs' shares go to busy ones.
+ */
+#define VGPU_COMPUTE_POLICY_WORK_CONSERVING "work-conserving"
+
+/**
  * The highest vGPU number: vGPUs are numbered 0 to `VGPU_MAX_ID`.
  */
 #define VGPU_MAX_ID 254
@@ -85,5 +136,25 @@
  * The longest cgroup path accepted, in bytes, without the NUL.
  */
 #define VGPU_CGROUP_PATH_MAX 4095
+
+/**
+ * The highest compute share, in percent (also the default).
+ */
+#define VGPU_COMPUTE_SHARE_MAX 100
+
+/**
+ * The shortest scheduling period, in microseconds.
+ */
+#define VGPU_COMPUTE_PERIOD_US_MIN 1000
+
+/**
+ * The longest scheduling period, in microseconds.
+ */
+#define VGPU_COMPUTE_PERIOD_US_MAX 1000000
+
+/**
+ * The default scheduling period, in microseconds.
+ */
+#define VGPU_COMPUTE_PERIOD_US_DEFAULT 50000
 
 #endif  /* VGPU_UAPI_H */

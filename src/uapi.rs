@@ -56,3 +56,46 @@ pub const VGPU_DEV_PREFIX: &str = "/dev/vgpu";
 
 /// The device node that stands in for `/dev/nvidiactl`.
 pub const VGPU_CTL_DEV: &str = "/dev/vgpuctl";
+
+/// vGPU file (read-only): VRAM allocations refused for passing the limit.
+pub const VGPU_ATTR_MEMORY_REFUSED: &str = "memory_refused";
+
+/// vGPU file: its share of its GPU's time, in percent (0 to
+/// `VGPU_COMPUTE_SHARE_MAX`).
+pub const VGPU_ATTR_COMPUTE_SHARE: &str = "compute_share";
+
+/// vGPU file (read-only): microseconds its scheduling window was open.
+pub const VGPU_ATTR_COMPUTE_GRANTED_US: &str = "compute_granted_us";
+
+/// vGPU file (read-only): microseconds it had work while others ran.
+pub const VGPU_ATTR_COMPUTE_THROTTLED_US: &str = "compute_throttled_us";
+
+/// vGPU file (read-only): TSGs and channels outside TSGs it schedules.
+pub const VGPU_ATTR_COMPUTE_TSGS: &str = "compute_tsgs";
+
+/// The highest compute share, in percent (also the default).
+pub const VGPU_COMPUTE_SHARE_MAX: u32 = 100;
+
+/// Prefix of a physical GPU's settings directory: GPU K is `gpuK`.
+pub const VGPU_SYSFS_GPU_DIR_PREFIX: &str = "gpu";
+
+/// GPU file: how the GPU's time is divided (`VGPU_COMPUTE_POLICY_*`).
+pub const VGPU_GPU_ATTR_COMPUTE_POLICY: &str = "compute_policy";
+
+/// GPU file: the scheduling period in microseconds.
+pub const VGPU_GPU_ATTR_COMPUTE_PERIOD_US: &str = "compute_period_us";
+
+/// Policy: each share is a cap (the default).
+pub const VGPU_COMPUTE_POLICY_FIXED: &str = "fixed";
+
+/// Policy: idle vGPUs' shares go to busy ones.
+pub const VGPU_COMPUTE_POLICY_WORK_CONSERVING: &str = "work-conserving";
+
+/// The shortest scheduling period, in microseconds.
+pub const VGPU_COMPUTE_PERIOD_US_MIN: u32 = 1000;
+
+/// The longest scheduling period, in microseconds.
+pub const VGPU_COMPUTE_PERIOD_US_MAX: u32 = 1000000;
+
+/// The default scheduling period, in microseconds.
+pub const VGPU_COMPUTE_PERIOD_US_DEFAULT: u32 = 50000;

@@ -67,6 +67,20 @@ fn constants() -> Vec<(&'static str, String)> {
         VGPU_CGROUP_PATH_MAX,
         VGPU_DEV_PREFIX,
         VGPU_CTL_DEV,
+        VGPU_ATTR_MEMORY_REFUSED,
+        VGPU_ATTR_COMPUTE_SHARE,
+        VGPU_ATTR_COMPUTE_GRANTED_US,
+        VGPU_ATTR_COMPUTE_THROTTLED_US,
+        VGPU_ATTR_COMPUTE_TSGS,
+        VGPU_COMPUTE_SHARE_MAX,
+        VGPU_SYSFS_GPU_DIR_PREFIX,
+        VGPU_GPU_ATTR_COMPUTE_POLICY,
+        VGPU_GPU_ATTR_COMPUTE_PERIOD_US,
+        VGPU_COMPUTE_POLICY_FIXED,
+        VGPU_COMPUTE_POLICY_WORK_CONSERVING,
+        VGPU_COMPUTE_PERIOD_US_MIN,
+        VGPU_COMPUTE_PERIOD_US_MAX,
+        VGPU_COMPUTE_PERIOD_US_DEFAULT,
     ]
 }
 
@@ -105,6 +119,23 @@ fn numbers_agree_with_the_module() {
         config::parse_limit(VGPU_MEMORY_MAX.as_bytes()),
         Ok(u64::MAX)
     );
+    // Compute: the same numbers as the scheduler's.
+    use vgpu_logic::compute;
+    assert_eq!(VGPU_COMPUTE_SHARE_MAX, u32::from(compute::DEFAULT_SHARE));
+    let share = |n: u32| compute::parse_share(n.to_string().as_bytes());
+    assert_eq!(share(VGPU_COMPUTE_SHARE_MAX), Ok(100));
+    assert_eq!(share(VGPU_COMPUTE_SHARE_MAX + 1), Err(ParseError::Range));
+    assert_eq!(VGPU_COMPUTE_PERIOD_US_MIN, compute::MIN_PERIOD_US);
+    assert_eq!(VGPU_COMPUTE_PERIOD_US_MAX, compute::MAX_PERIOD_US);
+    assert_eq!(VGPU_COMPUTE_PERIOD_US_DEFAULT, compute::DEFAULT_PERIOD_US);
+    assert_eq!(
+        compute::parse_policy(VGPU_COMPUTE_POLICY_FIXED.as_bytes()),
+        Ok(compute::Policy::Fixed)
+    );
+    assert_eq!(
+        compute::parse_policy(VGPU_COMPUTE_POLICY_WORK_CONSERVING.as_bytes()),
+        Ok(compute::Policy::WorkConserving)
+    );
 }
 
 #[test]
@@ -117,9 +148,17 @@ fn names_agree_with_the_module() {
         VGPU_ATTR_MEMORY_USED,
         VGPU_ATTR_CGROUP,
         VGPU_ATTR_USERS,
+        VGPU_ATTR_MEMORY_REFUSED,
+        VGPU_ATTR_COMPUTE_SHARE,
+        VGPU_ATTR_COMPUTE_GRANTED_US,
+        VGPU_ATTR_COMPUTE_THROTTLED_US,
+        VGPU_ATTR_COMPUTE_TSGS,
+        VGPU_GPU_ATTR_COMPUTE_POLICY,
+        VGPU_GPU_ATTR_COMPUTE_PERIOD_US,
     ] {
         assert!(VGPUS_RS.contains(&format!("name: c\"{f}\"")), "{f}");
     }
+    assert!(MAIN_RS.contains(&format!("b\"{VGPU_SYSFS_GPU_DIR_PREFIX}\"")));
     // The class, the per-vGPU directory and nodes, /dev/vgpuctl.
     assert_eq!(VGPU_SYSFS_CLASS, "/sys/class/vgpu");
     assert!(MAIN_RS.contains("Class::new(c\"vgpu\")"));
