@@ -318,3 +318,42 @@ mod ledger_tests {
         assert!(!cgroup_contains(b"/a", b"/ab"));
     }
 }
+
+#[kunit_tests(vgpu_compute)]
+mod compute_tests {
+    use crate::compute::{settle, targets, window, Policy, Tenant};
+
+    const P: u64 = 50_000_000;
+
+    #[test]
+    fn windows_follow_the_shares() {
+        let t = |share, busy| Tenant { share, busy };
+        let mut out = [0u64; 4];
+        let idle = targets(
+            Policy::Fixed,
+            P,
+            &[t(10, true), t(20, true), t(30, true), t(40, true)],
+            &mut out,
+        );
+        assert_eq!(out, [5_000_000, 10_000_000, 15_000_000, 20_000_000]);
+        assert_eq!(idle, 0);
+        let mut two = [0u64; 2];
+        assert_eq!(
+            targets(
+                Policy::WorkConserving,
+                P,
+                &[t(30, true), t(70, false)],
+                &mut two
+            ),
+            0
+        );
+        assert_eq!(two, [P, 0]);
+    }
+
+    #[test]
+    fn overruns_are_paid_back() {
+        let mut debt = 0;
+        settle(&mut debt, 1_000_000, 1_200_000, P);
+        assert_eq!(window(1_000_000, debt), 800_000);
+    }
+}
