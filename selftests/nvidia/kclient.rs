@@ -16,23 +16,9 @@
 
 use kernel::prelude::*;
 
-use crate::nv::abi::{self, status::*, Wire};
+use crate::nv::abi::{self, rm_op, status::*, Wire};
 use crate::rm::{gpu_id_of, Space};
 use crate::{driver, DRIVER_VERSION};
-
-/// `NV01_FREE` op number (`nvos.h`).
-pub(crate) const OP_FREE: u32 = 0x00;
-/// `NV04_ALLOC` op number (`nvos.h`).
-pub(crate) const OP_ALLOC: u32 = 0x15;
-/// `NV04_CONTROL` op number.
-pub(crate) const OP_CONTROL: u32 = 0x36;
-/// `NV04_DUP_OBJECT` op number. GUESS: the number after NV04_CONTROL, as the
-/// two sit next to each other in every numbering of these ops seen.
-pub(crate) const OP_DUP: u32 = 0x37;
-/// NV04_MAP_MEMORY (NVOS33): a kernel address for part of a memory object.
-pub(crate) const OP_MAP_MEMORY: u32 = 0x21;
-/// NV04_UNMAP_MEMORY (NVOS34).
-pub(crate) const OP_UNMAP_MEMORY: u32 = 0x22;
 
 /// The driver's version, NUL-terminated, for `version_string`.
 static VERSION_CSTR: &CStr = c"595.45.04";
@@ -184,7 +170,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
     }
     let Ok(drv) = driver() else { return };
     match u32::from_ne_bytes(opb) {
-        OP_CONTROL => {
+        rm_op::CONTROL => {
             let mut b = [0u8; abi::Nvos54::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;
@@ -197,7 +183,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.encode(&mut b);
             let _ = kernel_write(base + 8, &b);
         }
-        OP_ALLOC => {
+        rm_op::ALLOC => {
             let mut b = [0u8; abi::Nvos21::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;
@@ -213,7 +199,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.encode(&mut b);
             let _ = kernel_write(base + 8, &b);
         }
-        OP_DUP => {
+        rm_op::DUP => {
             let mut b = [0u8; abi::Nvos55::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;
@@ -229,7 +215,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.encode(&mut b);
             let _ = kernel_write(base + 8, &b);
         }
-        OP_FREE => {
+        rm_op::FREE => {
             let mut b = [0u8; abi::Nvos00::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;
@@ -242,7 +228,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.encode(&mut b);
             let _ = kernel_write(base + 8, &b);
         }
-        OP_MAP_MEMORY => {
+        rm_op::MAP_MEMORY => {
             let mut b = [0u8; abi::Nvos33::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;
@@ -258,7 +244,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.encode(&mut b);
             let _ = kernel_write(base + 8, &b);
         }
-        OP_UNMAP_MEMORY => {
+        rm_op::UNMAP_MEMORY => {
             let mut b = [0u8; abi::Nvos34::SIZE];
             if kernel_read(base + 8, &mut b).is_err() {
                 return;

@@ -16,20 +16,7 @@
 
 use kernel::prelude::*;
 
-use crate::nv::abi::{self, status::NV_OK, Wire};
-
-/// `NV01_FREE`.
-pub(crate) const OP_FREE: u32 = 0x00;
-/// `NV04_ALLOC`.
-pub(crate) const OP_ALLOC: u32 = 0x15;
-/// `NV04_CONTROL`.
-pub(crate) const OP_CONTROL: u32 = 0x36;
-/// `NV04_DUP_OBJECT` (a guess: see the driver double's `kclient.rs`).
-pub(crate) const OP_DUP: u32 = 0x37;
-/// `NV04_MAP_MEMORY` op number (`nvos.h`).
-pub(crate) const OP_MAP_MEMORY: u32 = 0x21;
-/// `NV04_UNMAP_MEMORY` op number (`nvos.h`).
-pub(crate) const OP_UNMAP_MEMORY: u32 = 0x22;
+use crate::nv::abi::{self, rm_op, status::NV_OK, Wire};
 
 /// Size of the params union of an ops command: larger than any parameter
 /// block `op` takes (the largest, NVOS46, is 64 bytes).
@@ -215,7 +202,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(OP_CONTROL, &mut b)?;
+        self.call(rm_op::CONTROL, &mut b)?;
         a = abi::Nvos54::decode(&b);
         Ok(a.status)
     }
@@ -245,7 +232,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(OP_ALLOC, &mut b)?;
+        self.call(rm_op::ALLOC, &mut b)?;
         a = abi::Nvos21::decode(&b);
         Ok(if a.status == NV_OK {
             Ok(a.h_object_new)
@@ -275,7 +262,7 @@ impl RmOps {
             status: 0,
         };
         let mut b = a.to_bytes();
-        self.call(OP_DUP, &mut b)?;
+        self.call(rm_op::DUP, &mut b)?;
         let a = abi::Nvos55::decode(&b);
         Ok(if a.status == NV_OK {
             Ok(a.h_object)
@@ -294,7 +281,7 @@ impl RmOps {
             status: 0,
         };
         let mut b = a.to_bytes();
-        self.call(OP_FREE, &mut b)?;
+        self.call(rm_op::FREE, &mut b)?;
         Ok(abi::Nvos00::decode(&b).status)
     }
 
@@ -319,7 +306,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(OP_MAP_MEMORY, &mut b)?;
+        self.call(rm_op::MAP_MEMORY, &mut b)?;
         let a = abi::Nvos33::decode(&b);
         Ok(match (a.status, usize::try_from(a.p_linear_address)) {
             (NV_OK, Ok(addr)) if addr != 0 => Ok(addr),
@@ -345,7 +332,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(OP_UNMAP_MEMORY, &mut b)?;
+        self.call(rm_op::UNMAP_MEMORY, &mut b)?;
         Ok(abi::Nvos34::decode(&b).status)
     }
 

@@ -343,6 +343,25 @@ impl BitField {
 // Status codes.
 // ---------------------------------------------------------------------------
 
+/// Op numbers of the kernel-client interface's `op` (`nvos.h`: the
+/// `NVxx_*` function numbers); the params follow at offset 8 of the ops
+/// command.
+pub mod rm_op {
+    /// `NV01_FREE` (NVOS00).
+    pub const FREE: u32 = 0x00;
+    /// `NV04_ALLOC` (NVOS21).
+    pub const ALLOC: u32 = 0x15;
+    /// `NV04_MAP_MEMORY` (NVOS33).
+    pub const MAP_MEMORY: u32 = 0x21;
+    /// `NV04_UNMAP_MEMORY` (NVOS34).
+    pub const UNMAP_MEMORY: u32 = 0x22;
+    /// `NV04_CONTROL` (NVOS54).
+    pub const CONTROL: u32 = 0x36;
+    /// `NV04_DUP_OBJECT` (NVOS55). GUESS: the number after NV04_CONTROL, as
+    /// the two sit next to each other in every numbering of these ops seen.
+    pub const DUP: u32 = 0x37;
+}
+
 /// RM status codes (`NV_STATUS`), returned in the `status` field of a
 /// parameter block. Values from `nvstatuscodes.h`.
 pub mod status {

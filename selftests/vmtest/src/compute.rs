@@ -9,7 +9,7 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
+use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::{class, ctrl, status, FifoDisableChannelsParams, GpfifoScheduleParams};
 use nvclient::{Doorbell, Error, WorkChannel};
@@ -392,57 +392,46 @@ fn sysfs_values_and_errors() -> Outcome {
 }
 
 fn tsgs_tracked_through_free_close_kill() -> Outcome {
-    let code = in_child(|| {
-        let r = (|| -> Outcome {
-            join_cgroup("/ca").map_err(|e| format!("join: {e}"))?;
-            let w = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
-            ensure!(tsgs(0)? == 1, "after TSG + channel: {}", tsgs(0)?);
-            let b = Work::open("/dev/vgpuctl", "/dev/vgpu0", true)?;
-            ensure!(tsgs(0)? == 2, "after a bare channel: {}", tsgs(0)?);
-            // Busy: cannot be removed, nor moved to another GPU.
-            ensure!(
-                write_file("/sys/class/vgpu/remove", "0") == Err(libc::EBUSY),
-                "removed under TSGs"
-            );
-            b.s.ctl
-                .free(b.s.client, b.s.device, b.ch.h_channel)
-                .map_err(|e| format!("free bare channel: {e:?}"))?;
-            ensure!(
-                tsgs(0)? == 1,
-                "after freeing the bare channel: {}",
-                tsgs(0)?
-            );
-            // The ring memory (the channel's USERD, which vgpu watches) can
-            // go before the channel; then the TSG takes its channel with it.
-            w.s.ctl
-                .free(w.s.client, w.s.device, w.ch.h_ring)
-                .map_err(|e| format!("free ring: {e:?}"))?;
-            w.s.ctl
-                .free(w.s.client, w.s.device, w.tsg)
-                .map_err(|e| format!("free TSG: {e:?}"))?;
-            ensure!(tsgs(0)? == 0, "after freeing the TSG: {}", tsgs(0)?);
-            // A client's free forgets its TSGs.
-            let c = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
-            ensure!(tsgs(0)? == 1, "again: {}", tsgs(0)?);
-            c.s.ctl
-                .free(c.s.client, c.s.client, c.s.client)
-                .map_err(|e| format!("free client: {e:?}"))?;
-            ensure!(tsgs(0)? == 0, "after freeing the client: {}", tsgs(0)?);
-            // Left open for close to clean up.
-            let _d = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
-            ensure!(tsgs(0)? == 1, "before exit: {}", tsgs(0)?);
-            std::mem::forget(_d);
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(why) => {
-                println!("#   {why}");
-                1
-            }
-        }
+    as_container("/ca", || {
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
+        ensure!(tsgs(0)? == 1, "after TSG + channel: {}", tsgs(0)?);
+        let b = Work::open("/dev/vgpuctl", "/dev/vgpu0", true)?;
+        ensure!(tsgs(0)? == 2, "after a bare channel: {}", tsgs(0)?);
+        // Busy: cannot be removed, nor moved to another GPU.
+        ensure!(
+            write_file("/sys/class/vgpu/remove", "0") == Err(libc::EBUSY),
+            "removed under TSGs"
+        );
+        b.s.ctl
+            .free(b.s.client, b.s.device, b.ch.h_channel)
+            .map_err(|e| format!("free bare channel: {e:?}"))?;
+        ensure!(
+            tsgs(0)? == 1,
+            "after freeing the bare channel: {}",
+            tsgs(0)?
+        );
+        // The ring memory (the channel's USERD, which vgpu watches) can
+        // go before the channel; then the TSG takes its channel with it.
+        w.s.ctl
+            .free(w.s.client, w.s.device, w.ch.h_ring)
+            .map_err(|e| format!("free ring: {e:?}"))?;
+        w.s.ctl
+            .free(w.s.client, w.s.device, w.tsg)
+            .map_err(|e| format!("free TSG: {e:?}"))?;
+        ensure!(tsgs(0)? == 0, "after freeing the TSG: {}", tsgs(0)?);
+        // A client's free forgets its TSGs.
+        let c = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
+        ensure!(tsgs(0)? == 1, "again: {}", tsgs(0)?);
+        c.s.ctl
+            .free(c.s.client, c.s.client, c.s.client)
+            .map_err(|e| format!("free client: {e:?}"))?;
+        ensure!(tsgs(0)? == 0, "after freeing the client: {}", tsgs(0)?);
+        // Left open for close to clean up.
+        let _d = Work::open("/dev/vgpuctl", "/dev/vgpu0", false)?;
+        ensure!(tsgs(0)? == 1, "before exit: {}", tsgs(0)?);
+        std::mem::forget(_d);
+        Ok(())
     })?;
-    ensure!(code == 0, "tracking failed in the container");
     ensure!(tsgs(0)? == 0, "after the process exited: {}", tsgs(0)?);
     // SIGKILL mid-use.
     let t = Tenant::spawn(Some("/ca"), "/dev/vgpuctl", "/dev/vgpu0", Enable::Tsg, MS)?;
@@ -506,149 +495,139 @@ fn expect_rm(r: Result<(), Error>, want: u32, what: &str) -> Outcome {
 }
 
 fn scheduling_calls_filtered() -> Outcome {
-    let code = in_child(|| {
-        let r = (|| -> Outcome {
-            join_cgroup("/cb").map_err(|e| format!("join: {e}"))?;
-            let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
-            let other = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
-            let (c, ctl) = (w.s.client, &w.s.ctl);
-            let mut rt = nvclient::abi::MakeRealtimeParams::default();
-            expect_rm(
-                ctl.control_with(c, w.tsg, ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, &mut rt),
-                status::NV_ERR_INSUFFICIENT_PERMISSIONS,
-                "MAKE_REALTIME",
-            )?;
-            // FIFO_DISABLE_CHANNELS naming another file's client's channel.
-            let mut p = FifoDisableChannelsParams {
-                b_disable: 0,
-                num_channels: 1,
-                ..Default::default()
-            };
-            p.h_client_list[0] = other.s.client;
-            p.h_channel_list[0] = other.ch.h_channel;
-            expect_rm(
-                ctl.control_with(
-                    c,
-                    w.s.subdevice,
-                    ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
-                    &mut p,
-                ),
-                status::NV_ERR_INSUFFICIENT_PERMISSIONS,
-                "FIFO_DISABLE_CHANNELS on a foreign channel",
-            )?;
-            p.h_client_list[0] = c;
-            p.h_channel_list[0] = 0xdead_beef;
-            expect_rm(
-                ctl.control_with(
-                    c,
-                    w.s.subdevice,
-                    ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
-                    &mut p,
-                ),
-                status::NV_ERR_INSUFFICIENT_PERMISSIONS,
-                "FIFO_DISABLE_CHANNELS on an unknown handle",
-            )?;
-            p.h_channel_list[0] = w.ch.h_channel;
-            p.num_channels = 65;
-            expect_rm(
-                ctl.control_with(
-                    c,
-                    w.s.subdevice,
-                    ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
-                    &mut p,
-                ),
-                status::NV_ERR_INVALID_ARGUMENT,
-                "FIFO_DISABLE_CHANNELS with 65 entries",
-            )?;
-            p.num_channels = 1;
-            p.p_runlist_preempt_event = 0x1000;
-            expect_rm(
-                ctl.control_with(
-                    c,
-                    w.s.subdevice,
-                    ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
-                    &mut p,
-                ),
-                status::NV_ERR_INVALID_ARGUMENT,
-                "FIFO_DISABLE_CHANNELS with an event pointer",
-            )?;
-            // GPFIFO_SCHEDULE on things that are not this file's TSGs.
-            expect_rm(
-                ctl.gpfifo_schedule(c, w.s.device, true),
-                status::NV_ERR_INVALID_OBJECT_HANDLE,
-                "GPFIFO_SCHEDULE on the device",
-            )?;
-            expect_rm(
-                ctl.gpfifo_schedule(other.s.client, other.tsg, true),
-                status::NV_ERR_INVALID_CLIENT,
-                "GPFIFO_SCHEDULE on another file's TSG",
-            )?;
-            let mut short = [1u8; 2];
-            expect_rm(
-                ctl.control(c, w.tsg, ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut short),
-                status::NV_ERR_INVALID_PARAM_STRUCT,
-                "GPFIFO_SCHEDULE with 2 bytes of params",
-            )?;
-            // A TSG cannot be duplicated (its schedule entry knows one handle).
-            let d = ctl.dup_object(c, w.s.device, 0, c, w.tsg, 0);
-            ensure!(
-                matches!(d, Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS))),
-                "DUP of a TSG: {d:?}"
-            );
-            // SET_TIMESLICE / SET_INTERLEAVE_LEVEL: refused on anything but
-            // this file's own TSGs...
-            expect_rm(
-                ctl.set_timeslice(c, w.s.device, 5000),
-                status::NV_ERR_INVALID_OBJECT_HANDLE,
-                "SET_TIMESLICE on the device",
-            )?;
-            expect_rm(
-                ctl.set_timeslice(other.s.client, other.tsg, 5000),
-                status::NV_ERR_INVALID_CLIENT,
-                "SET_TIMESLICE on another file's TSG",
-            )?;
-            expect_rm(
-                ctl.set_interleave_level(other.s.client, other.tsg, 2),
-                status::NV_ERR_INVALID_CLIENT,
-                "SET_INTERLEAVE_LEVEL on another file's TSG",
-            )?;
-            // ...and applied to them: only the vGPU's own TSGs are ever
-            // enabled together, so they order its own work only. They do
-            // not open the window.
-            ctl.set_timeslice(c, w.tsg, 50_000)
-                .map_err(|e| format!("SET_TIMESLICE: {e:?}"))?;
-            ensure!(
-                ctl.get_timeslice(c, w.tsg).ok() == Some(50_000),
-                "timeslice not applied"
-            );
-            ctl.set_interleave_level(c, w.tsg, 2)
-                .map_err(|e| format!("SET_INTERLEAVE_LEVEL: {e:?}"))?;
-            ctl.preempt(c, w.tsg, true, None)
-                .map_err(|e| format!("PREEMPT: {e:?}"))?;
-            set_share(1, 0)?;
-            // A change takes effect from the next period.
-            sleep(Duration::from_millis(120));
-            w.start(MS)?;
-            w.enable(Enable::Tsg, true)
-                .map_err(|e| format!("enable: {e:?}"))?;
-            sleep(Duration::from_millis(300));
-            ensure!(
-                w.ch.ring.tsg_ns() == 0,
-                "ran {} ns at share 0",
-                w.ch.ring.tsg_ns()
-            );
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(why) => {
-                println!("#   {why}");
-                1
-            }
-        }
-    })?;
+    let r = as_container("/cb", || {
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        let other = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        let (c, ctl) = (w.s.client, &w.s.ctl);
+        let mut rt = nvclient::abi::MakeRealtimeParams::default();
+        expect_rm(
+            ctl.control_with(c, w.tsg, ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, &mut rt),
+            status::NV_ERR_INSUFFICIENT_PERMISSIONS,
+            "MAKE_REALTIME",
+        )?;
+        // FIFO_DISABLE_CHANNELS naming another file's client's channel.
+        let mut p = FifoDisableChannelsParams {
+            b_disable: 0,
+            num_channels: 1,
+            ..Default::default()
+        };
+        p.h_client_list[0] = other.s.client;
+        p.h_channel_list[0] = other.ch.h_channel;
+        expect_rm(
+            ctl.control_with(
+                c,
+                w.s.subdevice,
+                ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+                &mut p,
+            ),
+            status::NV_ERR_INSUFFICIENT_PERMISSIONS,
+            "FIFO_DISABLE_CHANNELS on a foreign channel",
+        )?;
+        p.h_client_list[0] = c;
+        p.h_channel_list[0] = 0xdead_beef;
+        expect_rm(
+            ctl.control_with(
+                c,
+                w.s.subdevice,
+                ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+                &mut p,
+            ),
+            status::NV_ERR_INSUFFICIENT_PERMISSIONS,
+            "FIFO_DISABLE_CHANNELS on an unknown handle",
+        )?;
+        p.h_channel_list[0] = w.ch.h_channel;
+        p.num_channels = 65;
+        expect_rm(
+            ctl.control_with(
+                c,
+                w.s.subdevice,
+                ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+                &mut p,
+            ),
+            status::NV_ERR_INVALID_ARGUMENT,
+            "FIFO_DISABLE_CHANNELS with 65 entries",
+        )?;
+        p.num_channels = 1;
+        p.p_runlist_preempt_event = 0x1000;
+        expect_rm(
+            ctl.control_with(
+                c,
+                w.s.subdevice,
+                ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+                &mut p,
+            ),
+            status::NV_ERR_INVALID_ARGUMENT,
+            "FIFO_DISABLE_CHANNELS with an event pointer",
+        )?;
+        // GPFIFO_SCHEDULE on things that are not this file's TSGs.
+        expect_rm(
+            ctl.gpfifo_schedule(c, w.s.device, true),
+            status::NV_ERR_INVALID_OBJECT_HANDLE,
+            "GPFIFO_SCHEDULE on the device",
+        )?;
+        expect_rm(
+            ctl.gpfifo_schedule(other.s.client, other.tsg, true),
+            status::NV_ERR_INVALID_CLIENT,
+            "GPFIFO_SCHEDULE on another file's TSG",
+        )?;
+        let mut short = [1u8; 2];
+        expect_rm(
+            ctl.control(c, w.tsg, ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut short),
+            status::NV_ERR_INVALID_PARAM_STRUCT,
+            "GPFIFO_SCHEDULE with 2 bytes of params",
+        )?;
+        // A TSG cannot be duplicated (its schedule entry knows one handle).
+        let d = ctl.dup_object(c, w.s.device, 0, c, w.tsg, 0);
+        ensure!(
+            matches!(d, Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS))),
+            "DUP of a TSG: {d:?}"
+        );
+        // SET_TIMESLICE / SET_INTERLEAVE_LEVEL: refused on anything but
+        // this file's own TSGs...
+        expect_rm(
+            ctl.set_timeslice(c, w.s.device, 5000),
+            status::NV_ERR_INVALID_OBJECT_HANDLE,
+            "SET_TIMESLICE on the device",
+        )?;
+        expect_rm(
+            ctl.set_timeslice(other.s.client, other.tsg, 5000),
+            status::NV_ERR_INVALID_CLIENT,
+            "SET_TIMESLICE on another file's TSG",
+        )?;
+        expect_rm(
+            ctl.set_interleave_level(other.s.client, other.tsg, 2),
+            status::NV_ERR_INVALID_CLIENT,
+            "SET_INTERLEAVE_LEVEL on another file's TSG",
+        )?;
+        // ...and applied to them: only the vGPU's own TSGs are ever
+        // enabled together, so they order its own work only. They do
+        // not open the window.
+        ctl.set_timeslice(c, w.tsg, 50_000)
+            .map_err(|e| format!("SET_TIMESLICE: {e:?}"))?;
+        ensure!(
+            ctl.get_timeslice(c, w.tsg).ok() == Some(50_000),
+            "timeslice not applied"
+        );
+        ctl.set_interleave_level(c, w.tsg, 2)
+            .map_err(|e| format!("SET_INTERLEAVE_LEVEL: {e:?}"))?;
+        ctl.preempt(c, w.tsg, true, None)
+            .map_err(|e| format!("PREEMPT: {e:?}"))?;
+        set_share(1, 0)?;
+        // A change takes effect from the next period.
+        sleep(Duration::from_millis(120));
+        w.start(MS)?;
+        w.enable(Enable::Tsg, true)
+            .map_err(|e| format!("enable: {e:?}"))?;
+        sleep(Duration::from_millis(300));
+        ensure!(
+            w.ch.ring.tsg_ns() == 0,
+            "ran {} ns at share 0",
+            w.ch.ring.tsg_ns()
+        );
+        Ok(())
+    });
     set_share(1, 100)?;
-    ensure!(code == 0, "filtering failed in the container");
+    r?;
     Ok(())
 }
 
@@ -717,35 +696,25 @@ fn swapped_control_cannot_enable() -> Outcome {
     set_share(1, 10)?;
     let b = Tenant::spawn(Some("/ca"), "/dev/vgpuctl", "/dev/vgpu0", Enable::Tsg, MS)?;
     let page = Shared::new()?;
-    let code = in_child(|| {
-        let r = (|| -> Outcome {
-            join_cgroup("/cb").map_err(|e| format!("join: {e}"))?;
-            let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
-            let direct = race_swapped_control(&d, Duration::from_millis(500))?;
-            drop(d);
-            page.set(0, direct);
-            let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
-            let b0 = b.ns();
-            let t0 = Instant::now();
-            let through = race_swapped_control(&w, Duration::from_millis(2000))?;
-            let wall = t0.elapsed().as_nanos() as u64;
-            page.set(1, through);
-            page.set(2, wall);
-            page.set(3, b.ns() - b0);
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(why) => {
-                println!("#   {why}");
-                1
-            }
-        }
-    })?;
+    let r = as_container("/cb", || {
+        let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
+        let direct = race_swapped_control(&d, Duration::from_millis(500))?;
+        drop(d);
+        page.set(0, direct);
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        let b0 = b.ns();
+        let t0 = Instant::now();
+        let through = race_swapped_control(&w, Duration::from_millis(2000))?;
+        let wall = t0.elapsed().as_nanos() as u64;
+        page.set(1, through);
+        page.set(2, wall);
+        page.set(3, b.ns() - b0);
+        Ok(())
+    });
     set_share(0, 100)?;
     set_share(1, 100)?;
     drop(b);
-    ensure!(code == 0, "swapped control test failed in the container");
+    r?;
     let (direct, through, wall, other) = (page.get(0), page.get(1), page.get(2), page.get(3));
     let pct = |ns: u64| ns as f64 * 100.0 / wall as f64;
     println!(
@@ -771,38 +740,28 @@ fn swapped_control_cannot_enable() -> Outcome {
 fn forwarded_control_waits_for_the_window() -> Outcome {
     // At share 0 a tenant with a TSG gets no window, so its forwarded
     // controls wait; raising the share lets them through.
-    let code = in_child(|| {
-        let r = (|| -> Outcome {
-            join_cgroup("/cb").map_err(|e| format!("join: {e}"))?;
-            let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
-            set_share(1, 0)?;
-            // A change takes effect from the next period.
-            sleep(Duration::from_millis(120));
-            let raiser = std::thread::spawn(|| {
-                sleep(Duration::from_millis(400));
-                set_share(1, 100)
-            });
-            let t0 = Instant::now();
-            let ts = w.s.ctl.get_timeslice(w.s.client, w.tsg);
-            let waited = t0.elapsed();
-            let _ = raiser.join();
-            ensure!(ts.is_ok(), "GET_TIMESLICE: {ts:?}");
-            ensure!(
-                waited >= Duration::from_millis(300),
-                "a forwarded control ran outside the window ({waited:?})"
-            );
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(why) => {
-                println!("#   {why}");
-                1
-            }
-        }
-    })?;
+    let r = as_container("/cb", || {
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        set_share(1, 0)?;
+        // A change takes effect from the next period.
+        sleep(Duration::from_millis(120));
+        let raiser = std::thread::spawn(|| {
+            sleep(Duration::from_millis(400));
+            set_share(1, 100)
+        });
+        let t0 = Instant::now();
+        let ts = w.s.ctl.get_timeslice(w.s.client, w.tsg);
+        let waited = t0.elapsed();
+        let _ = raiser.join();
+        ensure!(ts.is_ok(), "GET_TIMESLICE: {ts:?}");
+        ensure!(
+            waited >= Duration::from_millis(300),
+            "a forwarded control ran outside the window ({waited:?})"
+        );
+        Ok(())
+    });
     set_share(1, 100)?;
-    ensure!(code == 0, "waiting test failed in the container");
+    r?;
     Ok(())
 }
 

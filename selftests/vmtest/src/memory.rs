@@ -7,7 +7,7 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{in_child, join_cgroup, read_file, sh, write_file, Holder};
+use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Holder};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::Wire;
 use nvclient::abi::{fb_info, status};
@@ -119,26 +119,6 @@ fn fill(s: &Session, chunk: u64) -> Result<(u64, Vec<u32>), String> {
             return Err("never refused".into());
         }
     }
-}
-
-/// Runs `f` as a process of container `cg`; the child's result comes back
-/// through its exit code (0 = ok) and its message on stdout.
-fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
-    let cg = cg.to_string();
-    let code = in_child(move || {
-        if join_cgroup(&cg).is_err() {
-            return 100;
-        }
-        match f() {
-            Ok(()) => 0,
-            Err(why) => {
-                println!("#   in {cg}: {why}");
-                1
-            }
-        }
-    })?;
-    ensure!(code == 0, "container process failed (code {code})");
-    Ok(())
 }
 
 fn each_stops_exactly_at_its_ceiling() -> Outcome {

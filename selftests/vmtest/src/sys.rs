@@ -2,6 +2,8 @@
 
 //! Thin helpers over the system calls and tools the tests use.
 
+use crate::ensure;
+use crate::tap::Outcome;
 use std::ffi::CString;
 use std::os::unix::fs::FileTypeExt;
 use std::process::Command;
@@ -337,4 +339,24 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: `ts` is a valid timespec to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runs `f` as a process of container `cg`; the child's result comes back
+/// through its exit code (0 = ok) and its message on stdout.
+pub fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
+    let cg = cg.to_string();
+    let code = in_child(move || {
+        if join_cgroup(&cg).is_err() {
+            return 100;
+        }
+        match f() {
+            Ok(()) => 0,
+            Err(why) => {
+                println!("#   in {cg}: {why}");
+                1
+            }
+        }
+    })?;
+    ensure!(code == 0, "container process failed (code {code})");
+    Ok(())
 }
