@@ -15,7 +15,13 @@
 //! are recorded as what it *wants*: a disable applies at once, an enable
 //! only while its window is open (else at the window's start). The check and
 //! the call happen under the GPU's switch lock, so a window cannot close
-//! between them.
+//! between them. Other controls a tenant with TSGs forwards run inside its
+//! window too ([`GpuSched::in_window`]), since the driver reads them again
+//! from memory another thread can change.
+//!
+//! Whether a vGPU has work (for the work-conserving policy) is read from its
+//! channels' USERD (`GPGet` against `GPPut`), mapped through duplicates in
+//! vgpu's own driver client ([`Watched`]).
 
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
