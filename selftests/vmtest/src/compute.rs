@@ -51,6 +51,10 @@ pub const TESTS: &[Test] = &[
         run: runtime_share_and_policy_change,
     },
     Test {
+        name: "settings_race_with_the_scheduler",
+        run: settings_race_with_the_scheduler,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -810,6 +814,78 @@ fn runtime_share_and_policy_change() -> Outcome {
     ensure!(conserved, "work-conserving gave {s:?}");
     drop(b);
     set_policy(0, "fixed")?;
+    set_share(0, 100)?;
+    set_share(1, 100)?;
+    Ok(())
+}
+
+fn settings_race_with_the_scheduler() -> Outcome {
+    // Threads rewrite shares, the policy and the period, and create and
+    // remove a third vGPU on the GPU, as fast as they can while two tenants
+    // run: nothing may break, and the settings put back give the split back.
+    let a = Tenant::spawn(Some("/ca"), "/dev/vgpuctl", "/dev/vgpu0", Enable::Tsg, MS)?;
+    let b = Tenant::spawn(Some("/cb"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, MS)?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for k in 0..3u64 {
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(k + 1);
+            let mut writes = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let _ = match k {
+                    0 => set_share((x % 2) as u32, (x % 101) as u32),
+                    1 => {
+                        if x.is_multiple_of(3) {
+                            set_policy(
+                                0,
+                                if x.is_multiple_of(2) {
+                                    "fixed"
+                                } else {
+                                    "work-conserving"
+                                },
+                            )
+                        } else {
+                            set(
+                                "/sys/class/vgpu/gpu0/compute_period_us",
+                                &(1000 + x % 199_000).to_string(),
+                            )
+                        }
+                    }
+                    _ => {
+                        let _ = set("/sys/class/vgpu/create", "5");
+                        let _ = set(&vgpu_file(5, "gpu"), "0");
+                        let _ = set(&vgpu_file(5, "compute_share"), "50");
+                        set("/sys/class/vgpu/remove", "5")
+                    }
+                };
+                writes += 1;
+            }
+            writes
+        }));
+    }
+    sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+    println!("# settings race: {writes} writes in 1.5 s");
+    ensure!(writes > 100, "only {writes} writes: the race did not run");
+    let _ = write_file("/sys/class/vgpu/remove", "5");
+    set_policy(0, "fixed")?;
+    set("/sys/class/vgpu/gpu0/compute_period_us", "50000")?;
+    set_share(0, 50)?;
+    set_share(1, 50)?;
+    let s = shares(
+        &[&a, &b],
+        Duration::from_millis(300),
+        Duration::from_millis(1500),
+    );
+    println!("# after the race, 50/50: {:.1} / {:.1}", s[0], s[1]);
+    let split_back = (s[0] - 50.0).abs() <= 10.0 && (s[1] - 50.0).abs() <= 10.0;
+    ensure!(split_back, "50/50 after the race gave {s:?}");
+    drop((a, b));
     set_share(0, 100)?;
     set_share(1, 100)?;
     Ok(())
