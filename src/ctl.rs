@@ -594,11 +594,8 @@ impl Ctl {
             };
             let mut p = [0u8; abi::TimesliceParams::SIZE];
             let p = &mut p[..size];
-            if a.params_size as usize != size {
-                return Ok(NV_ERR_INVALID_PARAM_STRUCT);
-            }
-            if user::read(a.params, p).is_err() {
-                return Ok(NV_ERR_INVALID_ARGUMENT);
+            if let Err(st) = control_params(a, p) {
+                return Ok(st);
             }
             let own_tsg = self
                 .tracker
@@ -612,11 +609,8 @@ impl Ctl {
             return Ok(st);
         }
         let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
-        if a.params_size as usize != p.len() {
-            return Ok(NV_ERR_INVALID_PARAM_STRUCT);
-        }
-        if user::read(a.params, &mut p).is_err() {
-            return Ok(NV_ERR_INVALID_ARGUMENT);
+        if let Err(st) = control_params(a, &mut p) {
+            return Ok(st);
         }
         let kind = if a.cmd == ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE {
             Kind::Tsg
@@ -645,11 +639,8 @@ impl Ctl {
     /// one of this file's on that GPU, or nothing happens.
     fn disable_channels(&self, rm: &RmOps, state: &crate::State, a: &abi::Nvos54) -> Result<u32> {
         let mut p = KVec::from_elem(0u8, abi::FifoDisableChannelsParams::SIZE, GFP_KERNEL)?;
-        if a.params_size as usize != p.len() {
-            return Ok(NV_ERR_INVALID_PARAM_STRUCT);
-        }
-        if user::read(a.params, &mut p).is_err() {
-            return Ok(NV_ERR_INVALID_ARGUMENT);
+        if let Err(st) = control_params(a, &mut p) {
+            return Ok(st);
         }
         let q = abi::FifoDisableChannelsParams::decode(&p);
         // The event pointer would be read at kernel privilege: refused.
@@ -885,6 +876,15 @@ impl Ctl {
         }
         Ok(Some(r))
     }
+}
+
+/// Copies a control's params, exactly `p.len()` bytes, into `p`; `Err` is
+/// the RM status to answer for a wrong size or a bad pointer.
+fn control_params(a: &abi::Nvos54, p: &mut [u8]) -> core::result::Result<(), u32> {
+    if a.params_size as usize != p.len() {
+        return Err(NV_ERR_INVALID_PARAM_STRUCT);
+    }
+    user::read(a.params, p).map_err(|_| NV_ERR_INVALID_ARGUMENT)
 }
 
 /// The physical size of memory object `h` of client `client`, in bytes.

@@ -314,6 +314,17 @@ struct Run {
     owner: Option<Arc<Vgpu>>,
 }
 
+impl Run {
+    /// Whether `vgpu`'s window is open (`None`: whether the idle one is).
+    fn is(&self, vgpu: Option<&Arc<Vgpu>>) -> bool {
+        match (&self.owner, vgpu) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
 /// One physical GPU's scheduler state.
 #[pin_data]
 pub(crate) struct GpuSched {
@@ -366,6 +377,14 @@ fn stop(rm: &RmOps, e: &Entry) {
         .to_bytes();
         let _ = rm.control(e.client, e.handle, ctrl::NVA06C_CTRL_CMD_PREEMPT, &mut p);
     }
+}
+
+/// Disables and preempts every TSG and channel of `v`.
+fn stop_all(rm: &RmOps, v: &Vgpu) -> Result {
+    for e in entries_of(v)?.iter() {
+        stop(rm, e);
+    }
+    Ok(())
 }
 
 fn entries_of(v: &Vgpu) -> Result<KVec<Entry>> {
@@ -424,7 +443,7 @@ impl GpuSched {
         apply: impl FnOnce() -> Result<u32>,
     ) -> Result<u32> {
         let run = self.run.lock();
-        let open = run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu));
+        let open = run.is(Some(vgpu));
         let st = if !enable || open { apply()? } else { NV_OK };
         if st == NV_OK {
             let mut c = vgpu.compute.lock();
@@ -460,21 +479,18 @@ impl GpuSched {
                 return Err(ERESTARTSYS);
             }
         }
-        let is_owner = |run: &Run| run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu));
-        if !is_owner(&run) && vgpu.compute.lock().objects() == 0 {
+        if !run.is(Some(vgpu)) && vgpu.compute.lock().objects() == 0 {
             let r = call();
             if vgpu.compute.lock().objects() > 0 {
-                for e in entries_of(vgpu)?.iter() {
-                    stop(rm, e);
-                }
+                stop_all(rm, vgpu)?;
             }
             drop(run);
             return Ok(r);
         }
-        if !is_owner(&run) {
+        if !run.is(Some(vgpu)) {
             vgpu.compute.lock().waiting += 1;
             let mut signalled = false;
-            while !is_owner(&run) && !signalled {
+            while !run.is(Some(vgpu)) && !signalled {
                 signalled = self.opened.wait_interruptible(&mut run);
             }
             vgpu.compute.lock().waiting -= 1;
@@ -491,11 +507,8 @@ impl GpuSched {
     /// forwarded call that might have enabled one).
     pub(crate) fn restop(&self, rm: &RmOps, vgpu: &Arc<Vgpu>) -> Result {
         let run = self.run.lock();
-        if run.owner.as_ref().is_some_and(|o| Arc::ptr_eq(o, vgpu)) {
-            return Ok(());
-        }
-        for e in entries_of(vgpu)?.iter() {
-            stop(rm, e);
+        if !run.is(Some(vgpu)) {
+            stop_all(rm, vgpu)?;
         }
         drop(run);
         Ok(())
@@ -504,21 +517,14 @@ impl GpuSched {
     /// Opens `to`'s window (`None`: the idle window): the previous owner's
     /// objects are disabled and preempted, `to`'s wanted ones enabled.
     fn switch_to(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>) -> Result {
-        let same = |run: &Run| match (&run.owner, to) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if same(&self.run.lock()) {
+        if self.run.lock().is(to) {
             return Ok(());
         }
         self.switching.store(true, Ordering::Release);
         let mut run = self.run.lock();
         let r = (|| -> Result {
             if let Some(old) = run.owner.take() {
-                for e in entries_of(&old)?.iter() {
-                    stop(rm, e);
-                }
+                stop_all(rm, &old)?;
             }
             if let Some(new) = to {
                 for e in entries_of(new)?.iter().filter(|e| e.wanted) {

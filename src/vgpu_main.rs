@@ -11,7 +11,7 @@
 //! Layout: [`nv`] holds the driver's ABI as pure, host-tested logic; [`kapi`]
 //! holds the safe wrappers over kernel APIs; the rest is the driver.
 
-use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
+use kernel::{prelude::*, str::CString, sync::Arc, types::ScopeGuard};
 
 pub mod compute;
 pub mod config;
@@ -118,14 +118,8 @@ pub struct VgpuModule {
 fn resolve_gpus() -> Result<KVec<(u32, RealNode)>> {
     let mut gpus = KVec::new();
     for k in 0..32u32 {
-        let mut name = *b"/dev/nvidia\0\0\0";
-        let digits = if k < 10 { 1 } else { 2 };
-        if k >= 10 {
-            name[11] = b'0' + (k / 10) as u8;
-        }
-        name[10 + digits] = b'0' + (k % 10) as u8;
-        let path = CStr::from_bytes_with_nul(&name[..12 + digits]).map_err(|_| EINVAL)?;
-        if let Ok(node) = RealNode::resolve(path) {
+        let path = CString::try_from_fmt(fmt!("/dev/nvidia{k}"))?;
+        if let Ok(node) = RealNode::resolve(&path) {
             if node.rdev() == DevT::new(195, k) {
                 gpus.push((k, node), GFP_KERNEL)?;
             }
@@ -213,20 +207,13 @@ impl kernel::Module for VgpuModule {
         // before their file group goes.
         let nodes = ScopeGuard::new(|| state.remove_gpu_nodes());
         for g in state.scheds.iter() {
-            let mut name = [0u8; 8];
-            name[..3].copy_from_slice(b"gpu");
-            let digits = if g.gpu < 10 { 1 } else { 2 };
-            if g.gpu >= 10 {
-                name[3] = b'0' + (g.gpu / 10) as u8;
-            }
-            name[2 + digits] = b'0' + (g.gpu % 10) as u8;
-            let cname = CStr::from_bytes_with_nul(&name[..4 + digits]).map_err(|_| EINVAL)?;
+            let cname = CString::try_from_fmt(fmt!("gpu{}", g.gpu))?;
             // No device number: a directory of settings, no /dev node. The
             // state (and so the scheduler) outlives the node.
             let node = Node::with_groups(
                 &state.class,
                 DevT(0),
-                cname,
+                &cname,
                 Arc::as_ptr(g).cast_mut().cast(),
                 gpu_files.groups(),
             )?;
@@ -234,12 +221,9 @@ impl kernel::Module for VgpuModule {
         }
         let mut schedulers = KVec::new();
         for g in state.scheds.iter() {
-            let mut name = *b"vgpu-sched\0\0\0";
-            name[10] = b'0' + (g.gpu / 10) as u8;
-            name[11] = b'0' + (g.gpu % 10) as u8;
-            let cname = CStr::from_bytes_with_nul(&name).map_err(|_| EINVAL)?;
+            let cname = CString::try_from_fmt(fmt!("vgpu-sched{:02}", g.gpu))?;
             let worker = sched::SchedWorker::new(g.clone(), state.clone())?;
-            schedulers.push(Thread::spawn(cname, worker)?, GFP_KERNEL)?;
+            schedulers.push(Thread::spawn(&cname, worker)?, GFP_KERNEL)?;
         }
         let ctl_files = ClassFilesReg::new(&state.class)?;
         nodes.dismiss();

@@ -12,6 +12,7 @@ use core::fmt::Write;
 use kernel::{
     new_mutex,
     prelude::*,
+    str::CString,
     sync::{Arc, Mutex},
 };
 
@@ -167,23 +168,14 @@ impl Vgpus {
             }),
             GFP_KERNEL,
         )?;
-        let mut name = [0u8; 16];
-        let len = {
-            let mut e = SliceWriter {
-                buf: &mut name,
-                len: 0,
-            };
-            write!(e, "vgpu{id}").map_err(|_| EINVAL)?;
-            e.len
-        };
-        let cname = CStr::from_bytes_with_nul(&name[..=len]).map_err(|_| EINVAL)?;
+        let cname = CString::try_from_fmt(fmt!("vgpu{id}"))?;
         table.reserve(1, GFP_KERNEL)?;
         // The device's driver data is the vGPU: the table keeps it alive
         // until `remove` has taken the device (and its files) down.
         let node = Node::with_groups(
             class,
             DevT::new(self.major, id + 1),
-            cname,
+            &cname,
             Arc::as_ptr(&v).cast_mut().cast(),
             self.files.groups(),
         )?;
@@ -226,24 +218,6 @@ impl Vgpus {
 
     fn has_gpu(&self, gpu: u32) -> bool {
         self.gpus.contains(&gpu)
-    }
-}
-
-struct SliceWriter<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl Write for SliceWriter<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.len + s.len();
-        // Keep room for the NUL.
-        if end >= self.buf.len() {
-            return Err(core::fmt::Error);
-        }
-        self.buf[self.len..end].copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }
 

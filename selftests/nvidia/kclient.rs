@@ -17,7 +17,7 @@
 use kernel::prelude::*;
 
 use crate::nv::abi::{self, rm_op, status::*, Wire};
-use crate::rm::{gpu_id_of, Space};
+use crate::rm::{gpu_id_of, status_of, Space};
 use crate::{driver, DRIVER_VERSION};
 
 /// The driver's version, NUL-terminated, for `version_string`.
@@ -169,106 +169,51 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
         return;
     }
     let Ok(drv) = driver() else { return };
+    let at = base + 8;
     match u32::from_ne_bytes(opb) {
-        rm_op::CONTROL => {
-            let mut b = [0u8; abi::Nvos54::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos54::decode(&b);
-            a.status = match drv.control(&a, None, &Space::Kernel) {
-                Ok(()) => NV_OK,
-                Err(s) => s,
-            };
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        rm_op::ALLOC => {
-            let mut b = [0u8; abi::Nvos21::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos21::decode(&b);
-            match drv.kernel_alloc(&a) {
-                Ok(h) => {
-                    a.h_object_new = h;
-                    a.status = NV_OK;
-                }
-                Err(s) => a.status = s,
-            }
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        rm_op::DUP => {
-            let mut b = [0u8; abi::Nvos55::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos55::decode(&b);
-            match drv.kernel_dup(&a) {
-                Ok(h) => {
-                    a.h_object = h;
-                    a.status = NV_OK;
-                }
-                Err(s) => a.status = s,
-            }
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        rm_op::FREE => {
-            let mut b = [0u8; abi::Nvos00::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos00::decode(&b);
-            a.status = match drv.kernel_free(&a) {
-                Ok(()) => NV_OK,
-                Err(s) => s,
-            };
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        rm_op::MAP_MEMORY => {
-            let mut b = [0u8; abi::Nvos33::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos33::decode(&b);
-            match drv.kernel_map(&a) {
-                Ok(addr) => {
-                    a.p_linear_address = addr;
-                    a.status = NV_OK;
-                }
-                Err(s) => a.status = s,
-            }
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        rm_op::UNMAP_MEMORY => {
-            let mut b = [0u8; abi::Nvos34::SIZE];
-            if kernel_read(base + 8, &mut b).is_err() {
-                return;
-            }
-            let mut a = abi::Nvos34::decode(&b);
-            a.status = match drv.kernel_unmap(&a) {
-                Ok(()) => NV_OK,
-                Err(s) => s,
-            };
-            a.encode(&mut b);
-            let _ = kernel_write(base + 8, &b);
-        }
-        _ => {
-            // GUESS: unsupported ops report NOT_SUPPORTED in the NVOS00-style
-            // status of their params; the double writes it where NVOS00 has it.
-            let mut b = [0u8; abi::Nvos00::SIZE];
-            if kernel_read(base + 8, &mut b).is_ok() {
-                let mut a = abi::Nvos00::decode(&b);
-                a.status = NV_ERR_NOT_SUPPORTED;
-                a.encode(&mut b);
-                let _ = kernel_write(base + 8, &b);
-            }
-        }
+        rm_op::CONTROL => serve(at, |a: &mut abi::Nvos54| {
+            a.status = status_of(drv.control(a, None, &Space::Kernel));
+        }),
+        rm_op::ALLOC => serve(at, |a: &mut abi::Nvos21| match drv.kernel_alloc(a) {
+            Ok(h) => (a.h_object_new, a.status) = (h, NV_OK),
+            Err(s) => a.status = s,
+        }),
+        rm_op::DUP => serve(at, |a: &mut abi::Nvos55| match drv.kernel_dup(a) {
+            Ok(h) => (a.h_object, a.status) = (h, NV_OK),
+            Err(s) => a.status = s,
+        }),
+        rm_op::FREE => serve(at, |a: &mut abi::Nvos00| {
+            a.status = status_of(drv.kernel_free(a));
+        }),
+        rm_op::MAP_MEMORY => serve(at, |a: &mut abi::Nvos33| match drv.kernel_map(a) {
+            Ok(addr) => (a.p_linear_address, a.status) = (addr, NV_OK),
+            Err(s) => a.status = s,
+        }),
+        rm_op::UNMAP_MEMORY => serve(at, |a: &mut abi::Nvos34| {
+            a.status = status_of(drv.kernel_unmap(a));
+        }),
+        // GUESS: unsupported ops report NOT_SUPPORTED in the NVOS00-style
+        // status of their params; the double writes it where NVOS00 has it.
+        _ => serve(at, |a: &mut abi::Nvos00| a.status = NV_ERR_NOT_SUPPORTED),
     }
+}
+
+/// Serves one op: decodes its params block `T` at kernel address `addr`,
+/// lets `f` fill in the results (status included) and writes them back.
+fn serve<T: Wire>(addr: u64, f: impl FnOnce(&mut T)) {
+    // Every ops params block is at most 64 bytes (NVOS33, the largest
+    // served, is 48).
+    let mut buf = [0u8; 64];
+    let Some(b) = buf.get_mut(..T::SIZE) else {
+        return;
+    };
+    if kernel_read(addr, b).is_err() {
+        return;
+    }
+    let mut a = T::decode(b);
+    f(&mut a);
+    a.encode(b);
+    let _ = kernel_write(addr, b);
 }
 
 /// `NV_STATUS nvidia_get_rm_ops(nvidia_modeset_rm_ops_t *rm_ops)`, exported

@@ -193,7 +193,7 @@ impl Caller {
 /// An RM-level outcome: `Err(status)` goes into the params' status field.
 type RmResult<T = ()> = core::result::Result<T, u32>;
 
-fn status_of(r: RmResult) -> u32 {
+pub(crate) fn status_of(r: RmResult) -> u32 {
     match r {
         Ok(()) => NV_OK,
         Err(s) => s,

@@ -315,6 +315,14 @@ pub fn shares(tenants: &[&Tenant], settle: Duration, window: Duration) -> Vec<f6
         .collect()
 }
 
+/// Sets vGPUs 0 and 1 (tenants `a` and `b`) to `x` and `y` percent; returns
+/// the tenants' shares over 1.5 s after letting `settle` pass.
+fn split(a: &Tenant, b: &Tenant, x: u32, y: u32, settle: Duration) -> Result<Vec<f64>, String> {
+    set_share(0, x)?;
+    set_share(1, y)?;
+    Ok(shares(&[a, b], settle, Duration::from_millis(1500)))
+}
+
 fn setup() -> Outcome {
     sh("modprobe nvidia gpus=1 vram0_mib=4096")?;
     sh("modprobe vgpu")?;
@@ -773,22 +781,10 @@ fn runtime_share_and_policy_change() -> Outcome {
     let a = Tenant::spawn(Some("/ca"), "/dev/vgpuctl", "/dev/vgpu0", Enable::Tsg, MS)?;
     let b = Tenant::spawn(Some("/cb"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, MS)?;
     let near = |got: f64, want: f64| (got - want).abs() <= 10.0;
-    set_share(0, 50)?;
-    set_share(1, 50)?;
-    let s = shares(
-        &[&a, &b],
-        Duration::from_millis(200),
-        Duration::from_millis(1500),
-    );
+    let s = split(&a, &b, 50, 50, Duration::from_millis(200))?;
     println!("# 50/50: {:.1} / {:.1}", s[0], s[1]);
     ensure!(near(s[0], 50.0) && near(s[1], 50.0), "50/50 gave {s:?}");
-    set_share(0, 20)?;
-    set_share(1, 80)?;
-    let s = shares(
-        &[&a, &b],
-        Duration::from_millis(200),
-        Duration::from_millis(1500),
-    );
+    let s = split(&a, &b, 20, 80, Duration::from_millis(200))?;
     println!("# 20/80: {:.1} / {:.1}", s[0], s[1]);
     ensure!(near(s[0], 20.0) && near(s[1], 80.0), "20/80 gave {s:?}");
     // B's container stays, its TSG enabled, with nothing queued: idle.
@@ -875,13 +871,7 @@ fn settings_race_with_the_scheduler() -> Outcome {
     let _ = write_file("/sys/class/vgpu/remove", "5");
     set_policy(0, "fixed")?;
     set("/sys/class/vgpu/gpu0/compute_period_us", "50000")?;
-    set_share(0, 50)?;
-    set_share(1, 50)?;
-    let s = shares(
-        &[&a, &b],
-        Duration::from_millis(300),
-        Duration::from_millis(1500),
-    );
+    let s = split(&a, &b, 50, 50, Duration::from_millis(300))?;
     println!("# after the race, 50/50: {:.1} / {:.1}", s[0], s[1]);
     let split_back = (s[0] - 50.0).abs() <= 10.0 && (s[1] - 50.0).abs() <= 10.0;
     ensure!(split_back, "50/50 after the race gave {s:?}");
