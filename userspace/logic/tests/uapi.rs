@@ -158,7 +158,7 @@ fn names_agree_with_the_module() {
     ] {
         assert!(VGPUS_RS.contains(&format!("name: c\"{f}\"")), "{f}");
     }
-    assert!(MAIN_RS.contains(&format!("b\"{VGPU_SYSFS_GPU_DIR_PREFIX}\"")));
+    assert!(MAIN_RS.contains(&format!("fmt!(\"{VGPU_SYSFS_GPU_DIR_PREFIX}{{}}\"")));
     // The class, the per-vGPU directory and nodes, /dev/vgpuctl.
     assert_eq!(VGPU_SYSFS_CLASS, "/sys/class/vgpu");
     assert!(MAIN_RS.contains("Class::new(c\"vgpu\")"));
