@@ -60,12 +60,12 @@ pub trait Wire: Copy {
 }
 
 /// The part of `b` from `off` on (empty when `off` is past the end).
-fn tail(b: &[u8], off: usize) -> &[u8] {
+pub(super) fn tail(b: &[u8], off: usize) -> &[u8] {
     b.get(off..).unwrap_or(&[])
 }
 
 /// The part of `b` from `off` on (empty when `off` is past the end).
-fn tail_mut(b: &mut [u8], off: usize) -> &mut [u8] {
+pub(super) fn tail_mut(b: &mut [u8], off: usize) -> &mut [u8] {
     b.get_mut(off..).unwrap_or(&mut [])
 }
 
@@ -116,10 +116,10 @@ impl<T: Wire, const N: usize> Wire for [T; N] {
 }
 
 /// One field of a wire struct for the layout checks: offset, size, alignment.
-type FieldLayout = (usize, usize, usize);
+pub(super) type FieldLayout = (usize, usize, usize);
 
 /// Whether every field ends at or before `size`.
-const fn fields_fit(fields: &[FieldLayout], size: usize) -> bool {
+pub(super) const fn fields_fit(fields: &[FieldLayout], size: usize) -> bool {
     let mut i = 0;
     while i < fields.len() {
         if fields[i].0 + fields[i].1 > size {
@@ -131,7 +131,7 @@ const fn fields_fit(fields: &[FieldLayout], size: usize) -> bool {
 }
 
 /// Whether no two fields share a byte.
-const fn fields_disjoint(fields: &[FieldLayout]) -> bool {
+pub(super) const fn fields_disjoint(fields: &[FieldLayout]) -> bool {
     let mut i = 0;
     while i < fields.len() {
         let mut j = i + 1;
@@ -149,7 +149,7 @@ const fn fields_disjoint(fields: &[FieldLayout]) -> bool {
 }
 
 /// Whether every field sits at a multiple of its C alignment.
-const fn fields_aligned(fields: &[FieldLayout]) -> bool {
+pub(super) const fn fields_aligned(fields: &[FieldLayout]) -> bool {
     let mut i = 0;
     while i < fields.len() {
         if !fields[i].0.is_multiple_of(fields[i].2) {
@@ -161,7 +161,7 @@ const fn fields_aligned(fields: &[FieldLayout]) -> bool {
 }
 
 /// The largest alignment of the fields (1 for none): the C struct's alignment.
-const fn max_align(fields: &[FieldLayout]) -> usize {
+pub(super) const fn max_align(fields: &[FieldLayout]) -> usize {
     let mut a = 1;
     let mut i = 0;
     while i < fields.len() {
@@ -369,6 +369,12 @@ pub mod status {
     pub const NV_OK: u32 = 0x00;
     /// The caller's buffer is too small (`nvstatuscodes.h`).
     pub const NV_ERR_BUFFER_TOO_SMALL: u32 = 0x02;
+    /// Busy, try again (`nvstatuscodes.h`; UVM: a concurrent UVM_INITIALIZE).
+    pub const NV_ERR_BUSY_RETRY: u32 = 0x03;
+    /// No GPU with this UUID (`nvstatuscodes.h`).
+    pub const NV_ERR_GPU_UUID_NOT_FOUND: u32 = 0x12;
+    /// Not allowed in this state (`nvstatuscodes.h`; UVM: before UVM_INITIALIZE).
+    pub const NV_ERR_ILLEGAL_ACTION: u32 = 0x16;
     /// Generic "in use".
     pub const NV_ERR_IN_USE: u32 = 0x17;
     /// Out of some resource other than memory.
@@ -405,12 +411,16 @@ pub mod status {
     pub const NV_ERR_INVALID_OBJECT_OLD: u32 = 0x35;
     /// The parent is unusable (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_OBJECT_PARENT: u32 = 0x36;
+    /// Bad offset (`nvstatuscodes.h`).
+    pub const NV_ERR_INVALID_OFFSET: u32 = 0x37;
     /// A parameter block of the wrong size (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_PARAM_STRUCT: u32 = 0x3A;
     /// A bad user pointer (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_POINTER: u32 = 0x3D;
     /// Wrong state for this call.
     pub const NV_ERR_INVALID_STATE: u32 = 0x40;
+    /// Call again (`nvstatuscodes.h`).
+    pub const NV_ERR_MORE_PROCESSING_REQUIRED: u32 = 0x4D;
     /// Out of memory; CUDA reports it as `cudaErrorMemoryAllocation` for VRAM.
     pub const NV_ERR_NO_MEMORY: u32 = 0x51;
     /// Not supported here.
@@ -419,14 +429,22 @@ pub mod status {
     pub const NV_ERR_OBJECT_NOT_FOUND: u32 = 0x57;
     /// An OS call failed (`nvstatuscodes.h`).
     pub const NV_ERR_OPERATING_SYSTEM: u32 = 0x59;
+    /// The object belongs to another device (`nvstatuscodes.h`).
+    pub const NV_ERR_OTHER_DEVICE_FOUND: u32 = 0x5A;
     /// Out of range (`nvstatuscodes.h`).
     pub const NV_ERR_OUT_OF_RANGE: u32 = 0x5B;
+    /// No page tables, e.g. no mm for a UVM VA space (`nvstatuscodes.h`).
+    pub const NV_ERR_PAGE_TABLE_NOT_AVAIL: u32 = 0x5D;
     /// The state is already in use (e.g. a second mapping context on a file).
     pub const NV_ERR_STATE_IN_USE: u32 = 0x63;
     /// Timed out (`nvstatuscodes.h`).
     pub const NV_ERR_TIMEOUT: u32 = 0x65;
+    /// A UVM range overlaps another (`nvstatuscodes.h`).
+    pub const NV_ERR_UVM_ADDRESS_IN_USE: u32 = 0x68;
     /// Generic failure.
     pub const NV_ERR_GENERIC: u32 = 0xFFFF;
+    /// Nothing was done (a warning, `nvstatuscodes.h`).
+    pub const NV_WARN_NOTHING_TO_DO: u32 = 0x10006;
 
     /// The C name of a status code, for logs; `None` for codes this file does
     /// not list.
@@ -463,6 +481,15 @@ pub mod status {
             NV_ERR_STATE_IN_USE => "NV_ERR_STATE_IN_USE",
             NV_ERR_TIMEOUT => "NV_ERR_TIMEOUT",
             NV_ERR_GENERIC => "NV_ERR_GENERIC",
+            NV_ERR_BUSY_RETRY => "NV_ERR_BUSY_RETRY",
+            NV_ERR_GPU_UUID_NOT_FOUND => "NV_ERR_GPU_UUID_NOT_FOUND",
+            NV_ERR_ILLEGAL_ACTION => "NV_ERR_ILLEGAL_ACTION",
+            NV_ERR_INVALID_OFFSET => "NV_ERR_INVALID_OFFSET",
+            NV_ERR_MORE_PROCESSING_REQUIRED => "NV_ERR_MORE_PROCESSING_REQUIRED",
+            NV_ERR_OTHER_DEVICE_FOUND => "NV_ERR_OTHER_DEVICE_FOUND",
+            NV_ERR_PAGE_TABLE_NOT_AVAIL => "NV_ERR_PAGE_TABLE_NOT_AVAIL",
+            NV_ERR_UVM_ADDRESS_IN_USE => "NV_ERR_UVM_ADDRESS_IN_USE",
+            NV_WARN_NOTHING_TO_DO => "NV_WARN_NOTHING_TO_DO",
             _ => return None,
         })
     }
@@ -666,6 +693,10 @@ pub mod ctrl {
     /// `NV2080_CTRL_CMD_GPU_GET_INFO_V2` on a subdevice
     /// (`ctrl/ctrl2080/ctrl2080gpu.h`); params [`super::GpuGetInfoV2Params`].
     pub const NV2080_CTRL_CMD_GPU_GET_INFO_V2: u32 = 0x2080_0102;
+    /// `NV2080_CTRL_CMD_GPU_GET_GID_INFO` on a subdevice: the GPU's UUID,
+    /// as text or (flags [`super::GID_FLAGS_FORMAT_BINARY`]) the 16 bytes UVM
+    /// takes (`ctrl/ctrl2080/ctrl2080gpu.h`); params [`super::GidInfoParams`].
+    pub const NV2080_CTRL_CMD_GPU_GET_GID_INFO: u32 = 0x2080_014a;
     /// `NV2080_CTRL_CMD_GPU_GET_PIDS`: processes using the GPU.
     pub const NV2080_CTRL_CMD_GPU_GET_PIDS: u32 = 0x2080_018d;
     /// `NV2080_CTRL_CMD_GPU_GET_PID_INFO`: per-process video memory.
@@ -2049,6 +2080,24 @@ wire_struct! {
         flags @ 4: u32,
         /// In/out: subcontext id (bit 31 reports ASYNC_PREFER_LOWER success).
         subctx_id @ 8: u32,
+    }
+}
+
+/// `NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY` (bit 1 of the flags of
+/// [`GidInfoParams`]): the UUID as 16 raw bytes instead of `GPU-xxxxxxxx-...`.
+pub const GID_FLAGS_FORMAT_BINARY: u32 = 0x2;
+
+wire_struct! {
+    /// NV2080_CTRL_GPU_GET_GID_INFO_PARAMS (`ctrl/ctrl2080/ctrl2080gpu.h`).
+    pub struct GidInfoParams, size 268 {
+        /// Subdevice index (0).
+        index @ 0: u32,
+        /// Type (bit 0: SHA-1) and format (bit 1: binary).
+        flags @ 4: u32,
+        /// Out: bytes of `data` used (16 binary, 41 as text).
+        length @ 8: u32,
+        /// Out: the UUID.
+        data @ 12: [u8; 256],
     }
 }
 

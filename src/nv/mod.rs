@@ -6,5 +6,7 @@
 //! no kernel API), so the host crate `userspace/logic` builds and tests the same
 //! source with `cargo test`.
 
+#[macro_use]
 pub mod abi;
 pub mod ioctl;
+pub mod uvm;

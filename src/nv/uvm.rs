@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The nvidia-uvm ioctl ABI (`/dev/nvidia-uvm`), as vgpu and the driver
+//! double need it.
+//!
+//! core-only, like [`super::abi`], whose `wire_struct!` declares the layouts
+//! here; host tests pin them (`userspace/logic/tests/uvm.rs`). The facts
+//! (numbers, sizes, offsets, flags, statuses) are gathered, with their
+//! sources, in `docs/uvm-abi.md` (NVIDIA/open-gpu-kernel-modules 595.45.04,
+//! `kernel-open/nvidia-uvm/uvm_ioctl.h` and `uvm_linux_ioctl.h`).
+//!
+//! Unlike RM's escapes, UVM's command numbers are plain integers with no
+//! size or direction bits: the driver copies exactly the command's block
+//! size in from the argument and, whatever the outcome, the whole block back
+//! out, with the result in the block's `rmStatus`; the ioctl itself returns
+//! 0 unless a copy faults (`EFAULT`) or the command is unknown (`ENOSYS`).
+
+#![allow(dead_code, unreachable_pub)]
+
+use super::abi::{
+    fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut, FieldLayout, Wire,
+};
+
+/// A processor UUID (`NvProcessorUuid`): 16 bytes, alignment 1. For a GPU
+/// it is the binary form of its GID (`NV2080_CTRL_CMD_GPU_GET_GID_INFO` with
+/// the binary flag).
+pub type Uuid = [u8; 16];
+
+/// `NV_PROCESSOR_UUID_CPU_DEFAULT` (73772a14-2c41-4750-a27b-d4d74e0f5ea6),
+/// the CPU as a destination, in its stored byte order.
+pub const CPU_UUID: Uuid = [
+    0xa6, 0x5e, 0x0f, 0x4e, 0xd7, 0xd4, 0x7b, 0xa2, 0x50, 0x47, 0x41, 0x2c, 0x14, 0x2a, 0x77, 0x73,
+];
+
+/// Entries of the per-GPU attribute arrays (`UVM_MAX_GPUS` x 8 sub-processors).
+pub const MAX_GPU_ATTRIBUTES: usize = 256;
+
+/// The size UVM works in: ranges and migrations are 4 KiB aligned.
+pub const PAGE: u64 = 4096;
+
+/// What GPU-resident managed memory is taken in (the physical memory
+/// manager's root chunks).
+pub const CHUNK: u64 = 2 << 20;
+
+/// `UVM_INITIALIZE` flags.
+pub mod init_flags {
+    /// `UVM_INIT_FLAGS_DISABLE_HMM`: no pageable (HMM) memory on GPUs.
+    pub const DISABLE_HMM: u64 = 0x1;
+    /// `UVM_INIT_FLAGS_MULTI_PROCESS_SHARING_MODE`: no mm association.
+    pub const MULTI_PROCESS_SHARING_MODE: u64 = 0x2;
+    /// Every defined flag; any other bit is `NV_ERR_INVALID_ARGUMENT`.
+    pub const ALL: u64 = DISABLE_HMM | MULTI_PROCESS_SHARING_MODE;
+}
+
+/// `UVM_MIGRATE` flags.
+pub mod migrate_flags {
+    /// `UVM_MIGRATE_FLAG_ASYNC`.
+    pub const ASYNC: u32 = 0x1;
+}
+
+/// The UVM commands vgpu and the double know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `UVM_INITIALIZE`: makes the file a VA space.
+    Initialize,
+    /// `UVM_DEINITIALIZE`: does nothing (no block).
+    Deinitialize,
+    /// `UVM_MM_INITIALIZE`: makes a second file the VA space's mm file.
+    MmInitialize,
+    /// `UVM_REGISTER_GPU`.
+    RegisterGpu,
+    /// `UVM_UNREGISTER_GPU`.
+    UnregisterGpu,
+    /// `UVM_REGISTER_GPU_VASPACE`: an RM VA space for a GPU.
+    RegisterGpuVaspace,
+    /// `UVM_UNREGISTER_GPU_VASPACE`.
+    UnregisterGpuVaspace,
+    /// `UVM_REGISTER_CHANNEL`: an RM channel.
+    RegisterChannel,
+    /// `UVM_UNREGISTER_CHANNEL`.
+    UnregisterChannel,
+    /// `UVM_ENABLE_PEER_ACCESS`.
+    EnablePeerAccess,
+    /// `UVM_DISABLE_PEER_ACCESS`.
+    DisablePeerAccess,
+    /// `UVM_MAP_EXTERNAL_ALLOCATION`: maps RM memory into a range.
+    MapExternalAllocation,
+    /// `UVM_FREE`: frees a range that is not managed.
+    Free,
+    /// `UVM_PAGEABLE_MEM_ACCESS`.
+    PageableMemAccess,
+    /// `UVM_SET_PREFERRED_LOCATION`.
+    SetPreferredLocation,
+    /// `UVM_UNSET_PREFERRED_LOCATION`.
+    UnsetPreferredLocation,
+    /// `UVM_ENABLE_READ_DUPLICATION`.
+    EnableReadDuplication,
+    /// `UVM_DISABLE_READ_DUPLICATION`.
+    DisableReadDuplication,
+    /// `UVM_SET_ACCESSED_BY`.
+    SetAccessedBy,
+    /// `UVM_UNSET_ACCESSED_BY`.
+    UnsetAccessedBy,
+    /// `UVM_MIGRATE`: moves managed pages to a processor.
+    Migrate,
+    /// `UVM_UNMAP_EXTERNAL`.
+    UnmapExternal,
+    /// `UVM_ALLOC_SEMAPHORE_POOL`.
+    AllocSemaphorePool,
+    /// `UVM_VALIDATE_VA_RANGE`.
+    ValidateVaRange,
+    /// `UVM_CREATE_EXTERNAL_RANGE`.
+    CreateExternalRange,
+}
+
+/// Every command, for tables and tests.
+pub const COMMANDS: [Command; 25] = [
+    Command::Initialize,
+    Command::Deinitialize,
+    Command::MmInitialize,
+    Command::RegisterGpu,
+    Command::UnregisterGpu,
+    Command::RegisterGpuVaspace,
+    Command::UnregisterGpuVaspace,
+    Command::RegisterChannel,
+    Command::UnregisterChannel,
+    Command::EnablePeerAccess,
+    Command::DisablePeerAccess,
+    Command::MapExternalAllocation,
+    Command::Free,
+    Command::PageableMemAccess,
+    Command::SetPreferredLocation,
+    Command::UnsetPreferredLocation,
+    Command::EnableReadDuplication,
+    Command::DisableReadDuplication,
+    Command::SetAccessedBy,
+    Command::UnsetAccessedBy,
+    Command::Migrate,
+    Command::UnmapExternal,
+    Command::AllocSemaphorePool,
+    Command::ValidateVaRange,
+    Command::CreateExternalRange,
+];
+
+impl Command {
+    /// The ioctl number (`uvm_ioctl.h`).
+    pub const fn number(self) -> u32 {
+        match self {
+            Command::Initialize => 0x3000_0001,
+            Command::Deinitialize => 0x3000_0002,
+            Command::RegisterGpuVaspace => 25,
+            Command::UnregisterGpuVaspace => 26,
+            Command::RegisterChannel => 27,
+            Command::UnregisterChannel => 28,
+            Command::EnablePeerAccess => 29,
+            Command::DisablePeerAccess => 30,
+            Command::MapExternalAllocation => 33,
+            Command::Free => 34,
+            Command::RegisterGpu => 37,
+            Command::UnregisterGpu => 38,
+            Command::PageableMemAccess => 39,
+            Command::SetPreferredLocation => 42,
+            Command::UnsetPreferredLocation => 43,
+            Command::EnableReadDuplication => 44,
+            Command::DisableReadDuplication => 45,
+            Command::SetAccessedBy => 46,
+            Command::UnsetAccessedBy => 47,
+            Command::Migrate => 51,
+            Command::UnmapExternal => 66,
+            Command::AllocSemaphorePool => 68,
+            Command::ValidateVaRange => 72,
+            Command::CreateExternalRange => 73,
+            Command::MmInitialize => 75,
+        }
+    }
+
+    /// The command with ioctl number `cmd`; `None` for numbers this file
+    /// does not know (the driver answers those with `ENOSYS`).
+    pub fn decode(cmd: u32) -> Option<Command> {
+        COMMANDS.iter().copied().find(|c| c.number() == cmd)
+    }
+
+    /// The parameter block's size in bytes (0: no block).
+    pub const fn size(self) -> usize {
+        match self {
+            Command::Initialize => InitializeParams::SIZE,
+            Command::Deinitialize => 0,
+            Command::MmInitialize => MmInitializeParams::SIZE,
+            Command::RegisterGpu => RegisterGpuParams::SIZE,
+            Command::UnregisterGpu | Command::UnregisterGpuVaspace => GpuParams::SIZE,
+            Command::RegisterGpuVaspace => RegisterGpuVaspaceParams::SIZE,
+            Command::RegisterChannel => RegisterChannelParams::SIZE,
+            Command::UnregisterChannel => UnregisterChannelParams::SIZE,
+            Command::EnablePeerAccess | Command::DisablePeerAccess => PeerAccessParams::SIZE,
+            Command::MapExternalAllocation => MapExternalAllocationParams::SIZE,
+            Command::Free => FreeParams::SIZE,
+            Command::PageableMemAccess => PageableMemAccessParams::SIZE,
+            Command::SetPreferredLocation => SetPreferredLocationParams::SIZE,
+            Command::UnsetPreferredLocation
+            | Command::EnableReadDuplication
+            | Command::DisableReadDuplication
+            | Command::ValidateVaRange
+            | Command::CreateExternalRange => RangeParams::SIZE,
+            Command::SetAccessedBy | Command::UnsetAccessedBy | Command::UnmapExternal => {
+                RangeGpuParams::SIZE
+            }
+            Command::Migrate => MigrateParams::SIZE,
+            Command::AllocSemaphorePool => AllocSemaphorePoolParams::SIZE,
+        }
+    }
+
+    /// Where the block's `rmStatus` is (`None`: no block).
+    pub const fn status_offset(self) -> Option<usize> {
+        Some(match self {
+            Command::Deinitialize => return None,
+            Command::Initialize | Command::UnregisterChannel | Command::Free => 8,
+            Command::MmInitialize | Command::PageableMemAccess => 4,
+            Command::RegisterGpu | Command::SetPreferredLocation => 36,
+            Command::UnregisterGpu | Command::UnregisterGpuVaspace => 16,
+            Command::RegisterGpuVaspace => 28,
+            Command::RegisterChannel => 48,
+            Command::EnablePeerAccess | Command::DisablePeerAccess => 32,
+            Command::MapExternalAllocation => 9260,
+            Command::UnsetPreferredLocation
+            | Command::EnableReadDuplication
+            | Command::DisableReadDuplication
+            | Command::ValidateVaRange
+            | Command::CreateExternalRange => 16,
+            Command::SetAccessedBy | Command::UnsetAccessedBy | Command::UnmapExternal => 32,
+            Command::Migrate => 72,
+            Command::AllocSemaphorePool => 9240,
+        })
+    }
+
+    /// Whether a file must be a VA space (`UVM_INITIALIZE`d) for this
+    /// command; otherwise it answers `NV_ERR_ILLEGAL_ACTION`.
+    pub const fn init_checked(self) -> bool {
+        !matches!(
+            self,
+            Command::Initialize | Command::MmInitialize | Command::Deinitialize
+        )
+    }
+}
+
+wire_struct! {
+    /// UVM_INITIALIZE_PARAMS.
+    pub struct InitializeParams, size 16 {
+        /// In: [`init_flags`].
+        flags @ 0: u64,
+        /// Out.
+        rm_status @ 8: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_MM_INITIALIZE_PARAMS.
+    pub struct MmInitializeParams, size 8 {
+        /// In: an fd of the VA-space file in the caller's table.
+        uvm_fd @ 0: i32,
+        /// Out.
+        rm_status @ 4: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_REGISTER_GPU_PARAMS.
+    pub struct RegisterGpuParams, size 40 {
+        /// In/out: the GPU (the registered UUID comes back).
+        gpu_uuid @ 0: [u8; 16],
+        /// Out: GPU memory is a NUMA node.
+        numa_enabled @ 16: u8,
+        /// Out: that node (-1: none).
+        numa_node_id @ 20: i32,
+        /// In: an RM ctl or GPU fd (unread by 595.45.04).
+        rm_ctrl_fd @ 24: i32,
+        /// In: RM client (MIG partition reference only).
+        h_client @ 28: u32,
+        /// In: RM partition reference (MIG only).
+        h_smc_part_ref @ 32: u32,
+        /// Out.
+        rm_status @ 36: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_UNREGISTER_GPU_PARAMS and UVM_UNREGISTER_GPU_VASPACE_PARAMS.
+    pub struct GpuParams, size 20 {
+        /// In.
+        gpu_uuid @ 0: [u8; 16],
+        /// Out.
+        rm_status @ 16: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_REGISTER_GPU_VASPACE_PARAMS.
+    pub struct RegisterGpuVaspaceParams, size 32 {
+        /// In.
+        gpu_uuid @ 0: [u8; 16],
+        /// In (unread).
+        rm_ctrl_fd @ 16: i32,
+        /// In: the client of the VA space (looked up globally by RM).
+        h_client @ 20: u32,
+        /// In: an externally owned FERMI_VASPACE_A of this GPU's device.
+        h_va_space @ 24: u32,
+        /// Out.
+        rm_status @ 28: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_REGISTER_CHANNEL_PARAMS.
+    pub struct RegisterChannelParams, size 56 {
+        /// In.
+        gpu_uuid @ 0: [u8; 16],
+        /// In (unread).
+        rm_ctrl_fd @ 16: i32,
+        /// In: the channel's client (looked up globally by RM).
+        h_client @ 20: u32,
+        /// In: a channel in the registered VA space.
+        h_channel @ 24: u32,
+        /// In: VA for the channel's context buffers.
+        base @ 32: u64,
+        /// In.
+        length @ 40: u64,
+        /// Out.
+        rm_status @ 48: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_UNREGISTER_CHANNEL_PARAMS.
+    pub struct UnregisterChannelParams, size 12 {
+        /// In.
+        h_client @ 0: u32,
+        /// In.
+        h_channel @ 4: u32,
+        /// Out.
+        rm_status @ 8: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_ENABLE_PEER_ACCESS_PARAMS and UVM_DISABLE_PEER_ACCESS_PARAMS.
+    pub struct PeerAccessParams, size 36 {
+        /// In.
+        gpu_uuid_a @ 0: [u8; 16],
+        /// In.
+        gpu_uuid_b @ 16: [u8; 16],
+        /// Out.
+        rm_status @ 32: u32,
+    }
+}
+
+wire_struct! {
+    /// UvmGpuMappingAttributes (`uvm_types.h`).
+    pub struct GpuMappingAttributes, size 36 {
+        /// The GPU to map on.
+        gpu_uuid @ 0: [u8; 16],
+        /// UvmGpuMappingType (0..=3).
+        gpu_mapping_type @ 16: u32,
+        /// UvmGpuCachingType (0..=2).
+        gpu_caching_type @ 20: u32,
+        /// UvmGpuFormatType.
+        gpu_format_type @ 24: u32,
+        /// UvmGpuFormatElementBits.
+        gpu_element_bits @ 28: u32,
+        /// UvmGpuCompressionType (0..=1).
+        gpu_compression_type @ 32: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_MAP_EXTERNAL_ALLOCATION_PARAMS.
+    pub struct MapExternalAllocationParams, size 9264 {
+        /// In: inside one external range.
+        base @ 0: u64,
+        /// In.
+        length @ 8: u64,
+        /// In: offset into the RM memory.
+        offset @ 16: u64,
+        /// In: where and how to map.
+        per_gpu_attributes @ 24: [GpuMappingAttributes; 256],
+        /// In: entries of `per_gpu_attributes` used (1..=256).
+        gpu_attributes_count @ 9240: u64,
+        /// In (unread).
+        rm_ctrl_fd @ 9248: i32,
+        /// In: the memory's client (looked up globally by RM).
+        h_client @ 9252: u32,
+        /// In: the RM memory object.
+        h_memory @ 9256: u32,
+        /// Out.
+        rm_status @ 9260: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_FREE_PARAMS (595.45.04: no length).
+    pub struct FreeParams, size 16 {
+        /// In: the start of a range that is not managed.
+        base @ 0: u64,
+        /// Out.
+        rm_status @ 8: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_PAGEABLE_MEM_ACCESS_PARAMS.
+    pub struct PageableMemAccessParams, size 8 {
+        /// Out: GPUs can access pageable memory (HMM or ATS).
+        pageable_mem_access @ 0: u8,
+        /// Out.
+        rm_status @ 4: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_SET_PREFERRED_LOCATION_PARAMS.
+    pub struct SetPreferredLocationParams, size 40 {
+        /// In.
+        requested_base @ 0: u64,
+        /// In.
+        length @ 8: u64,
+        /// In.
+        preferred_location @ 16: [u8; 16],
+        /// In.
+        preferred_cpu_numa_node @ 32: i32,
+        /// Out.
+        rm_status @ 36: u32,
+    }
+}
+
+wire_struct! {
+    /// A range and a status: UVM_CREATE_EXTERNAL_RANGE_PARAMS,
+    /// UVM_VALIDATE_VA_RANGE_PARAMS, UVM_UNSET_PREFERRED_LOCATION_PARAMS,
+    /// UVM_ENABLE/DISABLE_READ_DUPLICATION_PARAMS.
+    pub struct RangeParams, size 24 {
+        /// In.
+        base @ 0: u64,
+        /// In.
+        length @ 8: u64,
+        /// Out.
+        rm_status @ 16: u32,
+    }
+}
+
+wire_struct! {
+    /// A range, a processor and a status: UVM_SET/UNSET_ACCESSED_BY_PARAMS,
+    /// UVM_UNMAP_EXTERNAL_PARAMS.
+    pub struct RangeGpuParams, size 40 {
+        /// In.
+        base @ 0: u64,
+        /// In.
+        length @ 8: u64,
+        /// In.
+        uuid @ 16: [u8; 16],
+        /// Out.
+        rm_status @ 32: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_MIGRATE_PARAMS.
+    pub struct MigrateParams, size 80 {
+        /// In: page aligned.
+        base @ 0: u64,
+        /// In: page aligned, non-zero.
+        length @ 8: u64,
+        /// In: a registered GPU or [`CPU_UUID`].
+        destination_uuid @ 16: [u8; 16],
+        /// In: [`migrate_flags`].
+        flags @ 32: u32,
+        /// In: async only.
+        semaphore_address @ 40: u64,
+        /// In: async only.
+        semaphore_payload @ 48: u32,
+        /// In: CPU destination's node (-1: any).
+        cpu_numa_node @ 52: i32,
+        /// Out: pageable memory left to userspace.
+        user_space_start @ 56: u64,
+        /// Out.
+        user_space_length @ 64: u64,
+        /// Out.
+        rm_status @ 72: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_ALLOC_SEMAPHORE_POOL_PARAMS.
+    pub struct AllocSemaphorePoolParams, size 9248 {
+        /// In.
+        base @ 0: u64,
+        /// In.
+        length @ 8: u64,
+        /// In.
+        per_gpu_attributes @ 16: [GpuMappingAttributes; 256],
+        /// In.
+        gpu_attributes_count @ 9232: u64,
+        /// Out.
+        rm_status @ 9240: u32,
+    }
+}
+
+/// Whether `[base, base + length)` is a non-empty, page-aligned range that
+/// does not wrap: the check UVM makes of every range it is given.
+pub const fn range_ok(base: u64, length: u64) -> bool {
+    length != 0
+        && base.is_multiple_of(PAGE)
+        && length.is_multiple_of(PAGE)
+        && base.checked_add(length).is_some()
+}
+
+/// Whether `[a, a + alen)` and `[b, b + blen)` share a byte.
+pub const fn overlaps(a: u64, alen: u64, b: u64, blen: u64) -> bool {
+    a < b.saturating_add(blen) && b < a.saturating_add(alen)
+}
+
+/// The 2 MiB chunks `[base, base + length)` touches, as a half-open range
+/// of chunk indices.
+pub const fn chunks(base: u64, length: u64) -> (u64, u64) {
+    let first = base / CHUNK;
+    let end = match base.checked_add(length) {
+        Some(e) => e.div_ceil(CHUNK),
+        None => u64::MAX / CHUNK + 1,
+    };
+    (first, end)
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host tests of the nvidia-uvm ABI (src/nv/uvm.rs): command numbers, block
+//! sizes, where each block keeps its status, and the offsets of the fields
+//! vgpu reads or rewrites (docs/uvm-abi.md, section 4).
+
+use vgpu_logic::nv::abi::GidInfoParams;
+use vgpu_logic::nv::uvm::*;
+
+#[test]
+fn numbers_and_sizes_match_the_driver() {
+    let table: &[(Command, u32, usize, Option<usize>)] = &[
+        (Command::Initialize, 0x3000_0001, 16, Some(8)),
+        (Command::Deinitialize, 0x3000_0002, 0, None),
+        (Command::MmInitialize, 75, 8, Some(4)),
+        (Command::RegisterGpu, 37, 40, Some(36)),
+        (Command::UnregisterGpu, 38, 20, Some(16)),
+        (Command::RegisterGpuVaspace, 25, 32, Some(28)),
+        (Command::UnregisterGpuVaspace, 26, 20, Some(16)),
+        (Command::RegisterChannel, 27, 56, Some(48)),
+        (Command::UnregisterChannel, 28, 12, Some(8)),
+        (Command::EnablePeerAccess, 29, 36, Some(32)),
+        (Command::DisablePeerAccess, 30, 36, Some(32)),
+        (Command::MapExternalAllocation, 33, 9264, Some(9260)),
+        (Command::Free, 34, 16, Some(8)),
+        (Command::PageableMemAccess, 39, 8, Some(4)),
+        (Command::SetPreferredLocation, 42, 40, Some(36)),
+        (Command::UnsetPreferredLocation, 43, 24, Some(16)),
+        (Command::EnableReadDuplication, 44, 24, Some(16)),
+        (Command::DisableReadDuplication, 45, 24, Some(16)),
+        (Command::SetAccessedBy, 46, 40, Some(32)),
+        (Command::UnsetAccessedBy, 47, 40, Some(32)),
+        (Command::Migrate, 51, 80, Some(72)),
+        (Command::UnmapExternal, 66, 40, Some(32)),
+        (Command::AllocSemaphorePool, 68, 9248, Some(9240)),
+        (Command::ValidateVaRange, 72, 24, Some(16)),
+        (Command::CreateExternalRange, 73, 24, Some(16)),
+    ];
+    assert_eq!(table.len(), COMMANDS.len());
+    for &(c, nr, size, status) in table {
+        assert_eq!(c.number(), nr, "{c:?}");
+        assert_eq!(c.size(), size, "{c:?}");
+        assert_eq!(c.status_offset(), status, "{c:?}");
+        assert_eq!(Command::decode(nr), Some(c));
+        if let Some(off) = status {
+            assert!(off + 4 <= size, "{c:?}: status past the block");
+        }
+    }
+    // Unknown numbers, and RM-style encodings of known ones, are not UVM's.
+    for nr in [0, 1, 35, 2047, 0xc020_462b, 0x3000_0003, 76] {
+        assert_eq!(Command::decode(nr), None, "{nr:#x}");
+    }
+    assert!(!Command::Initialize.init_checked());
+    assert!(!Command::MmInitialize.init_checked());
+    assert!(Command::RegisterGpu.init_checked());
+}
+
+#[test]
+fn fields_sit_at_their_offsets() {
+    let mut g = RegisterGpuParams::default();
+    g.gpu_uuid = [7; 16];
+    g.rm_ctrl_fd = -1;
+    g.h_client = 0x1122_3344;
+    g.rm_status = 0x51;
+    let b = g.to_bytes();
+    assert_eq!(&b[0..16], &[7; 16]);
+    assert_eq!(&b[24..28], &(-1i32).to_ne_bytes());
+    assert_eq!(&b[28..32], &0x1122_3344u32.to_ne_bytes());
+    assert_eq!(&b[36..40], &0x51u32.to_ne_bytes());
+    assert_eq!(RegisterGpuParams::from_bytes(&b), Some(g));
+    assert_eq!(RegisterGpuParams::from_bytes(&b[..39]), None);
+
+    let mut m = MapExternalAllocationParams::default();
+    m.per_gpu_attributes[255].gpu_compression_type = 1;
+    m.gpu_attributes_count = 2;
+    m.h_client = 5;
+    m.h_memory = 6;
+    let b = m.to_bytes();
+    assert_eq!(b[24 + 255 * 36 + 32], 1);
+    assert_eq!(&b[9240..9248], &2u64.to_ne_bytes());
+    assert_eq!(&b[9252..9256], &5u32.to_ne_bytes());
+    assert_eq!(&b[9256..9260], &6u32.to_ne_bytes());
+
+    let mut v = RegisterGpuVaspaceParams::default();
+    v.h_client = 1;
+    v.h_va_space = 2;
+    let b = v.to_bytes();
+    assert_eq!(&b[20..24], &1u32.to_ne_bytes());
+    assert_eq!(&b[24..28], &2u32.to_ne_bytes());
+
+    let mut c = RegisterChannelParams::default();
+    c.h_client = 3;
+    c.h_channel = 4;
+    c.base = 1 << 40;
+    let b = c.to_bytes();
+    assert_eq!(&b[20..24], &3u32.to_ne_bytes());
+    assert_eq!(&b[24..28], &4u32.to_ne_bytes());
+    assert_eq!(&b[32..40], &(1u64 << 40).to_ne_bytes());
+
+    let mut mi = MigrateParams::default();
+    mi.destination_uuid = CPU_UUID;
+    mi.flags = migrate_flags::ASYNC;
+    mi.cpu_numa_node = -1;
+    let b = mi.to_bytes();
+    assert_eq!(&b[16..32], &CPU_UUID);
+    assert_eq!(&b[32..36], &1u32.to_ne_bytes());
+    assert_eq!(&b[52..56], &(-1i32).to_ne_bytes());
+
+    let mut mm = MmInitializeParams::default();
+    mm.uvm_fd = 9;
+    assert_eq!(&mm.to_bytes()[0..4], &9i32.to_ne_bytes());
+
+    let mut gid = GidInfoParams::default();
+    gid.flags = 2;
+    gid.length = 16;
+    gid.data[15] = 0xab;
+    let b = gid.to_bytes();
+    assert_eq!(b.len(), 268);
+    assert_eq!(&b[4..8], &2u32.to_ne_bytes());
+    assert_eq!(&b[8..12], &16u32.to_ne_bytes());
+    assert_eq!(b[12 + 15], 0xab);
+}
+
+#[test]
+fn range_rules() {
+    assert!(range_ok(0x1000, 0x1000));
+    assert!(!range_ok(0x1000, 0));
+    assert!(!range_ok(0x1001, 0x1000));
+    assert!(!range_ok(0x1000, 0x1001));
+    assert!(!range_ok(u64::MAX - 0xfff, 0x2000));
+    assert!(overlaps(0, 0x2000, 0x1000, 0x1000));
+    assert!(!overlaps(0, 0x1000, 0x1000, 0x1000));
+    assert_eq!(chunks(0, CHUNK), (0, 1));
+    assert_eq!(chunks(CHUNK - PAGE, 2 * PAGE), (0, 2));
+    assert_eq!(chunks(3 * CHUNK, 0), (3, 3));
+}
