@@ -65,6 +65,25 @@ fn owner_of(handle: u32) -> Option<Arc<Ctl>> {
         .map(|(_, c)| c.clone())
 }
 
+/// Whether client `handle` was verified by a `/dev/vgpuctl` file of the
+/// container whose vGPUs are `vgpus` (one in common is enough: the sets are
+/// fixed per cgroup at open).
+pub(crate) fn client_in(handle: u32, vgpus: &[Arc<Vgpu>]) -> bool {
+    owner_of(handle).is_some_and(|c| {
+        c.vgpus
+            .iter()
+            .any(|v| vgpus.iter().any(|w| Arc::ptr_eq(v, w)))
+    })
+}
+
+/// The charge of memory object `h_memory` of verified client `h_client`,
+/// if vgpu charged it.
+pub(crate) fn charge_of(h_client: u32, h_memory: u32) -> Option<Arc<Charge>> {
+    let owner = owner_of(h_client)?;
+    let tracker = owner.tracker.lock();
+    tracker.obj(h_client, h_memory)?.charge.clone()
+}
+
 /// The state of one `/dev/vgpuctl` file.
 #[pin_data]
 pub(crate) struct Ctl {
@@ -338,9 +357,7 @@ impl Ctl {
             _ => None,
         };
         if let Some(v) = &charge_to {
-            let mut cfg = v.config.lock();
-            if cfg.memory.reserve(vram_size).is_err() {
-                cfg.refused += 1;
+            if !v.charge(vram_size) {
                 return Ok(Err(NV_ERR_NO_MEMORY));
             }
         }

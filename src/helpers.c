@@ -124,3 +124,94 @@ long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned i
 	mmdrop(c.mm);
 	return c.ret;
 }
+
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/sched/mm.h>
+
+/*
+ * Address spaces, for charging what a process maps of the nvidia-uvm file
+ * (src/kapi/mm.rs wraps these).
+ */
+
+/* The calling task's mm with an mm_count reference, or NULL (kernel thread). */
+struct mm_struct *vgpu_mm_grab_current(void);
+struct mm_struct *vgpu_mm_grab_current(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (mm)
+		mmgrab(mm);
+	return mm;
+}
+
+/* Another mm_count reference to an mm the caller holds one on. */
+void vgpu_mm_grab(struct mm_struct *mm);
+void vgpu_mm_grab(struct mm_struct *mm)
+{
+	mmgrab(mm);
+}
+
+/* Drops an mm_count reference. */
+void vgpu_mm_drop(struct mm_struct *mm);
+void vgpu_mm_drop(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
+/* Whether mm is the calling task's. */
+bool vgpu_mm_is_current(struct mm_struct *mm);
+bool vgpu_mm_is_current(struct mm_struct *mm)
+{
+	return current->mm == mm;
+}
+
+static unsigned long vgpu_mapped_bytes_walk(struct mm_struct *mm, const struct file *file,
+					    unsigned long start, unsigned long end)
+{
+	struct vm_area_struct *vma;
+	unsigned long bytes = 0;
+	VMA_ITERATOR(vmi, mm, start);
+
+	for_each_vma_range(vmi, vma, end) {
+		if (vma->vm_file == file)
+			bytes += min(end, vma->vm_end) - max(start, vma->vm_start);
+	}
+	return bytes;
+}
+
+/*
+ * Bytes of [start, end) in mm that are mapped from `file` (compared by
+ * address only). 0 when the mm has no users left. Takes the mmap lock for
+ * reading: the caller must not hold it.
+ */
+unsigned long vgpu_mapped_bytes(struct mm_struct *mm, const struct file *file,
+				unsigned long start, unsigned long end);
+unsigned long vgpu_mapped_bytes(struct mm_struct *mm, const struct file *file,
+				unsigned long start, unsigned long end)
+{
+	unsigned long bytes;
+
+	if (!mmget_not_zero(mm))
+		return 0;
+	mmap_read_lock(mm);
+	bytes = vgpu_mapped_bytes_walk(mm, file, start, end);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return bytes;
+}
+
+/*
+ * As vgpu_mapped_bytes, for the calling task's own mm while it holds the
+ * mmap lock (inside an mmap handler). Returns ULONG_MAX if mm is not the
+ * caller's or its lock is not held, so that nothing is refunded.
+ */
+unsigned long vgpu_mapped_bytes_locked(struct mm_struct *mm, const struct file *file,
+				       unsigned long start, unsigned long end);
+unsigned long vgpu_mapped_bytes_locked(struct mm_struct *mm, const struct file *file,
+				       unsigned long start, unsigned long end)
+{
+	if (current->mm != mm || !rwsem_is_locked(&mm->mmap_lock))
+		return ULONG_MAX;
+	return vgpu_mapped_bytes_walk(mm, file, start, end);
+}

@@ -24,6 +24,7 @@ use crate::kapi::{
 };
 use crate::nv::ioctl::{self, Escape, Xfer};
 use crate::tracker::Tracker;
+use crate::uvm::{UvmFile, UVM_MINOR};
 use crate::vgpus::Vgpu;
 
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
@@ -35,6 +36,8 @@ pub(crate) struct Backend {
     pub(crate) ctl: RealNode,
     /// `/dev/nvidiaK` for each GPU index `K` found at load.
     pub(crate) gpus: KVec<(u32, RealNode)>,
+    /// `/dev/nvidia-uvm`, if it existed at load.
+    pub(crate) uvm: Option<RealNode>,
 }
 
 impl Backend {
@@ -52,6 +55,8 @@ pub(crate) struct ProxyFile {
     pub(crate) vgpu: Option<Arc<Vgpu>>,
     /// For a `/dev/vgpuctl` file: its vGPUs and what it created.
     pub(crate) ctl: Option<Arc<Ctl>>,
+    /// For a `/dev/vgpu-uvm` file: what it charged.
+    pub(crate) uvm: Option<UvmFile>,
     /// The module state, taken at open so that calls need no global lock.
     pub(crate) state: Arc<crate::State>,
 }
@@ -95,6 +100,26 @@ impl FileOperations for ProxyFops {
                     real,
                     vgpu: None,
                     ctl: Some(ctl),
+                    uvm: None,
+                    state: state.clone(),
+                },
+                GFP_KERNEL,
+            )?);
+        }
+        if dev.minor() == UVM_MINOR {
+            // A container's UVM node: only for callers with vGPUs.
+            let vgpus = state.vgpus.for_current()?;
+            if vgpus.is_empty() {
+                return Err(EACCES);
+            }
+            let real = state.backend.uvm.as_ref().ok_or(ENODEV)?.open(file)?;
+            let uvm = UvmFile::new(vgpus, &real)?;
+            return Ok(Arc::new(
+                ProxyFile {
+                    real,
+                    vgpu: None,
+                    ctl: None,
+                    uvm: Some(uvm),
                     state: state.clone(),
                 },
                 GFP_KERNEL,
@@ -113,6 +138,7 @@ impl FileOperations for ProxyFops {
                 real,
                 vgpu: Some(v.clone()),
                 ctl: None,
+                uvm: None,
                 state: state.clone(),
             },
             GFP_KERNEL,
@@ -122,6 +148,9 @@ impl FileOperations for ProxyFops {
     }
 
     fn ioctl(me: ArcBorrow<'_, ProxyFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        if let Some(u) = &me.uvm {
+            return crate::uvm::ioctl(&me, u, cmd, arg);
+        }
         // Unknown escapes and wrong sizes never reach the driver.
         let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
         let (escape, addr, size) = if command.escape == Escape::IoctlXferCmd {
@@ -168,6 +197,9 @@ impl FileOperations for ProxyFops {
     }
 
     fn mmap(me: ArcBorrow<'_, ProxyFile>, _file: &File, vma: &VmaNew) -> Result {
+        if let Some(u) = &me.uvm {
+            return crate::uvm::mmap(&me, u, vma);
+        }
         me.real.mmap(vma)
     }
 

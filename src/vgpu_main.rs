@@ -22,6 +22,7 @@ mod proxy;
 mod sched;
 mod tracker;
 pub mod uapi;
+mod uvm;
 mod vgpus;
 
 // Shared with the driver double; each crate uses a subset of the glue.
@@ -45,12 +46,15 @@ module! {
     license: "GPL",
 }
 
-/// How many numbers vgpu's character range holds: `/dev/vgpuctl` and the
-/// vGPU nodes.
-const MINORS: u32 = 256;
+/// How many numbers vgpu's character range holds: `/dev/vgpuctl`, the
+/// vGPU nodes and `/dev/vgpu-uvm`.
+const MINORS: u32 = uvm::UVM_MINOR + 1;
 
 /// The real control node, resolved when the module loads.
 const NVIDIACTL: &CStr = c"/dev/nvidiactl";
+
+/// The real UVM node, resolved when the module loads if it exists.
+const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 
 /// Module-wide state that open files and sysfs files reach.
 pub(crate) struct State {
@@ -67,6 +71,9 @@ pub(crate) struct State {
     /// vgpu's own client in the driver (kernel privilege), with a device per
     /// GPU: it holds the duplicates of the USERD memory the schedulers read.
     pub(crate) kclient: u32,
+    /// Each GPU's UUID (binary GID), as UVM names GPUs; GPUs whose UUID the
+    /// driver would not tell are missing.
+    pub(crate) uuids: KVec<(u32, nv::uvm::Uuid)>,
 }
 
 impl Drop for State {
@@ -77,6 +84,11 @@ impl Drop for State {
 }
 
 impl State {
+    /// The GPU with UUID `uuid`.
+    pub(crate) fn gpu_of_uuid(&self, uuid: &nv::uvm::Uuid) -> Option<u32> {
+        self.uuids.iter().find(|(_, u)| u == uuid).map(|(g, _)| *g)
+    }
+
     /// GPU `gpu`'s scheduler.
     pub(crate) fn sched(&self, gpu: u32) -> Option<&Arc<sched::GpuSched>> {
         self.scheds.iter().find(|g| g.gpu == gpu)
@@ -109,9 +121,36 @@ pub struct VgpuModule {
     schedulers: KVec<Thread>,
     _gpu_files: DeviceFilesGroup<vgpus::GpuFiles>,
     _ctl_node: Node,
+    _uvm_node: Node,
     _cdev: Cdev<proxy::ProxyFops>,
     _region: Region,
     state: Arc<State>,
+}
+
+/// GPU `gpu`'s UUID, asked of the driver through vgpu's client (a
+/// subdevice of its device `kdevice`, freed again).
+fn gpu_uuid(rm: &RmOps, kclient: u32, kdevice: u32) -> Result<nv::uvm::Uuid> {
+    use nv::abi::{
+        class, ctrl, GidInfoParams, SubdeviceAllocParams, Wire, GID_FLAGS_FORMAT_BINARY,
+    };
+    let mut sp = SubdeviceAllocParams::default().to_bytes();
+    let sub = rm
+        .alloc(kclient, kdevice, 0, class::NV20_SUBDEVICE_0, &mut sp)?
+        .map_err(|_| EIO)?;
+    let mut p = GidInfoParams {
+        flags: GID_FLAGS_FORMAT_BINARY,
+        ..Default::default()
+    }
+    .to_bytes();
+    let st = rm.control(kclient, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut p);
+    let _ = rm.free(kclient, kdevice, sub);
+    let p = GidInfoParams::decode(&p);
+    if st? != nv::abi::status::NV_OK || p.length != 16 {
+        return Err(EIO);
+    }
+    let mut uuid = [0u8; 16];
+    uuid.copy_from_slice(&p.data[..16]);
+    Ok(uuid)
 }
 
 /// Resolves `/dev/nvidia0` .. `/dev/nvidia31`, those that exist.
@@ -164,6 +203,7 @@ impl kernel::Module for VgpuModule {
             let _ = rm.free(kclient, kclient, kclient);
         });
         let mut scheds = KVec::new();
+        let mut uuids = KVec::new();
         for k in indices.iter() {
             let mut p = nv::abi::DeviceAllocParams {
                 device_id: *k,
@@ -176,19 +216,28 @@ impl kernel::Module for VgpuModule {
                     pr_err!("the NVIDIA driver refused vgpu GPU {k} (status {st:#x})\n");
                     EIO
                 })?;
+            match gpu_uuid(&rm, kclient, kdevice) {
+                Ok(u) => uuids.push((*k, u), GFP_KERNEL)?,
+                Err(e) => pr_warn!("GPU {k}: no UUID from the driver ({e:?}): no UVM on it\n"),
+            }
             scheds.push(sched::GpuSched::new(*k, kdevice)?, GFP_KERNEL)?;
+        }
+        let uvm = RealNode::resolve(NVIDIA_UVM).ok();
+        if uvm.is_none() {
+            pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
         }
         free_kclient.dismiss();
         // From here on, dropping the state (or this value, should the
         // allocation fail) frees the client.
         let state = Arc::new(
             State {
-                backend: proxy::Backend { ctl, gpus },
+                backend: proxy::Backend { ctl, gpus, uvm },
                 vgpus,
                 class,
                 rm,
                 scheds,
                 kclient,
+                uuids,
             },
             GFP_KERNEL,
         )?;
@@ -201,6 +250,11 @@ impl kernel::Module for VgpuModule {
             &state.class,
             DevT::new(region.base().major(), proxy::CTL_MINOR),
             c"vgpuctl",
+        )?;
+        let uvm_node = Node::new(
+            &state.class,
+            DevT::new(region.base().major(), uvm::UVM_MINOR),
+            c"vgpu-uvm",
         )?;
         let gpu_files = DeviceFilesGroup::<vgpus::GpuFiles>::new()?;
         // Until `init` succeeds, a failure must take the directories down
@@ -234,6 +288,7 @@ impl kernel::Module for VgpuModule {
             schedulers,
             _gpu_files: gpu_files,
             _ctl_node: ctl_node,
+            _uvm_node: uvm_node,
             _cdev: cdev,
             _region: region,
             state,

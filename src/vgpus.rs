@@ -46,6 +46,8 @@ pub(crate) struct Config {
     pub(crate) cgroup: KVec<u8>,
     /// VRAM allocations refused for passing the memory limit.
     pub(crate) refused: u64,
+    /// Bytes of `memory` charged for managed (nvidia-uvm) mappings.
+    pub(crate) managed: u64,
 }
 
 /// One vGPU.
@@ -65,6 +67,9 @@ pub(crate) struct Vgpu {
     /// Its node and sysfs directory, until removed.
     #[pin]
     node: Mutex<Option<Node>>,
+    /// The nvidia-uvm spaces that hold charges on it (see [`crate::uvm`]).
+    #[pin]
+    pub(crate) uvm_spaces: Mutex<KVec<Arc<crate::uvm::Space>>>,
 }
 
 impl Vgpu {
@@ -75,6 +80,28 @@ impl Vgpu {
         let len = crate::kapi::cgroup::current_path(&mut buf)?;
         let cfg = self.config.lock();
         Ok(config::cgroup_contains(&cfg.cgroup, &buf[..len]))
+    }
+
+    /// Charges `bytes` of VRAM. Over the ceiling, managed mappings that are
+    /// gone are refunded first and the charge is tried once more; a refusal
+    /// is counted. Takes mmap locks: call with no vgpu lock held.
+    pub(crate) fn charge(&self, bytes: u64) -> bool {
+        if self.config.lock().memory.reserve(bytes).is_ok() {
+            return true;
+        }
+        crate::uvm::reconcile_vgpu(self);
+        let mut cfg = self.config.lock();
+        if cfg.memory.reserve(bytes).is_ok() {
+            return true;
+        }
+        cfg.refused += 1;
+        false
+    }
+
+    /// Drops its list of nvidia-uvm spaces (it is going away): the spaces
+    /// hold the vGPU too.
+    fn forget_spaces(&self) {
+        drop(core::mem::take(&mut *self.uvm_spaces.lock()));
     }
 }
 
@@ -161,10 +188,12 @@ impl Vgpus {
                     memory: Ledger::new(u64::MAX),
                     cgroup: KVec::new(),
                     refused: 0,
+                    managed: 0,
                 }),
                 users <- new_mutex!(0),
                 compute <- new_mutex!(Compute::new()),
                 node <- new_mutex!(None),
+                uvm_spaces <- new_mutex!(KVec::new()),
             }),
             GFP_KERNEL,
         )?;
@@ -186,6 +215,10 @@ impl Vgpus {
 
     /// Removes vGPU `id`; `EBUSY` while one of its nodes is open.
     pub(crate) fn remove(&self, id: u32) -> Result {
+        // Managed mappings that are gone no longer hold it.
+        if let Some(v) = self.get(id) {
+            crate::uvm::reconcile_vgpu(&v);
+        }
         let mut table = self.table.lock();
         let i = table.iter().position(|v| v.id == id).ok_or(ENOENT)?;
         if *table[i].users.lock() > 0 {
@@ -205,6 +238,7 @@ impl Vgpus {
         let v = table.remove(i).map_err(|_| ENOENT)?;
         // Device and files go while we still hold the vGPU.
         drop(v.node.lock().take());
+        v.forget_spaces();
         Ok(())
     }
 
@@ -213,6 +247,7 @@ impl Vgpus {
         let table = core::mem::take(&mut *self.table.lock());
         for v in table.iter() {
             drop(v.node.lock().take());
+            v.forget_spaces();
         }
     }
 
@@ -263,6 +298,7 @@ const F_COMPUTE_GRANTED_US: usize = 6;
 const F_COMPUTE_THROTTLED_US: usize = 7;
 const F_COMPUTE_TSGS: usize = 8;
 const F_MEMORY_REFUSED: usize = 9;
+const F_MEMORY_MANAGED: usize = 10;
 
 impl DeviceFiles for VgpuFiles {
     type Data = Vgpu;
@@ -308,9 +344,18 @@ impl DeviceFiles for VgpuFiles {
             name: c"memory_refused",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"memory_managed",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
+        if matches!(index, F_MEMORY_USED | F_MEMORY_MANAGED) {
+            // Exact at every reading: managed mappings that are gone are
+            // refunded first.
+            crate::uvm::reconcile_vgpu(v);
+        }
         let cfg = v.config.lock();
         let r = match index {
             F_GPU => match cfg.gpu {
@@ -323,6 +368,7 @@ impl DeviceFiles for VgpuFiles {
             },
             F_MEMORY_USED => writeln!(out, "{}", cfg.memory.used()),
             F_MEMORY_REFUSED => writeln!(out, "{}", cfg.refused),
+            F_MEMORY_MANAGED => writeln!(out, "{}", cfg.managed),
             F_CGROUP => {
                 let s = core::str::from_utf8(&cfg.cgroup).unwrap_or("?");
                 writeln!(out, "{s}")

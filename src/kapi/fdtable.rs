@@ -54,3 +54,24 @@ pub(crate) fn fget(fd: i32) -> Result<ARef<LocalFile>> {
     let fd = u32::try_from(fd).map_err(|_| EBADF)?;
     LocalFile::fget(fd).map_err(|_| EBADF)
 }
+
+/// The first open file in the calling task's fd table that satisfies
+/// `pred`, with a reference (see [`current_has_file`] for the walk).
+pub(crate) fn current_find_file<F: Fn(&File) -> bool>(pred: F) -> Option<ARef<LocalFile>> {
+    let task = Task::current_raw();
+    let mut fd: c_uint = 0;
+    loop {
+        // SAFETY: as in `current_has_file`.
+        let file = unsafe { bindings::fget_task_next(task, &mut fd) };
+        let raw = core::ptr::NonNull::new(file)?;
+        // SAFETY: `file` is valid while we hold the reference taken above.
+        if pred(unsafe { File::from_raw_file(file) }) {
+            // SAFETY: `LocalFile` is a transparent wrapper of `struct file`,
+            // and the reference `fget_task_next` took passes to the `ARef`.
+            return Some(unsafe { ARef::from_raw(raw.cast()) });
+        }
+        // SAFETY: drops the reference `fget_task_next` took, once.
+        unsafe { bindings::fput(file) };
+        fd = fd.checked_add(1)?;
+    }
+}

@@ -18,6 +18,7 @@ pub(crate) mod chrdev;
 pub(crate) mod class;
 pub(crate) mod fdtable;
 pub(crate) mod kthread;
+pub(crate) mod mm;
 pub(crate) mod realfile;
 pub(crate) mod rmops;
 pub(crate) mod sysfs;

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/vgpu-uvm`: the nvidia-uvm node of a container.
+//!
+//! A container is given this node as its `/dev/nvidia-uvm`. Each open opens
+//! a private file of the real nvidia-uvm node (resolved when vgpu loaded)
+//! and forwards ioctl and mmap to it, as the RM nodes do, with these
+//! differences (the reasons are in `docs/design-notes.md`, "UVM"):
+//!
+//! - `UVM_INITIALIZE` always carries `DISABLE_HMM`: pageable memory
+//!   migrated into VRAM would escape every ceiling.
+//! - `UVM_MM_INITIALIZE` names the primary file by an fd of the caller's
+//!   table, which holds only proxy files: the call runs with that file's
+//!   private real file in its place.
+//! - `UVM_REGISTER_GPU` needs a real GPU-node file in the caller's fd table.
+//!   The caller must hold the `/dev/vgpuN` node of one of its vGPUs on that
+//!   GPU (the same rule as the driver's, one level up); the call then runs
+//!   with that node's private real file in the table it looks in.
+//! - RM handles in UVM calls are looked up by the driver globally; vgpu
+//!   lets through only clients verified for the caller's container.
+//! - Managed memory (`mmap` of a VA-space file) is charged against the
+//!   ceiling of each of the container's vGPUs when mapped, and refunded once
+//!   the mapping is gone. RM memory mapped by `UVM_MAP_EXTERNAL_ALLOCATION`
+//!   stays charged while UVM holds it, even after RM frees its handle.
+
+use kernel::{
+    fs::File,
+    mm::virt::VmaNew,
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+use crate::kapi::{fdtable, mm::UserMm, user};
+use crate::nv::abi::status::{
+    NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
+    NV_ERR_INVALID_OBJECT_HANDLE, NV_OK,
+};
+use crate::nv::abi::Wire;
+use crate::nv::uvm::{self, init_flags, Command, Uuid};
+use crate::proxy::{ProxyFile, ProxyFops};
+use crate::tracker::Charge;
+use crate::vgpus::Vgpu;
+
+/// Minor of `/dev/vgpu-uvm` in vgpu's number range (after the vGPUs).
+pub(crate) const UVM_MINOR: u32 = crate::vgpus::MAX_VGPU + 2;
+
+/// A managed mapping vgpu charged.
+struct Managed {
+    /// Tells mappings apart across the unlocked part of a reconciliation.
+    id: u64,
+    /// The address space it was made in.
+    mm: UserMm,
+    start: u64,
+    end: u64,
+    /// Bytes still charged (to each of the space's vGPUs).
+    charged: u64,
+}
+
+/// RM memory that UVM maps into a range and keeps allocated until the range
+/// is freed: its charge is held as long.
+struct External {
+    base: u64,
+    _charge: Arc<Charge>,
+}
+
+struct SpaceInner {
+    /// Proxy files that stand for the real file (the primary and its mm
+    /// file): while any is open, the real file may still be used.
+    files: u32,
+    next_id: u64,
+    managed: KVec<Managed>,
+    external: KVec<External>,
+    /// Whether the space is in its vGPUs' lists (see [`Vgpu::uvm_spaces`]).
+    listed: bool,
+    /// For an mm file's own space: the space it is the mm file of, after
+    /// `UVM_MM_INITIALIZE`.
+    mm_of: Option<Arc<Space>>,
+}
+
+/// What vgpu knows of one real nvidia-uvm file (a VA space once
+/// initialised) and what it charged for it. It outlives the proxy files:
+/// managed mappings hold the real file, so charges end when the mappings do.
+#[pin_data]
+pub(crate) struct Space {
+    /// The container's vGPUs (fixed at open): each is charged for managed
+    /// memory, which may become resident on any GPU the space registers.
+    vgpus: KVec<Arc<Vgpu>>,
+    /// Address of the real file (compared with VMAs' files, never followed).
+    real: usize,
+    #[pin]
+    inner: Mutex<SpaceInner>,
+}
+
+impl Space {
+    fn refund(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        for v in self.vgpus.iter() {
+            let mut cfg = v.config.lock();
+            cfg.memory.release(bytes);
+            cfg.managed = cfg.managed.saturating_sub(bytes);
+        }
+    }
+
+    /// Charges `bytes` to every vGPU of the space, or to none.
+    fn charge(&self, bytes: u64) -> bool {
+        for (i, v) in self.vgpus.iter().enumerate() {
+            let mut cfg = v.config.lock();
+            if cfg.memory.reserve(bytes).is_err() {
+                cfg.refused += 1;
+                drop(cfg);
+                for w in self.vgpus.iter().take(i) {
+                    let mut c = w.config.lock();
+                    c.memory.release(bytes);
+                    c.managed = c.managed.saturating_sub(bytes);
+                }
+                return false;
+            }
+            cfg.managed += bytes;
+        }
+        true
+    }
+
+    /// Applies measured mapped sizes: refunds what is no longer mapped.
+    fn settle(&self, inner: &mut SpaceInner, id: u64, mapped: u64) {
+        if let Some(m) = inner.managed.iter_mut().find(|m| m.id == id) {
+            if mapped < m.charged {
+                self.refund(m.charged - mapped);
+                m.charged = mapped;
+            }
+        }
+        inner.managed.retain(|m| m.charged > 0);
+    }
+
+    /// Refunds the managed mappings that are gone, looking at their address
+    /// spaces (takes their mmap locks: call without vgpu locks held and
+    /// outside mmap handlers). Returns whether nothing is left to account:
+    /// no proxy file, no managed mapping (the real file is then released,
+    /// and with it UVM's hold on external memory, whose charges go too).
+    pub(crate) fn reconcile(&self) -> bool {
+        let mut snapshot = KVec::new();
+        {
+            let inner = self.inner.lock();
+            for m in inner.managed.iter() {
+                if snapshot
+                    .push((m.id, m.mm.clone(), m.start, m.end), GFP_KERNEL)
+                    .is_err()
+                {
+                    return false;
+                }
+            }
+        }
+        let mut measured = KVec::new();
+        for (id, mm, start, end) in snapshot.iter() {
+            let bytes = mm.mapped_bytes(self.real, *start, *end);
+            if measured.push((*id, bytes), GFP_KERNEL).is_err() {
+                return false;
+            }
+        }
+        drop(snapshot);
+        let mut inner = self.inner.lock();
+        for (id, bytes) in measured.iter() {
+            self.settle(&mut inner, *id, *bytes);
+        }
+        let done = inner.files == 0 && inner.managed.is_empty();
+        let external = if done {
+            core::mem::take(&mut inner.external)
+        } else {
+            KVec::new()
+        };
+        drop(inner);
+        // Charges are refunded without the space's lock held.
+        drop(external);
+        done
+    }
+
+    /// As [`Self::reconcile`], inside an mmap handler of address space `mm`
+    /// (whose mmap lock the caller holds): only mappings made in `mm`.
+    fn reconcile_in_mmap(&self, mm: &UserMm) {
+        let mut inner = self.inner.lock();
+        let mut measured = KVec::new();
+        for m in inner.managed.iter().filter(|m| m.mm.same(mm)) {
+            if let Some(bytes) = m.mm.mapped_bytes_in_mmap(self.real, m.start, m.end) {
+                if measured.push((m.id, bytes), GFP_KERNEL).is_err() {
+                    return;
+                }
+            }
+        }
+        for (id, bytes) in measured.iter() {
+            self.settle(&mut inner, *id, *bytes);
+        }
+    }
+
+    /// Puts the space in its vGPUs' lists, so that their accounting
+    /// decisions and counters can reconcile it.
+    fn list(this: &Arc<Self>) -> Result {
+        let mut inner = this.inner.lock();
+        if inner.listed {
+            return Ok(());
+        }
+        for v in this.vgpus.iter() {
+            v.uvm_spaces.lock().push(this.clone(), GFP_KERNEL)?;
+        }
+        inner.listed = true;
+        Ok(())
+    }
+
+    fn close_file(&self) {
+        let mut inner = self.inner.lock();
+        inner.files = inner.files.saturating_sub(1);
+    }
+}
+
+/// State of one open `/dev/vgpu-uvm` file.
+pub(crate) struct UvmFile {
+    /// Its real file's space.
+    space: Arc<Space>,
+}
+
+impl UvmFile {
+    /// State for a new proxy file whose private real file is `real`, for a
+    /// container with vGPUs `vgpus`.
+    pub(crate) fn new(vgpus: KVec<Arc<Vgpu>>, real: &crate::kapi::realfile::RealFile) -> Result<Self> {
+        let space = Arc::pin_init(
+            pin_init!(Space {
+                vgpus,
+                real: real.file().as_ptr() as usize,
+                inner <- new_mutex!(SpaceInner {
+                    files: 1,
+                    next_id: 0,
+                    managed: KVec::new(),
+                    external: KVec::new(),
+                    listed: false,
+                    mm_of: None,
+                }),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(Self { space })
+    }
+}
+
+impl Drop for UvmFile {
+    fn drop(&mut self) {
+        self.space.close_file();
+        let primary = self.space.inner.lock().mm_of.take();
+        if let Some(s) = primary {
+            s.close_file();
+        }
+    }
+}
+
+/// Writes `status` into the `rmStatus` of the block of `c` at `addr`.
+fn answer(c: Command, addr: u64, status: u32) -> Result<isize> {
+    let off = c.status_offset().ok_or(EINVAL)?;
+    user::write(addr + off as u64, &status.to_ne_bytes())?;
+    Ok(0)
+}
+
+/// Reads the whole block of `c` at `addr` as `T`.
+fn read<T: Wire>(addr: u64) -> Result<T> {
+    let mut b = KVec::from_elem(0u8, T::SIZE, GFP_KERNEL)?;
+    user::read(addr, &mut b)?;
+    Ok(T::decode(&b))
+}
+
+/// Serves an ioctl on a `/dev/vgpu-uvm` file.
+pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result<isize> {
+    // Unknown numbers never reach the driver; it answers them this way too.
+    let c = Command::decode(cmd).ok_or(ENOSYS)?;
+    let addr = arg as u64;
+    let vgpus = &u.space.vgpus;
+    match c {
+        Command::Initialize => {
+            let p: uvm::InitializeParams = read(addr)?;
+            // HMM off: pageable memory would reach VRAM without passing here.
+            let forced = p.flags | init_flags::DISABLE_HMM;
+            user::write(addr, &forced.to_ne_bytes())?;
+            let r = me.real.ioctl(cmd, arg);
+            // The caller sees its own flags again.
+            user::write(addr, &p.flags.to_ne_bytes())?;
+            r
+        }
+        Command::MmInitialize => {
+            let p: uvm::MmInitializeParams = read(addr)?;
+            let Ok(file) = fdtable::fget(p.uvm_fd) else {
+                return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
+            };
+            // The fd must name a /dev/vgpu-uvm file: it stands for its
+            // private real file.
+            let Some(other) = crate::kapi::chrdev::private::<ProxyFops>(&file) else {
+                return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
+            };
+            let Some(ou) = &other.uvm else {
+                return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
+            };
+            let r = me.real.ioctl_naming(&other.real, cmd, arg, addr)?;
+            let st: uvm::MmInitializeParams = read(addr)?;
+            if st.rm_status == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
+                // One space's lock at a time (they are of one lock class).
+                let linked = {
+                    let mut mine = u.space.inner.lock();
+                    let first = mine.mm_of.is_none();
+                    if first {
+                        mine.mm_of = Some(ou.space.clone());
+                    }
+                    first
+                };
+                if linked {
+                    ou.space.inner.lock().files += 1;
+                }
+            }
+            Ok(r)
+        }
+        Command::RegisterGpu => {
+            let p: uvm::RegisterGpuParams = read(addr)?;
+            let Some(gpu) = container_gpu(me, vgpus, &p.gpu_uuid) else {
+                return answer(c, addr, NV_ERR_GPU_UUID_NOT_FOUND);
+            };
+            if p.h_client != 0 && !crate::ctl::client_in(p.h_client, vgpus) {
+                return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
+            }
+            // The driver looks for a GPU-node file of this GPU in the
+            // caller's table: the caller must hold its vGPU node there.
+            let Some(node) = fdtable::current_find_file(|f| holds_node(f, vgpus, gpu)) else {
+                return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
+            };
+            let Some(pf) = crate::kapi::chrdev::private::<ProxyFops>(&node) else {
+                return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
+            };
+            me.real.ioctl_naming(&pf.real, cmd, arg, addr + 24)
+        }
+        Command::RegisterGpuVaspace | Command::RegisterChannel => {
+            // hClient at 20 in both.
+            let mut b = [0u8; 4];
+            user::read(addr + 20, &mut b)?;
+            if !crate::ctl::client_in(u32::from_ne_bytes(b), vgpus) {
+                return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
+            }
+            me.real.ioctl(cmd, arg)
+        }
+        Command::UnregisterChannel => {
+            let p: uvm::UnregisterChannelParams = read(addr)?;
+            if !crate::ctl::client_in(p.h_client, vgpus) {
+                return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
+            }
+            me.real.ioctl(cmd, arg)
+        }
+        Command::MapExternalAllocation => {
+            let mut b = [0u8; 12];
+            user::read(addr + 9252, &mut b[..8])?;
+            let h_client = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            let h_memory = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+            user::read(addr, &mut b[..8])?;
+            let base = u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            if !crate::ctl::client_in(h_client, vgpus) {
+                return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
+            }
+            let r = me.real.ioctl(cmd, arg)?;
+            let mut st = [0u8; 4];
+            user::read(addr + 9260, &mut st)?;
+            if u32::from_ne_bytes(st) == NV_OK {
+                if let Some(charge) = crate::ctl::charge_of(h_client, h_memory) {
+                    hold_external(&u.space, base, charge)?;
+                }
+            }
+            Ok(r)
+        }
+        Command::Free => {
+            let p: uvm::FreeParams = read(addr)?;
+            let r = me.real.ioctl(cmd, arg)?;
+            let after: uvm::FreeParams = read(addr)?;
+            if after.rm_status == NV_OK {
+                let gone = {
+                    let mut inner = u.space.inner.lock();
+                    let mut gone = KVec::new();
+                    let mut i = 0;
+                    while i < inner.external.len() {
+                        if inner.external[i].base == p.base {
+                            if let Ok(e) = inner.external.remove(i) {
+                                gone.push(e, GFP_KERNEL)?;
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    gone
+                };
+                drop(gone);
+            }
+            Ok(r)
+        }
+        _ => me.real.ioctl(cmd, arg),
+    }
+}
+
+/// Keeps `charge` while UVM maps its memory at `base`.
+fn hold_external(space: &Arc<Space>, base: u64, charge: Arc<Charge>) -> Result {
+    space.inner.lock().external.push(
+        External {
+            base,
+            _charge: charge,
+        },
+        GFP_KERNEL,
+    )?;
+    Space::list(space)
+}
+
+/// The GPU with UUID `uuid`, if the container has a vGPU on it.
+fn container_gpu(me: &ProxyFile, vgpus: &[Arc<Vgpu>], uuid: &Uuid) -> Option<u32> {
+    let gpu = me.state.gpu_of_uuid(uuid)?;
+    vgpus
+        .iter()
+        .any(|v| v.config.lock().gpu == Some(gpu))
+        .then_some(gpu)
+}
+
+/// Whether `f` is a `/dev/vgpuN` file of one of `vgpus` backed by `gpu`.
+fn holds_node(f: &File, vgpus: &[Arc<Vgpu>], gpu: u32) -> bool {
+    let Some(p) = crate::kapi::chrdev::private::<ProxyFops>(f) else {
+        return false;
+    };
+    let Some(v) = &p.vgpu else {
+        return false;
+    };
+    vgpus.iter().any(|w| Arc::ptr_eq(v, w)) && v.config.lock().gpu == Some(gpu)
+}
+
+/// Serves an mmap of a `/dev/vgpu-uvm` file: a managed range (or a pool
+/// UVM allocated). Its size is charged to each of the container's vGPUs
+/// first; the mapping fails with `ENOMEM` if a ceiling would be passed.
+pub(crate) fn mmap(me: &ProxyFile, u: &UvmFile, vma: &VmaNew) -> Result {
+    let start = vma.start() as u64;
+    let end = vma.end() as u64;
+    let len = end.saturating_sub(start);
+    let Some(mm) = UserMm::current() else {
+        return Err(EINVAL);
+    };
+    let space = &u.space;
+    // Mappings of this address space that are gone are refunded first
+    // (its mmap lock is ours: no other lock can be taken on it here).
+    for v in space.vgpus.iter() {
+        let listed = v.uvm_spaces.lock().clone_list()?;
+        for s in listed.iter() {
+            s.reconcile_in_mmap(&mm);
+        }
+    }
+    space.reconcile_in_mmap(&mm);
+    if !space.charge(len) {
+        return Err(ENOMEM);
+    }
+    let id = {
+        let mut inner = space.inner.lock();
+        let id = inner.next_id;
+        inner.next_id += 1;
+        let m = Managed {
+            id,
+            mm,
+            start,
+            end,
+            charged: len,
+        };
+        if let Err(e) = inner.managed.push(m, GFP_KERNEL) {
+            drop(inner);
+            space.refund(len);
+            return Err(e.into());
+        }
+        id
+    };
+    let undo = |e: Error| {
+        let mut inner = space.inner.lock();
+        space.settle(&mut inner, id, 0);
+        e
+    };
+    Space::list(space).map_err(undo)?;
+    me.real.mmap(vma).map_err(undo)
+}
+
+/// A copy of a vGPU's list of spaces, to use without its lock.
+pub(crate) trait CloneList {
+    /// The copy.
+    fn clone_list(&self) -> Result<KVec<Arc<Space>>>;
+}
+
+impl CloneList for KVec<Arc<Space>> {
+    fn clone_list(&self) -> Result<KVec<Arc<Space>>> {
+        let mut out = KVec::with_capacity(self.len(), GFP_KERNEL)?;
+        for s in self.iter() {
+            out.push(s.clone(), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Refunds what `v`'s spaces no longer map and forgets spaces with nothing
+/// left. Takes address spaces' mmap locks: call with no vgpu lock held.
+pub(crate) fn reconcile_vgpu(v: &Vgpu) {
+    let Ok(listed) = v.uvm_spaces.lock().clone_list() else {
+        return;
+    };
+    for s in listed.iter() {
+        if s.reconcile() {
+            v.uvm_spaces.lock().retain(|t| !Arc::ptr_eq(t, s));
+        }
+    }
+}
