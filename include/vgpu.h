@@ -77,6 +77,17 @@
 #define VGPU_ATTR_MEMORY_REFUSED "memory_refused"
 
 /**
+ * vGPU file (read-only): bytes of `memory_used` charged for managed
+ * (nvidia-uvm) mappings.
+ */
+#define VGPU_ATTR_MEMORY_MANAGED "memory_managed"
+
+/**
+ * The device node that stands in for `/dev/nvidia-uvm`.
+ */
+#define VGPU_UVM_DEV "/dev/vgpu-uvm"
+
+/**
  * vGPU file: its share of its GPU's time, in percent (0 to
  * `VGPU_COMPUTE_SHARE_MAX`).
  */

@@ -60,6 +60,13 @@ pub const VGPU_CTL_DEV: &str = "/dev/vgpuctl";
 /// vGPU file (read-only): VRAM allocations refused for passing the limit.
 pub const VGPU_ATTR_MEMORY_REFUSED: &str = "memory_refused";
 
+/// vGPU file (read-only): bytes of `memory_used` charged for managed
+/// (nvidia-uvm) mappings.
+pub const VGPU_ATTR_MEMORY_MANAGED: &str = "memory_managed";
+
+/// The device node that stands in for `/dev/nvidia-uvm`.
+pub const VGPU_UVM_DEV: &str = "/dev/vgpu-uvm";
+
 /// vGPU file: its share of its GPU's time, in percent (0 to
 /// `VGPU_COMPUTE_SHARE_MAX`).
 pub const VGPU_ATTR_COMPUTE_SHARE: &str = "compute_share";
