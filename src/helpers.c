@@ -159,13 +159,6 @@ void vgpu_mm_drop(struct mm_struct *mm)
 	mmdrop(mm);
 }
 
-/* Whether mm is the calling task's. */
-bool vgpu_mm_is_current(struct mm_struct *mm);
-bool vgpu_mm_is_current(struct mm_struct *mm)
-{
-	return current->mm == mm;
-}
-
 static unsigned long vgpu_mapped_bytes_walk(struct mm_struct *mm, const struct file *file,
 					    unsigned long start, unsigned long end)
 {
@@ -202,16 +195,33 @@ unsigned long vgpu_mapped_bytes(struct mm_struct *mm, const struct file *file,
 }
 
 /*
- * As vgpu_mapped_bytes, for the calling task's own mm while it holds the
- * mmap lock (inside an mmap handler). Returns ULONG_MAX if mm is not the
- * caller's or its lock is not held, so that nothing is refunded.
+ * As vgpu_mapped_bytes, from inside an mmap handler, whose caller holds the
+ * calling task's mmap lock for writing: the caller's own mm is walked under
+ * that lock, another mm only if its lock can be had without waiting (two
+ * tasks mapping at once must not wait for each other), and its user
+ * reference is dropped asynchronously (a last mmput must not tear an mm
+ * down under our lock). Returns ULONG_MAX when it cannot tell.
  */
-unsigned long vgpu_mapped_bytes_locked(struct mm_struct *mm, const struct file *file,
-				       unsigned long start, unsigned long end);
-unsigned long vgpu_mapped_bytes_locked(struct mm_struct *mm, const struct file *file,
-				       unsigned long start, unsigned long end)
+unsigned long vgpu_mapped_bytes_in_mmap(struct mm_struct *mm, const struct file *file,
+					unsigned long start, unsigned long end);
+unsigned long vgpu_mapped_bytes_in_mmap(struct mm_struct *mm, const struct file *file,
+					unsigned long start, unsigned long end)
 {
-	if (current->mm != mm || !rwsem_is_locked(&mm->mmap_lock))
+	unsigned long bytes;
+
+	if (current->mm == mm) {
+		if (!rwsem_is_locked(&mm->mmap_lock))
+			return ULONG_MAX;
+		return vgpu_mapped_bytes_walk(mm, file, start, end);
+	}
+	if (!mmget_not_zero(mm))
+		return 0;
+	if (!mmap_read_trylock(mm)) {
+		mmput_async(mm);
 		return ULONG_MAX;
-	return vgpu_mapped_bytes_walk(mm, file, start, end);
+	}
+	bytes = vgpu_mapped_bytes_walk(mm, file, start, end);
+	mmap_read_unlock(mm);
+	mmput_async(mm);
+	return bytes;
 }

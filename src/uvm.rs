@@ -176,12 +176,13 @@ impl Space {
         done
     }
 
-    /// As [`Self::reconcile`], inside an mmap handler of address space `mm`
-    /// (whose mmap lock the caller holds): only mappings made in `mm`.
-    fn reconcile_in_mmap(&self, mm: &UserMm) {
+    /// As [`Self::reconcile`], inside an mmap handler (see
+    /// [`UserMm::mapped_bytes_in_mmap`]): mappings whose address space is
+    /// busy are left for later.
+    fn reconcile_in_mmap(&self) {
         let mut inner = self.inner.lock();
         let mut measured = KVec::new();
-        for m in inner.managed.iter().filter(|m| m.mm.same(mm)) {
+        for m in inner.managed.iter() {
             if let Some(bytes) = m.mm.mapped_bytes_in_mmap(self.real, m.start, m.end) {
                 if measured.push((m.id, bytes), GFP_KERNEL).is_err() {
                     return;
@@ -439,15 +440,14 @@ pub(crate) fn mmap(me: &ProxyFile, u: &UvmFile, vma: &VmaNew) -> Result {
         return Err(EINVAL);
     };
     let space = &u.space;
-    // Mappings of this address space that are gone are refunded first
-    // (its mmap lock is ours: no other lock can be taken on it here).
+    // Mappings that are gone are refunded first.
     for v in space.vgpus.iter() {
         let listed = v.uvm_spaces.lock().clone_list()?;
         for s in listed.iter() {
-            s.reconcile_in_mmap(&mm);
+            s.reconcile_in_mmap();
         }
     }
-    space.reconcile_in_mmap(&mm);
+    space.reconcile_in_mmap();
     if !space.charge(len) {
         return Err(ENOMEM);
     }

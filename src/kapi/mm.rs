@@ -17,14 +17,13 @@ extern "C" {
     fn vgpu_mm_grab_current() -> *mut c_void;
     fn vgpu_mm_grab(mm: *mut c_void);
     fn vgpu_mm_drop(mm: *mut c_void);
-    fn vgpu_mm_is_current(mm: *mut c_void) -> bool;
     fn vgpu_mapped_bytes(
         mm: *mut c_void,
         file: *const c_void,
         start: c_ulong,
         end: c_ulong,
     ) -> c_ulong;
-    fn vgpu_mapped_bytes_locked(
+    fn vgpu_mapped_bytes_in_mmap(
         mm: *mut c_void,
         file: *const c_void,
         start: c_ulong,
@@ -51,17 +50,6 @@ impl UserMm {
         (!raw.is_null()).then_some(Self { raw })
     }
 
-    /// Whether this is the calling task's address space.
-    pub(crate) fn is_current(&self) -> bool {
-        // SAFETY: `raw` is valid while we hold our reference.
-        unsafe { vgpu_mm_is_current(self.raw) }
-    }
-
-    /// Whether `self` and `other` are the same address space.
-    pub(crate) fn same(&self, other: &UserMm) -> bool {
-        core::ptr::eq(self.raw, other.raw)
-    }
-
     /// Bytes of `[start, end)` mapped from the file at `file` (an address,
     /// compared only, never followed). 0 once the address space has no
     /// users left. Takes its mmap lock for reading: the caller must not
@@ -80,15 +68,17 @@ impl UserMm {
         n as u64
     }
 
-    /// As [`Self::mapped_bytes`], from inside an mmap handler of the
-    /// calling task, which holds this address space's mmap lock. `None` if
-    /// the address space is not the caller's.
+    /// As [`Self::mapped_bytes`], from inside an mmap handler (whose caller
+    /// holds the calling task's mmap lock): the caller's own address space
+    /// is walked under that lock, another only if its lock is free at once.
+    /// `None` when it cannot tell.
     pub(crate) fn mapped_bytes_in_mmap(&self, file: usize, start: u64, end: u64) -> Option<u64> {
         // SAFETY: `raw` is valid while we hold our reference; the helper
-        // walks the VMAs only if the mm is the caller's and its mmap lock is
-        // held, which an mmap handler's caller guarantees.
+        // walks the caller's own VMAs only under the mmap lock the mmap
+        // handler's caller holds, and another mm's only under a lock it
+        // took without waiting.
         let n = unsafe {
-            vgpu_mapped_bytes_locked(
+            vgpu_mapped_bytes_in_mmap(
                 self.raw,
                 file as *const c_void,
                 start as c_ulong,
