@@ -297,7 +297,10 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(ou) = &other.uvm else {
                 return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
             };
-            let r = me.real.ioctl_naming(&other.real, cmd, arg, addr)?;
+            let r = me.real.ioctl_naming(&other.real, cmd, arg, addr);
+            // The caller sees its own fd in its block again.
+            user::write(addr, &p.uvm_fd.to_ne_bytes())?;
+            let r = r?;
             let st: uvm::MmInitializeParams = read(addr)?;
             if st.rm_status == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
                 // One space's lock at a time (they are of one lock class).
@@ -331,7 +334,9 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(pf) = crate::kapi::chrdev::private::<ProxyFops>(&node) else {
                 return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
             };
-            me.real.ioctl_naming(&pf.real, cmd, arg, addr + 24)
+            let r = me.real.ioctl_naming(&pf.real, cmd, arg, addr + 24);
+            user::write(addr + 24, &p.rm_ctrl_fd.to_ne_bytes())?;
+            r
         }
         Command::RegisterGpuVaspace | Command::RegisterChannel => {
             // hClient at 20 in both.

@@ -14,18 +14,24 @@
 //!   on distinct GPUs, so their names do not clash. A vGPU with no GPU set
 //!   yet is left out (nothing could open it usefully).
 //! - for every device (spec-wide edits): `/dev/vgpuctl` at `/dev/nvidiactl`,
-//!   and a read-only bind mount of a params file at
-//!   `/proc/driver/nvidia/params` that says `ModifyDeviceFiles: 0`, so
-//!   libcuda and nvidia-smi use the nodes as they are instead of trying to
-//!   create or fix up `/dev/nvidia*` with the real device numbers. The file
-//!   is the host's params with that one line changed (or just that line if
-//!   the host has none), as the NVIDIA Container Toolkit does.
-//! - UVM: `/dev/nvidia-uvm` and `/dev/nvidia-uvm-tools` only when asked
-//!   (`--with-uvm`). CUDA needs them, but vgpu has no UVM proxy yet, so these
-//!   are the real nodes: memory allocated through UVM (managed memory) is not
-//!   charged to the vGPU, and UVM_REGISTER_GPU needs a real GPU file that the
-//!   container may not hold. Left out by default rather than promise
-//!   isolation that is not there.
+//!   `/dev/vgpu-uvm` at `/dev/nvidia-uvm`, and a read-only bind mount of a
+//!   params file at `/proc/driver/nvidia/params` that says
+//!   `ModifyDeviceFiles: 0`, so libcuda and nvidia-smi use the nodes as they
+//!   are instead of trying to create or fix up `/dev/nvidia*` with the real
+//!   device numbers. The file is the host's params with that one line
+//!   changed (or just that line if the host has none), as the NVIDIA
+//!   Container Toolkit does.
+//! - UVM: CUDA opens `/dev/nvidia-uvm` in every process, so the spec always
+//!   has vgpu's UVM proxy there. vgpu forwards it to the real nvidia-uvm,
+//!   gives UVM_REGISTER_GPU the real GPU file it needs and charges managed
+//!   memory to the vGPU's ceiling (`memory_managed`). The real
+//!   `/dev/nvidia-uvm` is never passed, and neither is
+//!   `/dev/nvidia-uvm-tools` (profilers' counters and events, which vgpu
+//!   does not proxy): containers do not get it. `--with-uvm`, which used to
+//!   add the real nodes, is accepted and has no effect. A module older than
+//!   the proxy has `/dev/vgpuctl` but no `/dev/vgpu-uvm`; runtimes refuse a
+//!   spec whose host node is missing, so `vgpuctl cdi` warns then
+//!   ([`uvm_proxy_missing`]).
 //!
 //! Not included: the driver's user-space libraries (`libcuda.so`,
 //! `nvidia-smi`). Containers bring them in their image or from the NVIDIA
@@ -37,6 +43,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use vgpu_logic::uapi;
+
 use crate::model::VgpuInfo;
 
 /// The CDI spec version written.
@@ -47,6 +55,10 @@ pub const DEFAULT_KIND: &str = "vgpu.dev/gpu";
 pub const DEFAULT_PARAMS_FILE: &str = "/var/run/vgpu/params";
 /// Where the driver publishes its params.
 pub const HOST_PARAMS: &str = "/proc/driver/nvidia/params";
+/// Where the container sees `/dev/vgpuctl`.
+pub const CTL_NODE: &str = "/dev/nvidiactl";
+/// Where the container sees `/dev/vgpu-uvm`.
+pub const UVM_NODE: &str = "/dev/nvidia-uvm";
 
 /// A CDI spec (the fields vgpuctl writes).
 #[derive(Debug, Serialize)]
@@ -127,8 +139,6 @@ pub struct Options {
     pub kind: String,
     /// Host path of the params file mounted at `/proc/driver/nvidia/params`.
     pub params_file: String,
-    /// Add the real UVM nodes.
-    pub with_uvm: bool,
 }
 
 /// Whether `kind` is a valid CDI kind: `vendor/class`, the vendor a domain
@@ -165,11 +175,10 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
             })
         })
         .collect();
-    let mut nodes = vec![node("/dev/vgpuctl", "/dev/nvidiactl")];
-    if opts.with_uvm {
-        nodes.push(node("/dev/nvidia-uvm", "/dev/nvidia-uvm"));
-        nodes.push(node("/dev/nvidia-uvm-tools", "/dev/nvidia-uvm-tools"));
-    }
+    let nodes = vec![
+        node(uapi::VGPU_CTL_DEV, CTL_NODE),
+        node(uapi::VGPU_UVM_DEV, UVM_NODE),
+    ];
     Spec {
         cdi_version: CDI_VERSION.to_string(),
         kind: opts.kind.clone(),
@@ -205,6 +214,14 @@ pub fn params_text(host: Option<&str>) -> String {
     out
 }
 
+/// Whether the host's `/dev` (`dev_root`) has vgpu's `/dev/vgpuctl` but
+/// not `/dev/vgpu-uvm`: a vgpu module from before the UVM proxy, whose
+/// spec would name a host node that is not there.
+pub fn uvm_proxy_missing(dev_root: &Path) -> bool {
+    let in_root = |dev: &str| dev_root.join(dev.trim_start_matches("/dev/"));
+    in_root(uapi::VGPU_CTL_DEV).exists() && !in_root(uapi::VGPU_UVM_DEV).exists()
+}
+
 /// Reads the host's params file, if there is one.
 pub fn read_host_params(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
@@ -228,6 +245,39 @@ mod tests {
         ] {
             assert!(!valid_kind(k), "{k}");
         }
+    }
+
+    #[test]
+    fn spec_wide_nodes() {
+        let opts = Options {
+            kind: DEFAULT_KIND.to_string(),
+            params_file: DEFAULT_PARAMS_FILE.to_string(),
+        };
+        let s = spec(&[], &opts);
+        let nodes: Vec<(&str, &str)> = s
+            .container_edits
+            .device_nodes
+            .iter()
+            .map(|n| (n.host_path.as_str(), n.path.as_str()))
+            .collect();
+        assert_eq!(
+            nodes,
+            [
+                ("/dev/vgpuctl", "/dev/nvidiactl"),
+                ("/dev/vgpu-uvm", "/dev/nvidia-uvm")
+            ]
+        );
+    }
+
+    #[test]
+    fn old_module_without_uvm_proxy() {
+        let dir = tempfile::tempdir().unwrap();
+        // No vgpu nodes at all (not loaded, or another /dev): no warning.
+        assert!(!uvm_proxy_missing(dir.path()));
+        std::fs::write(dir.path().join("vgpuctl"), "").unwrap();
+        assert!(uvm_proxy_missing(dir.path()));
+        std::fs::write(dir.path().join("vgpu-uvm"), "").unwrap();
+        assert!(!uvm_proxy_missing(dir.path()));
     }
 
     #[test]

@@ -174,7 +174,8 @@ pub struct CdiArgs {
     /// The driver's params to start from.
     #[arg(long, default_value = crate::cdi::HOST_PARAMS)]
     pub host_params: PathBuf,
-    /// Also pass the real /dev/nvidia-uvm and /dev/nvidia-uvm-tools (not confined by vgpu).
+    /// No effect, kept for old scripts: the spec always has vgpu's UVM proxy
+    /// (/dev/vgpu-uvm at /dev/nvidia-uvm), never the real UVM nodes.
     #[arg(long)]
     pub with_uvm: bool,
 }

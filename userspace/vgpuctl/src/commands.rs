@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{json, Value};
+use vgpu_logic::uapi;
 
 use crate::cdi;
 use crate::cli::{CdiArgs, Cli, Command, ComputePolicy, CreateArgs, ExporterArgs, SetArgs};
@@ -65,7 +66,7 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::Show { id } => show(s, *id),
         Command::List => list(s),
         Command::Status => status(cli, s),
-        Command::Cdi(a) => cdi_cmd(s, a),
+        Command::Cdi(a) => cdi_cmd(cli, s, a),
         Command::Exporter(a) => exporter_cmd(cli, s, a),
     }
 }
@@ -94,6 +95,11 @@ fn to_json<T: Serialize>(v: &T) -> Result<Value> {
 
 fn share(v: Option<u32>) -> String {
     v.map_or("-".to_string(), |c| format!("{c}%"))
+}
+
+/// Bytes for people, `-` if unknown.
+fn bytes(v: Option<u64>) -> String {
+    v.map_or("-".to_string(), format_bytes)
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -501,6 +507,7 @@ fn show_text(v: &VgpuInfo) -> String {
         ),
         ("memory_limit", format_limit(v.limit())),
         ("memory_used", format_bytes(v.memory_used)),
+        ("memory_managed", bytes(v.memory_managed)),
         (
             "cgroup",
             v.cgroup.clone().unwrap_or("(unbound)".to_string()),
@@ -539,6 +546,7 @@ fn list(s: &Sysfs) -> Result<Output> {
                 opt(v.gpu),
                 format_limit(v.limit()),
                 format_bytes(v.memory_used),
+                bytes(v.memory_managed),
                 share(v.compute_share),
                 opt(v.compute_policy.clone()),
                 duration(v.compute_period_us),
@@ -560,6 +568,7 @@ fn list(s: &Sysfs) -> Result<Output> {
                 "GPU",
                 "MEMORY",
                 "USED",
+                "MANAGED",
                 "COMPUTE",
                 "POLICY",
                 "PERIOD",
@@ -591,6 +600,10 @@ struct GpuStatus {
     unlimited_vgpus: usize,
     /// Sum of its vGPUs' use.
     memory_used: u64,
+    /// Sum of its vGPUs' `memory_managed` (part of `memory_used`); left out
+    /// when a vGPU lacks the file (a module without the UVM proxy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_managed: Option<u64>,
     /// Sum of its vGPUs' shares; left out without compute shares.
     #[serde(skip_serializing_if = "Option::is_none")]
     compute_promised: Option<u32>,
@@ -611,6 +624,8 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
     let vgpus = VgpuInfo::read_all(s)?;
     let (gpu_loads, unassigned) = loads(&gpus(cli, s)?, &vgpus, None);
     let compute_known = vgpus.iter().any(|v| v.compute_share.is_some()) || !s.gpu_ids()?.is_empty();
+    // With no vGPUs nothing is managed, whatever the module.
+    let managed_known = vgpus.iter().all(|v| v.memory_managed.is_some());
     let gs: Vec<GpuStatus> = gpu_loads
         .iter()
         .map(|g| {
@@ -622,6 +637,8 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
                 memory_promised: g.memory_promised,
                 unlimited_vgpus: g.unlimited,
                 memory_used: on_it().map(|v| v.memory_used).sum(),
+                memory_managed: managed_known
+                    .then(|| on_it().filter_map(|v| v.memory_managed).sum()),
                 compute_promised: compute_known.then_some(g.compute_promised),
                 compute_policy: settings.compute_policy,
                 compute_period_us: settings.compute_period_us,
@@ -648,6 +665,7 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
                 g.memory_total.map_or("?".to_string(), format_bytes),
                 promised,
                 format_bytes(g.memory_used),
+                bytes(g.memory_managed),
                 share(g.compute_promised),
                 opt(g.compute_policy.clone()),
                 duration(g.compute_period_us),
@@ -669,7 +687,8 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
     } else {
         table::render(
             &[
-                "GPU", "MEMORY", "PROMISED", "USED", "COMPUTE", "POLICY", "PERIOD", "TSGS", "VGPUS",
+                "GPU", "MEMORY", "PROMISED", "USED", "MANAGED", "COMPUTE", "POLICY", "PERIOD",
+                "TSGS", "VGPUS",
             ],
             &rows,
         )
@@ -708,7 +727,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 }
 
 /// `vgpuctl cdi`.
-fn cdi_cmd(s: &Sysfs, a: &CdiArgs) -> Result<Output> {
+fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
     if !cdi::valid_kind(&a.kind) {
         return Err(Error::BadValue(format!(
             "{:?} is not a CDI kind (vendor/class, e.g. {})",
@@ -720,7 +739,6 @@ fn cdi_cmd(s: &Sysfs, a: &CdiArgs) -> Result<Output> {
     let opts = cdi::Options {
         kind: a.kind.clone(),
         params_file: a.params_file.to_string_lossy().into_owned(),
-        with_uvm: a.with_uvm,
     };
     let spec = cdi::spec(&vgpus, &opts);
     let mut warnings: Vec<String> = vgpus
@@ -728,6 +746,19 @@ fn cdi_cmd(s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         .filter(|v| v.gpu.is_none())
         .map(|v| format!("vgpu{} has no GPU: left out of the spec", v.id))
         .collect();
+    if a.with_uvm {
+        warnings.push(format!(
+            "--with-uvm has no effect: the spec always has {} at {} (vgpu's UVM proxy)",
+            uapi::VGPU_UVM_DEV,
+            cdi::UVM_NODE
+        ));
+    }
+    if cdi::uvm_proxy_missing(&cli.dev_root) {
+        warnings.push(format!(
+            "{} is missing (a vgpu module without the UVM proxy?): runtimes will refuse these devices until a module that has it is loaded",
+            uapi::VGPU_UVM_DEV
+        ));
+    }
     let params = cdi::params_text(cdi::read_host_params(&a.host_params).as_deref());
     write_atomic(&a.params_file, &params)?;
     let text = serde_json::to_string_pretty(&spec)

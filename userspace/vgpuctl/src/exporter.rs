@@ -12,7 +12,7 @@
 //! Metric families (see `docs/vgpuctl.md`): per vGPU `vgpu_up`,
 //! `vgpu_memory_limit_bytes` (`+Inf` for no limit), `vgpu_memory_used_bytes`,
 //! `vgpu_users`, and, when the module has the files,
-//! `vgpu_compute_share_percent`, `vgpu_granted_seconds_total`,
+//! `vgpu_memory_managed_bytes`, `vgpu_compute_share_percent`, `vgpu_granted_seconds_total`,
 //! `vgpu_throttled_seconds_total`, `vgpu_compute_tsgs`,
 //! `vgpu_alloc_refused_total`; per physical GPU (`gpuK/`)
 //! `vgpu_gpu_compute_policy` (info style: 1 with a `policy` label) and
@@ -137,6 +137,11 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
         "gauge",
         "GPU memory charged to the vGPU in bytes.",
     );
+    let mut managed = Family::new(
+        "vgpu_memory_managed_bytes",
+        "gauge",
+        "Part of vgpu_memory_used_bytes charged for managed (nvidia-uvm) mappings, in bytes.",
+    );
     let mut users = Family::new(
         "vgpu_users",
         "gauge",
@@ -215,6 +220,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
         }
         let plain = [
             (&mut used, "memory_used"),
+            (&mut managed, "memory_managed"),
             (&mut users, "users"),
             (&mut share, "compute_share"),
             (&mut tsgs, "compute_tsgs"),
@@ -270,7 +276,8 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
 
     let mut out = String::new();
     for f in [
-        up, limit, used, users, share, granted, throttled, tsgs, refused, policy, period, errors,
+        up, limit, used, managed, users, share, granted, throttled, tsgs, refused, policy, period,
+        errors,
     ] {
         if f.samples.is_empty() {
             continue;

@@ -13,10 +13,11 @@ use crate::units::Limit;
 /// One vGPU's settings and counters.
 ///
 /// In JSON, `gpu` is `null` when unset, `memory_limit` is `null` for no
-/// limit (`max`), `cgroup` is `null` when unbound, and each `compute_*`
-/// field is left out when its file is missing: all of them on a module
-/// without compute shares, and `compute_policy` / `compute_period_us` (its
-/// GPU's settings) also while the vGPU has no GPU.
+/// limit (`max`), `cgroup` is `null` when unbound, and `memory_managed` and
+/// each `compute_*` field are left out when their file is missing (on a
+/// module from before the UVM proxy, or without compute shares), and
+/// `compute_policy` / `compute_period_us` (its GPU's settings) also while
+/// the vGPU has no GPU.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VgpuInfo {
     /// The vGPU number `N`.
@@ -29,6 +30,10 @@ pub struct VgpuInfo {
     pub memory_limit: Option<u64>,
     /// Bytes charged.
     pub memory_used: u64,
+    /// `vgpuN/memory_managed`: the part of `memory_used` charged for
+    /// managed (nvidia-uvm) mappings; `None` on a module without the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_managed: Option<u64>,
     /// Bound cgroup v2 path; `None`: unbound.
     pub cgroup: Option<String>,
     /// Open files of `/dev/vgpuN`.
@@ -117,6 +122,7 @@ impl VgpuInfo {
                 Some(num("memory_limit", &limit)?)
             },
             memory_used: num("memory_used", &required("memory_used")?)?,
+            memory_managed: optional_num("memory_managed")?,
             cgroup: (!cgroup.is_empty()).then_some(cgroup),
             users: num("users", &required("users")?)?,
             compute_share: s

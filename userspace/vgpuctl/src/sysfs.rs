@@ -12,6 +12,8 @@
 //! | `class/vgpu/vgpuN/gpu` | backing GPU index, empty when unset |
 //! | `class/vgpu/vgpuN/memory_limit` | bytes or `max` |
 //! | `class/vgpu/vgpuN/memory_used`, `users` | read-only counters |
+//! | `class/vgpu/vgpuN/memory_managed` | read-only: the part of `memory_used` charged for managed (nvidia-uvm) mappings |
+//! | `class/vgpu/vgpuN/memory_refused` | read-only: allocations refused for passing the limit |
 //! | `class/vgpu/vgpuN/cgroup` | bound cgroup v2 path, empty when unbound |
 //! | `class/vgpu/vgpuN/compute_share` | share of its GPU in percent, 0 to 100 (default 100) |
 //! | `class/vgpu/vgpuN/compute_granted_us`, `compute_throttled_us` | read-only counters: µs its window was open; µs it had work while another window (or the idle one) was open |
@@ -19,9 +21,9 @@
 //! | `class/vgpu/gpuK/compute_policy` | GPU `K`'s policy, `fixed` (default) or `work-conserving` |
 //! | `class/vgpu/gpuK/compute_period_us` | GPU `K`'s scheduling period in µs, 1000 to 1000000 (default 50000) |
 //!
-//! The compute files are absent on modules without compute shares; the
-//! readers here return `None` for a missing file so older modules still
-//! work. `gpuK/` (one per GPU the module found, no `/dev` node) holds the
+//! The compute files are absent on modules without compute shares, and
+//! `memory_managed` on modules from before the UVM proxy; the readers here
+//! return `None` for a missing file so older modules still work. `gpuK/` (one per GPU the module found, no `/dev` node) holds the
 //! settings shared by all vGPUs on GPU `K`; `class/vgpu` also has the
 //! `vgpuctl` device's directory, so only canonical `vgpuN` and `gpuK`
 //! names are taken for vGPUs and GPUs.

@@ -26,7 +26,8 @@ fn fake() -> Fake {
     f
 }
 
-fn generate(f: &Fake, extra: &[&str]) -> (Value, String) {
+/// The spec, the params file and stderr of `cdi` with `extra` arguments.
+fn generate(f: &Fake, extra: &[&str]) -> (Value, String, String) {
     let out = f.path().join("etc/cdi/vgpu.json");
     let params = f.path().join("run/vgpu/params");
     let host = f.path().join("host-params");
@@ -53,7 +54,7 @@ fn generate(f: &Fake, extra: &[&str]) -> (Value, String) {
         r.err
     );
     let spec = serde_json::from_str(&fs::read_to_string(out).unwrap()).unwrap();
-    (spec, fs::read_to_string(params).unwrap())
+    (spec, fs::read_to_string(params).unwrap(), r.err)
 }
 
 #[test]
@@ -64,7 +65,7 @@ fn spec_validates_against_the_schema() {
         &["--with-uvm"],
         &["--kind", "example.com/shared-gpu"],
     ] {
-        let (spec, _) = generate(&f, extra);
+        let (spec, _, _) = generate(&f, extra);
         let errs = schema::validate(&schema(), &spec);
         assert!(errs.is_empty(), "{extra:?}: {errs:#?}\n{spec:#}");
     }
@@ -77,7 +78,8 @@ fn spec_validates_against_the_schema() {
 #[test]
 fn spec_contents() {
     let f = fake();
-    let (spec, params) = generate(&f, &[]);
+    let (spec, params, err) = generate(&f, &[]);
+    assert!(!err.contains("uvm"), "{err}");
     assert_eq!(
         params,
         "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n"
@@ -96,7 +98,8 @@ fn spec_contents() {
             ],
             "containerEdits": {
                 "deviceNodes": [
-                    {"path": "/dev/nvidiactl", "hostPath": "/dev/vgpuctl", "type": "c", "permissions": "rw"}
+                    {"path": "/dev/nvidiactl", "hostPath": "/dev/vgpuctl", "type": "c", "permissions": "rw"},
+                    {"path": "/dev/nvidia-uvm", "hostPath": "/dev/vgpu-uvm", "type": "c", "permissions": "rw"}
                 ],
                 "mounts": [{
                     "hostPath": params_path.to_str().unwrap(),
@@ -106,10 +109,21 @@ fn spec_contents() {
             }
         })
     );
-    let (uvm, _) = generate(&f, &["--with-uvm"]);
-    let nodes = uvm["containerEdits"]["deviceNodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 3);
-    assert_eq!(nodes[1]["path"], "/dev/nvidia-uvm");
+    // No real NVIDIA node anywhere (nvidia-uvm-tools included): only
+    // vgpu's proxies.
+    let text = spec.to_string();
+    for real in ["\"/dev/nvidia-uvm-tools\"", "\"hostPath\":\"/dev/nvidia"] {
+        assert!(!text.contains(real), "{real}: {text}");
+    }
+    // --with-uvm is still accepted, changes nothing, and says so.
+    let (uvm, _, err) = generate(&f, &["--with-uvm"]);
+    assert_eq!(uvm, spec);
+    assert!(
+        err.contains(
+            "--with-uvm has no effect: the spec always has /dev/vgpu-uvm at /dev/nvidia-uvm"
+        ),
+        "{err}"
+    );
     // Without host params: just the line.
     let p = f.path().join("p2");
     f.ok(&[
@@ -120,6 +134,27 @@ fn spec_contents() {
         "/nonexistent",
     ]);
     assert_eq!(fs::read_to_string(p).unwrap(), "ModifyDeviceFiles: 0\n");
+}
+
+/// A module from before the UVM proxy (`/dev/vgpuctl` but no
+/// `/dev/vgpu-uvm`): the spec still names the proxy, with a warning.
+#[test]
+fn warns_without_the_uvm_proxy() {
+    let f = fake();
+    let dev = f.path().join("dev");
+    fs::write(dev.join("vgpuctl"), "").unwrap();
+    let (spec, _, err) = generate(&f, &[]);
+    assert!(
+        err.contains("/dev/vgpu-uvm is missing (a vgpu module without the UVM proxy?)"),
+        "{err}"
+    );
+    assert_eq!(
+        spec["containerEdits"]["deviceNodes"][1]["hostPath"],
+        "/dev/vgpu-uvm"
+    );
+    fs::write(dev.join("vgpu-uvm"), "").unwrap();
+    let (_, _, err) = generate(&f, &[]);
+    assert!(!err.contains("vgpu-uvm"), "{err}");
 }
 
 #[test]

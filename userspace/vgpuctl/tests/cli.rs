@@ -77,6 +77,7 @@ fn json_shapes() {
         "gpu": 0,
         "memory_limit": 2 * GIB,
         "memory_used": 0,
+        "memory_managed": 0,
         "cgroup": "/a",
         "users": 0
     }]);
@@ -88,7 +89,7 @@ fn json_shapes() {
     assert_eq!(
         list[1],
         json!({"id": 5, "device": "/dev/vgpu5", "gpu": null, "memory_limit": null,
-               "memory_used": 0, "cgroup": null, "users": 0})
+               "memory_used": 0, "memory_managed": 0, "cgroup": null, "users": 0})
     );
     assert_eq!(f.ok(&["show", "0", "--json"]).json(), expected[0]);
     let status = f.ok(&["status", "--json"]).json();
@@ -97,9 +98,11 @@ fn json_shapes() {
         json!({
             "gpus": [
                 {"index": 0, "memory_total": 16 * GIB, "memory_promised": 2 * GIB,
-                 "unlimited_vgpus": 0, "memory_used": 0, "vgpus": [0]},
+                 "unlimited_vgpus": 0, "memory_used": 0, "memory_managed": 0,
+                 "vgpus": [0]},
                 {"index": 1, "memory_total": 16 * GIB, "memory_promised": 0,
-                 "unlimited_vgpus": 0, "memory_used": 0, "vgpus": []}
+                 "unlimited_vgpus": 0, "memory_used": 0, "memory_managed": 0,
+                 "vgpus": []}
             ],
             "unassigned": [5]
         })
@@ -107,6 +110,84 @@ fn json_shapes() {
     assert_eq!(
         f.ok(&["remove", "5", "--json"]).json(),
         json!({"removed": [5]})
+    );
+}
+
+#[test]
+fn managed_memory() {
+    let f = Fake::new(2, Some(24), false);
+    f.ok(&["create", "--cgroup", "/a", "--memory", "8GiB", "--gpu", "0"]);
+    f.ok(&["create", "--cgroup", "/b", "--memory", "8GiB", "--gpu", "0"]);
+    f.ok(&["create", "--cgroup", "/c", "--memory", "8GiB", "--gpu", "1"]);
+    vgpuctl::sysfs::sim::set_memory(&f.sys(), 0, 3 * GIB, GIB).unwrap();
+    vgpuctl::sysfs::sim::set_memory(&f.sys(), 1, GIB, GIB / 2).unwrap();
+    let show = f.ok(&["show", "0"]);
+    for row in [
+        "memory_used          3 GiB\n",
+        "memory_managed       1 GiB\n",
+    ] {
+        assert!(show.out.contains(row), "{row:?}: {}", show.out);
+    }
+    let j = f.ok(&["show", "0", "--json"]).json();
+    assert_eq!(
+        (j["memory_used"].clone(), j["memory_managed"].clone()),
+        (json!(3 * GIB), json!(GIB))
+    );
+    let list = f.ok(&["list"]);
+    let lines: Vec<&str> = list.out.lines().collect();
+    assert!(
+        lines[0].starts_with("ID  DEVICE      GPU  MEMORY  USED   MANAGED  "),
+        "{}",
+        list.out
+    );
+    assert!(
+        lines[1].starts_with("0   /dev/vgpu0  0    8 GiB   3 GiB  1 GiB    "),
+        "{}",
+        list.out
+    );
+    assert!(
+        lines[2].starts_with("1   /dev/vgpu1  0    8 GiB   1 GiB  512 MiB  "),
+        "{}",
+        list.out
+    );
+    let st = f.ok(&["status", "--json"]).json();
+    assert_eq!(st["gpus"][0]["memory_used"], 4 * GIB);
+    assert_eq!(st["gpus"][0]["memory_managed"], 3 * GIB / 2);
+    assert_eq!(st["gpus"][1]["memory_managed"], 0);
+    let st = f.ok(&["status"]);
+    assert!(
+        st.out.lines().nth(1).unwrap().contains("4 GiB  1.5 GiB"),
+        "{}",
+        st.out
+    );
+    // Managed memory is charged memory: the vGPU cannot be removed.
+    let r = f.run(&["remove", "1"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+
+    // A module from before the UVM proxy has no memory_managed: shown as
+    // `-`, left out of JSON, not an error.
+    for id in [0, 1, 2] {
+        std::fs::remove_file(f.vgpu_dir(id).join("memory_managed")).unwrap();
+    }
+    let show = f.ok(&["show", "0"]);
+    assert!(
+        show.out.contains("memory_managed       -\n"),
+        "{}",
+        show.out
+    );
+    let j = f.ok(&["show", "0", "--json"]).json();
+    assert!(j.get("memory_managed").is_none(), "{j}");
+    assert_eq!(j["memory_used"], 3 * GIB);
+    let list = f.ok(&["list", "--json"]).json();
+    assert!(list[1].get("memory_managed").is_none(), "{list}");
+    let st = f.ok(&["status", "--json"]).json();
+    assert!(st["gpus"][0].get("memory_managed").is_none(), "{st}");
+    assert!(st["gpus"][1].get("memory_managed").is_none(), "{st}");
+    let st = f.ok(&["status"]);
+    assert!(
+        st.out.lines().nth(1).unwrap().contains("4 GiB  -"),
+        "{}",
+        st.out
     );
 }
 
@@ -137,16 +218,17 @@ fn status_table() {
     let s = f.ok(&["status"]);
     assert_eq!(
         s.out,
-        "GPU  MEMORY  PROMISED     USED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
-         0    24 GiB  0 B (0%)     0 B   0%       fixed   50 ms   0     -\n\
-         1    24 GiB  6 GiB (25%)  0 B   30%      fixed   2.5 ms  2     0\n\
+        "GPU  MEMORY  PROMISED     USED  MANAGED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
+         0    24 GiB  0 B (0%)     0 B   0 B      0%       fixed   50 ms   0     -\n\
+         1    24 GiB  6 GiB (25%)  0 B   0 B      30%      fixed   2.5 ms  2     0\n\
          vGPUs without a GPU: 3\n"
     );
     let j = f.ok(&["status", "--json"]).json();
     assert_eq!(
         j["gpus"][1],
         json!({"index": 1, "memory_total": 24 * GIB, "memory_promised": 6 * GIB,
-               "unlimited_vgpus": 0, "memory_used": 0, "compute_promised": 30,
+               "unlimited_vgpus": 0, "memory_used": 0, "memory_managed": 0,
+               "compute_promised": 30,
                "compute_policy": "fixed", "compute_period_us": 2500,
                "compute_tsgs": 2, "vgpus": [0]})
     );
@@ -155,8 +237,8 @@ fn status_table() {
     let s = f.ok(&["status"]);
     assert_eq!(
         s.out,
-        "GPU  MEMORY  PROMISED  USED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
-         0    24 GiB  0 B (0%)  0 B   -        -       -       -     -\n"
+        "GPU  MEMORY  PROMISED  USED  MANAGED  COMPUTE  POLICY  PERIOD  TSGS  VGPUS\n\
+         0    24 GiB  0 B (0%)  0 B   0 B      -        -       -       -     -\n"
     );
 }
 
@@ -184,7 +266,7 @@ fn compute_shares_when_the_module_has_them() {
     assert_eq!(
         v[0],
         json!({"id": 0, "device": "/dev/vgpu0", "gpu": 0, "memory_limit": 6 * GIB,
-               "memory_used": 0, "cgroup": "/a", "users": 0,
+               "memory_used": 0, "memory_managed": 0, "cgroup": "/a", "users": 0,
                "compute_share": 30, "compute_policy": "work-conserving",
                "compute_period_us": 20000, "compute_granted_us": 0,
                "compute_throttled_us": 0, "compute_tsgs": 0})
@@ -246,11 +328,11 @@ fn compute_shares_when_the_module_has_them() {
     let lines: Vec<&str> = list.out.lines().collect();
     assert_eq!(
         lines[0],
-        "ID  DEVICE      GPU  MEMORY  USED  COMPUTE  POLICY  PERIOD  GRANTED  THROTTLED  TSGS  CGROUP  USERS"
+        "ID  DEVICE      GPU  MEMORY  USED  MANAGED  COMPUTE  POLICY  PERIOD  GRANTED  THROTTLED  TSGS  CGROUP  USERS"
     );
     assert_eq!(
         lines[1],
-        "0   /dev/vgpu0  0    6 GiB   0 B   50%      fixed   20 ms   1.5 s    250 us     3     /a      0"
+        "0   /dev/vgpu0  0    6 GiB   0 B   0 B      50%      fixed   20 ms   1.5 s    250 us     3     /a      0"
     );
     let j = f.ok(&["list", "--json"]).json();
     assert_eq!(j[0]["compute_granted_us"], 1_500_000);

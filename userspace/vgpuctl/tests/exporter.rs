@@ -261,7 +261,7 @@ fn two_vgpus(compute: bool) -> Fake {
     ]);
     f.ok(&["create", "--id", "3", "--gpu", "0", "--force"]);
     fs::write(f.vgpu_dir(3).join("gpu"), "\n").unwrap();
-    fs::write(f.vgpu_dir(0).join("memory_used"), "12345\n").unwrap();
+    vgpuctl::sysfs::sim::set_memory(&f.sys(), 0, 12345, 4096).unwrap();
     f.set_users(0, 2);
     f
 }
@@ -270,6 +270,7 @@ const FAMILIES: &[(&str, &str)] = &[
     ("vgpu_up", "gauge"),
     ("vgpu_memory_limit_bytes", "gauge"),
     ("vgpu_memory_used_bytes", "gauge"),
+    ("vgpu_memory_managed_bytes", "gauge"),
     ("vgpu_users", "gauge"),
     ("vgpu_alloc_refused_total", "counter"),
     ("vgpu_exporter_scrape_errors_total", "counter"),
@@ -313,6 +314,12 @@ fn metrics_over_http() {
     );
     assert_eq!(m.get("vgpu_memory_used_bytes", Some(0)), Some(12345.0));
     assert_eq!(m.get("vgpu_memory_used_bytes", Some(3)), Some(0.0));
+    assert_eq!(m.get("vgpu_memory_managed_bytes", Some(0)), Some(4096.0));
+    assert_eq!(m.get("vgpu_memory_managed_bytes", Some(3)), Some(0.0));
+    assert_eq!(
+        m.labels("vgpu_memory_managed_bytes", 0),
+        m.labels("vgpu_memory_used_bytes", 0)
+    );
     assert_eq!(m.get("vgpu_users", Some(0)), Some(2.0));
     let l = m.labels("vgpu_users", 0);
     assert_eq!(l["gpu"], "0");
@@ -406,6 +413,29 @@ fn compute_and_refusal_counters() {
         m.for_gpu("vgpu_gpu_compute_period_seconds", 0)[0].value,
         0.001
     );
+}
+
+/// A module from before the UVM proxy has no `memory_managed`: the family
+/// is left out, without a scrape error; one vGPU lacking it leaves out only
+/// its series.
+#[test]
+fn managed_memory_without_the_file() {
+    let f = two_vgpus(false);
+    fs::remove_file(f.vgpu_dir(3).join("memory_managed")).unwrap();
+    let m = Exposition::parse(&f.ok(&["exporter", "--once"]).out);
+    assert_eq!(m.get("vgpu_memory_managed_bytes", Some(0)), Some(4096.0));
+    assert_eq!(m.get("vgpu_memory_managed_bytes", Some(3)), None);
+    fs::remove_file(f.vgpu_dir(0).join("memory_managed")).unwrap();
+    let r = f.ok(&["exporter", "--once"]);
+    let m = Exposition::parse(&r.out);
+    assert!(!r.out.contains("vgpu_memory_managed_bytes"), "{}", r.out);
+    assert_eq!(m.get("vgpu_memory_used_bytes", Some(0)), Some(12345.0));
+    assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(0.0));
+    // A malformed one is a scrape error.
+    f.put(3, "memory_managed", "lots");
+    let m = Exposition::parse(&f.ok(&["exporter", "--once"]).out);
+    assert_eq!(m.get("vgpu_memory_managed_bytes", Some(3)), None);
+    assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(1.0));
 }
 
 #[test]

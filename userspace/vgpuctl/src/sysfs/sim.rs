@@ -27,8 +27,12 @@
 //!   for each GPU it finds.
 //! - Read-only files: `EACCES`.
 //!
-//! The counters (`users`, `memory_used`, `compute_*_us`, `compute_tsgs`) are
-//! plain files a test may write to.
+//! The counters (`users`, `memory_used`, `memory_refused`, `memory_managed`,
+//! `compute_*_us`, `compute_tsgs`) are plain files a test may write to. As
+//! in the module, `memory_managed` (managed, nvidia-uvm, mappings) is a part
+//! of `memory_used`, not added to it: a test that charges managed memory
+//! writes both ([`set_memory`]). Removing a vGPU's `memory_managed` file
+//! makes it one of a module from before the UVM proxy.
 //!
 //! Failure injection: each line `NAME ERRNO` of `class/vgpu/.sim-fail` (e.g.
 //! `cgroup EBUSY`) makes every write to the file `NAME` (an attribute, a
@@ -51,6 +55,7 @@ const BASE_FILES: &[(&str, &str)] = &[
     ("memory_limit", "max"),
     ("memory_used", "0"),
     ("memory_refused", "0"),
+    ("memory_managed", "0"),
     ("cgroup", ""),
     ("users", "0"),
 ];
@@ -154,6 +159,18 @@ pub fn set_users(root: &Path, id: u32, users: u32) -> io::Result<()> {
         .join(format!("vgpu{id}"))
         .join("users");
     fs::write(p, format!("{users}\n"))
+}
+
+/// Sets the memory charged to a fake vGPU: `used` bytes in all, `managed`
+/// of them for managed (nvidia-uvm) mappings (at most `used`, as the
+/// module's ledger keeps it).
+pub fn set_memory(root: &Path, id: u32, used: u64, managed: u64) -> io::Result<()> {
+    if managed > used {
+        return Err(errno(libc::EINVAL));
+    }
+    let dir = root.join("class").join("vgpu").join(format!("vgpu{id}"));
+    fs::write(dir.join("memory_used"), format!("{used}\n"))?;
+    fs::write(dir.join("memory_managed"), format!("{managed}\n"))
 }
 
 /// Fails if `.sim-fail` says so for the file `name` (in the directory
@@ -350,6 +367,30 @@ mod tests {
             s.write_gpu_attr(0, "compute_policy", "fixed"),
             Err(Error::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn managed_memory_like_the_module() {
+        let t = tempfile::tempdir().unwrap();
+        init_tree(t.path(), None, false).unwrap();
+        let s = Sysfs::simulated(t.path());
+        s.create(2).unwrap();
+        assert_eq!(s.read_attr(2, "memory_managed").unwrap().unwrap(), "0");
+        assert_eq!(
+            raw(s.write_attr(2, "memory_managed", "0").unwrap_err()),
+            Some(libc::EACCES)
+        );
+        assert!(set_memory(t.path(), 2, 4096, 8192).is_err());
+        set_memory(t.path(), 2, 8192, 4096).unwrap();
+        assert_eq!(s.read_attr(2, "memory_used").unwrap().unwrap(), "8192");
+        assert_eq!(s.read_attr(2, "memory_managed").unwrap().unwrap(), "4096");
+        // Managed memory is charged memory: the vGPU stays.
+        assert_eq!(raw(s.remove(2).unwrap_err()), Some(libc::EBUSY));
+        set_memory(t.path(), 2, 0, 0).unwrap();
+        // An older module has no such file: read as absent.
+        std::fs::remove_file(s.vgpu_dir(2).join("memory_managed")).unwrap();
+        assert_eq!(s.read_attr(2, "memory_managed").unwrap(), None);
+        s.remove(2).unwrap();
     }
 
     #[test]
