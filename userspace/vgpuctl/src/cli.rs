@@ -20,8 +20,8 @@ pub struct Cli {
     /// Root of sysfs (tests point this at a fake tree).
     #[arg(long, global = true, env = "VGPU_SYSFS_ROOT", default_value = "/sys")]
     pub sysfs_root: PathBuf,
-    /// Where the host's /dev/nvidiaK nodes are (to count GPUs when the
-    /// module does not list them).
+    /// Where the host's device nodes are: /dev/nvidiaK (to count GPUs when
+    /// the module does not list them), /dev/vgpu-uvm (cdi checks for it).
     #[arg(long, global = true, env = "VGPU_DEV_ROOT", default_value = "/dev")]
     pub dev_root: PathBuf,
     /// Memory of each GPU whose size the module does not report.
