@@ -22,9 +22,21 @@
 //! | 0x00 | u64 completed: work items finished (double's own) | engine |
 //! | 0x08 | u64 channel_ns: simulated ns this channel ran (double's own) | engine |
 //! | 0x10 | u64 tsg_ns: simulated ns its TSG ran (double's own) | engine |
+//! | 0x18 | u64 faults: touch items that could not be served (double's own) | engine |
 //! | 0x88 | u32 GPGet: index of the next entry to run (as hardware) | engine |
 //! | 0x8c | u32 GPPut: index of the next free entry (as hardware) | client |
-//! | 0x200 | u64 entries[gpFifoEntries]: ns of GPU time per item | client |
+//! | 0x200 | u64 entries[gpFifoEntries]: work items (below) | client |
+//!
+//! A work item is either GPU time (bit 63 clear: that many ns) or a *touch*
+//! (bit 63 set): GPU work that accesses the managed (UVM) address
+//! `entry & !(1 << 63)`, page aligned. A touch costs [`TOUCH_NS`] of engine
+//! time; then, with the engine's lock released, the driver makes that
+//! address's 2 MiB chunk resident on this GPU in the UVM VA space where the
+//! channel was registered (`UVM_REGISTER_CHANNEL`), as a GPU fault would.
+//! Only then does the item complete (`GPGet` moves on, `completed` counts
+//! it), so a client that saw it complete sees the residency. A touch that
+//! finds no VA space, no managed range or no memory counts one `faults` and
+//! completes all the same (a real fatal fault would stop the channel).
 //!
 //! Scheduling: runnable TSGs (enabled, with an armed channel that has work)
 //! run round robin, each for its timeslice (default 1024 us) or until it runs
@@ -53,6 +65,11 @@ pub(crate) const USERD_GP_PUT: usize = 0x8c;
 const RING_COMPLETED: usize = 0x00;
 const RING_CHANNEL_NS: usize = 0x08;
 const RING_TSG_NS: usize = 0x10;
+const RING_FAULTS: usize = 0x18;
+/// Bit 63 of a work item: the item is a touch of a managed address.
+pub(crate) const TOUCH_BIT: u64 = 1 << 63;
+/// Engine time a touch item costs, ns.
+pub(crate) const TOUCH_NS: u64 = 5_000;
 /// Default TSG timeslice, as the driver's.
 pub(crate) const DEFAULT_TIMESLICE_US: u64 = 1024;
 
@@ -64,6 +81,19 @@ struct Chan {
     /// ns left of the item at `get`, 0 = not started.
     left_ns: u64,
     ns: u64,
+    /// The item at `get` is a touch of this address.
+    touch: Option<u64>,
+    /// Its touch ran and waits for the driver to apply it.
+    blocked: bool,
+}
+
+/// A touch item whose engine time is done: the driver applies it, then
+/// [`Engine::finish_touch`] completes it.
+pub(crate) struct Touch {
+    /// The channel's work-submit token.
+    pub(crate) token: u32,
+    /// The managed address it touches.
+    pub(crate) addr: u64,
 }
 
 struct Tsg {
@@ -85,6 +115,8 @@ struct State {
     tsgs: KVec<Tsg>,
     usermodes: KVec<Arc<Backing>>,
     events: KVec<Event>,
+    /// Touches waiting to be applied.
+    touches: KVec<Touch>,
     current: Option<u32>,
     last_ran: Option<u32>,
     slice_ns: u64,
@@ -104,7 +136,7 @@ impl Chan {
         let Some((ring, off)) = &self.ring else {
             return false;
         };
-        if !self.armed || self.entries == 0 {
+        if !self.armed || self.blocked || self.entries == 0 {
             return false;
         }
         match (
@@ -117,8 +149,9 @@ impl Chan {
     }
 
     /// Runs for up to `budget` ns; returns how much it used and whether an
-    /// item completed.
-    fn run(&mut self, budget: u64, tsg_ns: u64) -> (u64, bool) {
+    /// item completed. A touch whose time is done goes to `touches` and
+    /// blocks the channel until [`Engine::finish_touch`].
+    fn run(&mut self, budget: u64, tsg_ns: u64, touches: &mut KVec<Touch>) -> (u64, bool) {
         let Some((ring, off)) = &self.ring else {
             return (0, false);
         };
@@ -128,24 +161,55 @@ impl Chan {
         };
         if self.left_ns == 0 {
             let entry = off + RING_ENTRIES_OFFSET + (get as usize) * 8;
-            // An item of 0 ns still costs a minimum of 1 ns, so a ring of
-            // zeros cannot spin the engine for free.
-            self.left_ns = ring.read_u64(entry).unwrap_or(1).max(1);
+            let item = ring.read_u64(entry).unwrap_or(1);
+            if item & TOUCH_BIT != 0 {
+                self.touch = Some(item & !TOUCH_BIT);
+                self.left_ns = TOUCH_NS;
+            } else {
+                // An item of 0 ns still costs a minimum of 1 ns, so a ring
+                // of zeros cannot spin the engine for free.
+                self.touch = None;
+                self.left_ns = item.max(1);
+            }
         }
         let used = budget.min(self.left_ns);
         self.left_ns -= used;
         self.ns += used;
         let mut done = false;
         if self.left_ns == 0 {
-            let _ = ring.write_u32(off + USERD_GP_GET, (get + 1) % self.entries);
-            let completed = ring.read_u64(off + RING_COMPLETED).unwrap_or(0);
-            let _ = ring.write_u64(off + RING_COMPLETED, completed + 1);
-            done = true;
+            match self.touch {
+                Some(addr) => {
+                    // If the list cannot grow, the touch runs again later.
+                    if touches
+                        .push(
+                            Touch {
+                                token: self.token,
+                                addr,
+                            },
+                            GFP_KERNEL,
+                        )
+                        .is_ok()
+                    {
+                        self.blocked = true;
+                    }
+                }
+                None => {
+                    complete(ring, off, get, self.entries);
+                    done = true;
+                }
+            }
         }
         let _ = ring.write_u64(off + RING_CHANNEL_NS, self.ns);
         let _ = ring.write_u64(off + RING_TSG_NS, tsg_ns + used);
         (used, done)
     }
+}
+
+/// Completes the item at `get`: the engine moves `GPGet` on and counts it.
+fn complete(ring: &Backing, off: usize, get: u32, entries: u32) {
+    let _ = ring.write_u32(off + USERD_GP_GET, (get + 1) % entries);
+    let completed = ring.read_u64(off + RING_COMPLETED).unwrap_or(0);
+    let _ = ring.write_u64(off + RING_COMPLETED, completed + 1);
 }
 
 impl Tsg {
@@ -155,7 +219,7 @@ impl Tsg {
 
     /// Gives the TSG `budget` ns of engine time; returns what it used and
     /// whether any item completed.
-    fn run(&mut self, mut budget: u64) -> (u64, bool) {
+    fn run(&mut self, mut budget: u64, touches: &mut KVec<Touch>) -> (u64, bool) {
         let mut used = 0;
         let mut done = false;
         let n = self.chans.len();
@@ -165,7 +229,7 @@ impl Tsg {
             let tsg_ns = self.ns + used;
             let c = &mut self.chans[i];
             if c.pending() {
-                let (u, d) = c.run(budget, tsg_ns);
+                let (u, d) = c.run(budget, tsg_ns, touches);
                 used += u;
                 budget -= u;
                 done |= d;
@@ -192,6 +256,7 @@ impl Engine {
                     tsgs: KVec::new(),
                     usermodes: KVec::new(),
                     events: KVec::new(),
+                    touches: KVec::new(),
                     current: None,
                     last_ran: None,
                     slice_ns: 0,
@@ -248,6 +313,8 @@ impl Engine {
                 armed: false,
                 left_ns: 0,
                 ns: 0,
+                touch: None,
+                blocked: false,
             },
             GFP_KERNEL,
         )?;
@@ -350,8 +417,39 @@ impl Engine {
         });
     }
 
-    /// One scheduling step; returns whether anything is runnable.
-    fn step(&self) -> bool {
+    /// Completes a touch the driver has applied (`served`: it found its
+    /// VA space, range and memory; otherwise it counts a fault).
+    pub(crate) fn finish_touch(&self, token: u32, served: bool) {
+        let mut s = self.state.lock();
+        let mut client = None;
+        for t in s.tsgs.iter_mut() {
+            let tsg_client = t.client;
+            for c in t.chans.iter_mut().filter(|c| c.token == token && c.blocked) {
+                c.blocked = false;
+                c.touch = None;
+                if let Some((ring, off)) = &c.ring {
+                    if !served {
+                        let faults = ring.read_u64(*off + RING_FAULTS).unwrap_or(0);
+                        let _ = ring.write_u64(*off + RING_FAULTS, faults + 1);
+                    }
+                    if let Ok(get) = ring.read_u32(*off + USERD_GP_GET) {
+                        complete(ring, *off, get, c.entries);
+                        client = Some(tsg_client);
+                    }
+                }
+            }
+        }
+        if let Some(client) = client {
+            for e in s.events.iter().filter(|e| e.client == client) {
+                e.file.post_event();
+            }
+        }
+        s.pick();
+    }
+
+    /// One scheduling step; returns whether anything is runnable, and the
+    /// touches that finished their engine time (to apply without the lock).
+    fn step(&self) -> (bool, KVec<Touch>) {
         let mut s = self.state.lock();
         // Doorbells: arm the channel whose token was written.
         let mut tokens = KVec::new();
@@ -372,7 +470,7 @@ impl Engine {
         }
         s.advance();
         s.pick();
-        s.current.is_some()
+        (s.current.is_some(), core::mem::take(&mut s.touches))
     }
 }
 
@@ -386,8 +484,9 @@ impl State {
         let mut completed_client = None;
         if let Some(cur) = self.current {
             let slice = self.slice_ns;
+            let touches = &mut self.touches;
             if let Some(t) = self.tsgs.iter_mut().find(|t| t.id == cur && t.runnable()) {
-                let (used, done) = t.run(dt);
+                let (used, done) = t.run(dt, touches);
                 if done {
                     completed_client = Some(t.client);
                 }
@@ -437,11 +536,20 @@ impl State {
 pub(crate) struct EngineWorker {
     /// The engine it drives.
     pub(crate) engine: Arc<Engine>,
+    /// Its GPU's index.
+    pub(crate) gpu: u32,
+    /// The driver, which applies touches (RM lock; never taken with the
+    /// engine's lock held).
+    pub(crate) driver: Arc<crate::rm::Driver>,
 }
 
 impl Worker for EngineWorker {
     fn turn(&self, _stop: &Stop) {
-        let busy = self.engine.step();
+        let (busy, touches) = self.engine.step();
+        for t in touches.iter() {
+            let served = self.driver.uvm_touch(self.gpu, t.token, t.addr);
+            self.engine.finish_touch(t.token, served);
+        }
         // Poll fast while there is work, slower when idle (hardware would
         // sleep until a doorbell; polling keeps the double simple).
         fsleep(Delta::from_micros(if busy { 200 } else { 1000 }));

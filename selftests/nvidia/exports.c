@@ -17,3 +17,62 @@ void *nv_double_page_address(struct page *page)
 {
 	return page_address(page);
 }
+
+/*
+ * Task and VMA fields for the UVM node. The Rust crate never reads
+ * task_struct fields itself (bindgen's layout of it is wrong on the test
+ * kernels), and keeps to these helpers for the VMA fields the kernel crate
+ * does not wrap.
+ */
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+
+/* current->mm with an mmgrab() reference for the caller, or NULL. */
+struct mm_struct *nv_double_current_mm_grab(void);
+struct mm_struct *nv_double_current_mm_grab(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (mm)
+		mmgrab(mm);
+	return mm;
+}
+
+/* Whether the calling task has a fatal signal pending (SIGKILL). */
+bool nv_double_fatal_signal_pending(void);
+bool nv_double_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
+}
+
+/* The calling task's thread group id (its process id). */
+int nv_double_current_tgid(void);
+int nv_double_current_tgid(void)
+{
+	return task_tgid_nr(current);
+}
+
+/* vma->vm_pgoff. */
+unsigned long nv_double_vma_pgoff(struct vm_area_struct *vma);
+unsigned long nv_double_vma_pgoff(struct vm_area_struct *vma)
+{
+	return vma->vm_pgoff;
+}
+
+/* vma->vm_private_data. */
+void *nv_double_vma_private(struct vm_area_struct *vma);
+void *nv_double_vma_private(struct vm_area_struct *vma)
+{
+	return vma->vm_private_data;
+}
+
+/* Sets vma->vm_ops (unless NULL) and vma->vm_private_data. */
+void nv_double_vma_set(struct vm_area_struct *vma,
+		       const struct vm_operations_struct *ops, void *data);
+void nv_double_vma_set(struct vm_area_struct *vma,
+		       const struct vm_operations_struct *ops, void *data)
+{
+	if (ops)
+		vma->vm_ops = ops;
+	vma->vm_private_data = data;
+}

@@ -13,10 +13,17 @@
 //! engine: work submitted through the doorbell protocol runs in simulated GPU
 //! time, time-sliced between enabled TSGs.
 //!
+//! It also serves the nvidia-uvm node (`uvm.rs`), which the real driver
+//! ships as a module of its own: one module keeps RM objects, the VRAM heap
+//! and UVM's managed residency under one lock. Its nodes have a dynamic
+//! major and no class device (as the real `nvidia-uvm`): tests make them
+//! from `/proc/devices`. A test-only view of managed residency is in
+//! debugfs, `nvidia-double/uvm`.
+//!
 //! Where the double had to guess at the real driver's behaviour, the code
 //! says so with `GUESS:`; `docs/driver-double.md` lists them.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{debugfs, prelude::*, sync::Arc};
 
 // The safe kernel-API wrappers shared with vgpu (src/kapi/), those the
 // double needs. They refer to each other as `super::<file>`, which resolves
@@ -49,6 +56,7 @@ mod file;
 mod kclient;
 mod memory;
 mod rm;
+mod uvm;
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
@@ -120,13 +128,26 @@ pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
     DRIVER.lock().as_ref().cloned().ok_or(ENODEV)
 }
 
-/// The loaded module. Fields drop in order: nodes, then the cdev (no new
-/// opens), then the number range and the class, then the engines.
+/// The loaded module. Fields drop in order: the debugfs view, nodes, then
+/// the cdevs (no new opens), then the number ranges and the class; `Drop`
+/// stops the engines first.
 struct NvidiaDouble {
+    _view: Pin<KBox<debugfs::File<()>>>,
+    _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
+    _uvm_cdev: Cdev<uvm::UvmFops>,
     _region: Region,
+    _uvm_region: Region,
     _class: Class,
+}
+
+/// Writes the test-only UVM residency view (see `uvm.rs`).
+fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    match driver() {
+        Ok(drv) => drv.uvm_view(f),
+        Err(_) => Ok(()),
+    }
 }
 
 fn vram_mib(i: usize) -> u64 {
@@ -162,6 +183,18 @@ impl kernel::Module for NvidiaDouble {
         unsafe { DRIVER.init() };
         let drv = rm::Driver::new(&sizes)?;
         *DRIVER.lock() = Some(drv);
+        Self::register(n).inspect_err(|_| {
+            let drv = DRIVER.lock().take();
+            if let Some(drv) = drv {
+                drv.shutdown();
+            }
+        })
+    }
+}
+
+impl NvidiaDouble {
+    /// Registers the nodes of `n` GPUs, the UVM node and the debugfs view.
+    fn register(n: usize) -> Result<Self> {
 
         let class = Class::new(c"nvidia")?;
         let region = Region::fixed(DevT::new(NV_MAJOR, 0), 256, c"nvidia")?;
@@ -180,11 +213,27 @@ impl kernel::Module for NvidiaDouble {
                 GFP_KERNEL,
             )?;
         }
-        pr_info!("driver double {DRIVER_VERSION}: {n} fake GPU(s)\n");
+        // The UVM node: a dynamic major, minors 0 (nvidia-uvm) and 1
+        // (tools), and no class device, like the real nvidia-uvm.
+        let uvm_region = Region::dynamic(2, c"nvidia-uvm")?;
+        let uvm_cdev = Cdev::<uvm::UvmFops>::new(uvm_region.base(), 2)?;
+        let debugfs = debugfs::Dir::new(c"nvidia-double");
+        let view = KBox::pin_init(
+            debugfs.read_callback_file(c"uvm", (), &write_uvm_view),
+            GFP_KERNEL,
+        )?;
+        pr_info!(
+            "driver double {DRIVER_VERSION}: {n} fake GPU(s), nvidia-uvm major {}\n",
+            uvm_region.base().major()
+        );
         Ok(Self {
+            _view: view,
+            _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,
+            _uvm_cdev: uvm_cdev,
             _region: region,
+            _uvm_region: uvm_region,
             _class: class,
         })
     }
@@ -194,7 +243,8 @@ impl Drop for NvidiaDouble {
     fn drop(&mut self) {
         // No file is open (each holds a module reference), so nothing else
         // uses the driver: stopping its engines here is the last word.
-        if let Some(drv) = DRIVER.lock().take() {
+        let drv = DRIVER.lock().take();
+        if let Some(drv) = drv {
             drv.shutdown();
         }
     }

@@ -3,9 +3,12 @@
 //! The double's resource manager: clients, their object trees, VRAM
 //! accounting, and the escapes that act on them.
 //!
-//! One mutex guards all RM state (the double is a correctness reference, not
-//! a performance one). Lock order: RM, then an engine's lock, then a file's
-//! event lock.
+//! One mutex guards all RM state, the UVM state included (the double is a
+//! correctness reference, not a performance one). Lock order: a UVM file's
+//! state, then `current->mm`'s mmap lock (held by the VFS around mmap and VMA
+//! callbacks), then RM, then an engine's lock, then a file's event lock. No
+//! user memory is touched with the RM lock held (a copy may fault and take
+//! the mmap lock, which the UVM VMA callbacks hold when they take RM).
 
 use kernel::{
     new_mutex,
@@ -68,7 +71,7 @@ impl Space {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ObjKind {
+pub(crate) enum ObjKind {
     Device {
         gpu: u32,
     },
@@ -81,12 +84,26 @@ enum ObjKind {
     Tsg {
         gpu: u32,
         id: u32,
+        /// The VA space handle its alloc params named (0: none).
+        vaspace: u32,
     },
     Channel {
         gpu: u32,
         token: u32,
         tsg: u32,
         own_tsg: bool,
+        /// The VA space it runs in: its own alloc params', else its context
+        /// share's, else its TSG's (0: none).
+        vaspace: u32,
+    },
+    /// FERMI_VASPACE_A, with its allocation flags.
+    VaSpace {
+        gpu: u32,
+        flags: u32,
+    },
+    /// FERMI_CONTEXT_SHARE_A, with the VA space it named.
+    CtxShare {
+        vaspace: u32,
     },
     Usermode {
         gpu: u32,
@@ -96,26 +113,28 @@ enum ObjKind {
 }
 
 #[derive(Clone, Copy)]
-struct Object {
+pub(crate) struct Object {
     handle: u32,
-    parent: u32,
-    kind: ObjKind,
+    pub(crate) parent: u32,
+    pub(crate) kind: ObjKind,
 }
 
-struct Client {
-    handle: u32,
+pub(crate) struct Client {
+    pub(crate) handle: u32,
     /// The ctl file it is bound to.
     file: u64,
     objects: KVec<Object>,
     next_handle: u32,
 }
 
-struct Mem {
+pub(crate) struct Mem {
     id: u32,
-    gpu: u32,
-    size: u64,
-    vram: bool,
-    refs: u32,
+    pub(crate) gpu: u32,
+    pub(crate) size: u64,
+    pub(crate) vram: bool,
+    /// Handles and UVM mappings holding it; it is freed (and its VRAM
+    /// returned) when the last goes.
+    pub(crate) refs: u32,
     backing: Option<Arc<Backing>>,
 }
 
@@ -128,7 +147,8 @@ struct KMap {
     _backing: Arc<Backing>,
 }
 
-struct Rm {
+/// Everything the RM lock guards.
+pub(crate) struct Rm {
     clients: KVec<Client>,
     kmaps: KVec<KMap>,
     next_client: u32,
@@ -136,22 +156,25 @@ struct Rm {
     next_mem: u32,
     next_tsg: u32,
     next_token: u32,
-    vram_used: [u64; MAX_GPUS],
+    /// VRAM in use per GPU: RM allocations and GPU-resident managed chunks.
+    pub(crate) vram_used: [u64; MAX_GPUS],
+    /// The nvidia-uvm node's state (VA spaces, their ranges, residency).
+    pub(crate) uvm: crate::uvm::Uvm,
 }
 
-struct Gpu {
-    vram: u64,
+pub(crate) struct Gpu {
+    pub(crate) vram: u64,
     engine: Arc<Engine>,
 }
 
 /// The whole driver double.
 #[pin_data]
 pub(crate) struct Driver {
-    gpus: KVec<Gpu>,
+    pub(crate) gpus: KVec<Gpu>,
     #[pin]
     threads: Mutex<KVec<Thread>>,
     #[pin]
-    rm: Mutex<Rm>,
+    pub(crate) rm: Mutex<Rm>,
     #[pin]
     next_file: Mutex<u64>,
 }
@@ -191,7 +214,7 @@ impl Caller {
 }
 
 /// An RM-level outcome: `Err(status)` goes into the params' status field.
-type RmResult<T = ()> = core::result::Result<T, u32>;
+pub(crate) type RmResult<T = ()> = core::result::Result<T, u32>;
 
 pub(crate) fn status_of(r: RmResult) -> u32 {
     match r {
@@ -213,7 +236,7 @@ fn store<T: abi::Wire>(v: &T, p: &mut [u8]) {
 }
 
 impl Client {
-    fn find(&self, h: u32) -> Option<&Object> {
+    pub(crate) fn find(&self, h: u32) -> Option<&Object> {
         self.objects.iter().find(|o| o.handle == h)
     }
 
@@ -232,7 +255,7 @@ impl Client {
     }
 
     /// The GPU an object belongs to, following parents up to a device.
-    fn gpu_of(&self, h: u32) -> Option<u32> {
+    pub(crate) fn gpu_of(&self, h: u32) -> Option<u32> {
         let mut h = h;
         for _ in 0..16 {
             let o = self.find(h)?;
@@ -241,7 +264,8 @@ impl Client {
                 | ObjKind::Subdevice { gpu }
                 | ObjKind::Tsg { gpu, .. }
                 | ObjKind::Channel { gpu, .. }
-                | ObjKind::Usermode { gpu, .. } => return Some(gpu),
+                | ObjKind::Usermode { gpu, .. }
+                | ObjKind::VaSpace { gpu, .. } => return Some(gpu),
                 _ => h = o.parent,
             }
         }
@@ -271,6 +295,12 @@ impl Rm {
         self.clients.iter().position(|c| c.handle == h)
     }
 
+    /// The client `h`, whatever file it is bound to (UVM resolves RM
+    /// handles globally).
+    pub(crate) fn any_client(&self, h: u32) -> Option<&Client> {
+        self.clients.iter().find(|c| c.handle == h)
+    }
+
     /// The client `h`, which must be bound to `file` (unless `file` is
     /// `None`: a kernel client, which may use any client).
     fn client_for(&mut self, h: u32, file: Option<u64>) -> RmResult<usize> {
@@ -283,7 +313,7 @@ impl Rm {
         Ok(i)
     }
 
-    fn mem(&mut self, id: u32) -> Option<&mut Mem> {
+    pub(crate) fn mem(&mut self, id: u32) -> Option<&mut Mem> {
         self.mems.iter_mut().find(|m| m.id == id)
     }
 
@@ -315,7 +345,8 @@ impl Rm {
         Ok(id)
     }
 
-    fn put_mem(&mut self, id: u32) {
+    /// Drops one reference to memory `id`; the last returns its VRAM.
+    pub(crate) fn put_mem(&mut self, id: u32) {
         if let Some(i) = self.mems.iter().position(|m| m.id == id) {
             let m = &mut self.mems[i];
             m.refs -= 1;
@@ -330,7 +361,8 @@ impl Rm {
     }
 }
 
-fn heap_size(vram: u64) -> u64 {
+/// The heap of a GPU with `vram` bytes.
+pub(crate) fn heap_size(vram: u64) -> u64 {
     // GUESS: real boards reserve part of VRAM for RM (RAM_SIZE > HEAP_SIZE).
     // The double reserves 1/64 so readers that confuse the two are caught.
     vram - vram / 64
@@ -363,17 +395,20 @@ impl Driver {
                     next_tsg: 1,
                     next_token: 1,
                     vram_used: [0; MAX_GPUS],
+                    uvm: crate::uvm::Uvm::new(),
                 }),
                 next_file <- new_mutex!(1),
             }),
             GFP_KERNEL,
         )?;
-        for g in drv.gpus.iter() {
+        for (i, g) in drv.gpus.iter().enumerate() {
             let t = Thread::spawn(
                 c"nv-double-engine",
                 Arc::new(
                     EngineWorker {
                         engine: g.engine.clone(),
+                        gpu: i as u32,
+                        driver: drv.clone(),
                     },
                     GFP_KERNEL,
                 )?,
@@ -383,7 +418,9 @@ impl Driver {
         Ok(drv)
     }
 
-    /// Stops the engine threads.
+    /// Stops the engine threads. Each holds a reference to the driver (to
+    /// apply its engine's managed-memory touches), so this also breaks
+    /// that cycle; it must run before the last outside reference goes.
     pub(crate) fn shutdown(&self) {
         let threads = core::mem::take(&mut *self.threads.lock());
         drop(threads);
@@ -744,18 +781,29 @@ impl Driver {
                 store(&mp, params);
                 ObjKind::Memory { mem }
             }
-            class::NV50_MEMORY_VIRTUAL
-            | class::NV01_MEMORY_VIRTUAL
-            | class::FERMI_VASPACE_A
-            | class::FERMI_CONTEXT_SHARE_A => {
+            class::NV50_MEMORY_VIRTUAL | class::NV01_MEMORY_VIRTUAL => {
                 parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
                 ObjKind::Other
+            }
+            class::FERMI_VASPACE_A => {
+                let gpu = parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
+                // GUESS: params of another size (none) mean the defaults.
+                let flags = parse_params::<abi::VaSpaceAllocParams>(params).map_or(0, |v| v.flags);
+                ObjKind::VaSpace { gpu, flags }
+            }
+            class::FERMI_CONTEXT_SHARE_A => {
+                parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
+                let vaspace =
+                    parse_params::<abi::CtxShareAllocParams>(params).map_or(0, |c| c.h_va_space);
+                ObjKind::CtxShare { vaspace }
             }
             class::KEPLER_CHANNEL_GROUP_A => {
                 let gpu = match parent_kind {
                     Some(ObjKind::Device { gpu }) => gpu,
                     _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
                 };
+                let vaspace =
+                    parse_params::<abi::ChannelGroupAllocParams>(params).map_or(0, |t| t.h_va_space);
                 let id = rm.next_tsg;
                 rm.next_tsg += 1;
                 let client = rm.clients[ci].handle;
@@ -763,11 +811,11 @@ impl Driver {
                     .engine
                     .add_tsg(id, client)
                     .map_err(|_| NV_ERR_NO_MEMORY)?;
-                ObjKind::Tsg { gpu, id }
+                ObjKind::Tsg { gpu, id, vaspace }
             }
             c if class::is_channel_class(c) => {
-                let (gpu, tsg, own_tsg) = match parent_kind {
-                    Some(ObjKind::Tsg { gpu, id }) => (gpu, id, false),
+                let (gpu, tsg, own_tsg, tsg_vaspace) = match parent_kind {
+                    Some(ObjKind::Tsg { gpu, id, vaspace }) => (gpu, id, false, vaspace),
                     Some(ObjKind::Device { gpu }) => {
                         // A channel outside a TSG gets an internal TSG of its own.
                         let id = rm.next_tsg;
@@ -777,7 +825,7 @@ impl Driver {
                             .engine
                             .add_tsg(id, client)
                             .map_err(|_| NV_ERR_NO_MEMORY)?;
-                        (gpu, id, true)
+                        (gpu, id, true, 0)
                     }
                     _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
                 };
@@ -825,11 +873,20 @@ impl Driver {
                     }
                     return Err(NV_ERR_NO_MEMORY);
                 }
+                let ctx_vaspace = match rm.clients[ci].find(cp.h_context_share).map(|o| o.kind) {
+                    Some(ObjKind::CtxShare { vaspace }) if cp.h_context_share != 0 => vaspace,
+                    _ => 0,
+                };
+                let vaspace = [cp.h_va_space, ctx_vaspace, tsg_vaspace]
+                    .into_iter()
+                    .find(|&h| h != 0)
+                    .unwrap_or(0);
                 ObjKind::Channel {
                     gpu,
                     token,
                     tsg,
                     own_tsg,
+                    vaspace,
                 }
             }
             class::TURING_USERMODE_A | class::AMPERE_USERMODE_A | class::HOPPER_USERMODE_A => {
@@ -870,12 +927,13 @@ impl Driver {
                 }
                 rm.put_mem(mem);
             }
-            ObjKind::Tsg { gpu, id } => self.gpus[gpu as usize].engine.remove_tsg(id),
+            ObjKind::Tsg { gpu, id, .. } => self.gpus[gpu as usize].engine.remove_tsg(id),
             ObjKind::Channel {
                 gpu,
                 token,
                 tsg,
                 own_tsg,
+                ..
             } => {
                 let e = &self.gpus[gpu as usize].engine;
                 e.remove_channel(token);
@@ -1112,13 +1170,30 @@ impl Driver {
             }
             (ctrl::NV2080_CTRL_CMD_FB_GET_INFO, Some(ObjKind::Subdevice { gpu })) => {
                 let q: abi::FbGetInfoV1Params = parse_params(p)?;
+                // The list is in the caller's memory: no copy with RM locked.
+                drop(rm);
                 fill_info_list(space, q.list_size, q.list_ptr, 128, |index| {
-                    self.fb_info(&rm, gpu, index)
+                    self.fb_info(&self.rm.lock(), gpu, index)
                 })
+            }
+            (ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, Some(ObjKind::Subdevice { gpu })) => {
+                let mut q: abi::GidInfoParams = parse_params(p)?;
+                let uuid = crate::uvm::gpu_uuid(gpu);
+                q.data = [0; 256];
+                if q.flags & abi::GID_FLAGS_FORMAT_BINARY != 0 {
+                    q.data[..uuid.len()].copy_from_slice(&uuid);
+                    q.length = uuid.len() as u32;
+                } else {
+                    // The text form and its NUL.
+                    q.length = crate::uvm::format_uuid(&uuid, &mut q.data) as u32 + 1;
+                }
+                store(&q, p);
+                Ok(())
             }
             (ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, Some(ObjKind::Memory { mem })) => {
                 let size = rm.mem(mem).map(|m| m.size).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
                 let q: abi::GetSurfaceInfoParams = parse_params(p)?;
+                drop(rm);
                 fill_info_list(space, q.list_size, q.list_ptr, 32, |index| {
                     Ok(match index {
                         surface_info::PHYS_SIZE => {
@@ -1131,7 +1206,7 @@ impl Driver {
                     })
                 })
             }
-            (ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, Some(ObjKind::Tsg { gpu, id }))
+            (ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, Some(ObjKind::Tsg { gpu, id, .. }))
             | (
                 ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
                 Some(ObjKind::Channel { gpu, tsg: id, .. }),
@@ -1140,7 +1215,7 @@ impl Driver {
                 self.gpus[gpu as usize].engine.schedule(id, q.b_enable != 0);
                 Ok(())
             }
-            (ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, Some(ObjKind::Tsg { gpu, id })) => {
+            (ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, Some(ObjKind::Tsg { gpu, id, .. })) => {
                 let q: abi::TimesliceParams = parse_params(p)?;
                 // GUESS: RM refuses timeslices below its minimum (100 us here).
                 if q.timeslice_us < 100 {
@@ -1151,7 +1226,7 @@ impl Driver {
                     .set_timeslice(id, q.timeslice_us);
                 Ok(())
             }
-            (ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, Some(ObjKind::Tsg { gpu, id })) => {
+            (ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, Some(ObjKind::Tsg { gpu, id, .. })) => {
                 let mut q: abi::TimesliceParams = parse_params(p)?;
                 q.timeslice_us = self.gpus[gpu as usize]
                     .engine
@@ -1160,7 +1235,7 @@ impl Driver {
                 store(&q, p);
                 Ok(())
             }
-            (ctrl::NVA06C_CTRL_CMD_PREEMPT, Some(ObjKind::Tsg { gpu, id })) => {
+            (ctrl::NVA06C_CTRL_CMD_PREEMPT, Some(ObjKind::Tsg { gpu, id, .. })) => {
                 let _q: abi::PreemptParams = parse_params(p)?;
                 self.gpus[gpu as usize].engine.preempt(id);
                 Ok(())

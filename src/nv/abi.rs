@@ -437,6 +437,10 @@ pub mod status {
     pub const NV_ERR_PAGE_TABLE_NOT_AVAIL: u32 = 0x5D;
     /// The state is already in use (e.g. a second mapping context on a file).
     pub const NV_ERR_STATE_IN_USE: u32 = 0x63;
+    /// A fatal signal stopped the call (UVM checks between steps of long
+    /// operations). Value from secondary sources (`nvstatuscodes.h` itself
+    /// unchecked): 0x64, between STATE_IN_USE and TIMEOUT.
+    pub const NV_ERR_SIGNAL_PENDING: u32 = 0x64;
     /// Timed out (`nvstatuscodes.h`).
     pub const NV_ERR_TIMEOUT: u32 = 0x65;
     /// A UVM range overlaps another (`nvstatuscodes.h`).
@@ -479,6 +483,7 @@ pub mod status {
             NV_ERR_OPERATING_SYSTEM => "NV_ERR_OPERATING_SYSTEM",
             NV_ERR_OUT_OF_RANGE => "NV_ERR_OUT_OF_RANGE",
             NV_ERR_STATE_IN_USE => "NV_ERR_STATE_IN_USE",
+            NV_ERR_SIGNAL_PENDING => "NV_ERR_SIGNAL_PENDING",
             NV_ERR_TIMEOUT => "NV_ERR_TIMEOUT",
             NV_ERR_GENERIC => "NV_ERR_GENERIC",
             NV_ERR_BUSY_RETRY => "NV_ERR_BUSY_RETRY",
@@ -1012,6 +1017,10 @@ pub mod vaspace {
     pub const INDEX_GPU_NEW: u32 = 0;
     /// `NV_VASPACE_ALLOCATION_INDEX_GPU_HOST`: the BAR1 VA space.
     pub const INDEX_GPU_HOST: u32 = 1;
+    /// `NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED` (bit 3): the VA
+    /// space's page tables are managed outside RM (by UVM);
+    /// `UVM_REGISTER_GPU_VASPACE` requires it.
+    pub const FLAGS_IS_EXTERNALLY_OWNED: u32 = 1 << 3;
     /// `NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING` (bit 6).
     pub const FLAGS_ENABLE_PAGE_FAULTING: u32 = 1 << 6;
     /// 64 KiB big pages.

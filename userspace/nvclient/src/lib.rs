@@ -47,6 +47,7 @@ mod memory;
 mod node;
 mod rm;
 mod sched;
+pub mod uvm;
 pub mod work;
 
 pub use memory::{sysmem_params, vram_params, HeapInfo, Mapping, Memory};
@@ -56,6 +57,7 @@ pub use sched::tsg_params;
 pub use vgpu_logic::nv::abi;
 pub use vgpu_logic::nv::abi::Handle;
 pub use vgpu_logic::nv::ioctl;
+pub use uvm::{ManagedRange, Uvm};
 pub use work::{Doorbell, Ring, WorkChannel};
 
 use abi::NvStatus;

@@ -15,9 +15,16 @@
 //! | 0x00 | u64 completed: work items finished (double's own) | engine |
 //! | 0x08 | u64 channel_ns: simulated ns this channel ran (double's own) | engine |
 //! | 0x10 | u64 tsg_ns: simulated ns its TSG ran (double's own) | engine |
+//! | 0x18 | u64 faults: touch items that could not be served (double's own) | engine |
 //! | 0x88 | u32 GPGet: index of the next entry to run | engine |
 //! | 0x8c | u32 GPPut: index of the next free entry | client |
-//! | 0x200 | u64 entries\[n\]: ns of GPU time per item | client |
+//! | 0x200 | u64 entries\[n\]: work items | client |
+//!
+//! An item is GPU time in ns, or (bit 63 set, [`touch`]) GPU work touching
+//! a managed (UVM) address: the double makes that address's 2 MiB chunk
+//! resident on the channel's GPU, in the UVM VA space where the channel was
+//! registered, before the item completes; a touch that cannot be served
+//! counts in `faults` and completes all the same.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -35,8 +42,17 @@ pub const RING_COMPLETED: usize = 0x00;
 pub const RING_CHANNEL_NS: usize = 0x08;
 /// Offset of `tsg_ns`.
 pub const RING_TSG_NS: usize = 0x10;
+/// Offset of `faults`.
+pub const RING_FAULTS: usize = 0x18;
 /// Offset of the first entry (after USERD).
 pub const RING_ENTRIES: usize = 0x200;
+/// Bit 63 of an item: a touch of a managed address.
+pub const TOUCH_BIT: u64 = 1 << 63;
+
+/// A work item touching managed address `addr` (page aligned) from the GPU.
+pub fn touch(addr: u64) -> u64 {
+    TOUCH_BIT | addr
+}
 
 /// Bytes of system memory a ring of `entries` items needs (whole pages).
 pub fn ring_bytes(entries: u32) -> u64 {
@@ -117,6 +133,11 @@ impl Ring {
     /// Simulated ns the channel's TSG ran (as of the channel's last turn).
     pub fn tsg_ns(&self) -> u64 {
         self.u64_at(RING_TSG_NS)
+    }
+
+    /// Touch items the engine could not serve.
+    pub fn faults(&self) -> u64 {
+        self.u64_at(RING_FAULTS)
     }
 
     /// How many more items fit (one slot stays empty: put == get is empty).
@@ -265,6 +286,13 @@ mod tests {
     }
 
     #[test]
+    fn touch_items() {
+        assert_eq!(touch(0x7f00_0020_0000), 0x8000_7f00_0020_0000);
+        assert_eq!(touch(0) & !TOUCH_BIT, 0);
+        assert_ne!(touch(4096) & TOUCH_BIT, 0);
+    }
+
+    #[test]
     fn sizes_and_params() {
         assert_eq!(ring_bytes(1), 4096);
         // 512 bytes of USERD, then 8 bytes an entry.
@@ -287,6 +315,7 @@ mod tests {
         assert_eq!(r.submit(&[30, 40]), 1, "one slot stays empty");
         assert_eq!(r.put(), 3);
         assert_eq!(r.map.read_u64(RING_ENTRIES + 16), Some(30));
+        assert_eq!(r.faults(), 0);
         // The engine takes two items.
         r.map.write_u32(RING_GET, 2);
         assert_eq!(r.free_slots(), 2);
