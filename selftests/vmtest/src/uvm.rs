@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/vgpu-uvm`: the container's nvidia-uvm node, and managed memory
+//! under the vGPU ceilings (`src/uvm.rs`, `docs/design-notes.md` "UVM").
+//!
+//! One fake GPU 0 (512 MiB) carries two vGPUs: 0 (64 MiB, cgroup /ua) and
+//! 1 (96 MiB, cgroup /ub); GPU 1 has no vGPU. What the double really holds
+//! on a GPU comes from its test-only view (`uvmdouble::view_gpu`: heap,
+//! used, managed resident) and its FB info on the real nodes.
+
+use crate::ensure;
+use crate::session::Session;
+use crate::sys::{
+    as_container, exists, in_child, is_chardev, join_cgroup, make_uvm_nodes, read_file,
+    remove_uvm_nodes, sh, write_file, Holder, Looper, Shared,
+};
+use crate::tap::{Outcome, Test};
+use crate::uvmdouble::view_gpu;
+use nvclient::abi::status::{
+    NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
+    NV_ERR_INVALID_OBJECT_HANDLE,
+};
+use nvclient::uvm::{Uvm, Uuid, CPU_UUID};
+use nvclient::Error;
+use std::time::{Duration, Instant};
+
+/// Tests of this suite.
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "setup",
+        run: setup,
+    },
+    Test {
+        name: "node",
+        run: node,
+    },
+    Test {
+        name: "register_gpu",
+        run: register_gpu,
+    },
+    Test {
+        name: "foreign_clients",
+        run: foreign_clients,
+    },
+    Test {
+        name: "managed_ceiling",
+        run: managed_ceiling,
+    },
+    Test {
+        name: "external_keeps_charge",
+        run: external_keeps_charge,
+    },
+    Test {
+        name: "two_containers",
+        run: two_containers,
+    },
+    Test {
+        name: "sigkill_mid_migration",
+        run: sigkill_mid_migration,
+    },
+    Test {
+        name: "teardown",
+        run: teardown,
+    },
+];
+
+const MIB: u64 = 1 << 20;
+const UVM: &str = "/dev/vgpu-uvm";
+
+fn sysfs(v: u32, f: &str) -> Result<u64, String> {
+    let s = read_file(&format!("/sys/class/vgpu/vgpu{v}/{f}"))?;
+    s.parse().map_err(|e| format!("vgpu{v}/{f} = {s:?}: {e}"))
+}
+
+fn want_rm<T: std::fmt::Debug>(r: nvclient::Result<T>, want: u32, what: &str) -> Outcome {
+    match r {
+        Err(Error::Rm(s)) if s == want => Ok(()),
+        other => Err(format!(
+            "{what}: got {other:?}, want {}",
+            nvclient::abi::NvStatus(want)
+        )),
+    }
+}
+
+fn want_os<T: std::fmt::Debug>(r: nvclient::Result<T>, want: i32, what: &str) -> Outcome {
+    match r {
+        Err(Error::Os(e)) if e == want => Ok(()),
+        other => Err(format!("{what}: got {other:?}, want errno {want}")),
+    }
+}
+
+/// Managed bytes resident on GPU 0, as the double counts them.
+fn resident0() -> Result<u64, String> {
+    Ok(view_gpu(0)?.2)
+}
+
+/// A container's CUDA context on its vGPU `id`: RM session through vgpu, a
+/// UVM VA space with its mm file, the GPU registered with a GPU VA space.
+struct Ctx {
+    s: Session,
+    uvm: Uvm,
+    _mm: Uvm,
+    uuid: Uuid,
+}
+
+fn context(id: u32) -> Result<Ctx, String> {
+    let s = Session::vgpu(id)?;
+    let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+    let uvm = Uvm::open(UVM).map_err(e("open vgpu-uvm"))?;
+    uvm.initialize(0).map_err(e("UVM_INITIALIZE"))?;
+    let mm = Uvm::open(UVM).map_err(e("open vgpu-uvm (mm file)"))?;
+    mm.mm_initialize(uvm.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
+    let uuid = s
+        .ctl
+        .gpu_uuid(s.client, s.subdevice)
+        .map_err(e("GET_GID_INFO"))?;
+    uvm.register_gpu(&uuid, -1, 0).map_err(e("REGISTER_GPU"))?;
+    let vas = s
+        .ctl
+        .alloc_external_va_space(s.client, s.device, 0)
+        .map_err(e("VA space"))?;
+    uvm.register_gpu_vaspace(&uuid, -1, s.client, vas)
+        .map_err(e("REGISTER_GPU_VASPACE"))?;
+    Ok(Ctx {
+        s,
+        uvm,
+        _mm: mm,
+        uuid,
+    })
+}
+
+fn setup() -> Outcome {
+    sh("modprobe nvidia gpus=2 vram0_mib=512 vram1_mib=512")?;
+    make_uvm_nodes()?;
+    sh("modprobe vgpu")?;
+    for cg in ["ua", "ub", "un"] {
+        std::fs::create_dir_all(format!("/sys/fs/cgroup/{cg}")).map_err(|e| format!("{e}"))?;
+    }
+    for (v, limit, cg) in [(0, 64 * MIB, "/ua"), (1, 96 * MIB, "/ub")] {
+        let w = |f: &str, val: &str| {
+            write_file(&format!("/sys/class/vgpu/vgpu{v}/{f}"), val)
+                .map_err(|e| format!("vgpu{v}/{f}: errno {e}"))
+        };
+        write_file("/sys/class/vgpu/create", &v.to_string()).map_err(|e| format!("create: {e}"))?;
+        w("gpu", "0")?;
+        w("memory_limit", &limit.to_string())?;
+        w("cgroup", cg)?;
+    }
+    ensure!(is_chardev(UVM), "{UVM} is not a character device");
+    ensure!(
+        sysfs(0, "memory_managed")? == 0,
+        "memory_managed of a new vGPU"
+    );
+    Ok(())
+}
+
+fn node() -> Outcome {
+    // No vGPU for the caller's cgroup: no UVM node either.
+    as_container("/un", || want_os(Uvm::open(UVM), libc::EACCES, "open from /un"))?;
+    as_container("/ua", || {
+        let u = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
+        // UVM_MEM_MAP (35) is declared but not routed on Linux: ENOSYS.
+        let mut b = [0u8; 64];
+        want_os(u.call(35, &mut b), libc::ENOSYS, "unknown command")?;
+        want_os(
+            u.call_raw(0x3000_0001, 8),
+            libc::EFAULT,
+            "INITIALIZE on a bad pointer",
+        )?;
+        // Forced DISABLE_HMM is invisible: the same flags initialise twice,
+        // other flags are refused as by the driver.
+        u.initialize(0).map_err(|e| format!("INITIALIZE: {e:?}"))?;
+        u.initialize(0)
+            .map_err(|e| format!("INITIALIZE again, same flags: {e:?}"))?;
+        want_rm(u.initialize(2), NV_ERR_INVALID_ARGUMENT, "other flags")?;
+        ensure!(
+            !u.pageable_mem_access()
+                .map_err(|e| format!("PAGEABLE_MEM_ACCESS: {e:?}"))?,
+            "pageable memory access through vgpu"
+        );
+        // The mm file must name a /dev/vgpu-uvm file of the caller.
+        let mm = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
+        let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+        want_rm(
+            mm.mm_initialize(std::os::fd::AsRawFd::as_raw_fd(&null)),
+            NV_ERR_INVALID_ARGUMENT,
+            "MM_INITIALIZE naming /dev/null",
+        )?;
+        want_rm(
+            mm.mm_initialize(-1),
+            NV_ERR_INVALID_ARGUMENT,
+            "MM_INITIALIZE naming fd -1",
+        )?;
+        mm.mm_initialize(u.fd())
+            .map_err(|e| format!("MM_INITIALIZE: {e:?}"))?;
+        Ok(())
+    })
+}
+
+fn register_gpu() -> Outcome {
+    // What the driver answers directly, for the same mistakes.
+    let direct_uuid = {
+        let s = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
+        s.ctl
+            .gpu_uuid(s.client, s.subdevice)
+            .map_err(|e| format!("GID: {e:?}"))?
+    };
+    let direct_without_gpu = in_child(move || {
+        let Ok(u) = Uvm::open("/dev/nvidia-uvm") else {
+            return 10;
+        };
+        if u.initialize(0).is_err() {
+            return 11;
+        }
+        match u.register_gpu(&direct_uuid, -1, 0) {
+            Err(Error::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)) => 0,
+            _ => 12,
+        }
+    })?;
+    ensure!(
+        direct_without_gpu == 0,
+        "directly, without a GPU file: {direct_without_gpu}"
+    );
+    as_container("/ua", || {
+        let s = Session::vgpu(0)?;
+        let uuid = s
+            .ctl
+            .gpu_uuid(s.client, s.subdevice)
+            .map_err(|e| format!("GID: {e:?}"))?;
+        ensure!(uuid == direct_uuid, "the vGPU shows another UUID");
+        let u = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
+        u.initialize(0).map_err(|e| format!("INITIALIZE: {e:?}"))?;
+        let mut other = uuid;
+        other[15] ^= 0x5a;
+        want_rm(
+            u.register_gpu(&other, -1, 0),
+            NV_ERR_GPU_UUID_NOT_FOUND,
+            "unknown UUID",
+        )?;
+        // GPU 1 exists but the container has no vGPU there.
+        let mut gpu1 = uuid;
+        gpu1[15] = gpu1[15].wrapping_add(1);
+        want_rm(
+            u.register_gpu(&gpu1, -1, 0),
+            NV_ERR_GPU_UUID_NOT_FOUND,
+            "a GPU without a vGPU of the container",
+        )?;
+        // Without its /dev/vgpu0 open, as the driver without /dev/nvidia0.
+        let Session { ctl, _gpu, .. } = s;
+        drop(_gpu);
+        want_rm(
+            u.register_gpu(&uuid, -1, 0),
+            NV_ERR_INSUFFICIENT_PERMISSIONS,
+            "without the vGPU node open",
+        )?;
+        let gpu = nvclient::Gpu::open("/dev/vgpu0").map_err(|e| format!("vgpu0: {e:?}"))?;
+        let r = u
+            .register_gpu(&uuid, 1234, 0)
+            .map_err(|e| format!("REGISTER_GPU: {e:?}"));
+        drop((gpu, ctl));
+        r?;
+        // No real driver file ever entered the container's table.
+        real_files_in_table()
+    })
+}
+
+/// Fails if any fd of this process names a real NVIDIA node.
+fn real_files_in_table() -> Outcome {
+    for e in std::fs::read_dir("/proc/self/fd").map_err(|e| e.to_string())? {
+        let e = e.map_err(|e| e.to_string())?;
+        if let Ok(t) = std::fs::read_link(e.path()) {
+            let t = t.to_string_lossy().to_string();
+            ensure!(!t.starts_with("/dev/nvidia"), "fd {:?} is {t}", e.file_name());
+        }
+    }
+    Ok(())
+}
+
+fn foreign_clients() -> Outcome {
+    let shared = Shared::new()?;
+    // Container B holds a client with a VA space and VRAM.
+    let b = Holder::spawn(|| {
+        if join_cgroup("/ub").is_err() {
+            return false;
+        }
+        let Ok(s) = Session::vgpu(1) else {
+            return false;
+        };
+        let Ok(vas) = s.ctl.alloc_external_va_space(s.client, s.device, 0) else {
+            return false;
+        };
+        let Ok(mem) = s.ctl.alloc_vram(s.client, s.device, 0, 2 * MIB) else {
+            return false;
+        };
+        shared.set(0, u64::from(s.client));
+        shared.set(1, u64::from(vas));
+        shared.set(2, u64::from(mem.handle));
+        std::mem::forget(s);
+        true
+    })?;
+    ensure!(b.ready, "container B's set-up failed");
+    let (bc, bv, bm) = (
+        shared.get(0) as u32,
+        shared.get(1) as u32,
+        shared.get(2) as u32,
+    );
+    as_container("/ua", move || {
+        let c = context(0)?;
+        want_rm(
+            c.uvm.register_gpu_vaspace(&c.uuid, -1, bc, bv),
+            NV_ERR_INVALID_OBJECT_HANDLE,
+            "B's VA space",
+        )?;
+        let base = 0x7100_0000_0000u64;
+        c.uvm
+            .create_external_range(base, 2 * MIB)
+            .map_err(|e| format!("external range: {e:?}"))?;
+        want_rm(
+            c.uvm
+                .map_external_allocation(base, 2 * MIB, 0, &[c.uuid], bc, bm),
+            NV_ERR_INVALID_OBJECT_HANDLE,
+            "B's memory",
+        )?;
+        want_rm(
+            c.uvm.register_channel(&c.uuid, -1, bc, 1, base, 2 * MIB),
+            NV_ERR_INVALID_OBJECT_HANDLE,
+            "a channel of B's client",
+        )?;
+        want_rm(
+            c.uvm.unregister_channel(bc, 1),
+            NV_ERR_INVALID_OBJECT_HANDLE,
+            "UNREGISTER_CHANNEL of B's client",
+        )?;
+        let _ = &c.s;
+        Ok(())
+    })?;
+    drop(b);
+    Ok(())
+}
+
+fn managed_ceiling() -> Outcome {
+    let res0 = resident0()?;
+    as_container("/ua", || {
+        let c = context(0)?;
+        let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+        let vram = c
+            .s
+            .ctl
+            .alloc_vram(c.s.client, c.s.device, 0, 16 * MIB)
+            .map_err(e("16 MiB of VRAM"))?;
+        let m = c.uvm.map_managed(32 * MIB as usize).map_err(e("32 MiB managed"))?;
+        ensure!(
+            sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 32 * MIB,
+            "after 16 MiB VRAM and 32 MiB managed: used {}, managed {}",
+            sysfs(0, "memory_used")?,
+            sysfs(0, "memory_managed")?
+        );
+        // 32 MiB more would pass the 64 MiB ceiling.
+        want_os(
+            c.uvm.map_managed(32 * MIB as usize),
+            libc::ENOMEM,
+            "managed past the ceiling",
+        )?;
+        let refused = sysfs(0, "memory_refused")?;
+        ensure!(refused >= 1, "the refusal was not counted");
+        // All of it resident on the GPU, by MIGRATE and by GPU work: still
+        // under the ceiling, in the double's own count.
+        c.uvm
+            .migrate(m.addr(), m.len() as u64, &c.uuid)
+            .map_err(e("MIGRATE to the GPU"))?;
+        let res = resident0()? - res0;
+        ensure!(res == 32 * MIB, "resident after MIGRATE: {res}");
+        ensure!(
+            res + vram.size <= 64 * MIB,
+            "VRAM of the container {} passes its ceiling",
+            res + vram.size
+        );
+        c.uvm
+            .migrate(m.addr(), m.len() as u64, &CPU_UUID)
+            .map_err(e("MIGRATE to the CPU"))?;
+        // An RM allocation that fits only once the managed range is gone.
+        want_rm(
+            c.s.ctl.alloc_vram(c.s.client, c.s.device, 0, 32 * MIB),
+            nvclient::abi::status::NV_ERR_NO_MEMORY,
+            "32 MiB of VRAM with 48 charged",
+        )?;
+        m.unmap().map_err(e("munmap"))?;
+        // The next decision sees the unmapping.
+        let big = c
+            .s
+            .ctl
+            .alloc_vram(c.s.client, c.s.device, 0, 32 * MIB)
+            .map_err(e("32 MiB of VRAM after munmap"))?;
+        ensure!(
+            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 48 * MIB,
+            "after munmap: used {}, managed {}",
+            sysfs(0, "memory_used")?,
+            sysfs(0, "memory_managed")?
+        );
+        let _ = big;
+        Ok(())
+    })?;
+    ensure!(
+        sysfs(0, "memory_used")? == 0,
+        "charged after the container exited: {}",
+        sysfs(0, "memory_used")?
+    );
+    ensure!(resident0()? == res0, "managed VRAM left resident");
+    Ok(())
+}
+
+fn external_keeps_charge() -> Outcome {
+    as_container("/ua", || {
+        let c = context(0)?;
+        let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+        let mem = c
+            .s
+            .ctl
+            .alloc_vram(c.s.client, c.s.device, 0, 8 * MIB)
+            .map_err(e("VRAM"))?;
+        let base = 0x7200_0000_0000u64;
+        c.uvm
+            .create_external_range(base, 8 * MIB)
+            .map_err(e("external range"))?;
+        c.uvm
+            .map_external_allocation(base, 8 * MIB, 0, &[c.uuid], c.s.client, mem.handle)
+            .map_err(e("MAP_EXTERNAL_ALLOCATION"))?;
+        c.s.ctl
+            .free(c.s.client, c.s.device, mem.handle)
+            .map_err(e("RM free"))?;
+        // UVM still holds the memory: so does the ceiling.
+        ensure!(
+            sysfs(0, "memory_used")? == 8 * MIB,
+            "after RM free of mapped memory: used {}",
+            sysfs(0, "memory_used")?
+        );
+        c.uvm.free(base).map_err(e("UVM_FREE"))?;
+        ensure!(
+            sysfs(0, "memory_used")? == 0,
+            "after UVM_FREE: used {}",
+            sysfs(0, "memory_used")?
+        );
+        Ok(())
+    })
+}
+
+fn two_containers() -> Outcome {
+    let shared = Shared::new()?;
+    let b = Holder::spawn(|| {
+        if join_cgroup("/ub").is_err() {
+            return false;
+        }
+        let Ok(c) = context(1) else { return false };
+        let Ok(m) = c.uvm.map_managed(40 * MIB as usize) else {
+            return false;
+        };
+        if c.uvm.migrate(m.addr(), m.len() as u64, &c.uuid).is_err() {
+            return false;
+        }
+        shared.set(0, 1);
+        std::mem::forget((c, m));
+        true
+    })?;
+    ensure!(b.ready, "container B's set-up failed");
+    as_container("/ua", || {
+        let c = context(0)?;
+        let m = c
+            .uvm
+            .map_managed(24 * MIB as usize)
+            .map_err(|e| format!("A's managed memory: {e:?}"))?;
+        ensure!(
+            sysfs(0, "memory_managed")? == 24 * MIB && sysfs(1, "memory_managed")? == 40 * MIB,
+            "managed: vgpu0 {} (want 24 MiB), vgpu1 {} (want 40 MiB)",
+            sysfs(0, "memory_managed")?,
+            sysfs(1, "memory_managed")?
+        );
+        // A can still use the rest of its own ceiling.
+        c.uvm
+            .map_managed(40 * MIB as usize)
+            .map_err(|e| format!("A's second range: {e:?}"))?;
+        drop(m);
+        Ok(())
+    })?;
+    ensure!(sysfs(0, "memory_used")? == 0, "A's charge left");
+    ensure!(sysfs(1, "memory_managed")? == 40 * MIB, "B's charge moved");
+    drop(b);
+    ensure!(
+        sysfs(1, "memory_used")? == 0 && sysfs(1, "memory_managed")? == 0,
+        "B's charge left after SIGKILL: used {}",
+        sysfs(1, "memory_used")?
+    );
+    Ok(())
+}
+
+fn sigkill_mid_migration() -> Outcome {
+    let res0 = resident0()?;
+    // A process of container A migrates 48 MiB of managed memory to the
+    // GPU and back (24 chunks, slowly, in the double) until it is killed.
+    let h = Looper::spawn(|| {
+        join_cgroup("/ua").map_err(|e| format!("join /ua: errno {e}"))?;
+        let c = context(0)?;
+        let m = c
+            .uvm
+            .map_managed(48 * MIB as usize)
+            .map_err(|e| format!("managed: {e:?}"))?;
+        Ok(move || {
+            let _ = c.uvm.migrate(m.addr(), m.len() as u64, &c.uuid);
+            let _ = c.uvm.migrate(m.addr(), m.len() as u64, &CPU_UUID);
+        })
+    })?;
+    std::thread::sleep(Duration::from_millis(30));
+    ensure!(
+        sysfs(0, "memory_managed")? == 48 * MIB,
+        "charged while migrating: {}",
+        sysfs(0, "memory_managed")?
+    );
+    drop(h);
+    ensure!(
+        sysfs(0, "memory_used")? == 0 && sysfs(0, "memory_managed")? == 0,
+        "charged after SIGKILL: used {}, managed {}",
+        sysfs(0, "memory_used")?,
+        sysfs(0, "memory_managed")?
+    );
+    let t0 = Instant::now();
+    while resident0()? != res0 {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(5),
+            "managed VRAM left resident: {}",
+            resident0()? - res0
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+fn teardown() -> Outcome {
+    for v in [0, 1] {
+        write_file("/sys/class/vgpu/remove", &v.to_string())
+            .map_err(|e| format!("remove {v}: errno {e}"))?;
+    }
+    sh("rmmod vgpu")?;
+    remove_uvm_nodes();
+    sh("rmmod nvidia")?;
+    ensure!(!exists(UVM), "{UVM} left behind");
+    Ok(())
+}
