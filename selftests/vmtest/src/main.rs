@@ -18,6 +18,7 @@ mod proxy;
 mod session;
 mod sys;
 mod tap;
+mod uvmdouble;
 mod vgpus;
 
 type Suite = (&'static str, &'static [tap::Test]);
@@ -25,6 +26,7 @@ type Suite = (&'static str, &'static [tap::Test]);
 const SUITES: &[Suite] = &[
     ("module", module::TESTS),
     ("double", double::TESTS),
+    ("uvm_double", uvmdouble::TESTS),
     ("kclient", kclient::TESTS),
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),

@@ -360,3 +360,45 @@ pub fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
     ensure!(code == 0, "container process failed (code {code})");
     Ok(())
 }
+
+/// The major `/proc/devices` lists for character driver `name`.
+pub fn char_major(name: &str) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/devices").ok()?;
+    let chars = text.split("Block devices:").next()?;
+    chars.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        let major = it.next()?.parse().ok()?;
+        (it.next() == Some(name) && it.next().is_none()).then_some(major)
+    })
+}
+
+/// Makes `/dev/nvidia-uvm` (minor 0) and `/dev/nvidia-uvm-tools` (minor 1)
+/// from the major `/proc/devices` lists for `nvidia-uvm`, as nvidia-modprobe
+/// does (the driver creates no device nodes for UVM). Replaces stale nodes
+/// of an earlier load. Returns the major.
+pub fn make_uvm_nodes() -> Result<u32, String> {
+    let major = char_major("nvidia-uvm").ok_or("no nvidia-uvm in /proc/devices")?;
+    for (path, minor) in [("/dev/nvidia-uvm", 0), ("/dev/nvidia-uvm-tools", 1)] {
+        let _ = std::fs::remove_file(path);
+        let c = CString::new(path).map_err(|e| e.to_string())?;
+        // SAFETY: `c` is a valid NUL-terminated path; mknod has no other
+        // preconditions.
+        let rc = unsafe {
+            libc::mknod(
+                c.as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(major, minor),
+            )
+        };
+        if rc != 0 {
+            return Err(format!("mknod {path}: errno {}", errno()));
+        }
+    }
+    Ok(major)
+}
+
+/// Removes the nodes [`make_uvm_nodes`] made.
+pub fn remove_uvm_nodes() {
+    let _ = std::fs::remove_file("/dev/nvidia-uvm");
+    let _ = std::fs::remove_file("/dev/nvidia-uvm-tools");
+}

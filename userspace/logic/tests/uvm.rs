@@ -57,11 +57,13 @@ fn numbers_and_sizes_match_the_driver() {
 
 #[test]
 fn fields_sit_at_their_offsets() {
-    let mut g = RegisterGpuParams::default();
-    g.gpu_uuid = [7; 16];
-    g.rm_ctrl_fd = -1;
-    g.h_client = 0x1122_3344;
-    g.rm_status = 0x51;
+    let g = RegisterGpuParams {
+        gpu_uuid: [7; 16],
+        rm_ctrl_fd: -1,
+        h_client: 0x1122_3344,
+        rm_status: 0x51,
+        ..Default::default()
+    };
     let b = g.to_bytes();
     assert_eq!(&b[0..16], &[7; 16]);
     assert_eq!(&b[24..28], &(-1i32).to_ne_bytes());
@@ -81,38 +83,48 @@ fn fields_sit_at_their_offsets() {
     assert_eq!(&b[9252..9256], &5u32.to_ne_bytes());
     assert_eq!(&b[9256..9260], &6u32.to_ne_bytes());
 
-    let mut v = RegisterGpuVaspaceParams::default();
-    v.h_client = 1;
-    v.h_va_space = 2;
+    let v = RegisterGpuVaspaceParams {
+        h_client: 1,
+        h_va_space: 2,
+        ..Default::default()
+    };
     let b = v.to_bytes();
     assert_eq!(&b[20..24], &1u32.to_ne_bytes());
     assert_eq!(&b[24..28], &2u32.to_ne_bytes());
 
-    let mut c = RegisterChannelParams::default();
-    c.h_client = 3;
-    c.h_channel = 4;
-    c.base = 1 << 40;
+    let c = RegisterChannelParams {
+        h_client: 3,
+        h_channel: 4,
+        base: 1 << 40,
+        ..Default::default()
+    };
     let b = c.to_bytes();
     assert_eq!(&b[20..24], &3u32.to_ne_bytes());
     assert_eq!(&b[24..28], &4u32.to_ne_bytes());
     assert_eq!(&b[32..40], &(1u64 << 40).to_ne_bytes());
 
-    let mut mi = MigrateParams::default();
-    mi.destination_uuid = CPU_UUID;
-    mi.flags = migrate_flags::ASYNC;
-    mi.cpu_numa_node = -1;
+    let mi = MigrateParams {
+        destination_uuid: CPU_UUID,
+        flags: migrate_flags::ASYNC,
+        cpu_numa_node: -1,
+        ..Default::default()
+    };
     let b = mi.to_bytes();
     assert_eq!(&b[16..32], &CPU_UUID);
     assert_eq!(&b[32..36], &1u32.to_ne_bytes());
     assert_eq!(&b[52..56], &(-1i32).to_ne_bytes());
 
-    let mut mm = MmInitializeParams::default();
-    mm.uvm_fd = 9;
+    let mm = MmInitializeParams {
+        uvm_fd: 9,
+        ..Default::default()
+    };
     assert_eq!(&mm.to_bytes()[0..4], &9i32.to_ne_bytes());
 
-    let mut gid = GidInfoParams::default();
-    gid.flags = 2;
-    gid.length = 16;
+    let mut gid = GidInfoParams {
+        flags: 2,
+        length: 16,
+        ..Default::default()
+    };
     gid.data[15] = 0xab;
     let b = gid.to_bytes();
     assert_eq!(b.len(), 268);

@@ -54,10 +54,10 @@ pub use memory::{sysmem_params, vram_params, HeapInfo, Mapping, Memory};
 pub use node::{needs_xfer, request, xfer_header, Ctl, Gpu, Node};
 pub use rm::VersionCheck;
 pub use sched::tsg_params;
+pub use uvm::{ManagedRange, Uvm};
 pub use vgpu_logic::nv::abi;
 pub use vgpu_logic::nv::abi::Handle;
 pub use vgpu_logic::nv::ioctl;
-pub use uvm::{ManagedRange, Uvm};
 pub use work::{Doorbell, Ring, WorkChannel};
 
 use abi::NvStatus;

@@ -45,11 +45,10 @@ use crate::{rm_result, Ctl, Error, Result};
 
 pub use vgpu_logic::nv::uvm::{
     init_flags, migrate_flags, Command, FreeParams, GpuMappingAttributes, GpuParams,
-    InitializeParams,
-    MapExternalAllocationParams, MigrateParams, MmInitializeParams, PageableMemAccessParams,
-    PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
-    RegisterGpuVaspaceParams, SetPreferredLocationParams, UnregisterChannelParams, Uuid, CHUNK,
-    CPU_UUID, PAGE,
+    InitializeParams, MapExternalAllocationParams, MigrateParams, MmInitializeParams,
+    PageableMemAccessParams, PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams,
+    RegisterGpuParams, RegisterGpuVaspaceParams, SetPreferredLocationParams,
+    UnregisterChannelParams, Uuid, CHUNK, CPU_UUID, PAGE,
 };
 
 /// Reads the `rmStatus` of command `cmd` from its block.
@@ -180,7 +179,9 @@ impl Uvm {
     /// copy-out back into it (also on an RM failure), and checks the status.
     pub fn command<T: Wire>(&self, cmd: Command, params: &mut T) -> Result<()> {
         if T::SIZE != cmd.size() {
-            return Err(Error::Invalid("block type of the wrong size for the command"));
+            return Err(Error::Invalid(
+                "block type of the wrong size for the command",
+            ));
         }
         let mut b = vec![0u8; T::SIZE];
         params.encode(&mut b);
@@ -665,7 +666,12 @@ impl Ctl {
     }
 
     /// GET_GID_INFO with raw `flags`; the block as RM left it.
-    pub fn gid_info(&self, h_client: Handle, h_subdevice: Handle, flags: u32) -> Result<GidInfoParams> {
+    pub fn gid_info(
+        &self,
+        h_client: Handle,
+        h_subdevice: Handle,
+        flags: u32,
+    ) -> Result<GidInfoParams> {
         let mut p = GidInfoParams {
             flags,
             ..Default::default()
@@ -748,6 +754,9 @@ mod tests {
             n.command_bytes(Command::Initialize, &mut wrong),
             Err(Error::Invalid(_))
         ));
-        assert!(n.map_managed(4096).is_err(), "/dev/null cannot be mapped shared");
+        assert!(
+            n.map_managed(4096).is_err(),
+            "/dev/null cannot be mapped shared"
+        );
     }
 }
