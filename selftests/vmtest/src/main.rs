@@ -18,6 +18,7 @@ mod proxy;
 mod session;
 mod sys;
 mod tap;
+mod uvm;
 mod uvmdouble;
 mod vgpus;
 
@@ -31,6 +32,7 @@ const SUITES: &[Suite] = &[
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
     ("proxy", proxy::TESTS),
+    ("uvm", uvm::TESTS),
     ("compute", compute::TESTS),
     ("vgpuctl", ctltool::TESTS),
 ];

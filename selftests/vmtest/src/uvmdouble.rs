@@ -193,7 +193,7 @@ fn full(gi: u32) -> Result<Full, String> {
 }
 
 /// One line of the test-only view per GPU: (heap, used, managed).
-fn view_gpu(g: usize) -> Result<(u64, u64, u64), String> {
+pub(crate) fn view_gpu(g: usize) -> Result<(u64, u64, u64), String> {
     let text = std::fs::read_to_string(VIEW).ctx(VIEW)?;
     let line = text
         .lines()
