@@ -2,15 +2,20 @@
 
 //! The whole CUDA-like sequence of the client library, run once directly
 //! against the driver double and once as a container sees the GPU through
-//! vgpu (only /dev/vgpuctl and /dev/vgpu0): client, device, memory, mmap by
-//! the fresh-fd protocol (the fds name proxy files), TSG, channel, doorbell
-//! work, events by poll, free, close. Both runs must give the same results.
+//! vgpu (only /dev/vgpuctl, /dev/vgpu0 and /dev/vgpu-uvm): client, device,
+//! the UVM VA space with its mm file, GPU registration and GPU VA space,
+//! memory, mmap by the fresh-fd protocol (the fds name proxy files), VRAM
+//! mapped into UVM, TSG, channel registered with UVM, doorbell work,
+//! managed memory migrated to the GPU and back, events by poll, free,
+//! close. Both runs must give the same results, and the container's fd
+//! table never holds a real driver file.
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
+use crate::sys::{in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh, write_file};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::class;
+use nvclient::uvm::Uvm;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite.
@@ -35,6 +40,7 @@ pub const TESTS: &[Test] = &[
 
 fn setup() -> Outcome {
     sh("modprobe nvidia gpus=1 vram0_mib=8192")?;
+    make_uvm_nodes()?;
     sh("modprobe vgpu")?;
     std::fs::create_dir_all("/sys/fs/cgroup/pa").map_err(|e| format!("mkdir: {e}"))?;
     write_file("/sys/class/vgpu/create", "0").map_err(|e| format!("create: {e}"))?;
@@ -46,9 +52,28 @@ fn setup() -> Outcome {
 }
 
 /// The sequence; returns a summary to compare between the two runs.
-fn sequence(ctl: &str, gpu: &str) -> Result<String, String> {
+fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<String, String> {
     let s = Session::open(ctl, gpu)?;
     let e = |what: &'static str| move |err: nvclient::Error| format!("{what}: {err:?}");
+    // UVM as libcuda sets it up: a VA space bound to this process and its
+    // mm file, the GPU registered (the GPU node is open), an externally
+    // owned GPU VA space.
+    let u = Uvm::open(uvm).map_err(e("open uvm"))?;
+    u.initialize(0).map_err(e("UVM_INITIALIZE"))?;
+    let mm = Uvm::open(uvm).map_err(e("open uvm (mm file)"))?;
+    mm.mm_initialize(u.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
+    let pageable = u.pageable_mem_access().map_err(e("PAGEABLE_MEM_ACCESS"))?;
+    let uuid = s
+        .ctl
+        .gpu_uuid(s.client, s.subdevice)
+        .map_err(e("GET_GID_INFO"))?;
+    let reg = u.register_gpu(&uuid, -1, 0).map_err(e("REGISTER_GPU"))?;
+    let vas = s
+        .ctl
+        .alloc_external_va_space(s.client, s.device, 0)
+        .map_err(e("VA space"))?;
+    u.register_gpu_vaspace(&uuid, -1, s.client, vas)
+        .map_err(e("REGISTER_GPU_VASPACE"))?;
     // VRAM, mapped through a fresh GPU-node fd; data written is read back.
     let vram = s
         .ctl
@@ -64,16 +89,32 @@ fn sequence(ctl: &str, gpu: &str) -> Result<String, String> {
         "read back from mapped VRAM"
     );
     drop(map);
+    // The VRAM mapped into the UVM VA space, as cudaMalloc does.
+    let ext = nvclient::uvm::Reservation::new(1 << 20, 1 << 20).map_err(e("VA"))?;
+    u.create_external_range(ext.addr(), 1 << 20)
+        .map_err(e("CREATE_EXTERNAL_RANGE"))?;
+    u.map_external_allocation(ext.addr(), 1 << 20, 0, &[uuid], s.client, vram.handle)
+        .map_err(e("MAP_EXTERNAL_ALLOCATION"))?;
     // A TSG with a channel whose ring is system memory mapped through a
     // fresh ctl fd, and a doorbell page mapped through a fresh GPU-node fd.
     let tsg = s
         .ctl
-        .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
+        .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(vas))
         .map_err(e("tsg"))?;
     let ch = s
         .ctl
         .alloc_work_channel(s.client, s.device, tsg, class::AMPERE_CHANNEL_GPFIFO_A, 16)
         .map_err(e("channel"))?;
+    let chva = nvclient::uvm::Reservation::new(64 << 20, 1 << 20).map_err(e("VA"))?;
+    u.register_channel(&uuid, -1, s.client, ch.h_channel, chva.addr(), 64 << 20)
+        .map_err(e("REGISTER_CHANNEL"))?;
+    // Managed memory: mapped, then made resident on the GPU by MIGRATE and
+    // by GPU work that touches it, and moved back.
+    let managed = u.map_managed(4 << 20).map_err(e("managed mmap"))?;
+    u.validate_va_range(managed.addr(), 4 << 20)
+        .map_err(e("VALIDATE_VA_RANGE"))?;
+    u.migrate(managed.addr(), 2 << 20, &uuid)
+        .map_err(e("MIGRATE to the GPU"))?;
     let bell = s
         .ctl
         .map_doorbell(gpu, s.client, s.device, s.subdevice)
@@ -86,12 +127,17 @@ fn sequence(ctl: &str, gpu: &str) -> Result<String, String> {
         .gpfifo_schedule(s.client, tsg, true)
         .map_err(e("schedule"))?;
     ensure!(
-        ch.ring.submit(&[1_000_000, 1_000_000, 1_000_000]) == 3,
+        ch.ring.submit(&[
+            1_000_000,
+            nvclient::work::touch(managed.addr() + (2 << 20)),
+            1_000_000,
+            1_000_000
+        ]) == 4,
         "submit"
     );
     ensure!(bell.ring(ch.token), "doorbell");
     let t0 = Instant::now();
-    while ch.ring.completed() < 3 {
+    while ch.ring.completed() < 4 {
         ensure!(
             t0.elapsed() < Duration::from_secs(10),
             "work did not complete: {}",
@@ -109,28 +155,40 @@ fn sequence(ctl: &str, gpu: &str) -> Result<String, String> {
     );
     let ran = ch.ring.channel_ns();
     ensure!(ran >= 3_000_000, "channel ran {ran} ns for 3 ms of work");
+    ensure!(ch.ring.faults() == 0, "the touch faulted");
+    u.migrate(managed.addr(), 4 << 20, &nvclient::uvm::CPU_UUID)
+        .map_err(e("MIGRATE to the CPU"))?;
+    u.unregister_channel(s.client, ch.h_channel)
+        .map_err(e("UNREGISTER_CHANNEL"))?;
+    u.free(ext.addr()).map_err(e("UVM_FREE"))?;
+    managed.unmap().map_err(e("munmap managed"))?;
+    // A container's table holds no real driver file, whatever it did.
+    if ctl == "/dev/vgpuctl" {
+        real_files_in_table()?;
+    }
     s.ctl
         .free(s.client, s.client, s.client)
         .map_err(e("free client"))?;
     Ok(format!(
-        "vram {} mapped; 3 items done; event seen",
-        vram.size
+        "uvm: pageable {pageable}, numa {}/{}; vram {} mapped and in UVM; channel registered; \
+         4 items done incl. a managed touch; managed 4 MiB migrated both ways; event seen",
+        reg.numa_enabled, reg.numa_node_id, vram.size
     ))
 }
 
 fn directly() -> Outcome {
-    let out = sequence("/dev/nvidiactl", "/dev/nvidia0")?;
+    let out = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
     println!("# proxy: directly: {out}");
     Ok(())
 }
 
 fn through_vgpu() -> Outcome {
-    let direct = sequence("/dev/nvidiactl", "/dev/nvidia0")?;
+    let direct = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
     let code = in_child(move || {
         if join_cgroup("/pa").is_err() {
             return 100;
         }
-        match sequence("/dev/vgpuctl", "/dev/vgpu0") {
+        match sequence("/dev/vgpuctl", "/dev/vgpu0", "/dev/vgpu-uvm") {
             Ok(out) if out == direct => {
                 println!("# proxy: through vgpu: {out}");
                 0
@@ -154,6 +212,19 @@ fn through_vgpu() -> Outcome {
 fn teardown() -> Outcome {
     write_file("/sys/class/vgpu/remove", "0").map_err(|e| format!("remove: {e}"))?;
     sh("rmmod vgpu")?;
+    remove_uvm_nodes();
     sh("rmmod nvidia")?;
+    Ok(())
+}
+
+/// Fails if any fd of this process names a real NVIDIA node.
+pub fn real_files_in_table() -> Result<(), String> {
+    for e in std::fs::read_dir("/proc/self/fd").map_err(|e| e.to_string())? {
+        let e = e.map_err(|e| e.to_string())?;
+        if let Ok(t) = std::fs::read_link(e.path()) {
+            let t = t.to_string_lossy().to_string();
+            ensure!(!t.starts_with("/dev/nvidia"), "fd {:?} is {t}", e.file_name());
+        }
+    }
     Ok(())
 }

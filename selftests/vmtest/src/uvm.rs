@@ -9,6 +9,7 @@
 //! used, managed resident) and its FB info on the real nodes.
 
 use crate::ensure;
+use crate::proxy::real_files_in_table;
 use crate::session::Session;
 use crate::sys::{
     as_container, exists, in_child, is_chardev, join_cgroup, make_uvm_nodes, read_file,
@@ -262,18 +263,6 @@ fn register_gpu() -> Outcome {
         // No real driver file ever entered the container's table.
         real_files_in_table()
     })
-}
-
-/// Fails if any fd of this process names a real NVIDIA node.
-fn real_files_in_table() -> Outcome {
-    for e in std::fs::read_dir("/proc/self/fd").map_err(|e| e.to_string())? {
-        let e = e.map_err(|e| e.to_string())?;
-        if let Ok(t) = std::fs::read_link(e.path()) {
-            let t = t.to_string_lossy().to_string();
-            ensure!(!t.starts_with("/dev/nvidia"), "fd {:?} is {t}", e.file_name());
-        }
-    }
-    Ok(())
 }
 
 fn foreign_clients() -> Outcome {
