@@ -22,8 +22,10 @@ vgpu() { echo "/sys/class/vgpu/vgpu$1/$2"; }
 
 say "One GPU with 8 GiB of VRAM (the NVIDIA driver double), and vgpu"
 modprobe nvidia gpus=1 vram0_mib=8192
+# nvidia-uvm makes no device node: nvidia-modprobe makes it from /proc/devices.
+mknod -m 666 /dev/nvidia-uvm c "$(awk '$2 == "nvidia-uvm" { print $1 }' /proc/devices)" 0
 modprobe vgpu
-echo "real nodes: $(ls /dev/nvidiactl /dev/nvidia0 | tr '\n' ' ')  vgpu: $(ls /dev/vgpuctl)"
+echo "real nodes: $(ls /dev/nvidiactl /dev/nvidia0 /dev/nvidia-uvm | tr '\n' ' ')  vgpu: $(ls /dev/vgpuctl /dev/vgpu-uvm | tr '\n' ' ')"
 
 say "Admin: container A gets a 1 GiB vGPU with 30% of the GPU's time, B 3 GiB and 70%"
 for c in A B; do mkdir -p /sys/fs/cgroup/container$c; done
@@ -42,6 +44,11 @@ say "Each container runs a workload that allocates 256 MiB chunks until refused"
 printf 'container A: '; in_container /containerA vgpu-selftest demo-alloc 0 256
 printf 'container B: '; in_container /containerB vgpu-selftest demo-alloc 1 256
 echo "(the GPU itself has 8064 MiB of heap; each stopped at its own ceiling)"
+
+say "Managed memory (cudaMallocManaged through /dev/vgpu-uvm as /dev/nvidia-uvm) counts too"
+printf 'container A: '; in_container /containerA vgpu-selftest demo-managed 0 128
+printf 'container B: '; in_container /containerB vgpu-selftest demo-managed 1 128
+echo "(each mapping is charged to its vGPU when made, so managed pages resident on the GPU never pass the ceiling)"
 
 say "Both containers keep the GPU busy for 4 s at once (each alone would get 100%)"
 in_container /containerA vgpu-selftest demo-compute 0 4 > /tmp/a.out &
@@ -86,4 +93,5 @@ done
 
 for i in 0 1; do echo $i > /sys/class/vgpu/remove; done
 rmmod vgpu
+rm -f /dev/nvidia-uvm
 rmmod nvidia

@@ -6,6 +6,9 @@
 //! - `vgpu-selftest demo-alloc N CHUNK_MIB [HOLD_S]` reports the GPU size it
 //!   is shown, allocates VRAM in chunks until the driver says no, reports
 //!   what it got, and optionally holds it for a while;
+//! - `vgpu-selftest demo-managed N CHUNK_MIB` maps managed memory
+//!   (cudaMallocManaged: an mmap of `/dev/vgpu-uvm`) in chunks and migrates
+//!   each to the GPU until a mapping is refused, and reports what it got;
 //! - `vgpu-selftest demo-compute N SECONDS [SPLIT_S]` keeps a TSG busy with
 //!   1 ms work items for SECONDS and reports the share of the GPU's time it
 //!   got, separately before and after SPLIT_S if given (to show a live
@@ -64,6 +67,63 @@ fn run(args: &[String]) -> Result<(), String> {
     if hold > 0 {
         std::thread::sleep(std::time::Duration::from_secs(hold));
     }
+    Ok(())
+}
+
+/// Runs the managed-memory workload; returns the process exit code.
+pub fn managed(args: &[String]) -> i32 {
+    match run_managed(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("demo-managed: {e}");
+            1
+        }
+    }
+}
+
+fn run_managed(args: &[String]) -> Result<(), String> {
+    use nvclient::uvm::Uvm;
+    let id: u32 = args
+        .first()
+        .and_then(|s| s.parse().ok())
+        .ok_or("usage: demo-managed N CHUNK_MIB")?;
+    let chunk: u64 = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or("bad CHUNK_MIB")?;
+    let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+    let s = Session::vgpu(id)?;
+    let uvm = Uvm::open("/dev/vgpu-uvm").map_err(e("open /dev/vgpu-uvm"))?;
+    uvm.initialize(0).map_err(e("UVM_INITIALIZE"))?;
+    let mm = Uvm::open("/dev/vgpu-uvm").map_err(e("open /dev/vgpu-uvm"))?;
+    mm.mm_initialize(uvm.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
+    let uuid = s
+        .ctl
+        .gpu_uuid(s.client, s.subdevice)
+        .map_err(e("GET_GID_INFO"))?;
+    uvm.register_gpu(&uuid, -1, 0).map_err(e("UVM_REGISTER_GPU"))?;
+    let vas = s
+        .ctl
+        .alloc_external_va_space(s.client, s.device, 0)
+        .map_err(e("VA space"))?;
+    uvm.register_gpu_vaspace(&uuid, -1, s.client, vas)
+        .map_err(e("UVM_REGISTER_GPU_VASPACE"))?;
+    let mut ranges = Vec::new();
+    let refusal = loop {
+        match uvm.map_managed((chunk * MIB) as usize) {
+            Ok(m) => {
+                uvm.migrate(m.addr(), m.len() as u64, &uuid)
+                    .map_err(e("UVM_MIGRATE"))?;
+                ranges.push(m);
+            }
+            Err(Error::Os(libc::ENOMEM)) => break "ENOMEM (cudaErrorMemoryAllocation)",
+            Err(err) => return Err(format!("managed mmap: {err:?}")),
+        }
+    };
+    println!(
+        "managed {:>6} MiB mapped and migrated to the GPU in {chunk} MiB chunks, then {refusal}",
+        ranges.len() as u64 * chunk
+    );
     Ok(())
 }
 

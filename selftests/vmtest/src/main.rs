@@ -71,6 +71,9 @@ fn main() {
     if wanted.first().map(String::as_str) == Some("demo-alloc") {
         std::process::exit(demo::alloc(&wanted[1..]));
     }
+    if wanted.first().map(String::as_str) == Some("demo-managed") {
+        std::process::exit(demo::managed(&wanted[1..]));
+    }
     if wanted.first().map(String::as_str) == Some("demo-compute") {
         std::process::exit(demo::compute(&wanted[1..]));
     }
