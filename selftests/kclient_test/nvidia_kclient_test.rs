@@ -116,6 +116,34 @@ mod tests {
     }
 
     #[test]
+    fn gid_info_through_kernel_control() -> Result {
+        let ops = RmOps::get()?;
+        let (client, _dev, sub) = client_device(&ops)?;
+        // The binary UUID (what UVM takes), as vgpu reads it at load.
+        let mut q = abi::GidInfoParams {
+            flags: abi::GID_FLAGS_FORMAT_BINARY,
+            ..Default::default()
+        }
+        .to_bytes();
+        let st = ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q)?;
+        assert_eq!(st, NV_OK);
+        let g = abi::GidInfoParams::decode(&q);
+        assert_eq!(g.length, 16);
+        // The double's scheme: d00b1e5e-0000-4000-8000-0000000000NN, NN = GPU + 1.
+        assert_eq!(&g.data[..4], &[0xd0, 0x0b, 0x1e, 0x5e]);
+        assert_eq!(g.data[15], 1);
+        // The text form.
+        let mut q = abi::GidInfoParams::default().to_bytes();
+        let st = ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q)?;
+        assert_eq!(st, NV_OK);
+        let g = abi::GidInfoParams::decode(&q);
+        assert_eq!(g.length, 41);
+        assert_eq!(&g.data[..13], b"GPU-d00b1e5e-");
+        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        Ok(())
+    }
+
+    #[test]
     fn dup_shares_memory_charged_once() -> Result {
         let ops = RmOps::get()?;
         let (client, dev, sub) = client_device(&ops)?;

@@ -195,7 +195,6 @@ impl kernel::Module for NvidiaDouble {
 impl NvidiaDouble {
     /// Registers the nodes of `n` GPUs, the UVM node and the debugfs view.
     fn register(n: usize) -> Result<Self> {
-
         let class = Class::new(c"nvidia")?;
         let region = Region::fixed(DevT::new(NV_MAJOR, 0), 256, c"nvidia")?;
         let cdev = Cdev::<file::NvFops>::new(region.base(), 256)?;

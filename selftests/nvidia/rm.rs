@@ -802,8 +802,8 @@ impl Driver {
                     Some(ObjKind::Device { gpu }) => gpu,
                     _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
                 };
-                let vaspace =
-                    parse_params::<abi::ChannelGroupAllocParams>(params).map_or(0, |t| t.h_va_space);
+                let vaspace = parse_params::<abi::ChannelGroupAllocParams>(params)
+                    .map_or(0, |t| t.h_va_space);
                 let id = rm.next_tsg;
                 rm.next_tsg += 1;
                 let client = rm.clients[ci].handle;

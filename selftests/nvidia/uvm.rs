@@ -46,8 +46,8 @@ use crate::kapi::{fdtable, user};
 use crate::nv::abi::{self, status::*, Wire};
 use crate::nv::uvm::{
     self, init_flags, migrate_flags, range_ok, Command, GpuMappingAttributes, GpuParams,
-    InitializeParams, MigrateParams, MmInitializeParams, PageableMemAccessParams,
-    PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
+    InitializeParams, MigrateParams, MmInitializeParams, PageableMemAccessParams, PeerAccessParams,
+    RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
     RegisterGpuVaspaceParams, SetPreferredLocationParams, UnregisterChannelParams, Uuid, CHUNK,
     CPU_UUID, PAGE,
 };
@@ -316,7 +316,14 @@ fn evict_one(rm: &mut Rm, gpu: u32) -> bool {
 /// Makes block `block` of managed range `ri` of space `si` resident on
 /// `gpu` (`None`: on the CPU), evicting other chunks of that GPU if its
 /// heap is short. Returns whether anything moved.
-fn place(rm: &mut Rm, heap: u64, si: usize, ri: usize, block: u64, gpu: Option<u32>) -> RmResult<bool> {
+fn place(
+    rm: &mut Rm,
+    heap: u64,
+    si: usize,
+    ri: usize,
+    block: u64,
+    gpu: Option<u32>,
+) -> RmResult<bool> {
     rm.uvm.tick += 1;
     let tick = rm.uvm.tick;
     let RangeKind::Managed { resident, .. } = &mut rm.uvm.spaces[si].ranges[ri].kind else {
@@ -387,8 +394,8 @@ fn unmap_external(rm: &mut Rm, si: usize, gpu: u32, within: Option<(u64, u64)>) 
     for r in rm.uvm.spaces[si].ranges.iter_mut() {
         if let RangeKind::External { maps } = &mut r.kind {
             maps.retain(|m| {
-                let hit = m.gpu == gpu
-                    && within.is_none_or(|(b, l)| uvm::overlaps(m.base, m.len, b, l));
+                let hit =
+                    m.gpu == gpu && within.is_none_or(|(b, l)| uvm::overlaps(m.base, m.len, b, l));
                 if hit && freed.push(m.mem, GFP_KERNEL).is_err() {
                     // Keep it mapped rather than lose the reference.
                     return true;
@@ -813,11 +820,10 @@ impl Driver {
                 MmState::Alive => Err(NV_ERR_INVALID_STATE),
                 MmState::Released => Err(NV_ERR_PAGE_TABLE_NOT_AVAIL),
                 MmState::Unset => {
-                    let mm = s
-                        .mm
-                        .as_ref()
-                        .and_then(|m| m.mmget_not_zero())
-                        .ok_or(NV_ERR_PAGE_TABLE_NOT_AVAIL)?;
+                    let mm =
+                        s.mm.as_ref()
+                            .and_then(|m| m.mmget_not_zero())
+                            .ok_or(NV_ERR_PAGE_TABLE_NOT_AVAIL)?;
                     s.mm_state = MmState::Alive;
                     Ok(mm)
                 }
@@ -1006,8 +1012,7 @@ impl Driver {
                 return Err(NV_ERR_INVALID_CHANNEL);
             }
             let s = &mut rm.uvm.spaces[si];
-            if s
-                .chans
+            if s.chans
                 .iter()
                 .any(|c| c.client == q.h_client && c.channel == q.h_channel)
             {
@@ -1130,9 +1135,7 @@ impl Driver {
             }
             // GUESS: an unknown UUID is treated like a GPU without a GPU VA
             // space.
-            let gpu = self
-                .gpu_by_uuid(&a.gpu_uuid)
-                .ok_or(NV_ERR_INVALID_DEVICE)?;
+            let gpu = self.gpu_by_uuid(&a.gpu_uuid).ok_or(NV_ERR_INVALID_DEVICE)?;
             gpus.push(gpu, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
         }
         self.with_space(id, |rm, si| {

@@ -901,14 +901,23 @@ fn managed_mmap_rules() -> Outcome {
         libc::EINVAL,
         "a read-only mapping",
     )?;
-    want_os(
-        f.uvm.mmap_raw(m.addr(), m.len(), rw, fixed, m.addr()),
-        libc::EADDRINUSE,
-        "the same range mapped again",
-    )?;
+    // Mapping the same range again replaces it: the kernel closes the old
+    // VMA (destroying its range and residency) before the new mmap.
+    f.uvm
+        .migrate(m.addr(), 2 * MIB, &f.uuid)
+        .ctx("MIGRATE before remapping")?;
+    ensure!(my_resident(0)? == vec![2 * MIB], "not resident");
+    f.uvm
+        .mmap_raw(m.addr(), m.len(), rw, fixed, m.addr())
+        .ctx("the same range mapped again")?;
     f.uvm
         .validate_va_range(m.addr(), m.len() as u64)
-        .ctx("the first mapping after the refused one")?;
+        .ctx("the range after remapping")?;
+    ensure!(
+        my_resident(0)? == vec![0],
+        "residency of the replaced range kept: {:?}",
+        my_resident(0)?
+    );
     want_rm(
         f.uvm.create_external_range(m.addr(), 2 * MIB),
         NV_ERR_UVM_ADDRESS_IN_USE,
