@@ -223,7 +223,10 @@ pub(crate) struct UvmFile {
 impl UvmFile {
     /// State for a new proxy file whose private real file is `real`, for a
     /// container with vGPUs `vgpus`.
-    pub(crate) fn new(vgpus: KVec<Arc<Vgpu>>, real: &crate::kapi::realfile::RealFile) -> Result<Self> {
+    pub(crate) fn new(
+        vgpus: KVec<Arc<Vgpu>>,
+        real: &crate::kapi::realfile::RealFile,
+    ) -> Result<Self> {
         let space = Arc::pin_init(
             pin_init!(Space {
                 vgpus,

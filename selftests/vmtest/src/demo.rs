@@ -101,7 +101,8 @@ fn run_managed(args: &[String]) -> Result<(), String> {
         .ctl
         .gpu_uuid(s.client, s.subdevice)
         .map_err(e("GET_GID_INFO"))?;
-    uvm.register_gpu(&uuid, -1, 0).map_err(e("UVM_REGISTER_GPU"))?;
+    uvm.register_gpu(&uuid, -1, 0)
+        .map_err(e("UVM_REGISTER_GPU"))?;
     let vas = s
         .ctl
         .alloc_external_va_space(s.client, s.device, 0)

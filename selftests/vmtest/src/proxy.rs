@@ -12,7 +12,9 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh, write_file};
+use crate::sys::{
+    in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh, write_file,
+};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::class;
 use nvclient::uvm::Uvm;
@@ -223,7 +225,11 @@ pub fn real_files_in_table() -> Result<(), String> {
         let e = e.map_err(|e| e.to_string())?;
         if let Ok(t) = std::fs::read_link(e.path()) {
             let t = t.to_string_lossy().to_string();
-            ensure!(!t.starts_with("/dev/nvidia"), "fd {:?} is {t}", e.file_name());
+            ensure!(
+                !t.starts_with("/dev/nvidia"),
+                "fd {:?} is {t}",
+                e.file_name()
+            );
         }
     }
     Ok(())

@@ -21,7 +21,7 @@ use nvclient::abi::status::{
     NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
     NV_ERR_INVALID_OBJECT_HANDLE,
 };
-use nvclient::uvm::{Uvm, Uuid, CPU_UUID};
+use nvclient::uvm::{Uuid, Uvm, CPU_UUID};
 use nvclient::Error;
 use std::time::{Duration, Instant};
 
@@ -157,7 +157,9 @@ fn setup() -> Outcome {
 
 fn node() -> Outcome {
     // No vGPU for the caller's cgroup: no UVM node either.
-    as_container("/un", || want_os(Uvm::open(UVM), libc::EACCES, "open from /un"))?;
+    as_container("/un", || {
+        want_os(Uvm::open(UVM), libc::EACCES, "open from /un")
+    })?;
     as_container("/ua", || {
         let u = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
         // UVM_MEM_MAP (35) is declared but not routed on Linux: ENOSYS.
@@ -332,12 +334,14 @@ fn managed_ceiling() -> Outcome {
     as_container("/ua", || {
         let c = context(0)?;
         let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
-        let vram = c
-            .s
-            .ctl
-            .alloc_vram(c.s.client, c.s.device, 0, 16 * MIB)
-            .map_err(e("16 MiB of VRAM"))?;
-        let m = c.uvm.map_managed(32 * MIB as usize).map_err(e("32 MiB managed"))?;
+        let vram =
+            c.s.ctl
+                .alloc_vram(c.s.client, c.s.device, 0, 16 * MIB)
+                .map_err(e("16 MiB of VRAM"))?;
+        let m = c
+            .uvm
+            .map_managed(32 * MIB as usize)
+            .map_err(e("32 MiB managed"))?;
         ensure!(
             sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 32 * MIB,
             "after 16 MiB VRAM and 32 MiB managed: used {}, managed {}",
@@ -375,11 +379,10 @@ fn managed_ceiling() -> Outcome {
         )?;
         m.unmap().map_err(e("munmap"))?;
         // The next decision sees the unmapping.
-        let big = c
-            .s
-            .ctl
-            .alloc_vram(c.s.client, c.s.device, 0, 32 * MIB)
-            .map_err(e("32 MiB of VRAM after munmap"))?;
+        let big =
+            c.s.ctl
+                .alloc_vram(c.s.client, c.s.device, 0, 32 * MIB)
+                .map_err(e("32 MiB of VRAM after munmap"))?;
         ensure!(
             sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 48 * MIB,
             "after munmap: used {}, managed {}",
@@ -402,11 +405,10 @@ fn external_keeps_charge() -> Outcome {
     as_container("/ua", || {
         let c = context(0)?;
         let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
-        let mem = c
-            .s
-            .ctl
-            .alloc_vram(c.s.client, c.s.device, 0, 8 * MIB)
-            .map_err(e("VRAM"))?;
+        let mem =
+            c.s.ctl
+                .alloc_vram(c.s.client, c.s.device, 0, 8 * MIB)
+                .map_err(e("VRAM"))?;
         let base = 0x7200_0000_0000u64;
         c.uvm
             .create_external_range(base, 8 * MIB)
