@@ -60,6 +60,10 @@ pub const TESTS: &[Test] = &[
         run: sigkill_mid_migration,
     },
     Test {
+        name: "racing_mappings",
+        run: racing_mappings,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -522,6 +526,77 @@ fn sigkill_mid_migration() -> Outcome {
         std::thread::sleep(Duration::from_millis(10));
     }
     Ok(())
+}
+
+/// Threads of one container map, migrate and unmap managed memory at once
+/// while others read the counters and allocate VRAM: the ceiling holds at
+/// every reading, and everything is refunded at the end.
+fn racing_mappings() -> Outcome {
+    as_container("/ua", || {
+        let c = std::sync::Arc::new(context(0)?);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut workers = Vec::new();
+        for t in 0..4u64 {
+            let (c, stop) = (c.clone(), stop.clone());
+            workers.push(std::thread::spawn(move || -> Result<u64, String> {
+                let mut mapped = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match c.uvm.map_managed(((t + 1) * 4 * MIB) as usize) {
+                        Ok(m) => {
+                            mapped += 1;
+                            let _ = c.uvm.migrate(m.addr(), 2 * MIB, &c.uuid);
+                            drop(m);
+                        }
+                        Err(Error::Os(libc::ENOMEM)) => {}
+                        Err(e) => return Err(format!("thread {t}: {e:?}")),
+                    }
+                }
+                Ok(mapped)
+            }));
+        }
+        let (c2, stop2) = (c.clone(), stop.clone());
+        let allocator = std::thread::spawn(move || -> Result<(), String> {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                match c2.s.ctl.alloc_vram(c2.s.client, c2.s.device, 0, 8 * MIB) {
+                    Ok(m) => {
+                        let _ = c2.s.ctl.free(c2.s.client, c2.s.device, m.handle);
+                    }
+                    Err(Error::Rm(nvclient::abi::status::NV_ERR_NO_MEMORY)) => {}
+                    Err(e) => return Err(format!("VRAM: {e:?}")),
+                }
+            }
+            Ok(())
+        });
+        let t0 = Instant::now();
+        let mut readings = 0;
+        while t0.elapsed() < Duration::from_millis(1500) {
+            let used = sysfs(0, "memory_used")?;
+            ensure!(
+                used <= 64 * MIB,
+                "memory_used {used} past the 64 MiB ceiling"
+            );
+            let res = resident0()?;
+            ensure!(res <= 64 * MIB, "{res} bytes of managed memory resident");
+            readings += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut total = 0;
+        for w in workers {
+            total += w.join().map_err(|_| "a worker panicked")??;
+        }
+        allocator.join().map_err(|_| "the allocator panicked")??;
+        ensure!(total > 0 && readings > 0, "nothing ran: {total} mappings");
+        println!(
+            "# uvm: {total} managed mappings by 4 threads, {readings} readings under the ceiling"
+        );
+        ensure!(
+            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 0,
+            "left charged: used {}, managed {}",
+            sysfs(0, "memory_used")?,
+            sysfs(0, "memory_managed")?
+        );
+        Ok(())
+    })
 }
 
 fn teardown() -> Outcome {
