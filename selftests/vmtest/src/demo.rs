@@ -82,7 +82,7 @@ pub fn managed(args: &[String]) -> i32 {
 }
 
 fn run_managed(args: &[String]) -> Result<(), String> {
-    use nvclient::uvm::Uvm;
+    use nvclient::uvm::UvmContext;
     let id: u32 = args
         .first()
         .and_then(|s| s.parse().ok())
@@ -93,22 +93,9 @@ fn run_managed(args: &[String]) -> Result<(), String> {
         .ok_or("bad CHUNK_MIB")?;
     let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
     let s = Session::vgpu(id)?;
-    let uvm = Uvm::open("/dev/vgpu-uvm").map_err(e("open /dev/vgpu-uvm"))?;
-    uvm.initialize(0).map_err(e("UVM_INITIALIZE"))?;
-    let mm = Uvm::open("/dev/vgpu-uvm").map_err(e("open /dev/vgpu-uvm"))?;
-    mm.mm_initialize(uvm.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
-    let uuid = s
-        .ctl
-        .gpu_uuid(s.client, s.subdevice)
-        .map_err(e("GET_GID_INFO"))?;
-    uvm.register_gpu(&uuid, -1, 0)
-        .map_err(e("UVM_REGISTER_GPU"))?;
-    let vas = s
-        .ctl
-        .alloc_external_va_space(s.client, s.device, 0)
-        .map_err(e("VA space"))?;
-    uvm.register_gpu_vaspace(&uuid, -1, s.client, vas)
-        .map_err(e("UVM_REGISTER_GPU_VASPACE"))?;
+    let c = UvmContext::open("/dev/vgpu-uvm", &s.ctl, s.client, s.device, s.subdevice)
+        .map_err(e("UVM context"))?;
+    let (uvm, uuid) = (&c.uvm, c.uuid);
     let mut ranges = Vec::new();
     let refusal = loop {
         match uvm.map_managed((chunk * MIB) as usize) {

@@ -10,7 +10,6 @@
 //! 4 GiB) and leaves every file closed, so the next reload proves nothing
 //! leaked a module reference.
 
-use std::fmt::{Debug, Display};
 use std::os::unix::fs::MetadataExt;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -20,6 +19,7 @@ use nvclient::ioctl::Escape;
 use nvclient::{request, Ctl, Error, Gpu, Node, VersionCheck, WorkChannel};
 
 use crate::ensure;
+use crate::expect::{want_os, want_rm, Ctx};
 use crate::sys::{exists, module_loaded, sh};
 use crate::tap::{Outcome, Test};
 
@@ -76,36 +76,6 @@ const VRAM: [u64; 2] = [8192 * MIB, 4096 * MIB];
 const HEAP: [u64; 2] = [VRAM[0] - VRAM[0] / 64, VRAM[1] - VRAM[1] / 64];
 const DRIVER_VERSION: &str = "595.45.04";
 const POLL_EVENT: i16 = libc::POLLIN | libc::POLLPRI;
-
-/// Adds what failed to an error.
-trait Ctx<T> {
-    fn ctx(self, what: &str) -> Result<T, String>;
-}
-
-impl<T, E: Display> Ctx<T> for Result<T, E> {
-    fn ctx(self, what: &str) -> Result<T, String> {
-        self.map_err(|e| format!("{what}: {e}"))
-    }
-}
-
-/// `Ok` if `r` is exactly RM status `want`.
-fn want_rm<T: Debug>(r: nvclient::Result<T>, want: u32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Rm(s)) if s == want => Ok(()),
-        other => Err(format!(
-            "{what}: got {other:?}, want {}",
-            abi::NvStatus(want)
-        )),
-    }
-}
-
-/// `Ok` if `r` is exactly errno `want`.
-fn want_os<T: Debug>(r: nvclient::Result<T>, want: i32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Os(e)) if e == want => Ok(()),
-        other => Err(format!("{what}: got {other:?}, want errno {want}")),
-    }
-}
 
 /// Unloads the double if loaded and loads it with the suite's parameters.
 fn fresh() -> Outcome {

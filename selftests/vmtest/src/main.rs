@@ -11,6 +11,7 @@ mod compute;
 mod ctltool;
 mod demo;
 mod double;
+mod expect;
 mod kclient;
 mod memory;
 mod module;

@@ -17,7 +17,7 @@ use crate::sys::{
 };
 use crate::tap::{Outcome, Test};
 use nvclient::abi::class;
-use nvclient::uvm::Uvm;
+use nvclient::uvm::UvmContext;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite.
@@ -60,22 +60,10 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<String, String> {
     // UVM as libcuda sets it up: a VA space bound to this process and its
     // mm file, the GPU registered (the GPU node is open), an externally
     // owned GPU VA space.
-    let u = Uvm::open(uvm).map_err(e("open uvm"))?;
-    u.initialize(0).map_err(e("UVM_INITIALIZE"))?;
-    let mm = Uvm::open(uvm).map_err(e("open uvm (mm file)"))?;
-    mm.mm_initialize(u.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
+    let ctx =
+        UvmContext::open(uvm, &s.ctl, s.client, s.device, s.subdevice).map_err(e("UVM context"))?;
+    let (u, uuid, vas, reg) = (&ctx.uvm, ctx.uuid, ctx.vas, ctx.registered);
     let pageable = u.pageable_mem_access().map_err(e("PAGEABLE_MEM_ACCESS"))?;
-    let uuid = s
-        .ctl
-        .gpu_uuid(s.client, s.subdevice)
-        .map_err(e("GET_GID_INFO"))?;
-    let reg = u.register_gpu(&uuid, -1, 0).map_err(e("REGISTER_GPU"))?;
-    let vas = s
-        .ctl
-        .alloc_external_va_space(s.client, s.device, 0)
-        .map_err(e("VA space"))?;
-    u.register_gpu_vaspace(&uuid, -1, s.client, vas)
-        .map_err(e("REGISTER_GPU_VASPACE"))?;
     // VRAM, mapped through a fresh GPU-node fd; data written is read back.
     let vram = s
         .ctl

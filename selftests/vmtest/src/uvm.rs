@@ -9,6 +9,7 @@
 //! used, managed resident) and its FB info on the real nodes.
 
 use crate::ensure;
+use crate::expect::{want_os, want_rm};
 use crate::proxy::real_files_in_table;
 use crate::session::Session;
 use crate::sys::{
@@ -21,7 +22,7 @@ use nvclient::abi::status::{
     NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
     NV_ERR_INVALID_OBJECT_HANDLE,
 };
-use nvclient::uvm::{Uuid, Uvm, CPU_UUID};
+use nvclient::uvm::{Uvm, UvmContext, CPU_UUID};
 use nvclient::Error;
 use std::time::{Duration, Instant};
 
@@ -77,61 +78,23 @@ fn sysfs(v: u32, f: &str) -> Result<u64, String> {
     s.parse().map_err(|e| format!("vgpu{v}/{f} = {s:?}: {e}"))
 }
 
-fn want_rm<T: std::fmt::Debug>(r: nvclient::Result<T>, want: u32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Rm(s)) if s == want => Ok(()),
-        other => Err(format!(
-            "{what}: got {other:?}, want {}",
-            nvclient::abi::NvStatus(want)
-        )),
-    }
-}
-
-fn want_os<T: std::fmt::Debug>(r: nvclient::Result<T>, want: i32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Os(e)) if e == want => Ok(()),
-        other => Err(format!("{what}: got {other:?}, want errno {want}")),
-    }
-}
-
 /// Managed bytes resident on GPU 0, as the double counts them.
 fn resident0() -> Result<u64, String> {
     Ok(view_gpu(0)?.2)
 }
 
-/// A container's CUDA context on its vGPU `id`: RM session through vgpu, a
-/// UVM VA space with its mm file, the GPU registered with a GPU VA space.
+/// A container's CUDA context on its vGPU `id`: RM session through vgpu and
+/// its UVM context through `/dev/vgpu-uvm`.
 struct Ctx {
     s: Session,
-    uvm: Uvm,
-    _mm: Uvm,
-    uuid: Uuid,
+    u: UvmContext,
 }
 
 fn context(id: u32) -> Result<Ctx, String> {
     let s = Session::vgpu(id)?;
-    let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
-    let uvm = Uvm::open(UVM).map_err(e("open vgpu-uvm"))?;
-    uvm.initialize(0).map_err(e("UVM_INITIALIZE"))?;
-    let mm = Uvm::open(UVM).map_err(e("open vgpu-uvm (mm file)"))?;
-    mm.mm_initialize(uvm.fd()).map_err(e("UVM_MM_INITIALIZE"))?;
-    let uuid = s
-        .ctl
-        .gpu_uuid(s.client, s.subdevice)
-        .map_err(e("GET_GID_INFO"))?;
-    uvm.register_gpu(&uuid, -1, 0).map_err(e("REGISTER_GPU"))?;
-    let vas = s
-        .ctl
-        .alloc_external_va_space(s.client, s.device, 0)
-        .map_err(e("VA space"))?;
-    uvm.register_gpu_vaspace(&uuid, -1, s.client, vas)
-        .map_err(e("REGISTER_GPU_VASPACE"))?;
-    Ok(Ctx {
-        s,
-        uvm,
-        _mm: mm,
-        uuid,
-    })
+    let u = UvmContext::open(UVM, &s.ctl, s.client, s.device, s.subdevice)
+        .map_err(|e| format!("UVM context: {e:?}"))?;
+    Ok(Ctx { s, u })
 }
 
 fn setup() -> Outcome {
@@ -302,27 +265,28 @@ fn foreign_clients() -> Outcome {
     as_container("/ua", move || {
         let c = context(0)?;
         want_rm(
-            c.uvm.register_gpu_vaspace(&c.uuid, -1, bc, bv),
+            c.u.uvm.register_gpu_vaspace(&c.u.uuid, -1, bc, bv),
             NV_ERR_INVALID_OBJECT_HANDLE,
             "B's VA space",
         )?;
         let base = 0x7100_0000_0000u64;
-        c.uvm
+        c.u.uvm
             .create_external_range(base, 2 * MIB)
             .map_err(|e| format!("external range: {e:?}"))?;
         want_rm(
-            c.uvm
-                .map_external_allocation(base, 2 * MIB, 0, &[c.uuid], bc, bm),
+            c.u.uvm
+                .map_external_allocation(base, 2 * MIB, 0, &[c.u.uuid], bc, bm),
             NV_ERR_INVALID_OBJECT_HANDLE,
             "B's memory",
         )?;
         want_rm(
-            c.uvm.register_channel(&c.uuid, -1, bc, 1, base, 2 * MIB),
+            c.u.uvm
+                .register_channel(&c.u.uuid, -1, bc, 1, base, 2 * MIB),
             NV_ERR_INVALID_OBJECT_HANDLE,
             "a channel of B's client",
         )?;
         want_rm(
-            c.uvm.unregister_channel(bc, 1),
+            c.u.uvm.unregister_channel(bc, 1),
             NV_ERR_INVALID_OBJECT_HANDLE,
             "UNREGISTER_CHANNEL of B's client",
         )?;
@@ -342,10 +306,10 @@ fn managed_ceiling() -> Outcome {
             c.s.ctl
                 .alloc_vram(c.s.client, c.s.device, 0, 16 * MIB)
                 .map_err(e("16 MiB of VRAM"))?;
-        let m = c
-            .uvm
-            .map_managed(32 * MIB as usize)
-            .map_err(e("32 MiB managed"))?;
+        let m =
+            c.u.uvm
+                .map_managed(32 * MIB as usize)
+                .map_err(e("32 MiB managed"))?;
         ensure!(
             sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 32 * MIB,
             "after 16 MiB VRAM and 32 MiB managed: used {}, managed {}",
@@ -354,7 +318,7 @@ fn managed_ceiling() -> Outcome {
         );
         // 32 MiB more would pass the 64 MiB ceiling.
         want_os(
-            c.uvm.map_managed(32 * MIB as usize),
+            c.u.uvm.map_managed(32 * MIB as usize),
             libc::ENOMEM,
             "managed past the ceiling",
         )?;
@@ -362,8 +326,8 @@ fn managed_ceiling() -> Outcome {
         ensure!(refused >= 1, "the refusal was not counted");
         // All of it resident on the GPU, by MIGRATE and by GPU work: still
         // under the ceiling, in the double's own count.
-        c.uvm
-            .migrate(m.addr(), m.len() as u64, &c.uuid)
+        c.u.uvm
+            .migrate(m.addr(), m.len() as u64, &c.u.uuid)
             .map_err(e("MIGRATE to the GPU"))?;
         let res = resident0()? - res0;
         ensure!(res == 32 * MIB, "resident after MIGRATE: {res}");
@@ -372,7 +336,7 @@ fn managed_ceiling() -> Outcome {
             "VRAM of the container {} passes its ceiling",
             res + vram.size
         );
-        c.uvm
+        c.u.uvm
             .migrate(m.addr(), m.len() as u64, &CPU_UUID)
             .map_err(e("MIGRATE to the CPU"))?;
         // An RM allocation that fits only once the managed range is gone.
@@ -414,11 +378,11 @@ fn external_keeps_charge() -> Outcome {
                 .alloc_vram(c.s.client, c.s.device, 0, 8 * MIB)
                 .map_err(e("VRAM"))?;
         let base = 0x7200_0000_0000u64;
-        c.uvm
+        c.u.uvm
             .create_external_range(base, 8 * MIB)
             .map_err(e("external range"))?;
-        c.uvm
-            .map_external_allocation(base, 8 * MIB, 0, &[c.uuid], c.s.client, mem.handle)
+        c.u.uvm
+            .map_external_allocation(base, 8 * MIB, 0, &[c.u.uuid], c.s.client, mem.handle)
             .map_err(e("MAP_EXTERNAL_ALLOCATION"))?;
         c.s.ctl
             .free(c.s.client, c.s.device, mem.handle)
@@ -429,7 +393,7 @@ fn external_keeps_charge() -> Outcome {
             "after RM free of mapped memory: used {}",
             sysfs(0, "memory_used")?
         );
-        c.uvm.free(base).map_err(e("UVM_FREE"))?;
+        c.u.uvm.free(base).map_err(e("UVM_FREE"))?;
         ensure!(
             sysfs(0, "memory_used")? == 0,
             "after UVM_FREE: used {}",
@@ -446,10 +410,14 @@ fn two_containers() -> Outcome {
             return false;
         }
         let Ok(c) = context(1) else { return false };
-        let Ok(m) = c.uvm.map_managed(40 * MIB as usize) else {
+        let Ok(m) = c.u.uvm.map_managed(40 * MIB as usize) else {
             return false;
         };
-        if c.uvm.migrate(m.addr(), m.len() as u64, &c.uuid).is_err() {
+        if c.u
+            .uvm
+            .migrate(m.addr(), m.len() as u64, &c.u.uuid)
+            .is_err()
+        {
             return false;
         }
         shared.set(0, 1);
@@ -459,10 +427,10 @@ fn two_containers() -> Outcome {
     ensure!(b.ready, "container B's set-up failed");
     as_container("/ua", || {
         let c = context(0)?;
-        let m = c
-            .uvm
-            .map_managed(24 * MIB as usize)
-            .map_err(|e| format!("A's managed memory: {e:?}"))?;
+        let m =
+            c.u.uvm
+                .map_managed(24 * MIB as usize)
+                .map_err(|e| format!("A's managed memory: {e:?}"))?;
         ensure!(
             sysfs(0, "memory_managed")? == 24 * MIB && sysfs(1, "memory_managed")? == 40 * MIB,
             "managed: vgpu0 {} (want 24 MiB), vgpu1 {} (want 40 MiB)",
@@ -470,7 +438,7 @@ fn two_containers() -> Outcome {
             sysfs(1, "memory_managed")?
         );
         // A can still use the rest of its own ceiling.
-        c.uvm
+        c.u.uvm
             .map_managed(40 * MIB as usize)
             .map_err(|e| format!("A's second range: {e:?}"))?;
         drop(m);
@@ -494,13 +462,13 @@ fn sigkill_mid_migration() -> Outcome {
     let h = Looper::spawn(|| {
         join_cgroup("/ua").map_err(|e| format!("join /ua: errno {e}"))?;
         let c = context(0)?;
-        let m = c
-            .uvm
-            .map_managed(48 * MIB as usize)
-            .map_err(|e| format!("managed: {e:?}"))?;
+        let m =
+            c.u.uvm
+                .map_managed(48 * MIB as usize)
+                .map_err(|e| format!("managed: {e:?}"))?;
         Ok(move || {
-            let _ = c.uvm.migrate(m.addr(), m.len() as u64, &c.uuid);
-            let _ = c.uvm.migrate(m.addr(), m.len() as u64, &CPU_UUID);
+            let _ = c.u.uvm.migrate(m.addr(), m.len() as u64, &c.u.uuid);
+            let _ = c.u.uvm.migrate(m.addr(), m.len() as u64, &CPU_UUID);
         })
     })?;
     std::thread::sleep(Duration::from_millis(30));
@@ -541,10 +509,10 @@ fn racing_mappings() -> Outcome {
             workers.push(std::thread::spawn(move || -> Result<u64, String> {
                 let mut mapped = 0;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    match c.uvm.map_managed(((t + 1) * 4 * MIB) as usize) {
+                    match c.u.uvm.map_managed(((t + 1) * 4 * MIB) as usize) {
                         Ok(m) => {
                             mapped += 1;
-                            let _ = c.uvm.migrate(m.addr(), 2 * MIB, &c.uuid);
+                            let _ = c.u.uvm.migrate(m.addr(), 2 * MIB, &c.u.uuid);
                             drop(m);
                         }
                         Err(Error::Os(libc::ENOMEM)) => {}

@@ -11,18 +11,19 @@
 //! so 126 managed chunks fit a heap) with the UVM nodes made from
 //! `/proc/devices`, and leaves every file closed.
 
-use std::fmt::{Debug, Display};
+use std::fmt::Debug;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use nvclient::abi::{self, class, fb_info, status::*, Handle};
+use nvclient::abi::{class, fb_info, status::*, Handle};
 use nvclient::uvm::{
-    self, init_flags, Command, GpuMappingAttributes, MigrateParams, Reservation, Uuid, CHUNK,
-    CPU_UUID,
+    self, init_flags, Command, GpuMappingAttributes, MigrateParams, Reservation, Uuid, UvmContext,
+    CHUNK, CPU_UUID,
 };
-use nvclient::{work, Ctl, Error, Gpu, Uvm};
+use nvclient::{work, Ctl, Gpu, Uvm};
 
 use crate::ensure;
+use crate::expect::{want_os, want_rm, Ctx};
 use crate::sys::{
     char_major, exists, in_child, make_uvm_nodes, module_loaded, remove_uvm_nodes, sh, Shared,
 };
@@ -71,35 +72,6 @@ fn double_uuid(g: u32) -> Uuid {
     ];
     u[15] = g as u8 + 1;
     u
-}
-
-trait Ctx<T> {
-    fn ctx(self, what: &str) -> Result<T, String>;
-}
-
-impl<T, E: Display> Ctx<T> for Result<T, E> {
-    fn ctx(self, what: &str) -> Result<T, String> {
-        self.map_err(|e| format!("{what}: {e}"))
-    }
-}
-
-/// `Ok` if `r` is exactly RM status `want`.
-fn want_rm<T: Debug>(r: nvclient::Result<T>, want: u32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Rm(s)) if s == want => Ok(()),
-        other => Err(format!(
-            "{what}: got {other:?}, want {}",
-            abi::NvStatus(want)
-        )),
-    }
-}
-
-/// `Ok` if `r` is exactly errno `want`.
-fn want_os<T: Debug>(r: nvclient::Result<T>, want: i32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Os(e)) if e == want => Ok(()),
-        other => Err(format!("{what}: got {other:?}, want errno {want}")),
-    }
 }
 
 /// Unloads the double if loaded, loads it and makes the UVM nodes.
@@ -156,15 +128,6 @@ impl S {
     }
 }
 
-/// A UVM VA space of this process, with its mm file.
-fn va_space() -> Result<(Uvm, Uvm), String> {
-    let uvm = Uvm::open_default().ctx("open nvidia-uvm")?;
-    uvm.initialize(0).ctx("UVM_INITIALIZE")?;
-    let mm = Uvm::open_default().ctx("open nvidia-uvm (mm file)")?;
-    mm.mm_initialize(uvm.fd()).ctx("UVM_MM_INITIALIZE")?;
-    Ok((uvm, mm))
-}
-
 /// Everything a CUDA context has on one GPU: RM session, VA space, mm file,
 /// the GPU registered with an externally owned GPU VA space.
 struct Full {
@@ -177,18 +140,14 @@ struct Full {
 
 fn full(gi: u32) -> Result<Full, String> {
     let s = session(gi)?;
-    let (uvm, mm) = va_space()?;
-    let uuid = s.ctl.gpu_uuid(s.client, s.sub).ctx("GET_GID_INFO")?;
-    uvm.register_gpu(&uuid, -1, 0).ctx("REGISTER_GPU")?;
-    let vas = s.vas()?;
-    uvm.register_gpu_vaspace(&uuid, -1, s.client, vas)
-        .ctx("REGISTER_GPU_VASPACE")?;
+    let c = UvmContext::open(Uvm::DEFAULT_PATH, &s.ctl, s.client, s.device, s.sub)
+        .ctx("UVM context")?;
     Ok(Full {
         s,
-        uvm,
-        _mm: mm,
-        uuid,
-        vas,
+        uvm: c.uvm,
+        _mm: c.mm,
+        uuid: c.uuid,
+        vas: c.vas,
     })
 }
 

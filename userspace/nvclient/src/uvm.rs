@@ -76,6 +76,51 @@ pub fn uuid_text(u: &Uuid) -> String {
     )
 }
 
+/// A process's UVM state for one GPU, set up as libcuda does: a VA-space
+/// file with its mm file, the GPU registered (the caller must hold the GPU's
+/// node open: the driver checks its fd table) and an externally owned RM VA
+/// space registered as the GPU's.
+pub struct UvmContext {
+    /// The VA-space file.
+    pub uvm: Uvm,
+    /// Its mm file.
+    pub mm: Uvm,
+    /// The GPU's UUID (binary GID).
+    pub uuid: Uuid,
+    /// What `UVM_REGISTER_GPU` returned.
+    pub registered: RegisterGpuParams,
+    /// The RM VA space (FERMI_VASPACE_A, externally owned).
+    pub vas: Handle,
+}
+
+impl UvmContext {
+    /// Sets it up on the UVM node at `path` for the GPU of subdevice
+    /// `h_subdevice` under device `h_device` of client `h_client` of `ctl`.
+    pub fn open(
+        path: impl AsRef<Path>,
+        ctl: &Ctl,
+        h_client: Handle,
+        h_device: Handle,
+        h_subdevice: Handle,
+    ) -> Result<UvmContext> {
+        let uvm = Uvm::open(&path)?;
+        uvm.initialize(0)?;
+        let mm = Uvm::open(&path)?;
+        mm.mm_initialize(uvm.fd())?;
+        let uuid = ctl.gpu_uuid(h_client, h_subdevice)?;
+        let registered = uvm.register_gpu(&uuid, -1, 0)?;
+        let vas = ctl.alloc_external_va_space(h_client, h_device, 0)?;
+        uvm.register_gpu_vaspace(&uuid, -1, h_client, vas)?;
+        Ok(UvmContext {
+            uvm,
+            mm,
+            uuid,
+            registered,
+            vas,
+        })
+    }
+}
+
 /// Mapping attributes for `gpu` with every choice left to the driver.
 pub fn default_attributes(gpu: &Uuid) -> GpuMappingAttributes {
     GpuMappingAttributes {
