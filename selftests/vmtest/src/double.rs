@@ -88,16 +88,17 @@ fn fresh() -> Outcome {
 
 /// A process's view of one GPU: ctl file, GPU file (registered), client,
 /// device, subdevice. Drops the ctl file first.
-struct S {
-    ctl: Ctl,
-    gpu: Gpu,
+pub(crate) struct S {
+    pub(crate) ctl: Ctl,
+    pub(crate) gpu: Gpu,
     gi: u32,
-    client: Handle,
-    device: Handle,
-    sub: Handle,
+    pub(crate) client: Handle,
+    pub(crate) device: Handle,
+    pub(crate) sub: Handle,
 }
 
-fn session(gi: u32) -> Result<S, String> {
+/// Opens a session on the double's GPU `gi` directly.
+pub(crate) fn session(gi: u32) -> Result<S, String> {
     let ctl = Ctl::open_default().ctx("open nvidiactl")?;
     let gpu = Gpu::open_index(gi).ctx("open GPU node")?;
     gpu.register_fd(&ctl).ctx("REGISTER_FD")?;
@@ -130,7 +131,8 @@ impl S {
         Ok(u64::from(e[0].data) << 10)
     }
 
-    fn heap_free(&self) -> Result<u64, String> {
+    /// HEAP_FREE in bytes.
+    pub(crate) fn heap_free(&self) -> Result<u64, String> {
         self.fb(fb_info::HEAP_FREE)
     }
 

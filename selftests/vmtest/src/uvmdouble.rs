@@ -15,13 +15,14 @@ use std::fmt::Debug;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use nvclient::abi::{class, fb_info, status::*, Handle};
+use nvclient::abi::{class, status::*, Handle};
 use nvclient::uvm::{
     self, init_flags, Command, GpuMappingAttributes, MigrateParams, Reservation, Uuid, UvmContext,
     CHUNK, CPU_UUID,
 };
 use nvclient::{work, Ctl, Gpu, Uvm};
 
+use crate::double::{session, S};
 use crate::ensure;
 use crate::expect::{want_os, want_rm, Ctx};
 use crate::sys::{
@@ -84,43 +85,7 @@ fn fresh() -> Outcome {
     Ok(())
 }
 
-/// A process's RM view of one GPU: ctl file, GPU file, client, device,
-/// subdevice.
-struct S {
-    ctl: Ctl,
-    _gpu: Gpu,
-    client: Handle,
-    device: Handle,
-    sub: Handle,
-}
-
-fn session(gi: u32) -> Result<S, String> {
-    let ctl = Ctl::open_default().ctx("open nvidiactl")?;
-    let gpu = Gpu::open_index(gi).ctx("open GPU node")?;
-    gpu.register_fd(&ctl).ctx("REGISTER_FD")?;
-    let client = ctl.alloc_root_client().ctx("alloc client")?;
-    let device = ctl.alloc_device(client, 0, gi).ctx("alloc device")?;
-    let sub = ctl
-        .alloc_subdevice(client, device, 0, 0)
-        .ctx("alloc subdevice")?;
-    Ok(S {
-        ctl,
-        _gpu: gpu,
-        client,
-        device,
-        sub,
-    })
-}
-
 impl S {
-    fn heap_free(&self) -> Result<u64, String> {
-        let e = self
-            .ctl
-            .fb_get_info_v2(self.client, self.sub, &[fb_info::HEAP_FREE])
-            .ctx("FB_GET_INFO_V2")?;
-        Ok(u64::from(e[0].data) << 10)
-    }
-
     fn vas(&self) -> Result<Handle, String> {
         self.ctl
             .alloc_external_va_space(self.client, self.device, 0)
