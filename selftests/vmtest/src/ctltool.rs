@@ -5,8 +5,13 @@
 //! documented exit codes, and a failed create leaves nothing behind.
 
 use crate::ensure;
-use crate::sys::{become_nobody, exists, in_child, read_file, sh};
+use crate::session::Session;
+use crate::sys::{
+    become_nobody, exists, in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh,
+    Holder,
+};
 use crate::tap::{Outcome, Test};
+use nvclient::uvm::UvmContext;
 use std::process::Command;
 
 /// Tests of this suite, in order.
@@ -45,6 +50,7 @@ fn attr(id: u32, f: &str) -> Result<String, String> {
 
 fn create_set_show_remove() -> Outcome {
     sh("modprobe nvidia gpus=2 vram0_mib=8192 vram1_mib=4096")?;
+    make_uvm_nodes()?;
     sh("modprobe vgpu")?;
     std::fs::create_dir_all("/sys/fs/cgroup/pods/a").map_err(|e| format!("mkdir: {e}"))?;
     let (code, out) = vgpuctl(&[
@@ -139,6 +145,25 @@ fn exporter_once() -> Outcome {
         "create", "--id", "5", "--cgroup", "/pods/a", "--memory", "2GiB", "--gpu", "0",
     ])?;
     ensure!(code == 0, "create: {out}");
+    // A process of the container holds 4 MiB of managed memory.
+    let holder = Holder::spawn(|| {
+        if join_cgroup("/pods/a").is_err() {
+            return false;
+        }
+        let Ok(s) = Session::vgpu(5) else {
+            return false;
+        };
+        let Ok(u) = UvmContext::open("/dev/vgpu-uvm", &s.ctl, s.client, s.device, s.subdevice)
+        else {
+            return false;
+        };
+        let Ok(m) = u.uvm.map_managed(4 << 20) else {
+            return false;
+        };
+        std::mem::forget((s, u, m));
+        true
+    })?;
+    ensure!(holder.ready, "the container's managed mapping failed");
     let (code, out) = vgpuctl(&["exporter", "--once"])?;
     ensure!(code == 0, "exporter --once: {code}: {out}");
     ensure!(
@@ -155,6 +180,8 @@ fn exporter_once() -> Outcome {
         ("vgpu_compute_tsgs{", " 0"),
         ("vgpu_alloc_refused_total{", " 0"),
         ("vgpu_granted_seconds_total{", ""),
+        ("vgpu_memory_managed_bytes{", " 4194304"),
+        ("vgpu_memory_used_bytes{", " 4194304"),
     ] {
         ensure!(
             out.lines()
@@ -166,9 +193,19 @@ fn exporter_once() -> Outcome {
         out.contains("vgpu_gpu_compute_policy{gpu=\"0\",policy=\"fixed\"} 1"),
         "no policy series for GPU 0:\n{out}"
     );
+    let (code, out) = vgpuctl(&["show", "5"])?;
+    ensure!(
+        code == 0
+            && out
+                .lines()
+                .any(|l| l.starts_with("memory_managed") && l.ends_with("4 MiB")),
+        "show 5 without its managed memory: {out}"
+    );
+    drop(holder);
     let (code, _) = vgpuctl(&["remove", "5"])?;
     ensure!(code == 0, "remove 5");
     sh("rmmod vgpu")?;
+    remove_uvm_nodes();
     sh("rmmod nvidia")?;
     let (code, out) = vgpuctl(&["list"])?;
     ensure!(code == 3, "module not loaded: exit {code}: {out}");
