@@ -26,12 +26,12 @@ int vgpu_current_cgroup_path(char *buf, size_t len)
 	return ret;
 }
 
-#include <linux/completion.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/err.h>
 #include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/sched/mm.h>
 #include <linux/uaccess.h>
@@ -40,55 +40,23 @@ int vgpu_current_cgroup_path(char *buf, size_t len)
  * Calling the driver with an fd that names one of vgpu's private real files,
  * without that file ever entering a user process's fd table.
  *
- * The driver looks fds up in the calling task's table. Kernel threads share
- * the kernel's own table, which no user process can reach; so the call runs
- * on a short-lived kernel thread that borrows the caller's address space
- * (the parameter block and everything it points to stay the caller's user
- * memory), installs the private file there, writes its fd number into the
- * block's fd field, calls the driver and closes the fd. Calls are
- * serialised: a thread of the caller that rewrites the fd field meanwhile
- * can only name a descriptor of the kernel's table, where no other private
- * file is installed at that moment, and the driver refuses anything that is
- * not its own file.
+ * The driver looks fds up in the calling task's table, and ties some calls
+ * to the calling process too: RM creates a mapping context only for the
+ * process that created the client (its ProcID, current->tgid). So the call
+ * runs in the caller's own task, with the caller's memory, but for its
+ * duration that one task looks fds up in the kernel's own table
+ * (init_task's, which no user process can reach): the private file is
+ * installed there, its fd number written into the block's fd field, the
+ * driver called, the fd closed and the task's own table put back. The
+ * caller's other threads keep using the process's table throughout. Calls
+ * are serialised, so a thread of the caller that rewrites the fd field
+ * meanwhile can only name a descriptor of the kernel's table where no other
+ * private file is installed at that moment, and the driver refuses
+ * anything that is not its own file. Other tasks reach a task's table
+ * through pidfd_getfd() and kcmp() under the process's exec_update_lock,
+ * held here for writing, so they cannot fetch the file while it is there.
  */
-struct vgpu_privfd_call {
-	struct mm_struct *mm;
-	struct file *on;
-	struct file *target;
-	unsigned int cmd;
-	unsigned long arg;
-	int __user *fd_field;
-	long ret;
-	struct completion done;
-};
-
 static DEFINE_MUTEX(vgpu_privfd_lock);
-
-static int vgpu_privfd_thread(void *data)
-{
-	struct vgpu_privfd_call *c = data;
-	int fd;
-
-	kthread_use_mm(c->mm);
-	fd = get_unused_fd_flags(O_CLOEXEC);
-	if (fd < 0) {
-		c->ret = fd;
-		goto out;
-	}
-	fd_install(fd, get_file(c->target));
-	if (put_user(fd, c->fd_field)) {
-		c->ret = -EFAULT;
-	} else if (!c->on->f_op->unlocked_ioctl) {
-		c->ret = -ENOTTY;
-	} else {
-		c->ret = c->on->f_op->unlocked_ioctl(c->on, c->cmd, c->arg);
-	}
-	close_fd(fd);
-out:
-	kthread_unuse_mm(c->mm);
-	complete(&c->done);
-	return 0;
-}
 
 /*
  * Runs `on`'s ioctl(cmd, arg) for the current task, with the int at user
@@ -100,29 +68,42 @@ long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned i
 long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned int cmd,
 				unsigned long arg, unsigned long fd_field)
 {
-	struct vgpu_privfd_call c = {
-		.on = on,
-		.target = target,
-		.cmd = cmd,
-		.arg = arg,
-		.fd_field = (int __user *)fd_field,
-	};
-	struct task_struct *t;
+	struct files_struct *own;
+	long ret;
+	int fd;
 
-	c.mm = current->mm;
-	if (!c.mm)
+	if (!on->f_op->unlocked_ioctl)
+		return -ENOTTY;
+	if (!current->mm || (current->flags & PF_KTHREAD))
 		return -EINVAL;
-	mmgrab(c.mm);
-	init_completion(&c.done);
 	mutex_lock(&vgpu_privfd_lock);
-	t = kthread_run(vgpu_privfd_thread, &c, "vgpu-privfd");
-	if (IS_ERR(t))
-		c.ret = PTR_ERR(t);
-	else
-		wait_for_completion(&c.done);
+	ret = down_write_killable(&current->signal->exec_update_lock);
+	if (ret)
+		goto unlock;
+	task_lock(current);
+	own = current->files;
+	current->files = init_task.files;
+	task_unlock(current);
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+	} else {
+		fd_install(fd, get_file(target));
+		if (put_user(fd, (int __user *)fd_field))
+			ret = -EFAULT;
+		else
+			ret = on->f_op->unlocked_ioctl(on, cmd, arg);
+		close_fd(fd);
+	}
+
+	task_lock(current);
+	current->files = own;
+	task_unlock(current);
+	up_write(&current->signal->exec_update_lock);
+unlock:
 	mutex_unlock(&vgpu_privfd_lock);
-	mmdrop(c.mm);
-	return c.ret;
+	return ret;
 }
 
 #include <linux/mm.h>
@@ -224,4 +205,37 @@ unsigned long vgpu_mapped_bytes_in_mmap(struct mm_struct *mm, const struct file 
 	mmap_read_unlock(mm);
 	mmput_async(mm);
 	return bytes;
+}
+
+#include <linux/mount.h>
+#include <linux/namei.h>
+#include <linux/path.h>
+
+/*
+ * Moves a resolved device node's path onto a private clone of its mount
+ * with MNT_NODEV set. Files vgpu opens on it (dentry_open) work as before,
+ * but nobody can open the node again through them by path: a reopen of
+ * /proc/<pid>/fd/<n> (which a container could try while a private file sits
+ * in the kernel's table for one of its calls) fails the nodev check. The
+ * clone is attached nowhere and is released with vgpu_path_put_private().
+ */
+int vgpu_path_make_private(struct path *path);
+int vgpu_path_make_private(struct path *path)
+{
+	struct vfsmount *m = clone_private_mount(path);
+
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	m->mnt_flags |= MNT_NODEV;
+	mntput(path->mnt);
+	path->mnt = m;
+	return 0;
+}
+
+/* Drops a path made by vgpu_path_make_private(). */
+void vgpu_path_put_private(struct path *path);
+void vgpu_path_put_private(struct path *path)
+{
+	dput(path->dentry);
+	kern_unmount(path->mnt);
 }

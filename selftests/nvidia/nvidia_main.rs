@@ -133,6 +133,7 @@ pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
 /// stops the engines first.
 struct NvidiaDouble {
     _view: Pin<KBox<debugfs::File<()>>>,
+    _map_delay: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
@@ -148,6 +149,37 @@ fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result
         Ok(drv) => drv.uvm_view(f),
         Err(_) => Ok(()),
     }
+}
+
+/// Test hook (debugfs `nvidia-double/map_delay_ms`, 0 to 1000): every
+/// RM_MAP_MEMORY sleeps this long first, so that a test can act while a
+/// proxy's call is inside the driver. 0 (the default) adds nothing.
+pub(crate) static MAP_DELAY_MS: core::sync::atomic::AtomicU32 =
+    core::sync::atomic::AtomicU32::new(0);
+
+fn show_map_delay(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    writeln!(
+        f,
+        "{}",
+        MAP_DELAY_MS.load(core::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+fn set_map_delay(_: &(), r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    let mut buf = [0u8; 16];
+    let n = r.len();
+    let b = buf.get_mut(..n).ok_or(EINVAL)?;
+    r.read_slice(b)?;
+    let ms: u32 = core::str::from_utf8(b)
+        .map_err(|_| EINVAL)?
+        .trim()
+        .parse()
+        .map_err(|_| EINVAL)?;
+    if ms > 1000 {
+        return Err(ERANGE);
+    }
+    MAP_DELAY_MS.store(ms, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
 }
 
 fn vram_mib(i: usize) -> u64 {
@@ -221,12 +253,17 @@ impl NvidiaDouble {
             debugfs.read_callback_file(c"uvm", (), &write_uvm_view),
             GFP_KERNEL,
         )?;
+        let map_delay = KBox::pin_init(
+            debugfs.read_write_callback_file(c"map_delay_ms", (), &show_map_delay, &set_map_delay),
+            GFP_KERNEL,
+        )?;
         pr_info!(
             "driver double {DRIVER_VERSION}: {n} fake GPU(s), nvidia-uvm major {}\n",
             uvm_region.base().major()
         );
         Ok(Self {
             _view: view,
+            _map_delay: map_delay,
             _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,

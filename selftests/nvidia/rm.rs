@@ -123,6 +123,9 @@ pub(crate) struct Client {
     pub(crate) handle: u32,
     /// The ctl file it is bound to.
     file: u64,
+    /// The process (thread group id) that created it: RM stamps
+    /// `ProcID = osGetCurrentProcess()` (`current->tgid`) at creation.
+    proc: i32,
     objects: KVec<Object>,
     next_handle: u32,
 }
@@ -221,6 +224,17 @@ pub(crate) fn status_of(r: RmResult) -> u32 {
         Ok(()) => NV_OK,
         Err(s) => s,
     }
+}
+
+extern "C" {
+    /// `task_tgid_nr(current)` (`exports.c`).
+    fn nv_double_current_tgid() -> c_int;
+}
+
+/// The calling task's thread group id, as RM's `osGetCurrentProcess()`.
+pub(crate) fn current_tgid() -> i32 {
+    // SAFETY: no preconditions; reads the calling task's own id.
+    unsafe { nv_double_current_tgid() }
 }
 
 /// Reads a wire struct of exactly `T::SIZE` bytes from `p`.
@@ -700,6 +714,7 @@ impl Driver {
                     Client {
                         handle,
                         file: caller.owner(),
+                        proc: current_tgid(),
                         objects: KVec::new(),
                         next_handle: 0,
                     },
@@ -1368,6 +1383,10 @@ impl Driver {
     }
 
     fn map_memory(&self, f: &NvFile, p: &mut [u8]) -> Result {
+        let delay = crate::MAP_DELAY_MS.load(core::sync::atomic::Ordering::Relaxed);
+        if delay > 0 {
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(delay)));
+        }
         let mut a: abi::Nvos33WithFd = parse(p)?;
         let r: RmResult = (|| {
             let m = &a.params;
@@ -1375,6 +1394,13 @@ impl Driver {
             let target = file::nv_file(&target).ok_or(NV_ERR_INVALID_ARGUMENT)?;
             let mut rm = self.rm.lock();
             let ci = rm.client_for(m.h_client, Some(f.client_id()))?;
+            // The real driver creates the mmap context only for the process
+            // that created the client (`rm_create_mmap_context`:
+            // `ProcID != osGetCurrentProcess()` is NV_ERR_INVALID_CLIENT),
+            // whichever file the call comes through.
+            if rm.clients[ci].proc != current_tgid() {
+                return Err(NV_ERR_INVALID_CLIENT);
+            }
             let kind = rm.clients[ci]
                 .find(m.h_memory)
                 .map(|o| o.kind)

@@ -62,8 +62,6 @@ extern "C" {
     fn nv_double_current_mm_grab() -> *mut c_void;
     /// `fatal_signal_pending(current)`.
     fn nv_double_fatal_signal_pending() -> bool;
-    /// `task_tgid_nr(current)`.
-    fn nv_double_current_tgid() -> c_int;
     /// `vma->vm_pgoff`.
     fn nv_double_vma_pgoff(vma: *mut c_void) -> c_ulong;
     /// `vma->vm_private_data`.
@@ -771,8 +769,7 @@ impl Driver {
         } else {
             None
         };
-        // SAFETY: no preconditions.
-        let tgid = unsafe { nv_double_current_tgid() };
+        let tgid = crate::rm::current_tgid();
         let mut rm = self.rm.lock();
         let id = rm.uvm.next_space;
         let space = Space {

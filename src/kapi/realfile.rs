@@ -24,11 +24,21 @@ const LOOKUP_FOLLOW: c_uint = 1;
 extern "C" {
     /// `<linux/namei.h>`, not among the generated bindings.
     fn kern_path(name: *const c_char, flags: c_uint, path: *mut c_void) -> c_int;
+    /// `src/helpers.c`.
+    fn vgpu_path_make_private(path: *mut c_void) -> c_int;
+    /// `src/helpers.c`.
+    fn vgpu_path_put_private(path: *mut c_void);
 }
 
 /// A resolved path to a device node of the real driver.
+///
+/// It lies on a private clone of the node's mount with `MNT_NODEV` set
+/// (where the kernel allows the clone): files opened on it work, but cannot
+/// be reopened by path, e.g. through `/proc/<pid>/fd`, should one ever be
+/// visible there.
 pub(crate) struct RealNode {
     path: bindings::path,
+    private: bool,
 }
 
 // SAFETY: a `struct path` is two reference-counted pointers; holding the
@@ -50,12 +60,21 @@ impl RealNode {
         // SAFETY: `name` is NUL-terminated; `path` is a valid place for the
         // result, which holds references on success.
         to_result(unsafe { kern_path(name.as_char_ptr(), LOOKUP_FOLLOW, (&raw mut path).cast()) })?;
-        let node = Self { path };
+        let mut node = Self {
+            path,
+            private: false,
+        };
         // SAFETY: the path holds a reference to its dentry, whose inode of a
         // resolved path is valid.
         let mode = unsafe { (*(*node.path.dentry).d_inode).i_mode };
         if u32::from(mode) & bindings::S_IFMT != bindings::S_IFCHR {
             return Err(ENODEV);
+        }
+        // SAFETY: `node.path` holds the references `kern_path` took; on
+        // success the helper has swapped its mount reference for the clone's.
+        match unsafe { vgpu_path_make_private((&raw mut node.path).cast()) } {
+            0 => node.private = true,
+            e => pr_warn!("{name:?}: no private nodev mount for it ({e}); using the node's own\n"),
         }
         Ok(node)
     }
@@ -86,8 +105,15 @@ impl RealNode {
 
 impl Drop for RealNode {
     fn drop(&mut self) {
-        // SAFETY: the references were taken by `kern_path` and are dropped once.
-        unsafe { bindings::path_put(&self.path) };
+        if self.private {
+            // SAFETY: the path was made private by `vgpu_path_make_private`
+            // and is released once, as it requires.
+            unsafe { vgpu_path_put_private((&raw mut self.path).cast()) };
+        } else {
+            // SAFETY: the references were taken by `kern_path` and are
+            // dropped once.
+            unsafe { bindings::path_put(&self.path) };
+        }
     }
 }
 

@@ -35,6 +35,10 @@ pub const TESTS: &[Test] = &[
         run: through_vgpu,
     },
     Test {
+        name: "private_files_unreachable",
+        run: private_files_unreachable,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -197,6 +201,128 @@ fn through_vgpu() -> Outcome {
     let used = read_file("/sys/class/vgpu/vgpu0/memory_used")?;
     ensure!(used == "0", "charged after the client was freed: {used}");
     Ok(())
+}
+
+/// While vgpu runs a call with a private real file in the kernel's table
+/// for one thread of a container, other threads of it try to take that
+/// file: by reopening the thread's `/proc/.../fd` entries and with
+/// `pidfd_getfd` on the thread. Both wait for the call to end (vgpu holds
+/// the process's exec_update_lock, which they take), so they meet only the
+/// process's own table, and never get a real driver file.
+fn private_files_unreachable() -> Outcome {
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    crate::sys::as_container("/pa", || {
+        let s = Session::vgpu(0)?;
+        let vram = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 1 << 20)
+            .map_err(|e| format!("vram: {e:?}"))?;
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let stop = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(AtomicU32::new(0));
+        let (tries, longest_us) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU64::new(0)));
+        // A real driver file: a character device of the NVIDIA major.
+        let is_real = |fd: i32| {
+            // SAFETY: an all-zero stat is a valid buffer for fstat to fill.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: `st` is valid for writing; a bad fd gives -1.
+            let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+            ok && st.st_mode & libc::S_IFMT == libc::S_IFCHR && libc::major(st.st_rdev) == 195
+        };
+        let reopen = {
+            let (stop, taken, tries, longest_us) = (
+                stop.clone(),
+                taken.clone(),
+                tries.clone(),
+                longest_us.clone(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    // The kernel's table is (nearly) empty: a private fd
+                    // would be among its first.
+                    for n in 0..4 {
+                        let p = format!("/proc/self/task/{tid}/fd/{n}");
+                        let t = Instant::now();
+                        let f = std::fs::OpenOptions::new().read(true).write(true).open(&p);
+                        longest_us.fetch_max(t.elapsed().as_micros() as u64, Relaxed);
+                        if let Ok(f) = f {
+                            if is_real(std::os::fd::AsRawFd::as_raw_fd(&f)) {
+                                taken.fetch_add(1, Relaxed);
+                            }
+                        }
+                        tries.fetch_add(1, Relaxed);
+                    }
+                }
+            })
+        };
+        let getfd = {
+            let (stop, taken) = (stop.clone(), taken.clone());
+            std::thread::spawn(move || {
+                // SAFETY: plain system calls on our own thread's pid.
+                let pidfd =
+                    unsafe { libc::syscall(libc::SYS_pidfd_open, tid, libc::O_EXCL) as i32 };
+                if pidfd < 0 {
+                    return false;
+                }
+                while !stop.load(Relaxed) {
+                    for n in 0..4 {
+                        // SAFETY: pidfd_getfd on our own process; a new fd
+                        // comes back or -1.
+                        let fd =
+                            unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, n, 0) as i32 };
+                        if fd >= 0 {
+                            if is_real(fd) {
+                                taken.fetch_add(1, Relaxed);
+                            }
+                            // SAFETY: the fd pidfd_getfd just gave us.
+                            unsafe { libc::close(fd) };
+                        }
+                    }
+                }
+                true
+            })
+        };
+        // Each mapping stays 50 ms inside the driver (the double's test
+        // hook), with its private file in the kernel's table meanwhile.
+        write_file("/sys/kernel/debug/nvidia-double/map_delay_ms", "50")
+            .map_err(|e| format!("map_delay_ms: errno {e}"))?;
+        let mut maps = 0;
+        let mapped: Result<(), String> = (|| {
+            for _ in 0..20 {
+                let m = s
+                    .ctl
+                    .map_memory("/dev/vgpu0", s.client, s.device, vram.handle, 0, 1 << 20, 0)
+                    .map_err(|e| format!("map: {e:?}"))?;
+                drop(m);
+                maps += 1;
+            }
+            Ok(())
+        })();
+        stop.store(true, Relaxed);
+        write_file("/sys/kernel/debug/nvidia-double/map_delay_ms", "0")
+            .map_err(|e| format!("map_delay_ms: errno {e}"))?;
+        reopen.join().map_err(|_| "reopen thread panicked")?;
+        let got_pidfd = getfd.join().map_err(|_| "getfd thread panicked")?;
+        mapped?;
+        ensure!(got_pidfd, "pidfd_open of the mapping thread failed");
+        let longest = longest_us.load(Relaxed);
+        println!(
+            "# proxy: {maps} mappings of 50 ms through private fds; {} /proc fd opens raced them, the longest waited {longest} us; {} real files taken",
+            tries.load(Relaxed),
+            taken.load(Relaxed)
+        );
+        ensure!(
+            longest >= 20_000,
+            "no /proc fd open ever waited for a call ({longest} us): the race was not run"
+        );
+        ensure!(
+            taken.load(Relaxed) == 0,
+            "a real driver file reached the container"
+        );
+        real_files_in_table()
+    })
 }
 
 fn teardown() -> Outcome {
