@@ -24,7 +24,7 @@ grep '# double.fairness' "$log" | sed 's/^# double.fairness: /  /'
 split=$(grep -m1 '# double.fairness: [0-9]' "$log" | sed 's/.*: \([0-9.]*\)% \/ \([0-9.]*\)%.*/\1 \2/')
 awk -v s="$split" 'BEGIN { split(s, a, " "); e = a[1] - 50; if (e < 0) e = -e;
     printf "  error: %.1f points (target <= 2)\n", e }'
-echo "== per-ioctl cost through vgpu (median of 11 alternating rounds)"
+echo "== per-ioctl cost through vgpu (median of 21 alternating rounds)"
 grep '# bench:' "$log" | sed 's/^# bench: /  /'
 echo "== compute shares (saturating tenants on the double's engine)"
 grep '# compute:' "$log" | sed 's/^# compute: /  /'
