@@ -155,6 +155,35 @@ static unsigned long vgpu_mapped_bytes_walk(struct mm_struct *mm, const struct f
 }
 
 /*
+ * Walks another task's (or no task's) mm for vgpu_mapped_bytes*: 0 when it
+ * has no users left. `wait` takes its mmap lock as a reader; otherwise only
+ * if that needs no waiting (ULONG_MAX if not), and the user reference is
+ * then dropped asynchronously (a last mmput must not tear an mm down under
+ * the caller's own mmap lock).
+ */
+static unsigned long vgpu_mapped_bytes_of(struct mm_struct *mm, const struct file *file,
+					  unsigned long start, unsigned long end, bool wait)
+{
+	unsigned long bytes;
+
+	if (!mmget_not_zero(mm))
+		return 0;
+	if (wait) {
+		mmap_read_lock(mm);
+	} else if (!mmap_read_trylock(mm)) {
+		mmput_async(mm);
+		return ULONG_MAX;
+	}
+	bytes = vgpu_mapped_bytes_walk(mm, file, start, end);
+	mmap_read_unlock(mm);
+	if (wait)
+		mmput(mm);
+	else
+		mmput_async(mm);
+	return bytes;
+}
+
+/*
  * Bytes of [start, end) in mm that are mapped from `file` (compared by
  * address only). 0 when the mm has no users left. Takes the mmap lock for
  * reading: the caller must not hold it.
@@ -164,47 +193,26 @@ unsigned long vgpu_mapped_bytes(struct mm_struct *mm, const struct file *file,
 unsigned long vgpu_mapped_bytes(struct mm_struct *mm, const struct file *file,
 				unsigned long start, unsigned long end)
 {
-	unsigned long bytes;
-
-	if (!mmget_not_zero(mm))
-		return 0;
-	mmap_read_lock(mm);
-	bytes = vgpu_mapped_bytes_walk(mm, file, start, end);
-	mmap_read_unlock(mm);
-	mmput(mm);
-	return bytes;
+	return vgpu_mapped_bytes_of(mm, file, start, end, true);
 }
 
 /*
  * As vgpu_mapped_bytes, from inside an mmap handler, whose caller holds the
  * calling task's mmap lock for writing: the caller's own mm is walked under
  * that lock, another mm only if its lock can be had without waiting (two
- * tasks mapping at once must not wait for each other), and its user
- * reference is dropped asynchronously (a last mmput must not tear an mm
- * down under our lock). Returns ULONG_MAX when it cannot tell.
+ * tasks mapping at once must not wait for each other). Returns ULONG_MAX
+ * when it cannot tell.
  */
 unsigned long vgpu_mapped_bytes_in_mmap(struct mm_struct *mm, const struct file *file,
 					unsigned long start, unsigned long end);
 unsigned long vgpu_mapped_bytes_in_mmap(struct mm_struct *mm, const struct file *file,
 					unsigned long start, unsigned long end)
 {
-	unsigned long bytes;
-
-	if (current->mm == mm) {
-		if (!rwsem_is_locked(&mm->mmap_lock))
-			return ULONG_MAX;
-		return vgpu_mapped_bytes_walk(mm, file, start, end);
-	}
-	if (!mmget_not_zero(mm))
-		return 0;
-	if (!mmap_read_trylock(mm)) {
-		mmput_async(mm);
+	if (current->mm != mm)
+		return vgpu_mapped_bytes_of(mm, file, start, end, false);
+	if (!rwsem_is_locked(&mm->mmap_lock))
 		return ULONG_MAX;
-	}
-	bytes = vgpu_mapped_bytes_walk(mm, file, start, end);
-	mmap_read_unlock(mm);
-	mmput_async(mm);
-	return bytes;
+	return vgpu_mapped_bytes_walk(mm, file, start, end);
 }
 
 #include <linux/mount.h>

@@ -263,11 +263,20 @@ fn answer(c: Command, addr: u64, status: u32) -> Result<isize> {
     Ok(0)
 }
 
-/// Reads the whole block of `c` at `addr` as `T`.
+/// Reads a wire value (a block, or one field of one) at `addr`. Blocks of a
+/// few hundred bytes at most: the decoded value lives on the stack.
 fn read<T: Wire>(addr: u64) -> Result<T> {
     let mut b = KVec::from_elem(0u8, T::SIZE, GFP_KERNEL)?;
     user::read(addr, &mut b)?;
     Ok(T::decode(&b))
+}
+
+/// The `rmStatus` the driver left in the block of `c` at `addr`.
+fn status(c: Command, addr: u64) -> Result<u32> {
+    let off = c.status_offset().ok_or(EINVAL)?;
+    let mut b = [0u8; 4];
+    user::read(addr + off as u64, &mut b)?;
+    Ok(u32::from_ne_bytes(b))
 }
 
 /// Serves an ioctl on a `/dev/vgpu-uvm` file.
@@ -300,12 +309,8 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(ou) = &other.uvm else {
                 return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
             };
-            let r = me.real.ioctl_naming(&other.real, cmd, arg, addr);
-            // The caller sees its own fd in its block again.
-            user::write(addr, &p.uvm_fd.to_ne_bytes())?;
-            let r = r?;
-            let st: uvm::MmInitializeParams = read(addr)?;
-            if st.rm_status == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
+            let r = call_naming(me, &other.real, c, arg, p.uvm_fd)?;
+            if status(c, addr)? == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
                 // One space's lock at a time (they are of one lock class).
                 let linked = {
                     let mut mine = u.space.inner.lock();
@@ -337,15 +342,15 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(pf) = crate::kapi::chrdev::private::<ProxyFops>(&node) else {
                 return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
             };
-            let r = me.real.ioctl_naming(&pf.real, cmd, arg, addr + 24);
-            user::write(addr + 24, &p.rm_ctrl_fd.to_ne_bytes())?;
-            r
+            call_naming(me, &pf.real, c, arg, p.rm_ctrl_fd)
         }
         Command::RegisterGpuVaspace | Command::RegisterChannel => {
-            // hClient at 20 in both.
-            let mut b = [0u8; 4];
-            user::read(addr + 20, &mut b)?;
-            if !crate::ctl::client_in(u32::from_ne_bytes(b), vgpus) {
+            let h_client = if c == Command::RegisterChannel {
+                read::<uvm::RegisterChannelParams>(addr)?.h_client
+            } else {
+                read::<uvm::RegisterGpuVaspaceParams>(addr)?.h_client
+            };
+            if !crate::ctl::client_in(h_client, vgpus) {
                 return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
             }
             me.real.ioctl(cmd, arg)
@@ -358,19 +363,16 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             me.real.ioctl(cmd, arg)
         }
         Command::MapExternalAllocation => {
-            let mut b = [0u8; 12];
-            user::read(addr + 9252, &mut b[..8])?;
-            let h_client = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-            let h_memory = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
-            user::read(addr, &mut b[..8])?;
-            let base = u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            // Field by field: the block is 9 KiB, too large for the stack.
+            use uvm::map_external as mx;
+            let base: u64 = read(addr + mx::BASE as u64)?;
+            let h_client: u32 = read(addr + mx::H_CLIENT as u64)?;
+            let h_memory: u32 = read(addr + mx::H_MEMORY as u64)?;
             if !crate::ctl::client_in(h_client, vgpus) {
                 return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
             }
             let r = me.real.ioctl(cmd, arg)?;
-            let mut st = [0u8; 4];
-            user::read(addr + 9260, &mut st)?;
-            if u32::from_ne_bytes(st) == NV_OK {
+            if status(c, addr)? == NV_OK {
                 if let Some(charge) = crate::ctl::charge_of(h_client, h_memory) {
                     hold_external(&u.space, base, charge)?;
                 }
@@ -380,8 +382,7 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
         Command::Free => {
             let p: uvm::FreeParams = read(addr)?;
             let r = me.real.ioctl(cmd, arg)?;
-            let after: uvm::FreeParams = read(addr)?;
-            if after.rm_status == NV_OK {
+            if status(c, addr)? == NV_OK {
                 let gone = {
                     let mut inner = u.space.inner.lock();
                     let mut gone = KVec::new();
@@ -403,6 +404,23 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
         }
         _ => me.real.ioctl(cmd, arg),
     }
+}
+
+/// Forwards command `c`, whose block at `arg` holds an fd (at
+/// [`Command::embedded_fd`]), with that fd naming `target` in a table only
+/// the kernel can reach; the caller's own value (`theirs`) goes back into
+/// its block afterwards, whatever happened.
+fn call_naming(
+    me: &ProxyFile,
+    target: &crate::kapi::realfile::RealFile,
+    c: Command,
+    arg: usize,
+    theirs: i32,
+) -> Result<isize> {
+    let field = arg as u64 + c.embedded_fd().ok_or(EINVAL)? as u64;
+    let r = me.real.ioctl_naming(target, c.number(), arg, field);
+    user::write(field, &theirs.to_ne_bytes())?;
+    r
 }
 
 /// Keeps `charge` while UVM maps its memory at `base`.

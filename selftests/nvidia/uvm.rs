@@ -45,9 +45,9 @@ use crate::kapi::chrdev::{self, DevT, FileOperations};
 use crate::kapi::{fdtable, user};
 use crate::nv::abi::{self, status::*, Wire};
 use crate::nv::uvm::{
-    self, init_flags, migrate_flags, range_ok, Command, GpuMappingAttributes, GpuParams,
-    InitializeParams, MigrateParams, MmInitializeParams, PageableMemAccessParams, PeerAccessParams,
-    RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
+    self, init_flags, map_external, migrate_flags, range_ok, Command, GpuMappingAttributes,
+    GpuParams, InitializeParams, MigrateParams, MmInitializeParams, PageableMemAccessParams,
+    PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
     RegisterGpuVaspaceParams, SetPreferredLocationParams, UnregisterChannelParams, Uuid, CHUNK,
     CPU_UUID, PAGE,
 };
@@ -218,6 +218,17 @@ impl Space {
         self.ranges
             .iter()
             .any(|r| uvm::overlaps(r.start, r.len, start, len))
+    }
+
+    /// Adds a range at `[start, start + len)`; NV_ERR_UVM_ADDRESS_IN_USE
+    /// if it overlaps one.
+    fn add_range(&mut self, start: u64, len: u64, kind: RangeKind) -> RmResult {
+        if self.overlaps(start, len) {
+            return Err(NV_ERR_UVM_ADDRESS_IN_USE);
+        }
+        self.ranges
+            .push(Range { start, len, kind }, GFP_KERNEL)
+            .map_err(|_| NV_ERR_NO_MEMORY)
     }
 
     fn range_at(&self, addr: u64) -> Option<usize> {
@@ -634,18 +645,6 @@ fn rd_u32(p: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(b)
 }
 
-/// Offsets in UVM_MAP_EXTERNAL_ALLOCATION_PARAMS (9264 bytes, too large to
-/// decode on the kernel stack).
-mod map_ext {
-    pub(super) const BASE: usize = 0;
-    pub(super) const LENGTH: usize = 8;
-    pub(super) const OFFSET: usize = 16;
-    pub(super) const ATTRIBUTES: usize = 24;
-    pub(super) const COUNT: usize = 9240;
-    pub(super) const H_CLIENT: usize = 9252;
-    pub(super) const H_MEMORY: usize = 9256;
-}
-
 impl Driver {
     fn heap(&self, gpu: u32) -> u64 {
         heap_size(self.gpus[gpu as usize].vram)
@@ -1018,19 +1017,7 @@ impl Driver {
             if !range_ok(q.base, q.length) {
                 return Err(NV_ERR_INVALID_ADDRESS);
             }
-            if s.overlaps(q.base, q.length) {
-                return Err(NV_ERR_UVM_ADDRESS_IN_USE);
-            }
-            s.ranges
-                .push(
-                    Range {
-                        start: q.base,
-                        len: q.length,
-                        kind: RangeKind::Channel,
-                    },
-                    GFP_KERNEL,
-                )
-                .map_err(|_| NV_ERR_NO_MEMORY)?;
+            s.add_range(q.base, q.length, RangeKind::Channel)?;
             let reg = ChanReg {
                 gpu,
                 client: q.h_client,
@@ -1091,29 +1078,17 @@ impl Driver {
         }
         self.with_space(id, |rm, si| {
             let s = &mut rm.uvm.spaces[si];
-            if s.overlaps(q.base, q.length) {
-                return Err(NV_ERR_UVM_ADDRESS_IN_USE);
-            }
-            s.ranges
-                .push(
-                    Range {
-                        start: q.base,
-                        len: q.length,
-                        kind: RangeKind::External { maps: KVec::new() },
-                    },
-                    GFP_KERNEL,
-                )
-                .map_err(|_| NV_ERR_NO_MEMORY)
+            s.add_range(q.base, q.length, RangeKind::External { maps: KVec::new() })
         })
     }
 
     fn uvm_map_external(&self, id: u64, p: &mut [u8]) -> RmResult {
-        let base = rd_u64(p, map_ext::BASE);
-        let len = rd_u64(p, map_ext::LENGTH);
-        let offset = rd_u64(p, map_ext::OFFSET);
-        let count = rd_u64(p, map_ext::COUNT);
-        let h_client = rd_u32(p, map_ext::H_CLIENT);
-        let h_memory = rd_u32(p, map_ext::H_MEMORY);
+        let base = rd_u64(p, map_external::BASE);
+        let len = rd_u64(p, map_external::LENGTH);
+        let offset = rd_u64(p, map_external::OFFSET);
+        let count = rd_u64(p, map_external::COUNT);
+        let h_client = rd_u32(p, map_external::H_CLIENT);
+        let h_memory = rd_u32(p, map_external::H_MEMORY);
         if !range_ok(base, len) || !offset.is_multiple_of(PAGE) {
             return Err(NV_ERR_INVALID_ADDRESS);
         }
@@ -1122,7 +1097,7 @@ impl Driver {
         }
         let mut gpus = KVec::new();
         for i in 0..count as usize {
-            let at = map_ext::ATTRIBUTES + i * GpuMappingAttributes::SIZE;
+            let at = map_external::ATTRIBUTES + i * GpuMappingAttributes::SIZE;
             let a = GpuMappingAttributes::decode(
                 p.get(at..at + GpuMappingAttributes::SIZE)
                     .ok_or(NV_ERR_INVALID_ARGUMENT)?,
@@ -1351,20 +1326,14 @@ impl Driver {
         if vma.flags() & want != want {
             return Err(EINVAL);
         }
-        if s.overlaps(start, len) {
-            return Err(EADDRINUSE);
-        }
-        s.ranges.push(
-            Range {
-                start,
-                len,
-                kind: RangeKind::Managed {
-                    mm,
-                    resident: KVec::new(),
-                },
-            },
-            GFP_KERNEL,
-        )?;
+        let managed = RangeKind::Managed {
+            mm,
+            resident: KVec::new(),
+        };
+        s.add_range(start, len, managed).map_err(|st| match st {
+            NV_ERR_UVM_ADDRESS_IN_USE => EADDRINUSE,
+            _ => ENOMEM,
+        })?;
         drop(rm);
         vma.set_mixedmap();
         vma.set_dontexpand();

@@ -232,6 +232,18 @@ impl Command {
         })
     }
 
+    /// Where the block holds an fd the driver looks up in the caller's
+    /// table (`MM_INITIALIZE`'s `uvmFd`), or one it is given but leaves
+    /// unread in 595.45.04 (`REGISTER_GPU`'s `rmCtrlFd`, where a proxy can
+    /// name the GPU file the driver's fd-table check must find).
+    pub const fn embedded_fd(self) -> Option<usize> {
+        match self {
+            Command::MmInitialize => Some(0),
+            Command::RegisterGpu => Some(24),
+            _ => None,
+        }
+    }
+
     /// Whether a file must be a VA space (`UVM_INITIALIZE`d) for this
     /// command; otherwise it answers `NV_ERR_ILLEGAL_ACTION`.
     pub const fn init_checked(self) -> bool {
@@ -392,6 +404,26 @@ wire_struct! {
         /// Out.
         rm_status @ 9260: u32,
     }
+}
+
+/// Field offsets of [`MapExternalAllocationParams`], for reading single
+/// fields of the 9 KiB block: decoding it whole would need that much stack,
+/// more than a kernel thread may use at once.
+pub mod map_external {
+    /// `base` (u64).
+    pub const BASE: usize = 0;
+    /// `length` (u64).
+    pub const LENGTH: usize = 8;
+    /// `offset` (u64).
+    pub const OFFSET: usize = 16;
+    /// `perGpuAttributes` (256 x 36 bytes).
+    pub const ATTRIBUTES: usize = 24;
+    /// `gpuAttributesCount` (u64).
+    pub const COUNT: usize = 9240;
+    /// `hClient` (u32).
+    pub const H_CLIENT: usize = 9252;
+    /// `hMemory` (u32).
+    pub const H_MEMORY: usize = 9256;
 }
 
 wire_struct! {

@@ -20,7 +20,7 @@ use nvclient::{request, Ctl, Error, Gpu, Node, VersionCheck, WorkChannel};
 
 use crate::ensure;
 use crate::expect::{want_os, want_rm, Ctx};
-use crate::sys::{exists, module_loaded, sh};
+use crate::sys::{exists, module_loaded, sh, Shared};
 use crate::tap::{Outcome, Test};
 
 macro_rules! tests {
@@ -1757,7 +1757,7 @@ fn client_freed_when_ctl_closes() -> Outcome {
 
 /// A child's endless loop of allocs, maps and frees; bumps `progress` after
 /// each round. Never returns.
-fn child_loop(progress: *mut u64, gi: u32) -> ! {
+fn child_loop(progress: &Shared, slot: usize, gi: u32) -> ! {
     let r: Result<(), String> = (|| {
         let s = session(gi)?;
         let mut i = 0u64;
@@ -1790,9 +1790,7 @@ fn child_loop(progress: *mut u64, gi: u32) -> ! {
             drop(map);
             s.free(sys.handle).ctx("free sys")?;
             i += 1;
-            // SAFETY: `progress` points into a shared anonymous mapping the
-            // parent created before fork; only this child writes this slot.
-            unsafe { progress.write_volatile(i) };
+            progress.set(slot, i);
         }
     })();
     let _ = r;
@@ -1804,32 +1802,17 @@ fn child_loop(progress: *mut u64, gi: u32) -> ! {
 fn killed_processes_leak_nothing() -> Outcome {
     fresh()?;
     const CHILDREN: usize = 3;
-    // SAFETY: a fresh shared anonymous mapping; nothing is replaced.
-    let shared = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    ensure!(shared != libc::MAP_FAILED, "shared mapping");
-    let slots = shared.cast::<u64>();
+    let shared = Shared::new()?;
     let mut result = Ok(());
     for round in 0..4u64 {
         let mut pids = Vec::new();
         for k in 0..CHILDREN {
-            // SAFETY: the slot lies inside the 4 KiB mapping (k < 512).
-            let slot = unsafe { slots.add(k) };
-            // SAFETY: `slot` is valid for writes; nothing else writes it now.
-            unsafe { slot.write_volatile(0) };
+            shared.set(k, 0);
             // SAFETY: this process is single-threaded here (the racing-thread
             // test joins its threads); the child only runs `child_loop`.
             let pid = unsafe { libc::fork() };
             if pid == 0 {
-                child_loop(slot, (k % 2) as u32);
+                child_loop(&shared, k, (k % 2) as u32);
             }
             if pid < 0 {
                 result = Err(format!("fork: errno {}", crate::sys::errno()));
@@ -1849,8 +1832,7 @@ fn killed_processes_leak_nothing() -> Outcome {
             // SAFETY: reaps our own child; `st` is a valid out pointer.
             unsafe { libc::waitpid(*pid, &mut st, 0) };
             let signalled = libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL;
-            // SAFETY: inside the mapping, as above.
-            let done = unsafe { slots.add(k).read_volatile() };
+            let done = shared.get(k);
             if result.is_ok() && !signalled {
                 result = Err(format!(
                     "round {round} child {k}: ended with status {st:#x} after {done} loops, not by SIGKILL"
@@ -1861,8 +1843,7 @@ fn killed_processes_leak_nothing() -> Outcome {
             }
         }
     }
-    // SAFETY: the mapping is ours and no child is alive to use it.
-    unsafe { libc::munmap(shared, 4096) };
+    drop(shared);
     result?;
     for gi in 0..2u32 {
         let s = session(gi)?;

@@ -50,6 +50,9 @@ fn numbers_and_sizes_match_the_driver() {
     for nr in [0, 1, 35, 2047, 0xc020_462b, 0x3000_0003, 76] {
         assert_eq!(Command::decode(nr), None, "{nr:#x}");
     }
+    assert_eq!(Command::MmInitialize.embedded_fd(), Some(0));
+    assert_eq!(Command::RegisterGpu.embedded_fd(), Some(24));
+    assert_eq!(Command::RegisterChannel.embedded_fd(), None);
     assert!(!Command::Initialize.init_checked());
     assert!(!Command::MmInitialize.init_checked());
     assert!(Command::RegisterGpu.init_checked());
@@ -82,6 +85,25 @@ fn fields_sit_at_their_offsets() {
     assert_eq!(&b[9240..9248], &2u64.to_ne_bytes());
     assert_eq!(&b[9252..9256], &5u32.to_ne_bytes());
     assert_eq!(&b[9256..9260], &6u32.to_ne_bytes());
+    // The single-field offsets agree with the struct.
+    use vgpu_logic::nv::uvm::map_external as mx;
+    let at = |o: usize, n: usize| b[o..o + n].to_vec();
+    assert_eq!(at(mx::H_CLIENT, 4), 5u32.to_ne_bytes());
+    assert_eq!(at(mx::H_MEMORY, 4), 6u32.to_ne_bytes());
+    assert_eq!(at(mx::COUNT, 8), 2u64.to_ne_bytes());
+    assert_eq!(mx::ATTRIBUTES + 255 * 36 + 32, 24 + 255 * 36 + 32);
+    let mut m2 = MapExternalAllocationParams {
+        base: 0x1111,
+        length: 0x2222,
+        offset: 0x3333,
+        ..Default::default()
+    };
+    m2.per_gpu_attributes[0].gpu_uuid = [9; 16];
+    let b2 = m2.to_bytes();
+    assert_eq!(b2[mx::BASE..mx::BASE + 8], 0x1111u64.to_ne_bytes());
+    assert_eq!(b2[mx::LENGTH..mx::LENGTH + 8], 0x2222u64.to_ne_bytes());
+    assert_eq!(b2[mx::OFFSET..mx::OFFSET + 8], 0x3333u64.to_ne_bytes());
+    assert_eq!(b2[mx::ATTRIBUTES..mx::ATTRIBUTES + 16], [9; 16]);
 
     let v = RegisterGpuVaspaceParams {
         h_client: 1,

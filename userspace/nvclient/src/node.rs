@@ -75,20 +75,9 @@ impl Node {
         }
         // Pointers nested inside `buf` (if any) were derived by the caller
         // from buffers it keeps borrowed across this call.
-        // SAFETY: the fd is open while `self` is borrowed; `buf` is borrowed
-        // exclusively for the call and at least `_IOC_SIZE(request)` bytes
-        // long, and the NVIDIA ABI copies at most that many in and out.
-        let rc = unsafe {
-            libc::ioctl(
-                self.file.as_raw_fd(),
-                request as libc::Ioctl,
-                buf.as_mut_ptr(),
-            )
-        };
-        if rc < 0 {
-            return Err(Error::last_os());
-        }
-        Ok(())
+        // SAFETY: `buf` is at least `_IOC_SIZE(request)` bytes long, and the
+        // NVIDIA ABI copies at most that many in and out.
+        unsafe { ioctl_buf(&self.file, request, buf) }
     }
 
     /// Issues escape `nr` directly (`_IOWR('F', nr, params.len())`), never
@@ -311,6 +300,23 @@ impl AsRawFd for Gpu {
     fn as_raw_fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
+}
+
+/// `ioctl(file, request, buf)`: the errno as [`Error::Os`] if it fails.
+///
+/// # Safety
+///
+/// The driver behind `file` copies at most `buf.len()` bytes in and out for
+/// `request`, and any pointers inside `buf` point to memory that stays valid
+/// for the call.
+pub(crate) unsafe fn ioctl_buf(file: &File, request: u32, buf: &mut [u8]) -> Result<()> {
+    // SAFETY: the fd is open while `file` is borrowed; `buf` is borrowed
+    // exclusively for the call and long enough (the caller's contract).
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), request as libc::Ioctl, buf.as_mut_ptr()) };
+    if rc < 0 {
+        return Err(Error::last_os());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -181,21 +181,11 @@ impl Uvm {
                 return Err(Error::Invalid("block shorter than the command's"));
             }
         }
-        // SAFETY: the fd is open while `self` is borrowed; `block` is
-        // borrowed exclusively for the call and, for a known command, at
-        // least as long as the block the driver copies in and out. For an
-        // unknown number the driver copies nothing.
-        let rc = unsafe {
-            libc::ioctl(
-                self.file.as_raw_fd(),
-                cmd as libc::Ioctl,
-                block.as_mut_ptr(),
-            )
-        };
-        if rc < 0 {
-            return Err(Error::last_os());
-        }
-        Ok(())
+        // SAFETY: for a known command `block` is at least as long as the
+        // block the driver copies in and out (checked above), and no UVM
+        // block holds pointers to other memory; for an unknown number the
+        // driver copies nothing.
+        unsafe { crate::node::ioctl_buf(&self.file, cmd, block) }
     }
 
     /// Issues ioctl `cmd` with `arg` as the raw argument word (e.g. a bad
