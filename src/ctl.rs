@@ -18,6 +18,7 @@ use kernel::{
 
 use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
+use crate::proxy::Call;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
 use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
 use crate::sched::{Enrolled, Watched};
@@ -103,43 +104,27 @@ impl Ctl {
         self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
     }
 
-    /// Serves `esc` with its parameter block at `addr` (`size` bytes) if vgpu
-    /// must; `Ok(None)` if the caller should forward the ioctl as is.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn escape(
-        this: &Arc<Self>,
-        rm: &RmOps,
-        real: &RealFile,
-        cmd: u32,
-        arg: usize,
-        esc: Escape,
-        addr: u64,
-        size: usize,
-    ) -> Handled {
-        match esc {
-            Escape::RmAlloc => this.alloc(this, rm, real, cmd, arg, addr, size),
-            Escape::RmFree => this.free(rm, addr),
-            Escape::RmControl => this.control(rm, real, cmd, arg, addr),
-            Escape::CardInfo => this.card_info(real, cmd, arg, addr, size),
-            Escape::RmDupObject => this.dup(rm, addr),
-            Escape::RmVidHeapControl => this.vid_heap(rm, real, cmd, arg, addr),
+    /// Serves `call` if vgpu must; `Ok(None)` if the caller should forward it
+    /// as is.
+    pub(crate) fn escape(this: &Arc<Self>, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        match call.escape {
+            Escape::RmAlloc => this.alloc(this, rm, real, call),
+            Escape::RmFree => this.free(rm, real, call),
+            Escape::RmControl => this.control(rm, real, call),
+            Escape::CardInfo => this.card_info(real, call),
+            Escape::RmDupObject => this.dup(rm, call.addr),
+            Escape::RmVidHeapControl => this.vid_heap(rm, real, call),
             _ => Ok(None),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn alloc(
-        &self,
-        this: &Arc<Self>,
-        rm: &RmOps,
-        real: &RealFile,
-        cmd: u32,
-        arg: usize,
-        addr: u64,
-        size: usize,
-    ) -> Handled {
+    /// RM_ALLOC: clients and the accounted classes are served here; any
+    /// other class is forwarded from vgpu's copy of the block, so the driver
+    /// allocates the class vgpu saw.
+    fn alloc(&self, this: &Arc<Self>, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let (addr, size) = (call.addr, call.size);
         let mut blk = [0u8; abi::Nvos64::SIZE];
-        let blk = &mut blk[..size];
+        let blk = blk.get_mut(..size).ok_or(EINVAL)?;
         user::read(addr, blk)?;
         let (h_root, h_parent, h_new, h_class, pparams, psize) = if size == abi::Nvos21::SIZE {
             let a = abi::Nvos21::decode(blk);
@@ -164,7 +149,7 @@ impl Ctl {
         };
         let result = match h_class {
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
-                return self.alloc_client(this, rm, real, cmd, arg, addr, blk, h_new);
+                return self.alloc_client(this, rm, real, call, blk, h_new);
             }
             class::NV01_DEVICE_0
             | class::NV20_SUBDEVICE_0
@@ -175,7 +160,7 @@ impl Ctl {
             c if class::is_channel_class(c) => {
                 self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
             }
-            _ => return Ok(None),
+            _ => return call.forward_block(real, blk).map(Some),
         };
         let (handle, status) = match result {
             Ok(h) => (h, NV_OK),
@@ -199,15 +184,12 @@ impl Ctl {
     /// A client: forwarded (the driver binds it to this file's real ctl
     /// file), under a handle vgpu picks when the caller lets RM pick, then
     /// verified through the kernel interface before it is recorded.
-    #[allow(clippy::too_many_arguments)]
     fn alloc_client(
         &self,
         this: &Arc<Self>,
         rm: &RmOps,
         real: &RealFile,
-        cmd: u32,
-        arg: usize,
-        addr: u64,
+        call: &Call,
         blk: &mut [u8],
         h_new: u32,
     ) -> Handled {
@@ -226,8 +208,7 @@ impl Ctl {
         let fresh = !exists(handle)?;
         // The handle field is at offset 8 in both layouts.
         blk[8..12].copy_from_slice(&handle.to_ne_bytes());
-        user::write(addr, blk)?;
-        let r = real.ioctl(cmd, arg)?;
+        let r = call.forward_block(real, blk)?;
         // Did the driver create `handle`, and does it answer for it? A
         // client that was raced to another handle is never recorded.
         if fresh && exists(handle)? {
@@ -484,12 +465,15 @@ impl Ctl {
 
     /// RM_FREE on a verified client: executed through the kernel interface,
     /// refunds done here. Other clients' frees are forwarded.
-    fn free(&self, rm: &RmOps, addr: u64) -> Handled {
+    fn free(&self, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let addr = call.addr;
         let mut blk = [0u8; abi::Nvos00::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos00::decode(&blk);
         if !self.tracker.lock().has_client(a.h_root) {
-            return Ok(None);
+            // Forwarded as vgpu read it: it cannot become a free on a
+            // verified client behind vgpu's back.
+            return call.forward_block(real, &mut blk).map(Some);
         }
         // On a verified client, every free runs on the kernel copy, so the
         // object freed is the one vgpu refunds (with its descendants).
@@ -508,7 +492,8 @@ impl Ctl {
     /// Controls: scheduling ones are decided here (see [`Ctl::sched_status`]);
     /// the rest are forwarded, and FB info on a subdevice of this file's
     /// vGPU is rewritten to the vGPU's ceiling and free memory.
-    fn control(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+    fn control(&self, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let addr = call.addr;
         let mut blk = [0u8; abi::Nvos54::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos54::decode(&blk);
@@ -528,7 +513,9 @@ impl Ctl {
         if a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2
             && a.cmd != ctrl::NV2080_CTRL_CMD_FB_GET_INFO
         {
-            return self.forwarded(rm, || real.ioctl(cmd, arg)).map(Some);
+            return self
+                .forwarded(rm, || call.forward_block(real, &mut blk))
+                .map(Some);
         }
         let vgpu = {
             let t = self.tracker.lock();
@@ -537,13 +524,9 @@ impl Ctl {
                 _ => None,
             }
         };
-        let r = self.forwarded(rm, || real.ioctl(cmd, arg))?;
+        let r = self.forwarded(rm, || call.forward_block(real, &mut blk))?;
         let Some(v) = vgpu else { return Ok(Some(r)) };
-        let done = abi::Nvos54::decode(&{
-            let mut b = [0u8; abi::Nvos54::SIZE];
-            user::read(addr, &mut b)?;
-            b
-        });
+        let done = abi::Nvos54::decode(&blk);
         if done.status != NV_OK {
             return Ok(Some(r));
         }
@@ -727,8 +710,9 @@ impl Ctl {
     }
 
     /// CARD_INFO: only the GPUs this file has a vGPU on, first in the list.
-    fn card_info(&self, real: &RealFile, cmd: u32, arg: usize, addr: u64, size: usize) -> Handled {
-        let r = real.ioctl(cmd, arg)?;
+    fn card_info(&self, real: &RealFile, call: &Call) -> Handled {
+        let (addr, size) = (call.addr, call.size);
+        let r = call.forward(real)?;
         let mut buf = user::read_vec(addr, size)?;
         let mut out = KVec::new();
         out.resize(size, 0u8, GFP_KERNEL)?;
@@ -832,7 +816,10 @@ impl Ctl {
     /// VID_HEAP: an allocation of VRAM (ALLOC_SIZE, ALLOC_SIZE_RANGE,
     /// ALLOC_TILED_PITCH_HEIGHT) becomes the class-0x40 allocation RM would
     /// make of it, accounted like any other; INFO is rewritten to the vGPU.
-    fn vid_heap(&self, rm: &RmOps, real: &RealFile, cmd: u32, arg: usize, addr: u64) -> Handled {
+    /// Any other function is forwarded from vgpu's copy of the block, so it
+    /// cannot turn into an allocation on the way.
+    fn vid_heap(&self, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let addr = call.addr;
         let mut blk = [0u8; abi::Nvos32::SIZE];
         user::read(addr, &mut blk)?;
         let mut a = abi::Nvos32::decode(&blk);
@@ -871,18 +858,17 @@ impl Ctl {
             return Ok(Some(0));
         }
         if a.function != abi::heap::FUNCTION_INFO {
-            return Ok(None);
+            return call.forward_block(real, &mut blk).map(Some);
         }
         let gpu = self
             .tracker
             .lock()
             .obj(a.h_root, a.h_object_parent)
             .map(|o| o.gpu);
-        let r = real.ioctl(cmd, arg)?;
+        let r = call.forward_block(real, &mut blk)?;
         let Some(v) = gpu.and_then(|g| self.vgpu_on(g).cloned()) else {
             return Ok(Some(r));
         };
-        user::read(addr, &mut blk)?;
         let mut a = abi::Nvos32::decode(&blk);
         if a.status == NV_OK {
             let ledger = v.config.lock().memory;

@@ -151,48 +151,38 @@ impl FileOperations for ProxyFops {
         if let Some(u) = &me.uvm {
             return crate::uvm::ioctl(&me, u, cmd, arg);
         }
-        // Unknown escapes and wrong sizes never reach the driver.
-        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
-        let (escape, addr, size) = if command.escape == Escape::IoctlXferCmd {
-            let mut hdr = [0u8; Xfer::SIZE];
-            user::read(arg as u64, &mut hdr)?;
-            let x = Xfer::from_bytes(&hdr);
-            let inner = x.inner().map_err(|_| EINVAL)?;
-            (inner.escape, x.ptr, inner.size)
-        } else {
-            (command.escape, arg as u64, command.size)
-        };
+        let call = Call::decode(cmd, arg)?;
         // A GPU node takes the GPU-node escapes only. The driver would serve
         // the RM calls there too, for the ctl file it is registered to, but
         // they must go through /dev/vgpuctl, where they are accounted and
         // their answers rewritten (libcuda issues them on the ctl node).
-        if me.ctl.is_none() && escape.node() == ioctl::Node::Ctl {
+        if me.ctl.is_none() && call.escape.node() == ioctl::Node::Ctl {
             return Err(EPERM);
         }
         // An fd inside the parameters that names one of vgpu's proxy files
         // stands for that file's private real file.
-        if let Some(off) = embedded_fd(escape) {
-            if let Some(r) = forward_naming(&me, cmd, arg, addr + off as u64)? {
-                if escape == Escape::RmAllocMemory {
+        if let Some(off) = embedded_fd(call.escape) {
+            if let Some(r) = forward_naming(&me, &call, off)? {
+                if call.escape == Escape::RmAllocMemory {
                     if let Some(v) = &me.vgpu {
-                        report_heap_limit(v, addr)?;
+                        report_heap_limit(v, call.addr)?;
                     }
                 }
                 return Ok(r);
             }
         }
         let Some(ctl) = &me.ctl else {
-            let r = me.real.ioctl(cmd, arg)?;
-            if escape == Escape::RmAllocMemory {
+            let r = call.forward(&me.real)?;
+            if call.escape == Escape::RmAllocMemory {
                 if let Some(v) = &me.vgpu {
-                    report_heap_limit(v, addr)?;
+                    report_heap_limit(v, call.addr)?;
                 }
             }
             return Ok(r);
         };
-        match Ctl::escape(ctl, &me.state.rm, &me.real, cmd, arg, escape, addr, size)? {
+        match Ctl::escape(ctl, &me.state.rm, &me.real, &call)? {
             Some(r) => Ok(r),
-            None => me.real.ioctl(cmd, arg),
+            None => call.forward(&me.real),
         }
     }
 
@@ -236,21 +226,104 @@ fn embedded_fd(escape: Escape) -> Option<usize> {
     }
 }
 
-/// If the fd at user address `fd_field` names a proxy file, forwards the
-/// ioctl with that file's real file in its place (and puts the caller's fd
-/// back afterwards). `Ok(None)`: the fd is not a proxy file; forward as is.
-fn forward_naming(me: &ProxyFile, cmd: u32, arg: usize, fd_field: u64) -> Result<Option<isize>> {
-    let mut b = [0u8; 4];
-    user::read(fd_field, &mut b)?;
-    let fd = i32::from_ne_bytes(b);
+/// If the fd at byte `off` of the call's block names a proxy file, forwards
+/// the call with that file's real file in its place (from a kernel copy of
+/// the block, see [`RealFile::ioctl_block_naming`]); the caller sees its own
+/// fd in its block again. `Ok(None)`: the fd is not a proxy file; forward as
+/// is.
+fn forward_naming(me: &ProxyFile, call: &Call, off: usize) -> Result<Option<isize>> {
+    let mut blk = [0u8; EMBEDDED_FD_BLOCK_MAX];
+    let blk = blk.get_mut(..call.size).ok_or(EINVAL)?;
+    user::read(call.addr, blk)?;
+    let theirs: [u8; 4] = blk.get(off..off + 4).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?;
+    let fd = i32::from_ne_bytes(theirs);
     let Ok(file) = crate::kapi::fdtable::fget(fd) else {
         return Ok(None);
     };
     let Some(other) = crate::kapi::chrdev::private::<ProxyFops>(&file) else {
         return Ok(None);
     };
-    let r = me.real.ioctl_naming(&other.real, cmd, arg, fd_field);
-    // The caller sees its own fd in its block again, whatever happened.
-    user::write(fd_field, &b)?;
+    let r = me.real.ioctl_block_naming(&other.real, call.direct_cmd(), blk, off);
+    blk[off..off + 4].copy_from_slice(&theirs);
+    user::write(call.addr, blk)?;
     r.map(Some)
+}
+
+/// The largest block with an embedded fd (NVOS33 and NVOS02 with their fd).
+const EMBEDDED_FD_BLOCK_MAX: usize = 64;
+
+/// An ioctl on a vgpu RM node, decoded as the driver decodes it (XFER
+/// unwrapped).
+pub(crate) struct Call {
+    /// The caller's request word.
+    cmd: u32,
+    /// The caller's argument.
+    arg: usize,
+    /// The XFER header the caller sent, if it sent one.
+    xfer: Option<[u8; Xfer::SIZE]>,
+    /// The escape the driver would run.
+    pub(crate) escape: Escape,
+    /// User address of the escape's block.
+    pub(crate) addr: u64,
+    /// Size of the escape's block.
+    pub(crate) size: usize,
+}
+
+impl Call {
+    /// Decodes `cmd`: unknown escapes and wrong sizes are `EINVAL`, as the
+    /// driver answers them, and never reach it.
+    fn decode(cmd: u32, arg: usize) -> Result<Self> {
+        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
+        if command.escape != Escape::IoctlXferCmd {
+            return Ok(Self {
+                cmd,
+                arg,
+                xfer: None,
+                escape: command.escape,
+                addr: arg as u64,
+                size: command.size,
+            });
+        }
+        let mut hdr = [0u8; Xfer::SIZE];
+        user::read(arg as u64, &mut hdr)?;
+        let x = Xfer::from_bytes(&hdr);
+        let inner = x.inner().map_err(|_| EINVAL)?;
+        Ok(Self {
+            cmd,
+            arg,
+            xfer: Some(hdr),
+            escape: inner.escape,
+            addr: x.ptr,
+            size: inner.size,
+        })
+    }
+
+    /// The escape as a plain request word for its block (no XFER).
+    fn direct_cmd(&self) -> u32 {
+        ioctl::nv_iowr(self.escape.nr(), self.size)
+    }
+
+    /// Forwards the call as the caller made it. An XFER header goes from the
+    /// copy vgpu decoded, so the driver runs the escape vgpu saw (its block
+    /// is read from the caller's memory: vgpu decided nothing on it).
+    pub(crate) fn forward(&self, real: &RealFile) -> Result<isize> {
+        match self.xfer {
+            Some(mut hdr) => real.ioctl_block(self.cmd, &mut hdr),
+            None => real.ioctl(self.cmd, self.arg),
+        }
+    }
+
+    /// Forwards the call with `blk`, vgpu's copy of its block, as the block
+    /// the driver reads (from a bounce slot, so no other thread can change
+    /// it first); the driver's answer goes to the caller's block and stays
+    /// in `blk`. Blocks of the escapes vgpu decides on are small, so the
+    /// call goes as a plain request even if the caller wrapped it in XFER.
+    pub(crate) fn forward_block(&self, real: &RealFile, blk: &mut [u8]) -> Result<isize> {
+        if blk.len() != self.size {
+            return Err(EINVAL);
+        }
+        let r = real.ioctl_block(self.direct_cmd(), blk)?;
+        user::write(self.addr, blk)?;
+        Ok(r)
+    }
 }

@@ -263,23 +263,35 @@ fn answer(c: Command, addr: u64, status: u32) -> Result<isize> {
     Ok(0)
 }
 
-/// Reads a wire value (a block, or one field of one) at `addr`. Blocks of a
-/// few hundred bytes at most: the decoded value lives on the stack.
-fn read<T: Wire>(addr: u64) -> Result<T> {
-    let mut b = KVec::from_elem(0u8, T::SIZE, GFP_KERNEL)?;
-    user::read(addr, &mut b)?;
-    Ok(T::decode(&b))
+/// The caller's block of command `c`, copied in (on the heap: the largest is
+/// 9 KiB).
+fn block(c: Command, addr: u64) -> Result<KVec<u8>> {
+    user::read_vec(addr, c.size())
 }
 
-/// The `rmStatus` the driver left in the block of `c` at `addr`.
-fn status(c: Command, addr: u64) -> Result<u32> {
+/// Decodes a block of a few hundred bytes at most (the value lives on the
+/// stack).
+fn decode<T: Wire>(blk: &[u8]) -> Result<T> {
+    Ok(T::decode(blk.get(..T::SIZE).ok_or(EINVAL)?))
+}
+
+/// The `rmStatus` the driver left in the block `blk` of `c`.
+fn status(c: Command, blk: &[u8]) -> Result<u32> {
     let off = c.status_offset().ok_or(EINVAL)?;
-    let mut b = [0u8; 4];
-    user::read(addr + off as u64, &mut b)?;
-    Ok(u32::from_ne_bytes(b))
+    decode(blk.get(off..).ok_or(EINVAL)?)
 }
 
-/// Serves an ioctl on a `/dev/vgpu-uvm` file.
+/// Forwards `c` with `blk`, vgpu's copy of the block, as the block the
+/// driver reads (from a bounce slot: no other thread can change it first),
+/// and copies the answer to the caller's block at `addr`.
+fn forward(me: &ProxyFile, c: Command, addr: u64, blk: &mut [u8]) -> Result<isize> {
+    let r = me.real.ioctl_block(c.number(), blk)?;
+    user::write(addr, blk)?;
+    Ok(r)
+}
+
+/// Serves an ioctl on a `/dev/vgpu-uvm` file. Every block vgpu decides on
+/// reaches the driver from vgpu's copy ([`forward`]).
 pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result<isize> {
     // Unknown numbers never reach the driver; it answers them this way too.
     let c = Command::decode(cmd).ok_or(ENOSYS)?;
@@ -287,17 +299,20 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
     let vgpus = &u.space.vgpus;
     match c {
         Command::Initialize => {
-            let p: uvm::InitializeParams = read(addr)?;
+            let mut blk = block(c, addr)?;
+            let p: uvm::InitializeParams = decode(&blk)?;
             // HMM off: pageable memory would reach VRAM without passing here.
             let forced = p.flags | init_flags::DISABLE_HMM;
-            user::write(addr, &forced.to_ne_bytes())?;
-            let r = me.real.ioctl(cmd, arg);
-            // The caller sees its own flags again.
-            user::write(addr, &p.flags.to_ne_bytes())?;
-            r
+            blk[..8].copy_from_slice(&forced.to_ne_bytes());
+            let r = me.real.ioctl_block(c.number(), &mut blk)?;
+            // The caller sees its own flags.
+            blk[..8].copy_from_slice(&p.flags.to_ne_bytes());
+            user::write(addr, &blk)?;
+            Ok(r)
         }
         Command::MmInitialize => {
-            let p: uvm::MmInitializeParams = read(addr)?;
+            let mut blk = block(c, addr)?;
+            let p: uvm::MmInitializeParams = decode(&blk)?;
             let Ok(file) = fdtable::fget(p.uvm_fd) else {
                 return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
             };
@@ -309,8 +324,8 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(ou) = &other.uvm else {
                 return answer(c, addr, NV_ERR_INVALID_ARGUMENT);
             };
-            let r = call_naming(me, &other.real, c, arg, p.uvm_fd)?;
-            if status(c, addr)? == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
+            let r = call_naming(me, &other.real, c, addr, &mut blk, p.uvm_fd)?;
+            if status(c, &blk)? == NV_OK && !Arc::ptr_eq(&ou.space, &u.space) {
                 // One space's lock at a time (they are of one lock class).
                 let linked = {
                     let mut mine = u.space.inner.lock();
@@ -327,7 +342,8 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             Ok(r)
         }
         Command::RegisterGpu => {
-            let p: uvm::RegisterGpuParams = read(addr)?;
+            let mut blk = block(c, addr)?;
+            let p: uvm::RegisterGpuParams = decode(&blk)?;
             let Some(gpu) = container_gpu(me, vgpus, &p.gpu_uuid) else {
                 return answer(c, addr, NV_ERR_GPU_UUID_NOT_FOUND);
             };
@@ -342,37 +358,41 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             let Some(pf) = crate::kapi::chrdev::private::<ProxyFops>(&node) else {
                 return answer(c, addr, NV_ERR_INSUFFICIENT_PERMISSIONS);
             };
-            call_naming(me, &pf.real, c, arg, p.rm_ctrl_fd)
+            call_naming(me, &pf.real, c, addr, &mut blk, p.rm_ctrl_fd)
         }
         Command::RegisterGpuVaspace | Command::RegisterChannel => {
+            let mut blk = block(c, addr)?;
             let h_client = if c == Command::RegisterChannel {
-                read::<uvm::RegisterChannelParams>(addr)?.h_client
+                decode::<uvm::RegisterChannelParams>(&blk)?.h_client
             } else {
-                read::<uvm::RegisterGpuVaspaceParams>(addr)?.h_client
+                decode::<uvm::RegisterGpuVaspaceParams>(&blk)?.h_client
             };
             if !crate::ctl::client_in(h_client, vgpus) {
                 return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
             }
-            me.real.ioctl(cmd, arg)
+            forward(me, c, addr, &mut blk)
         }
         Command::UnregisterChannel => {
-            let p: uvm::UnregisterChannelParams = read(addr)?;
+            let mut blk = block(c, addr)?;
+            let p: uvm::UnregisterChannelParams = decode(&blk)?;
             if !crate::ctl::client_in(p.h_client, vgpus) {
                 return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
             }
-            me.real.ioctl(cmd, arg)
+            forward(me, c, addr, &mut blk)
         }
         Command::MapExternalAllocation => {
-            // Field by field: the block is 9 KiB, too large for the stack.
+            // Field by field: the block is 9 KiB, too large to decode on the
+            // stack.
             use uvm::map_external as mx;
-            let base: u64 = read(addr + mx::BASE as u64)?;
-            let h_client: u32 = read(addr + mx::H_CLIENT as u64)?;
-            let h_memory: u32 = read(addr + mx::H_MEMORY as u64)?;
+            let mut blk = block(c, addr)?;
+            let base: u64 = decode(blk.get(mx::BASE..).ok_or(EINVAL)?)?;
+            let h_client: u32 = decode(blk.get(mx::H_CLIENT..).ok_or(EINVAL)?)?;
+            let h_memory: u32 = decode(blk.get(mx::H_MEMORY..).ok_or(EINVAL)?)?;
             if !crate::ctl::client_in(h_client, vgpus) {
                 return answer(c, addr, NV_ERR_INVALID_OBJECT_HANDLE);
             }
-            let r = me.real.ioctl(cmd, arg)?;
-            if status(c, addr)? == NV_OK {
+            let r = forward(me, c, addr, &mut blk)?;
+            if status(c, &blk)? == NV_OK {
                 if let Some(charge) = crate::ctl::charge_of(h_client, h_memory) {
                     hold_external(&u.space, base, charge)?;
                 }
@@ -380,9 +400,10 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             Ok(r)
         }
         Command::Free => {
-            let p: uvm::FreeParams = read(addr)?;
-            let r = me.real.ioctl(cmd, arg)?;
-            if status(c, addr)? == NV_OK {
+            let mut blk = block(c, addr)?;
+            let p: uvm::FreeParams = decode(&blk)?;
+            let r = forward(me, c, addr, &mut blk)?;
+            if status(c, &blk)? == NV_OK {
                 let gone = {
                     let mut inner = u.space.inner.lock();
                     let mut gone = KVec::new();
@@ -406,21 +427,23 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
     }
 }
 
-/// Forwards command `c`, whose block at `arg` holds an fd (at
-/// [`Command::embedded_fd`]), with that fd naming `target` in a table only
-/// the kernel can reach; the caller's own value (`theirs`) goes back into
-/// its block afterwards, whatever happened.
+/// Forwards command `c` with `blk`, vgpu's copy of its block (which holds an
+/// fd at [`Command::embedded_fd`]), with that fd naming `target` in a table
+/// only the kernel can reach; the caller's block at `addr` gets the answer
+/// with its own fd (`theirs`) back in place.
 fn call_naming(
     me: &ProxyFile,
     target: &crate::kapi::realfile::RealFile,
     c: Command,
-    arg: usize,
+    addr: u64,
+    blk: &mut [u8],
     theirs: i32,
 ) -> Result<isize> {
-    let field = arg as u64 + c.embedded_fd().ok_or(EINVAL)? as u64;
-    let r = me.real.ioctl_naming(target, c.number(), arg, field);
-    user::write(field, &theirs.to_ne_bytes())?;
-    r
+    let off = c.embedded_fd().ok_or(EINVAL)?;
+    let r = me.real.ioctl_block_naming(target, c.number(), blk, off)?;
+    blk[off..off + 4].copy_from_slice(&theirs.to_ne_bytes());
+    user::write(addr, blk)?;
+    Ok(r)
 }
 
 /// Keeps `charge` while UVM maps its memory at `base`.

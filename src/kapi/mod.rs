@@ -13,6 +13,7 @@
 //! depend on `nvidia.ko` (`nvidia_get_rm_ops`). Its KUnit tests run in
 //! `selftests/kclient_test/` against the driver double.
 
+pub(crate) mod bounce;
 pub(crate) mod cgroup;
 pub(crate) mod chrdev;
 pub(crate) mod class;

@@ -16,7 +16,10 @@ use kernel::{
     prelude::*,
 };
 
-use super::chrdev::{DevT, Poll};
+use super::{
+    bounce::Slot,
+    chrdev::{DevT, Poll},
+};
 
 /// `LOOKUP_FOLLOW` from `<linux/namei.h>`.
 const LOOKUP_FOLLOW: c_uint = 1;
@@ -156,6 +159,18 @@ impl RealFile {
         }
     }
 
+    /// Forwards an ioctl whose argument is the block `blk` (a kernel copy):
+    /// the driver reads it from a bounce slot that no other thread can
+    /// change (see [`super::bounce`]), and its answer comes back into `blk`.
+    /// `cmd` must name a block of `blk.len()` bytes.
+    pub(crate) fn ioctl_block(&self, cmd: u32, blk: &mut [u8]) -> Result<isize> {
+        let mut slot = Slot::get()?;
+        slot.write(0, blk)?;
+        let r = self.ioctl(cmd, slot.user_addr(0) as usize);
+        slot.read(0, blk)?;
+        r
+    }
+
     /// Forwards an mmap: the mapping's file becomes the real file (the
     /// driver's vm_ops find their state through it), then the driver sets
     /// the mapping up.
@@ -241,5 +256,26 @@ impl RealFile {
         } else {
             Ok(r)
         }
+    }
+
+    /// [`RealFile::ioctl_naming`] on the block `blk` (a kernel copy) from a
+    /// bounce slot, as [`RealFile::ioctl_block`]: the fd field is at byte
+    /// `fd_off` of the block. The answer comes back into `blk`, where the fd
+    /// field then holds the kernel-table fd; the caller puts its own back.
+    pub(crate) fn ioctl_block_naming(
+        &self,
+        target: &RealFile,
+        cmd: u32,
+        blk: &mut [u8],
+        fd_off: usize,
+    ) -> Result<isize> {
+        if fd_off.checked_add(4).is_none_or(|end| end > blk.len()) {
+            return Err(EINVAL);
+        }
+        let mut slot = Slot::get()?;
+        slot.write(0, blk)?;
+        let r = self.ioctl_naming(target, cmd, slot.user_addr(0) as usize, slot.user_addr(fd_off));
+        slot.read(0, blk)?;
+        r
     }
 }

@@ -40,6 +40,14 @@ pub const TESTS: &[Test] = &[
         run: racing_size_cannot_pass_the_ceiling,
     },
     Test {
+        name: "racing_class_cannot_pass_the_ceiling",
+        run: racing_class_cannot_pass_the_ceiling,
+    },
+    Test {
+        name: "racing_xfer_cannot_pass_the_ceiling",
+        run: racing_xfer_cannot_pass_the_ceiling,
+    },
+    Test {
         name: "xfer_heap_and_explicit_handles_are_charged",
         run: xfer_heap_and_explicit_handles_are_charged,
     },
@@ -321,6 +329,144 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
     })?;
     ensure!(used(0)? == 0, "charged after exit: {}", used(0)?);
     Ok(())
+}
+
+/// Runs `attempts` calls of `call` while another thread keeps flipping the
+/// `u64` at `word` between `a` and `b`; then checks, in the driver itself,
+/// that every byte of VRAM it holds for the container was charged to the
+/// container's vGPU.
+fn race_then_compare(
+    word: usize,
+    a: u64,
+    b: u64,
+    attempts: usize,
+    mut call: impl FnMut() -> Result<(), String>,
+) -> Outcome {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let obs = crate::double::session(0)?;
+    let (free0, used0) = (obs.heap_free()?, used(0)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let w = word as *mut u64;
+            let mut flip = false;
+            while !stop.load(Ordering::Relaxed) {
+                flip = !flip;
+                // SAFETY: the word lives on the heap until `stop` is set and
+                // this thread joined; racing writes are the point.
+                unsafe { w.write_volatile(if flip { b } else { a }) };
+            }
+        })
+    };
+    let mut r = Ok(());
+    for _ in 0..attempts {
+        r = call();
+        if r.is_err() {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = flipper.join();
+    r?;
+    let vram = free0 - obs.heap_free()?;
+    let charged = used(0)? - used0;
+    ensure!(
+        vram == charged,
+        "the driver holds {vram} bytes of VRAM for the container, vgpu charged {charged}"
+    );
+    ensure!(charged > 0, "the race never reached VRAM: nothing was tested");
+    Ok(())
+}
+
+/// The class of an RM_ALLOC flips between system memory (0x3e, a class vgpu
+/// forwards) and VRAM (0x40) while the container allocates: the driver
+/// allocates what vgpu saw, so VRAM is never allocated uncharged.
+fn racing_class_cannot_pass_the_ceiling() -> Outcome {
+    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
+    as_container("/ma", || {
+        let s = session(0)?;
+        // Params that allocate 64 KiB of VRAM as 0x40, and 64 KiB of system
+        // memory as 0x3e.
+        let mut mp = nvclient::vram_params(s.client, 64 << 10).to_bytes();
+        let fresh = Nvos21 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_class: class::NV01_MEMORY_SYSTEM,
+            p_alloc_parms: mp.as_mut_ptr() as u64,
+            params_size: MemoryAllocationParams::SIZE as u32,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mut blk = Box::new([0u8; Nvos21::SIZE]);
+        blk.copy_from_slice(&fresh);
+        let p = blk.as_mut_ptr();
+        // hObjectNew (RM picks) and hClass, as one word.
+        let word = p as usize + 8;
+        let (sys, vram) = (
+            u64::from(class::NV01_MEMORY_SYSTEM) << 32,
+            u64::from(class::NV01_MEMORY_LOCAL_USER) << 32,
+        );
+        let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), Nvos21::SIZE);
+        let fd = s.ctl.node().fd();
+        race_then_compare(word, sys, vram, 300, || {
+            // SAFETY: `p` is the heap block above, alive for the call; the
+            // flipper only changes its class word.
+            let rc = unsafe { libc::ioctl(fd, req as _, p) };
+            ensure!(rc == 0, "RM_ALLOC: errno {}", crate::sys::errno());
+            Ok(())
+        })?;
+        let _ = &mut mp;
+        Ok(())
+    })
+}
+
+/// The escape inside an IOCTL_XFER_CMD header flips between CARD_INFO (which
+/// vgpu forwards) and RM_ALLOC of VRAM: the driver runs the escape vgpu saw.
+fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
+    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
+    use nvclient::ioctl::{Escape, Xfer, CARD_INFO_SIZE};
+    as_container("/ma", || {
+        let s = session(0)?;
+        let mut mp = nvclient::vram_params(s.client, 64 << 10).to_bytes();
+        let alloc = Nvos21 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_class: class::NV01_MEMORY_LOCAL_USER,
+            p_alloc_parms: mp.as_mut_ptr() as u64,
+            params_size: MemoryAllocationParams::SIZE as u32,
+            ..Default::default()
+        }
+        .to_bytes();
+        // The inner block: CARD_INFO records (for the two GPUs, and room for
+        // two more), or the RM_ALLOC block.
+        const CARDS: usize = 4 * CARD_INFO_SIZE;
+        let mut inner = Box::new([0u8; CARDS]);
+        let mut hdr = Box::new(nvclient::xfer_header(&Xfer {
+            cmd: u32::from(Escape::CardInfo.nr()),
+            size: CARDS as u32,
+            ptr: inner.as_mut_ptr() as u64,
+        }));
+        let word = hdr.as_mut_ptr() as usize;
+        let card = u64::from(Escape::CardInfo.nr()) | (CARDS as u64) << 32;
+        let rm_alloc = u64::from(Escape::RmAlloc.nr()) | (Nvos21::SIZE as u64) << 32;
+        let req = nvclient::request(Escape::IoctlXferCmd.nr(), Xfer::SIZE);
+        let fd = s.ctl.node().fd();
+        let (ip, hp) = (inner.as_mut_ptr(), hdr.as_mut_ptr());
+        race_then_compare(word, card, rm_alloc, 300, || {
+            // SAFETY: `ip` points to the live inner buffer, only this thread
+            // writes it.
+            unsafe { std::ptr::copy_nonoverlapping(alloc.as_ptr(), ip, alloc.len()) };
+            // SAFETY: `hp` is the live header; the flipper only changes its
+            // first word.
+            let rc = unsafe { libc::ioctl(fd, req as _, hp) };
+            ensure!(rc == 0, "XFER: errno {}", crate::sys::errno());
+            Ok(())
+        })?;
+        let _ = (&mut mp, &mut inner, &mut hdr);
+        Ok(())
+    })
 }
 
 fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {

@@ -39,6 +39,10 @@ pub const TESTS: &[Test] = &[
         run: private_files_unreachable,
     },
     Test {
+        name: "bounce_area_is_vgpus_alone",
+        run: bounce_area_is_vgpus_alone,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -322,6 +326,121 @@ fn private_files_unreachable() -> Outcome {
             "a real driver file reached the container"
         );
         real_files_in_table()
+    })
+}
+
+/// The calling process's bounce area (vgpu's mapping for the blocks it
+/// hands to the driver): start and end, from /proc/self/maps.
+fn bounce_area() -> Result<(usize, usize), String> {
+    let maps = read_file("/proc/self/maps")?;
+    let line = maps
+        .lines()
+        .find(|l| l.ends_with("[vgpu-bounce]"))
+        .ok_or("no [vgpu-bounce] mapping")?;
+    let range = line.split(' ').next().unwrap_or_default();
+    let (a, b) = range.split_once('-').ok_or("bad maps line")?;
+    let hex = |x: &str| usize::from_str_radix(x, 16).map_err(|e| format!("{x}: {e}"));
+    Ok((hex(a)?, hex(b)?))
+}
+
+/// Forks; the child runs `f`. Returns the signal that ended the child, or
+/// an error if it exited.
+fn killed_by(f: impl FnOnce()) -> Result<i32, String> {
+    // SAFETY: the caller is single-threaded; the child runs `f` and leaves.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: errno {}", crate::sys::errno()));
+    }
+    if pid == 0 {
+        f();
+        // SAFETY: leaving the child without the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is valid for writing.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
+        return Err(format!("waitpid: errno {}", crate::sys::errno()));
+    }
+    if libc::WIFSIGNALED(status) {
+        Ok(libc::WTERMSIG(status))
+    } else {
+        Err(format!("child exited with {}", libc::WEXITSTATUS(status)))
+    }
+}
+
+/// vgpu hands checked blocks to the driver from a bounce area in the
+/// caller's address space. Nothing the container can do changes what is in
+/// it: it cannot be unmapped, replaced, moved, re-protected or inherited,
+/// nor written through /proc/self/mem or by another thread (SIGBUS); and
+/// calls go on working after all the attempts.
+fn bounce_area_is_vgpus_alone() -> Outcome {
+    use crate::sys::errno;
+    crate::sys::as_container("/pa", || {
+        let s = Session::vgpu(0)?;
+        let (start, end) = bounce_area()?;
+        let (p, len) = (start as *mut libc::c_void, end - start);
+        ensure!(len == 128 << 10, "area of {len} bytes");
+        // SAFETY: each call below only asks the kernel to change the area;
+        // every one must be refused, which is what is checked.
+        let r = unsafe { libc::munmap(p, len) };
+        ensure!(r == -1 && errno() == libc::EPERM, "munmap: {r}, errno {}", errno());
+        // SAFETY: as above.
+        let r = unsafe { libc::mprotect(p, len, libc::PROT_READ) };
+        ensure!(r == -1 && errno() == libc::EPERM, "mprotect: {r}, errno {}", errno());
+        // SAFETY: as above.
+        let r = unsafe { libc::mremap(p, len, 2 * len, libc::MREMAP_MAYMOVE) };
+        ensure!(r == libc::MAP_FAILED, "mremap moved it");
+        // SAFETY: as above: MAP_FIXED over the area must fail.
+        let r = unsafe {
+            libc::mmap(
+                p,
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        ensure!(r == libc::MAP_FAILED, "MAP_FIXED replaced it");
+        // SAFETY: as above.
+        let r = unsafe { libc::madvise(p, len, libc::MADV_DOFORK) };
+        ensure!(r == -1, "MADV_DOFORK accepted");
+        let mem = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/self/mem")
+            .map_err(|e| format!("/proc/self/mem: {e}"))?;
+        let w = std::os::unix::fs::FileExt::write_at(&mem, &[0xff], start as u64);
+        ensure!(w.is_err(), "/proc/self/mem wrote into it");
+        // A child does not inherit it (it gets its own on its first call).
+        let code = in_child(|| i32::from(bounce_area().is_ok()))?;
+        ensure!(code == 0, "the area was inherited");
+        // A write by any thread but the one in a call: SIGBUS. (Into the
+        // last of the area's 8 slots of 16 KiB, which the few calls made so
+        // far have not used: slots are taken in order.)
+        let sig = killed_by(|| {
+            let Ok(s2) = Session::vgpu(0) else { return };
+            let Ok((start, _)) = bounce_area() else { return };
+            let t = std::thread::spawn(move || {
+                // SAFETY: the write is meant to fault; the process dies.
+                unsafe { ((start + 7 * (16 << 10)) as *mut u8).write_volatile(1) };
+            });
+            let _ = t.join();
+            drop(s2);
+        })?;
+        ensure!(sig == libc::SIGBUS, "writer killed by signal {sig}, want SIGBUS");
+        // Reading is harmless, and calls still work.
+        // SAFETY: the area is mapped readable.
+        let _ = unsafe { (start as *const u8).read_volatile() };
+        let m = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 1 << 20)
+            .map_err(|e| format!("vram after: {e:?}"))?;
+        s.ctl
+            .free(s.client, s.device, m.handle)
+            .map_err(|e| format!("free after: {e:?}"))?;
+        let (s2, e2) = bounce_area()?;
+        ensure!((s2, e2) == (start, end), "the area moved");
+        Ok(())
     })
 }
 

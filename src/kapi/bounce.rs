@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Parameter blocks handed to the driver from memory the caller cannot
+//! change.
+//!
+//! The driver reads an ioctl's block from the user address it is given. A
+//! block vgpu has checked must reach the driver as checked, so vgpu writes
+//! its kernel copy into a [`Slot`] of the caller's bounce area and gives the
+//! driver the slot's user address: until the driver has read it, no other
+//! thread (or process) can write the slot. The mechanism (a sealed
+//! `VM_PFNMAP` mapping whose write faults are allowed only to the task that
+//! holds the slot) is in `src/helpers.c`.
+//!
+//! What the driver writes back into a slot is *not* protected the same way:
+//! it is the caller's to read, never a fact vgpu acts on.
+
+use kernel::{error::from_err_ptr, prelude::*};
+
+extern "C" {
+    fn vgpu_bounce_get(slot: *mut c_uint, kaddr: *mut *mut c_void, uaddr: *mut c_ulong)
+        -> *mut c_void;
+    fn vgpu_bounce_put(area: *mut c_void, slot: c_uint);
+}
+
+/// A slot of the calling task's bounce area, held for one call.
+pub(crate) struct Slot {
+    area: *mut c_void,
+    slot: c_uint,
+    kaddr: *mut u8,
+    uaddr: u64,
+}
+
+impl Slot {
+    /// Bytes in a slot: the largest block vgpu bounces (an XFER's inner
+    /// block, at most 16 KiB).
+    pub(crate) const SIZE: usize = 16 * 1024;
+
+    /// Holds a free slot of the calling task's bounce area, mapping the area
+    /// into its address space on first use. Waits while all the area's
+    /// slots are in use (`EINTR` if killed meanwhile); `ENOMEM` if the area
+    /// cannot be made.
+    pub(crate) fn get() -> Result<Self> {
+        let mut slot: c_uint = 0;
+        let mut kaddr: *mut c_void = core::ptr::null_mut();
+        let mut uaddr: c_ulong = 0;
+        // SAFETY: the out-pointers are valid for writes; the helper checks
+        // that the caller is a user task.
+        let area = unsafe { vgpu_bounce_get(&mut slot, &mut kaddr, &mut uaddr) };
+        let area = from_err_ptr(area)?;
+        Ok(Self {
+            area,
+            slot,
+            kaddr: kaddr.cast(),
+            uaddr: uaddr as u64,
+        })
+    }
+
+    /// The user address of byte `off` of the slot, for the driver.
+    pub(crate) fn user_addr(&self, off: usize) -> u64 {
+        self.uaddr + off as u64
+    }
+
+    /// Writes `data` at byte `off` of the slot.
+    pub(crate) fn write(&mut self, off: usize, data: &[u8]) -> Result {
+        let end = off.checked_add(data.len()).ok_or(EINVAL)?;
+        if end > Self::SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: `[off, end)` lies inside the slot's `SIZE` bytes of kernel
+        // memory, which stay allocated while the area is mapped in the
+        // caller's address space, which outlives the call holding `self`.
+        // Only this task may write the slot's user mapping while it is held,
+        // and it is not in the driver now.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.kaddr.add(off), data.len()) };
+        Ok(())
+    }
+
+    /// Reads `out.len()` bytes at byte `off` of the slot.
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+        let end = off.checked_add(out.len()).ok_or(EINVAL)?;
+        if end > Self::SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: as in `write`; the bytes may have been written by any
+        // thread of the process since the driver answered, which only makes
+        // them untrusted, not invalid.
+        unsafe { core::ptr::copy_nonoverlapping(self.kaddr.add(off), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // SAFETY: `area` and `slot` came from `vgpu_bounce_get` and are
+        // given back once.
+        unsafe { vgpu_bounce_put(self.area, self.slot) };
+    }
+}
