@@ -18,9 +18,9 @@ use kernel::{
 
 use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
-use crate::proxy::Call;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
 use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
+use crate::proxy::Call;
 use crate::sched::{Enrolled, Watched};
 use crate::tracker::{Charge, Kind, Obj, Tracker};
 use crate::vgpus::Vgpu;
@@ -524,40 +524,77 @@ impl Ctl {
                 _ => None,
             }
         };
-        let r = self.forwarded(rm, || call.forward_block(real, &mut blk))?;
-        let Some(v) = vgpu else { return Ok(Some(r)) };
-        let done = abi::Nvos54::decode(&blk);
-        if done.status != NV_OK {
-            return Ok(Some(r));
+        if let Some(v) = vgpu {
+            if let Some(status) = self.fb_info(rm, &a, &v)? {
+                a.status = status;
+                user::write(addr, &a.to_bytes())?;
+                return Ok(Some(0));
+            }
+        }
+        // Not this file's vGPU, or malformed: the driver answers.
+        self.forwarded(rm, || call.forward_block(real, &mut blk))
+            .map(Some)
+    }
+
+    /// FB_GET_INFO (V1 or V2), well formed, on a subdevice of this file's
+    /// vGPU `v`: run as V2 on kernel copies through the kernel interface
+    /// (no other thread can change the request, or the answer before it is
+    /// rewritten), the sizes and free memory rewritten to the vGPU. Returns
+    /// the RM status; `None` if the request is malformed, for the driver to
+    /// answer as it does.
+    fn fb_info(&self, rm: &RmOps, a: &abi::Nvos54, v: &Vgpu) -> Result<Option<u32>> {
+        use abi::{fb_info::MAX_LIST_SIZE, FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
+        const ENTRY: usize = abi::InfoEntry::SIZE;
+        let mut p = KVec::from_elem(0u8, V2::SIZE, GFP_KERNEL)?;
+        let v1 = a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO;
+        let (n, list_at) = if v1 {
+            let mut b = [0u8; V1::SIZE];
+            if a.params_size as usize != V1::SIZE || user::read(a.params, &mut b).is_err() {
+                return Ok(None);
+            }
+            let q = V1::decode(&b);
+            let n = q.list_size as usize;
+            if n == 0 || n > MAX_LIST_SIZE || q.list_ptr == 0 {
+                return Ok(None);
+            }
+            if user::read(q.list_ptr, &mut p[4..4 + n * ENTRY]).is_err() {
+                return Ok(None);
+            }
+            (n, q.list_ptr)
+        } else {
+            if a.params_size as usize != V2::SIZE || user::read(a.params, &mut p).is_err() {
+                return Ok(None);
+            }
+            let n = u32::from_ne_bytes([p[0], p[1], p[2], p[3]]) as usize;
+            if n > MAX_LIST_SIZE {
+                return Ok(None);
+            }
+            (n, a.params + 4)
+        };
+        p[..4].copy_from_slice(&(n as u32).to_ne_bytes());
+        let st = rm.control(
+            a.h_client,
+            a.h_object,
+            ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+            &mut p,
+        )?;
+        if st != NV_OK {
+            return Ok(Some(st));
         }
         let ledger = v.config.lock().memory;
-        // Only the entries asked for are read and rewritten.
-        let (list_ptr, n) = if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2 {
-            if a.params_size as usize != abi::FbGetInfoV2Params::SIZE {
-                return Ok(Some(r));
-            }
-            let mut b = [0u8; 4];
-            user::read(a.params, &mut b)?;
-            (a.params + 4, u32::from_ne_bytes(b))
-        } else {
-            if a.params_size as usize != abi::FbGetInfoV1Params::SIZE {
-                return Ok(Some(r));
-            }
-            let mut p = [0u8; abi::FbGetInfoV1Params::SIZE];
-            user::read(a.params, &mut p)?;
-            let q = abi::FbGetInfoV1Params::decode(&p);
-            (q.list_ptr, q.list_size)
-        };
-        let mut buf = [0u8; 128 * abi::InfoEntry::SIZE];
-        let list = &mut buf[..(n as usize).min(128) * abi::InfoEntry::SIZE];
-        user::read(list_ptr, list)?;
-        for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
+        let list = &mut p[4..4 + n * ENTRY];
+        for chunk in list.chunks_exact_mut(ENTRY) {
             let mut e = abi::InfoEntry::decode(chunk);
             e.data = fb_info_kib(e.index, e.data, &ledger);
             e.encode(chunk);
         }
-        user::write(list_ptr, list)?;
-        Ok(Some(r))
+        // V2 answers in its params, V1 in its list.
+        let out = if v1 { &p[4..4 + n * ENTRY] } else { &p[..] };
+        let at = if v1 { list_at } else { a.params };
+        Ok(Some(match user::write(at, out) {
+            Ok(()) => NV_OK,
+            Err(_) => NV_ERR_INVALID_ARGUMENT,
+        }))
     }
 
     /// A tenant's scheduling control, decided and executed on kernel copies

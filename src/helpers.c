@@ -417,6 +417,22 @@ static struct vgpu_bounce *vgpu_bounce_find(struct mm_struct *mm)
 	return found;
 }
 
+/*
+ * Maps the first page of each slot in `slots` read-only ahead of use (most
+ * blocks fit in it), so that the driver's read of a block does not fault.
+ * Caller holds the mmap lock.
+ */
+static void vgpu_bounce_prefault(struct vgpu_bounce *b, unsigned long slots)
+{
+	unsigned long off;
+	unsigned int s;
+
+	for_each_set_bit(s, &slots, VGPU_BOUNCE_SLOTS) {
+		off = s * VGPU_BOUNCE_SLOT_SIZE;
+		vmf_insert_pfn(b->vma, b->start + off, vmalloc_to_pfn(b->kaddr + off));
+	}
+}
+
 /* Maps a new bounce area into the current mm. */
 static struct vgpu_bounce *vgpu_bounce_make(void)
 {
@@ -448,17 +464,25 @@ static struct vgpu_bounce *vgpu_bounce_make(void)
 	if (IS_ERR_VALUE(addr))
 		return ERR_PTR((long)addr);
 	b->start = addr;
+	mmap_read_lock(b->mm);
+	vgpu_bounce_prefault(b, VGPU_BOUNCE_ALL);
+	mmap_read_unlock(b->mm);
 	spin_lock(&vgpu_bounces_lock);
 	list_add(&b->node, &vgpu_bounces);
 	spin_unlock(&vgpu_bounces_lock);
 	return b;
 }
 
-/* Zaps the PTEs of the area, then marks `slots` clean. */
+/*
+ * Zaps the PTEs of the whole area (one TLB flush), maps `slots` read-only
+ * again and marks them clean. The zap may catch slots in use too: their
+ * holders fault their pages back in.
+ */
 static void vgpu_bounce_scrub(struct vgpu_bounce *b, unsigned long slots)
 {
 	mmap_read_lock(b->mm);
 	zap_special_vma_range(b->vma, b->start, VGPU_BOUNCE_SIZE);
+	vgpu_bounce_prefault(b, slots);
 	spin_lock(&b->lock);
 	b->dirty &= ~slots;
 	spin_unlock(&b->lock);

@@ -235,7 +235,11 @@ fn forward_naming(me: &ProxyFile, call: &Call, off: usize) -> Result<Option<isiz
     let mut blk = [0u8; EMBEDDED_FD_BLOCK_MAX];
     let blk = blk.get_mut(..call.size).ok_or(EINVAL)?;
     user::read(call.addr, blk)?;
-    let theirs: [u8; 4] = blk.get(off..off + 4).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?;
+    let theirs: [u8; 4] = blk
+        .get(off..off + 4)
+        .ok_or(EINVAL)?
+        .try_into()
+        .map_err(|_| EINVAL)?;
     let fd = i32::from_ne_bytes(theirs);
     let Ok(file) = crate::kapi::fdtable::fget(fd) else {
         return Ok(None);
@@ -243,7 +247,9 @@ fn forward_naming(me: &ProxyFile, call: &Call, off: usize) -> Result<Option<isiz
     let Some(other) = crate::kapi::chrdev::private::<ProxyFops>(&file) else {
         return Ok(None);
     };
-    let r = me.real.ioctl_block_naming(&other.real, call.direct_cmd(), blk, off);
+    let r = me
+        .real
+        .ioctl_block_naming(&other.real, call.direct_cmd(), blk, off);
     blk[off..off + 4].copy_from_slice(&theirs);
     user::write(call.addr, blk)?;
     r.map(Some)

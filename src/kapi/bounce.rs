@@ -17,8 +17,11 @@
 use kernel::{error::from_err_ptr, prelude::*};
 
 extern "C" {
-    fn vgpu_bounce_get(slot: *mut c_uint, kaddr: *mut *mut c_void, uaddr: *mut c_ulong)
-        -> *mut c_void;
+    fn vgpu_bounce_get(
+        slot: *mut c_uint,
+        kaddr: *mut *mut c_void,
+        uaddr: *mut c_ulong,
+    ) -> *mut c_void;
     fn vgpu_bounce_put(area: *mut c_void, slot: c_uint);
 }
 

@@ -274,7 +274,12 @@ impl RealFile {
         }
         let mut slot = Slot::get()?;
         slot.write(0, blk)?;
-        let r = self.ioctl_naming(target, cmd, slot.user_addr(0) as usize, slot.user_addr(fd_off));
+        let r = self.ioctl_naming(
+            target,
+            cmd,
+            slot.user_addr(0) as usize,
+            slot.user_addr(fd_off),
+        );
         slot.read(0, blk)?;
         r
     }

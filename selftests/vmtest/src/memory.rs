@@ -28,6 +28,10 @@ pub const TESTS: &[Test] = &[
         run: each_sees_its_own_size,
     },
     Test {
+        name: "fb_info_malformed_as_directly",
+        run: fb_info_malformed_as_directly,
+    },
+    Test {
         name: "free_and_close_give_back",
         run: free_and_close_give_back,
     },
@@ -232,6 +236,65 @@ fn each_sees_its_own_size() -> Outcome {
     Ok(())
 }
 
+/// The RM statuses of malformed FB_GET_INFO requests (V1: no entries, too
+/// many, a bad list pointer; V2: too many entries, a wrong size), in order.
+fn malformed_fb_statuses(ctl: &Ctl, client: u32, sub: u32) -> Vec<String> {
+    use nvclient::abi::{ctrl, FbGetInfoV1Params, FbGetInfoV2Params};
+    let mut out = Vec::new();
+    let mut list = [0u8; 8];
+    for (n, ptr) in [
+        (0u32, list.as_mut_ptr() as u64),
+        (129, list.as_mut_ptr() as u64),
+        (1, 8),
+    ] {
+        let mut p = FbGetInfoV1Params {
+            list_size: n,
+            list_ptr: ptr,
+        }
+        .to_bytes();
+        let r = ctl.control(client, sub, ctrl::NV2080_CTRL_CMD_FB_GET_INFO, &mut p);
+        out.push(format!("{r:?}"));
+    }
+    let mut p = FbGetInfoV2Params {
+        list_size: 129,
+        ..Default::default()
+    }
+    .to_bytes();
+    let r = ctl.control(client, sub, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, &mut p);
+    out.push(format!("{r:?}"));
+    let mut short = [0u8; 64];
+    let r = ctl.control(
+        client,
+        sub,
+        ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+        &mut short,
+    );
+    out.push(format!("{r:?}"));
+    out
+}
+
+/// vgpu answers well-formed FB_GET_INFO itself (from kernel copies);
+/// malformed ones get the driver's own statuses.
+fn fb_info_malformed_as_directly() -> Outcome {
+    let direct = {
+        let d = crate::double::session(0)?;
+        malformed_fb_statuses(&d.ctl, d.client, d.sub)
+    };
+    ensure!(
+        direct.iter().all(|r| r.starts_with("Err(")),
+        "the driver accepted a malformed request: {direct:?}"
+    );
+    as_container("/ma", move || {
+        let s = session(0)?;
+        let through = malformed_fb_statuses(&s.ctl, s.client, s.subdevice);
+        ensure!(
+            through == direct,
+            "through vgpu {through:?}, directly {direct:?}"
+        );
+        Ok(())
+    })
+}
+
 fn free_and_close_give_back() -> Outcome {
     as_container("/ma", || {
         let s = session(0)?;
@@ -376,7 +439,10 @@ fn race_then_compare(
         vram == charged,
         "the driver holds {vram} bytes of VRAM for the container, vgpu charged {charged}"
     );
-    ensure!(charged > 0, "the race never reached VRAM: nothing was tested");
+    ensure!(
+        charged > 0,
+        "the race never reached VRAM: nothing was tested"
+    );
     Ok(())
 }
 

@@ -383,10 +383,18 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
         // SAFETY: each call below only asks the kernel to change the area;
         // every one must be refused, which is what is checked.
         let r = unsafe { libc::munmap(p, len) };
-        ensure!(r == -1 && errno() == libc::EPERM, "munmap: {r}, errno {}", errno());
+        ensure!(
+            r == -1 && errno() == libc::EPERM,
+            "munmap: {r}, errno {}",
+            errno()
+        );
         // SAFETY: as above.
         let r = unsafe { libc::mprotect(p, len, libc::PROT_READ) };
-        ensure!(r == -1 && errno() == libc::EPERM, "mprotect: {r}, errno {}", errno());
+        ensure!(
+            r == -1 && errno() == libc::EPERM,
+            "mprotect: {r}, errno {}",
+            errno()
+        );
         // SAFETY: as above.
         let r = unsafe { libc::mremap(p, len, 2 * len, libc::MREMAP_MAYMOVE) };
         ensure!(r == libc::MAP_FAILED, "mremap moved it");
@@ -419,7 +427,9 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
         // far have not used: slots are taken in order.)
         let sig = killed_by(|| {
             let Ok(s2) = Session::vgpu(0) else { return };
-            let Ok((start, _)) = bounce_area() else { return };
+            let Ok((start, _)) = bounce_area() else {
+                return;
+            };
             let t = std::thread::spawn(move || {
                 // SAFETY: the write is meant to fault; the process dies.
                 unsafe { ((start + 7 * (16 << 10)) as *mut u8).write_volatile(1) };
@@ -427,7 +437,10 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
             let _ = t.join();
             drop(s2);
         })?;
-        ensure!(sig == libc::SIGBUS, "writer killed by signal {sig}, want SIGBUS");
+        ensure!(
+            sig == libc::SIGBUS,
+            "writer killed by signal {sig}, want SIGBUS"
+        );
         // Reading is harmless, and calls still work.
         // SAFETY: the area is mapped readable.
         let _ = unsafe { (start as *const u8).read_volatile() };
