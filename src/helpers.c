@@ -251,7 +251,7 @@ void vgpu_path_put_private(struct path *path)
 #include <linux/anon_inodes.h>
 #include <linux/mman.h>
 #include <linux/bitops.h>
-#include <linux/list.h>
+#include <linux/hashtable.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/vmalloc.h>
@@ -292,7 +292,7 @@ void vgpu_path_put_private(struct path *path)
 #define VGPU_BOUNCE_ALL ((1UL << VGPU_BOUNCE_SLOTS) - 1)
 
 struct vgpu_bounce {
-	struct list_head node;		/* on vgpu_bounces while mapped */
+	struct hlist_node node;		/* in vgpu_bounces while mapped */
 	struct mm_struct *mm;		/* compared only; off the list before it goes */
 	struct vm_area_struct *vma;	/* set by mmap; lives as long as the mm */
 	unsigned long start;		/* user address of the area */
@@ -304,7 +304,8 @@ struct vgpu_bounce {
 	wait_queue_head_t wait;		/* for a free slot */
 };
 
-static LIST_HEAD(vgpu_bounces);
+/* The areas, by mm. */
+static DEFINE_HASHTABLE(vgpu_bounces, 8);
 static DEFINE_SPINLOCK(vgpu_bounces_lock);
 /* Serialises making areas, so that an mm gets one; taken before mmap_lock. */
 static DEFINE_MUTEX(vgpu_bounce_make_lock);
@@ -347,7 +348,7 @@ static void vgpu_bounce_vma_close(struct vm_area_struct *vma)
 	struct vgpu_bounce *b = vma->vm_private_data;
 
 	spin_lock(&vgpu_bounces_lock);
-	list_del_init(&b->node);
+	hash_del(&b->node);
 	spin_unlock(&vgpu_bounces_lock);
 }
 
@@ -407,7 +408,7 @@ static struct vgpu_bounce *vgpu_bounce_find(struct mm_struct *mm)
 	struct vgpu_bounce *b, *found = NULL;
 
 	spin_lock(&vgpu_bounces_lock);
-	list_for_each_entry(b, &vgpu_bounces, node) {
+	hash_for_each_possible(vgpu_bounces, b, node, (unsigned long)mm) {
 		if (b->mm == mm) {
 			found = b;
 			break;
@@ -448,7 +449,7 @@ static struct vgpu_bounce *vgpu_bounce_make(void)
 		kfree(b);
 		return ERR_PTR(-ENOMEM);
 	}
-	INIT_LIST_HEAD(&b->node);
+	INIT_HLIST_NODE(&b->node);
 	spin_lock_init(&b->lock);
 	init_waitqueue_head(&b->wait);
 	b->mm = current->mm;
@@ -468,7 +469,7 @@ static struct vgpu_bounce *vgpu_bounce_make(void)
 	vgpu_bounce_prefault(b, VGPU_BOUNCE_ALL);
 	mmap_read_unlock(b->mm);
 	spin_lock(&vgpu_bounces_lock);
-	list_add(&b->node, &vgpu_bounces);
+	hash_add(vgpu_bounces, &b->node, (unsigned long)b->mm);
 	spin_unlock(&vgpu_bounces_lock);
 	return b;
 }
