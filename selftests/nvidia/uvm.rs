@@ -695,9 +695,13 @@ impl Driver {
             Command::UnmapExternal => self.uvm_unmap_external(id, p),
             Command::Free => self.uvm_free(id, p),
             Command::PageableMemAccess => {
-                // The double has no HMM or ATS.
+                // GUESS: the double models a kernel with HMM (no ATS): GPUs
+                // reach pageable memory unless the VA space was initialised
+                // with DISABLE_HMM, as uvm_va_space_pageable_mem_access_supported()
+                // reports on such kernels.
+                let flags = self.with_space(id, |rm, si| Ok(rm.uvm.spaces[si].flags))?;
                 let mut q = PageableMemAccessParams::decode(p);
-                q.pageable_mem_access = 0;
+                q.pageable_mem_access = u8::from(flags & init_flags::DISABLE_HMM == 0);
                 q.encode(p);
                 Ok(())
             }

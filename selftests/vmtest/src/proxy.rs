@@ -61,8 +61,10 @@ fn setup() -> Outcome {
     Ok(())
 }
 
-/// The sequence; returns a summary to compare between the two runs.
-fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<String, String> {
+/// The sequence; returns a summary to compare between the two runs, and
+/// whether UVM reported pageable memory access (HMM), which differs: vgpu
+/// turns HMM off.
+fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
     let s = Session::open(ctl, gpu)?;
     let e = |what: &'static str| move |err: nvclient::Error| format!("{what}: {err:?}");
     // UVM as libcuda sets it up: a VA space bound to this process and its
@@ -167,31 +169,42 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<String, String> {
     s.ctl
         .free(s.client, s.client, s.client)
         .map_err(e("free client"))?;
-    Ok(format!(
-        "uvm: pageable {pageable}, numa {}/{}; vram {} mapped and in UVM; channel registered; \
-         4 items done incl. a managed touch; managed 4 MiB migrated both ways; event seen",
-        reg.numa_enabled, reg.numa_node_id, vram.size
+    Ok((
+        format!(
+            "uvm: numa {}/{}; vram {} mapped and in UVM; channel registered; \
+             4 items done incl. a managed touch; managed 4 MiB migrated both ways; event seen",
+            reg.numa_enabled, reg.numa_node_id, vram.size
+        ),
+        pageable,
     ))
 }
 
 fn directly() -> Outcome {
-    let out = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
-    println!("# proxy: directly: {out}");
+    let (out, pageable) = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
+    println!("# proxy: directly: {out}; pageable memory access {pageable}");
     Ok(())
 }
 
 fn through_vgpu() -> Outcome {
-    let direct = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
+    let (direct, pageable) = sequence("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm")?;
+    ensure!(
+        pageable,
+        "directly, the double's UVM has HMM: pageable access"
+    );
     let code = in_child(move || {
         if join_cgroup("/pa").is_err() {
             return 100;
         }
         match sequence("/dev/vgpuctl", "/dev/vgpu0", "/dev/vgpu-uvm") {
-            Ok(out) if out == direct => {
+            Ok((_, true)) => {
+                println!("#   through vgpu: pageable memory access (HMM on)");
+                3
+            }
+            Ok((out, false)) if out == direct => {
                 println!("# proxy: through vgpu: {out}");
                 0
             }
-            Ok(out) => {
+            Ok((out, false)) => {
                 println!("#   through vgpu: {out}; directly: {direct}");
                 1
             }

@@ -326,7 +326,14 @@ fn file_types() -> Outcome {
     )?;
     ensure!(
         !u.pageable_mem_access().ctx("PAGEABLE_MEM_ACCESS")?,
-        "the double claims pageable memory access"
+        "pageable memory access with DISABLE_HMM"
+    );
+    // Without DISABLE_HMM the double's kernel has HMM: pageable access.
+    let hmm = Uvm::open_default().ctx("open")?;
+    hmm.initialize(0).ctx("INITIALIZE without DISABLE_HMM")?;
+    ensure!(
+        hmm.pageable_mem_access().ctx("PAGEABLE_MEM_ACCESS")?,
+        "no pageable memory access without DISABLE_HMM"
     );
     let mm = Uvm::open_default().ctx("open mm file")?;
     mm.mm_initialize(u.fd()).ctx("MM_INITIALIZE")?;
