@@ -48,25 +48,27 @@ int vgpu_current_cgroup_path(char *buf, size_t len)
  * (init_task's, which no user process can reach): the private file is
  * installed there, its fd number written into the block's fd field, the
  * driver called, the fd closed and the task's own table put back. The
- * caller's other threads keep using the process's table throughout. Calls
- * are serialised, so a thread of the caller that rewrites the fd field
- * meanwhile can only name a descriptor of the kernel's table where no other
- * private file is installed at that moment, and the driver refuses
- * anything that is not its own file. Other tasks reach a task's table
+ * caller's other threads keep using the process's table throughout. The
+ * block is vgpu's copy in a bounce slot (below), written here through its
+ * kernel address, so no thread can rewrite it before the driver reads it;
+ * calls are serialised, so that only one private file is in the kernel's
+ * table at a time, and the driver refuses anything that is not its own
+ * file. Other tasks reach a task's table
  * through pidfd_getfd() and kcmp() under the process's exec_update_lock,
  * held here for writing, so they cannot fetch the file while it is there.
  */
 static DEFINE_MUTEX(vgpu_privfd_lock);
 
 /*
- * Runs `on`'s ioctl(cmd, arg) for the current task, with the int at user
- * address fd_field set to an fd naming `target` in a table only the kernel
- * can reach. Returns the ioctl's result or a negative errno.
+ * Runs `on`'s ioctl(cmd, arg) for the current task, with *fd_field (the
+ * kernel address of the fd field of the block at arg, in a bounce slot) set
+ * to an fd naming `target` in a table only the kernel can reach. Returns the
+ * ioctl's result or a negative errno.
  */
 long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned int cmd,
-				unsigned long arg, unsigned long fd_field);
+				unsigned long arg, int *fd_field);
 long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned int cmd,
-				unsigned long arg, unsigned long fd_field)
+				unsigned long arg, int *fd_field)
 {
 	struct files_struct *own;
 	long ret;
@@ -90,10 +92,8 @@ long vgpu_ioctl_with_private_fd(struct file *on, struct file *target, unsigned i
 		ret = fd;
 	} else {
 		fd_install(fd, get_file(target));
-		if (put_user(fd, (int __user *)fd_field))
-			ret = -EFAULT;
-		else
-			ret = on->f_op->unlocked_ioctl(on, cmd, arg);
+		WRITE_ONCE(*fd_field, fd);
+		ret = on->f_op->unlocked_ioctl(on, cmd, arg);
 		close_fd(fd);
 	}
 

@@ -63,6 +63,19 @@ impl Slot {
         self.uaddr + off as u64
     }
 
+    /// The kernel address of byte `off` of the slot, with `len` bytes
+    /// there, for a helper that fills a field before the driver reads the
+    /// block (through the kernel mapping, so the slot's user mapping stays
+    /// read-only). Valid while `self` is held.
+    pub(crate) fn kernel_ptr(&mut self, off: usize, len: usize) -> Result<*mut u8> {
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        if end > Self::SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off` is inside the slot's `SIZE` bytes (checked above).
+        Ok(unsafe { self.kaddr.add(off) })
+    }
+
     /// Writes `data` at byte `off` of the slot.
     pub(crate) fn write(&mut self, off: usize, data: &[u8]) -> Result {
         let end = off.checked_add(data.len()).ok_or(EINVAL)?;

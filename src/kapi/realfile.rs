@@ -221,47 +221,19 @@ extern "C" {
         target: *mut c_void,
         cmd: c_uint,
         arg: c_ulong,
-        fd_field: c_ulong,
+        fd_field: *mut c_int,
     ) -> c_long;
 }
 
 impl RealFile {
-    /// Forwards an ioctl whose parameters name a driver file by fd: the int
-    /// at user address `fd_field` (inside the caller's parameter block) is
-    /// set to an fd that names `target` in the kernel's own fd table, and the
-    /// call runs where that table is the current one, so the real file never
-    /// enters a user process's table (see `src/helpers.c`).
-    pub(crate) fn ioctl_naming(
-        &self,
-        target: &RealFile,
-        cmd: u32,
-        arg: usize,
-        fd_field: u64,
-    ) -> Result<isize> {
-        let fd_field = usize::try_from(fd_field).map_err(|_| EFAULT)?;
-        // SAFETY: both files are valid while `self` and `target` are
-        // borrowed; `arg` and `fd_field` are the caller's user addresses,
-        // which the helper only touches through uaccess in the caller's mm.
-        let r = unsafe {
-            vgpu_ioctl_with_private_fd(
-                self.raw.cast(),
-                target.raw.cast(),
-                cmd,
-                arg as c_ulong,
-                fd_field as c_ulong,
-            )
-        };
-        if r < 0 {
-            Err(Error::from_errno(r as i32))
-        } else {
-            Ok(r)
-        }
-    }
-
-    /// [`RealFile::ioctl_naming`] on the block `blk` (a kernel copy) from a
-    /// bounce slot, as [`RealFile::ioctl_block`]: the fd field is at byte
-    /// `fd_off` of the block. The answer comes back into `blk`, where the fd
-    /// field then holds the kernel-table fd; the caller puts its own back.
+    /// Forwards an ioctl whose block `blk` (a kernel copy) names a driver
+    /// file by fd at byte `fd_off`: the block goes from a bounce slot, as
+    /// with [`RealFile::ioctl_block`], its fd field set to an fd that names
+    /// `target` in the kernel's own fd table, and the call runs where that
+    /// table is the current one, so the real file never enters a user
+    /// process's table (see `src/helpers.c`). The answer comes back into
+    /// `blk`, where the fd field then holds the kernel-table fd; the caller
+    /// puts its own back.
     pub(crate) fn ioctl_block_naming(
         &self,
         target: &RealFile,
@@ -274,13 +246,27 @@ impl RealFile {
         }
         let mut slot = Slot::get()?;
         slot.write(0, blk)?;
-        let r = self.ioctl_naming(
-            target,
-            cmd,
-            slot.user_addr(0) as usize,
-            slot.user_addr(fd_off),
-        );
+        let fd_field = slot.kernel_ptr(fd_off, 4)?.cast::<c_int>();
+        // SAFETY: both files are valid while `self` and `target` are
+        // borrowed; `arg` is the slot's user address in the caller's mm and
+        // `fd_field` points into the slot's kernel memory, both valid while
+        // `slot` is held. The helper sets the fd through the kernel pointer,
+        // so the slot's user mapping stays read-only until the driver has
+        // read the block.
+        let r = unsafe {
+            vgpu_ioctl_with_private_fd(
+                self.raw.cast(),
+                target.raw.cast(),
+                cmd,
+                slot.user_addr(0) as c_ulong,
+                fd_field,
+            )
+        };
         slot.read(0, blk)?;
-        r
+        if r < 0 {
+            Err(Error::from_errno(r as i32))
+        } else {
+            Ok(r)
+        }
     }
 }
