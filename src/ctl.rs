@@ -16,10 +16,15 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
+use crate::kapi::{
+    mm::Scratch,
+    realfile::{RealFile, RealNode},
+    rmops::RmOps,
+    user,
+};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
-use crate::nv::ioctl::{Escape, CARD_INFO_SIZE};
+use crate::nv::ioctl::{self, Escape, CARD_INFO_SIZE};
 use crate::proxy::Call;
 use crate::sched::{Enrolled, Watched};
 use crate::tracker::{Charge, Kind, Obj, Tracker};
@@ -111,7 +116,7 @@ impl Ctl {
             Escape::RmAlloc => this.alloc(this, rm, real, call),
             Escape::RmFree => this.free(rm, real, call),
             Escape::RmControl => this.control(rm, real, call),
-            Escape::CardInfo => this.card_info(real, call),
+            Escape::CardInfo => this.card_info(call),
             Escape::RmDupObject => this.dup(rm, call.addr),
             Escape::RmVidHeapControl => this.vid_heap(rm, real, call),
             _ => Ok(None),
@@ -746,23 +751,25 @@ impl Ctl {
         r
     }
 
-    /// CARD_INFO: only the GPUs this file has a vGPU on, first in the list.
-    fn card_info(&self, real: &RealFile, call: &Call) -> Handled {
-        let (addr, size) = (call.addr, call.size);
-        let r = call.forward(real)?;
-        let mut buf = user::read_vec(addr, size)?;
-        let mut out = KVec::new();
-        out.resize(size, 0u8, GFP_KERNEL)?;
-        let mut k = 0;
-        for rec in buf.chunks_exact_mut(CARD_INFO_SIZE) {
-            let ci = abi::CardInfo::decode(rec);
-            if ci.valid != 0 && self.vgpu_on(ci.minor_number).is_some() {
-                out[k * CARD_INFO_SIZE..(k + 1) * CARD_INFO_SIZE].copy_from_slice(rec);
-                k += 1;
-            }
+    /// CARD_INFO: only the GPUs this file has a vGPU on, first in the list,
+    /// answered from the records vgpu read when it loaded ([`Cards`]), so
+    /// the other GPUs' records never reach the caller's memory. A list too
+    /// short for the host's GPUs is `EINVAL`, as the driver answers it.
+    fn card_info(&self, call: &Call) -> Handled {
+        let cards = &crate::state()?.cards;
+        if call.size / CARD_INFO_SIZE < cards.count() {
+            return Err(EINVAL);
         }
-        user::write(addr, &out)?;
-        Ok(Some(r))
+        let mut out = KVec::from_elem(0u8, call.size, GFP_KERNEL)?;
+        let mine = cards.records().filter(|rec| {
+            self.vgpu_on(abi::CardInfo::decode(rec).minor_number)
+                .is_some()
+        });
+        for (dst, rec) in out.chunks_exact_mut(CARD_INFO_SIZE).zip(mine) {
+            dst.copy_from_slice(rec);
+        }
+        user::write(call.addr, &out)?;
+        Ok(Some(0))
     }
 
     /// DUP: into one of this file's verified clients, from one of them or
@@ -951,4 +958,47 @@ fn surface_size(rm: &RmOps, client: u32, h: u32) -> Result<u64> {
     let lo = abi::InfoEntry::decode(&list[..8]).data;
     let hi = abi::InfoEntry::decode(&list[8..]).data;
     Ok(u64::from(hi) << 32 | u64::from(lo))
+}
+
+/// The most GPUs the driver lists (`NV_MAX_DEVICES`).
+const MAX_CARDS: usize = 32;
+
+/// The driver's CARD_INFO records of the host's GPUs, read once when vgpu
+/// loads, from a file and memory of the loading task (trusted), never from
+/// a container's.
+pub(crate) struct Cards {
+    /// The valid records, [`CARD_INFO_SIZE`] bytes each, in the driver's
+    /// order.
+    records: KVec<u8>,
+}
+
+impl Cards {
+    /// Asks the driver through the control node `ctl`.
+    pub(crate) fn read(ctl: &RealNode) -> Result<Self> {
+        let file = ctl.open_as_loader()?;
+        let len = MAX_CARDS * CARD_INFO_SIZE;
+        let scratch = Scratch::new(len)?;
+        file.ioctl(
+            ioctl::nv_iowr(Escape::CardInfo.nr(), len),
+            scratch.addr() as usize,
+        )?;
+        let all = user::read_vec(scratch.addr(), len)?;
+        let mut records = KVec::new();
+        for rec in all.chunks_exact(CARD_INFO_SIZE) {
+            if abi::CardInfo::decode(rec).valid != 0 {
+                records.extend_from_slice(rec, GFP_KERNEL)?;
+            }
+        }
+        Ok(Self { records })
+    }
+
+    /// The number of the host's GPUs.
+    fn count(&self) -> usize {
+        self.records.len() / CARD_INFO_SIZE
+    }
+
+    /// The records.
+    fn records(&self) -> impl Iterator<Item = &[u8]> {
+        self.records.chunks_exact(CARD_INFO_SIZE)
+    }
 }

@@ -553,3 +553,28 @@ void vgpu_bounce_put(struct vgpu_bounce *b, unsigned int slot)
 	spin_unlock(&b->lock);
 	wake_up(&b->wait);
 }
+
+/*
+ * For the calls vgpu itself makes to the driver while it loads, in the
+ * loading task (modprobe: root, trusted): scratch user memory in its mm,
+ * and files opened with its credentials.
+ */
+unsigned long vgpu_scratch_map(unsigned long len);
+unsigned long vgpu_scratch_map(unsigned long len)
+{
+	if (!current->mm || (current->flags & PF_KTHREAD))
+		return -EINVAL;
+	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, 0);
+}
+
+void vgpu_scratch_unmap(unsigned long addr, unsigned long len);
+void vgpu_scratch_unmap(unsigned long addr, unsigned long len)
+{
+	vm_munmap(addr, len);
+}
+
+struct file *vgpu_open_as_current(const struct path *path, int flags);
+struct file *vgpu_open_as_current(const struct path *path, int flags)
+{
+	return dentry_open(path, flags, current_cred());
+}

@@ -74,6 +74,8 @@ pub(crate) struct State {
     /// Each GPU's UUID (binary GID), as UVM names GPUs; GPUs whose UUID the
     /// driver would not tell are missing.
     pub(crate) uuids: KVec<(u32, nv::uvm::Uuid)>,
+    /// The host's CARD_INFO records, read at load.
+    pub(crate) cards: ctl::Cards,
 }
 
 impl Drop for State {
@@ -180,6 +182,9 @@ impl kernel::Module for VgpuModule {
             pr_err!("{NVIDIACTL:?} is not the NVIDIA control node (195:255)\n");
             return Err(ENODEV);
         }
+        let cards = ctl::Cards::read(&ctl).inspect_err(|e| {
+            pr_err!("cannot read CARD_INFO from {NVIDIACTL:?} ({e:?})\n");
+        })?;
         let gpus = resolve_gpus()?;
         let mut indices = KVec::new();
         for (k, _) in gpus.iter() {
@@ -238,6 +243,7 @@ impl kernel::Module for VgpuModule {
                 scheds,
                 kclient,
                 uuids,
+                cards,
             },
             GFP_KERNEL,
         )?;

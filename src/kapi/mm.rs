@@ -23,6 +23,8 @@ extern "C" {
         start: c_ulong,
         end: c_ulong,
     ) -> c_ulong;
+    fn vgpu_scratch_map(len: c_ulong) -> c_ulong;
+    fn vgpu_scratch_unmap(addr: c_ulong, len: c_ulong);
     fn vgpu_mapped_bytes_in_mmap(
         mm: *mut c_void,
         file: *const c_void,
@@ -101,5 +103,39 @@ impl Drop for UserMm {
     fn drop(&mut self) {
         // SAFETY: drops the reference this value holds, once.
         unsafe { vgpu_mm_drop(self.raw) };
+    }
+}
+
+/// Anonymous user memory in the calling task's address space, for a call
+/// vgpu makes to the driver itself while it loads (the loading task is
+/// trusted). Unmapped when dropped, which must happen in the same task.
+pub(crate) struct Scratch {
+    addr: c_ulong,
+    len: c_ulong,
+}
+
+impl Scratch {
+    /// Maps `len` bytes; `EINVAL` in a task without an address space.
+    pub(crate) fn new(len: usize) -> Result<Self> {
+        let len = len as c_ulong;
+        // SAFETY: no preconditions; the helper checks for an address space.
+        let addr = unsafe { vgpu_scratch_map(len) };
+        if addr >= (-4095i64) as c_ulong {
+            return Err(Error::from_errno(addr as i64 as i32));
+        }
+        Ok(Self { addr, len })
+    }
+
+    /// The user address of the memory.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr as u64
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: the range was mapped by `new` in this task's address
+        // space and is unmapped once.
+        unsafe { vgpu_scratch_unmap(self.addr, self.len) };
     }
 }

@@ -31,6 +31,8 @@ extern "C" {
     fn vgpu_path_make_private(path: *mut c_void) -> c_int;
     /// `src/helpers.c`.
     fn vgpu_path_put_private(path: *mut c_void);
+    /// `src/helpers.c`.
+    fn vgpu_open_as_current(path: *const c_void, flags: c_int) -> *mut c_void;
 }
 
 /// A resolved path to a device node of the real driver.
@@ -103,6 +105,19 @@ impl RealNode {
         // reference to.
         let raw = from_err_ptr(unsafe { bindings::dentry_open(&self.path, flags, cred) })?;
         Ok(RealFile { raw })
+    }
+}
+
+impl RealNode {
+    /// Opens a new file on the node for vgpu's own use while it loads,
+    /// read-write, with the loading task's credentials.
+    pub(crate) fn open_as_loader(&self) -> Result<RealFile> {
+        // SAFETY: `self.path` is a valid, referenced path; the helper opens
+        // it with the current task's credentials.
+        let raw = from_err_ptr(unsafe {
+            vgpu_open_as_current((&raw const self.path).cast(), bindings::O_RDWR as c_int)
+        })?;
+        Ok(RealFile { raw: raw.cast() })
     }
 }
 

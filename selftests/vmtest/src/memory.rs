@@ -76,6 +76,10 @@ pub const TESTS: &[Test] = &[
         run: foreign_gpu_refused_and_hidden,
     },
     Test {
+        name: "card_info_never_shows_foreign_gpus",
+        run: card_info_never_shows_foreign_gpus,
+    },
+    Test {
         name: "remove_refused_while_charged",
         run: remove_refused_while_charged,
     },
@@ -872,6 +876,62 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
             .map(|c| c.minor_number)
             .collect();
         ensure!(minors == [0], "CARD_INFO shows GPUs {minors:?}, want [0]");
+        Ok(())
+    })
+}
+
+/// While a container asks CARD_INFO again and again, another of its threads
+/// watches the answer buffer: GPU 1's record (no vGPU of the container)
+/// never appears in it, not even for a moment.
+fn card_info_never_shows_foreign_gpus() -> Outcome {
+    use nvclient::ioctl::{Escape, CARD_INFO_SIZE};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+    use std::sync::Arc;
+    as_container("/ma", || {
+        let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
+        const N: usize = 8;
+        let mut buf = Box::new([0u8; N * CARD_INFO_SIZE]);
+        let addr = buf.as_mut_ptr() as usize;
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicU32::new(0));
+        let watcher = {
+            let (stop, seen) = (stop.clone(), seen.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    for i in 0..N {
+                        let rec = addr + i * CARD_INFO_SIZE;
+                        // SAFETY: the buffer lives until this thread is
+                        // joined; the kernel writes it concurrently, which
+                        // is what is watched.
+                        let (valid, minor) = unsafe {
+                            (
+                                (rec as *const u8).read_volatile(),
+                                ((rec + 56) as *const u32).read_volatile(),
+                            )
+                        };
+                        if valid != 0 && minor == 1 {
+                            seen.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            })
+        };
+        let req = nvclient::request(Escape::CardInfo.nr(), N * CARD_INFO_SIZE);
+        let fd = ctl.node().fd();
+        let mut r = Ok(());
+        for _ in 0..300 {
+            // SAFETY: `addr` is the live buffer of N records.
+            if unsafe { libc::ioctl(fd, req as _, addr) } != 0 {
+                r = Err(format!("CARD_INFO: errno {}", crate::sys::errno()));
+                break;
+            }
+        }
+        stop.store(true, Relaxed);
+        let _ = watcher.join();
+        r?;
+        let n = seen.load(Relaxed);
+        ensure!(n == 0, "GPU 1's record was seen {n} times");
+        let _ = &mut buf;
         Ok(())
     })
 }
