@@ -450,25 +450,31 @@ fn race_then_compare(
     Ok(())
 }
 
+/// An NVOS21 block allocating class `h_class` under the session's device
+/// with the params `mp` (which must outlive its use).
+fn vram_block(s: &Session, h_class: u32, mp: &mut [u8]) -> [u8; nvclient::abi::Nvos21::SIZE] {
+    nvclient::abi::Nvos21 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        h_class,
+        p_alloc_parms: mp.as_mut_ptr() as u64,
+        params_size: mp.len() as u32,
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
 /// The class of an RM_ALLOC flips between system memory (0x3e, a class vgpu
 /// forwards) and VRAM (0x40) while the container allocates: the driver
 /// allocates what vgpu saw, so VRAM is never allocated uncharged.
 fn racing_class_cannot_pass_the_ceiling() -> Outcome {
-    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
+    use nvclient::abi::{class, Nvos21};
     as_container("/ma", || {
         let s = session(0)?;
         // Params that allocate 64 KiB of VRAM as 0x40, and 64 KiB of system
         // memory as 0x3e.
         let mut mp = nvclient::vram_params(s.client, 64 << 10).to_bytes();
-        let fresh = Nvos21 {
-            h_root: s.client,
-            h_object_parent: s.device,
-            h_class: class::NV01_MEMORY_SYSTEM,
-            p_alloc_parms: mp.as_mut_ptr() as u64,
-            params_size: MemoryAllocationParams::SIZE as u32,
-            ..Default::default()
-        }
-        .to_bytes();
+        let fresh = vram_block(&s, class::NV01_MEMORY_SYSTEM, &mut mp);
         let mut blk = Box::new([0u8; Nvos21::SIZE]);
         blk.copy_from_slice(&fresh);
         let p = blk.as_mut_ptr();
@@ -492,39 +498,32 @@ fn racing_class_cannot_pass_the_ceiling() -> Outcome {
     })
 }
 
-/// The escape inside an IOCTL_XFER_CMD header flips between CARD_INFO (which
-/// vgpu forwards) and RM_ALLOC of VRAM: the driver runs the escape vgpu saw.
+/// The escape inside an IOCTL_XFER_CMD header flips between RM_UNMAP_MEMORY
+/// (which vgpu forwards as it is) and RM_ALLOC of VRAM, on the same 32-byte
+/// block: the driver runs the escape vgpu saw.
 fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
-    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
-    use nvclient::ioctl::{Escape, Xfer, CARD_INFO_SIZE};
+    use nvclient::abi::{class, Nvos21};
+    use nvclient::ioctl::{Escape, Xfer};
     as_container("/ma", || {
         let s = session(0)?;
         let mut mp = nvclient::vram_params(s.client, 64 << 10).to_bytes();
-        let alloc = Nvos21 {
-            h_root: s.client,
-            h_object_parent: s.device,
-            h_class: class::NV01_MEMORY_LOCAL_USER,
-            p_alloc_parms: mp.as_mut_ptr() as u64,
-            params_size: MemoryAllocationParams::SIZE as u32,
-            ..Default::default()
-        }
-        .to_bytes();
-        // The inner block: CARD_INFO records (for the two GPUs, and room for
-        // two more), or the RM_ALLOC block.
-        const CARDS: usize = 4 * CARD_INFO_SIZE;
-        let mut inner = Box::new([0u8; CARDS]);
+        let alloc = vram_block(&s, class::NV01_MEMORY_LOCAL_USER, &mut mp);
+        // The inner block: read as NVOS34 (its client is the caller's) or as
+        // the RM_ALLOC block.
+        let mut inner = Box::new([0u8; Nvos21::SIZE]);
         let mut hdr = Box::new(nvclient::xfer_header(&Xfer {
-            cmd: u32::from(Escape::CardInfo.nr()),
-            size: CARDS as u32,
+            cmd: u32::from(Escape::RmUnmapMemory.nr()),
+            size: Nvos21::SIZE as u32,
             ptr: inner.as_mut_ptr() as u64,
         }));
         let word = hdr.as_mut_ptr() as usize;
-        let card = u64::from(Escape::CardInfo.nr()) | (CARDS as u64) << 32;
-        let rm_alloc = u64::from(Escape::RmAlloc.nr()) | (Nvos21::SIZE as u64) << 32;
+        let size = (Nvos21::SIZE as u64) << 32;
+        let unmap = u64::from(Escape::RmUnmapMemory.nr()) | size;
+        let rm_alloc = u64::from(Escape::RmAlloc.nr()) | size;
         let req = nvclient::request(Escape::IoctlXferCmd.nr(), Xfer::SIZE);
         let fd = s.ctl.node().fd();
         let (ip, hp) = (inner.as_mut_ptr(), hdr.as_mut_ptr());
-        race_then_compare(word, card, rm_alloc, 300, || {
+        race_then_compare(word, unmap, rm_alloc, 300, || {
             // SAFETY: `ip` points to the live inner buffer, only this thread
             // writes it.
             unsafe { std::ptr::copy_nonoverlapping(alloc.as_ptr(), ip, alloc.len()) };
