@@ -43,6 +43,10 @@ pub const TESTS: &[Test] = &[
         run: bounce_area_is_vgpus_alone,
     },
     Test {
+        name: "threads_outnumber_bounce_slots",
+        run: threads_outnumber_bounce_slots,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -466,6 +470,56 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
             .map_err(|e| format!("free after: {e:?}"))?;
         let (s2, e2) = bounce_area()?;
         ensure!((s2, e2) == (start, end), "the area moved");
+        Ok(())
+    })
+}
+
+/// 12 threads map memory at once, each call staying 10 ms in the driver:
+/// more calls are in flight than the bounce area has slots (8), so some
+/// wait for one. All succeed, and the process keeps one area.
+fn threads_outnumber_bounce_slots() -> Outcome {
+    crate::sys::as_container("/pa", || {
+        let s = std::sync::Arc::new(Session::vgpu(0)?);
+        let vram = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 1 << 20)
+            .map_err(|e| format!("vram: {e:?}"))?;
+        write_file("/sys/kernel/debug/nvidia-double/map_delay_ms", "10")
+            .map_err(|e| format!("map_delay_ms: errno {e}"))?;
+        let threads: Vec<_> = (0..12)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || -> Result<(), String> {
+                    for _ in 0..4 {
+                        let m = s
+                            .ctl
+                            .map_memory(
+                                "/dev/vgpu0",
+                                s.client,
+                                s.device,
+                                vram.handle,
+                                0,
+                                1 << 20,
+                                0,
+                            )
+                            .map_err(|e| format!("map: {e:?}"))?;
+                        drop(m);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+        write_file("/sys/kernel/debug/nvidia-double/map_delay_ms", "0")
+            .map_err(|e| format!("map_delay_ms: errno {e}"))?;
+        for r in results {
+            r.map_err(|_| "a mapping thread panicked")??;
+        }
+        let areas = read_file("/proc/self/maps")?
+            .lines()
+            .filter(|l| l.ends_with("[vgpu-bounce]"))
+            .count();
+        ensure!(areas == 1, "{areas} bounce areas");
         Ok(())
     })
 }
