@@ -284,7 +284,11 @@ void vgpu_path_put_private(struct path *path)
  * driver, can change it. What the driver writes back is not protected in
  * the same way (once writable, any thread of the process may write): vgpu
  * trusts no result it reads back from a slot for anything but the caller's
- * own view.
+ * own view. vgpu itself fills slots through their kernel mapping only (the
+ * fd field of an fd-naming call too), never through the user mapping.
+ *
+ * The area's file holds the module, so a process that used vgpu keeps it
+ * loaded until the process exits or execs.
  */
 #define VGPU_BOUNCE_SLOTS 8
 #define VGPU_BOUNCE_SLOT_SIZE (16 * 1024)
