@@ -551,8 +551,10 @@ impl Ctl {
         use abi::{fb_info::MAX_LIST_SIZE, FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
         const ENTRY: usize = abi::InfoEntry::SIZE;
         let mut p = KVec::from_elem(0u8, V2::SIZE, GFP_KERNEL)?;
-        let v1 = a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO;
-        let (n, list_at) = if v1 {
+        // `n` entries, and where the caller's list is: V1's by pointer, V2's
+        // at byte 4 of its params (after `list_size`, which RM leaves as it
+        // was). The answer is that list.
+        let (n, list_at) = if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO {
             let mut b = [0u8; V1::SIZE];
             if a.params_size as usize != V1::SIZE || user::read(a.params, &mut b).is_err() {
                 return Ok(None);
@@ -593,10 +595,7 @@ impl Ctl {
             e.data = fb_info_kib(e.index, e.data, &ledger);
             e.encode(chunk);
         }
-        // V2 answers in its params, V1 in its list.
-        let out = if v1 { &p[4..4 + n * ENTRY] } else { &p[..] };
-        let at = if v1 { list_at } else { a.params };
-        Ok(Some(match user::write(at, out) {
+        Ok(Some(match user::write(list_at, list) {
             Ok(()) => NV_OK,
             Err(_) => NV_ERR_INVALID_ARGUMENT,
         }))

@@ -63,11 +63,11 @@ impl Slot {
         self.uaddr + off as u64
     }
 
-    /// The kernel address of byte `off` of the slot, with `len` bytes
-    /// there, for a helper that fills a field before the driver reads the
-    /// block (through the kernel mapping, so the slot's user mapping stays
-    /// read-only). Valid while `self` is held.
-    pub(crate) fn kernel_ptr(&mut self, off: usize, len: usize) -> Result<*mut u8> {
+    /// The kernel address of bytes `[off, off + len)` of the slot;
+    /// `EINVAL` if they are not all inside it. The slot's kernel memory stays
+    /// allocated while the area is mapped in the caller's address space,
+    /// which outlives the call holding `self`.
+    fn at(&self, off: usize, len: usize) -> Result<*mut u8> {
         let end = off.checked_add(len).ok_or(EINVAL)?;
         if end > Self::SIZE {
             return Err(EINVAL);
@@ -76,31 +76,30 @@ impl Slot {
         Ok(unsafe { self.kaddr.add(off) })
     }
 
+    /// The kernel address of byte `off` of the slot, with `len` bytes
+    /// there, for a helper that fills a field before the driver reads the
+    /// block (through the kernel mapping, so the slot's user mapping stays
+    /// read-only). Valid while `self` is held.
+    pub(crate) fn kernel_ptr(&mut self, off: usize, len: usize) -> Result<*mut u8> {
+        self.at(off, len)
+    }
+
     /// Writes `data` at byte `off` of the slot.
     pub(crate) fn write(&mut self, off: usize, data: &[u8]) -> Result {
-        let end = off.checked_add(data.len()).ok_or(EINVAL)?;
-        if end > Self::SIZE {
-            return Err(EINVAL);
-        }
-        // SAFETY: `[off, end)` lies inside the slot's `SIZE` bytes of kernel
-        // memory, which stay allocated while the area is mapped in the
-        // caller's address space, which outlives the call holding `self`.
-        // Only this task may write the slot's user mapping while it is held,
-        // and it is not in the driver now.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), self.kaddr.add(off), data.len()) };
+        let dst = self.at(off, data.len())?;
+        // SAFETY: `dst` has `data.len()` bytes of the slot (see `at`); only
+        // this task may write the slot while it holds it, and it is not in
+        // the driver now.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
         Ok(())
     }
 
     /// Reads `out.len()` bytes at byte `off` of the slot.
     pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
-        let end = off.checked_add(out.len()).ok_or(EINVAL)?;
-        if end > Self::SIZE {
-            return Err(EINVAL);
-        }
-        // SAFETY: as in `write`; the bytes may have been written by any
-        // thread of the process since the driver answered, which only makes
-        // them untrusted, not invalid.
-        unsafe { core::ptr::copy_nonoverlapping(self.kaddr.add(off), out.as_mut_ptr(), out.len()) };
+        let src = self.at(off, out.len())?;
+        // SAFETY: as in `write`; bytes written since the driver answered
+        // (by any thread) are untrusted, not invalid.
+        unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 }

@@ -166,12 +166,7 @@ impl RealFile {
         // SAFETY: calling the driver's own ioctl on its own file, from the
         // task that made the system call, with that task's argument: the
         // same context the VFS would call it in.
-        let r = unsafe { op(self.raw, cmd, arg as c_ulong) };
-        if r < 0 {
-            Err(Error::from_errno(r as i32))
-        } else {
-            Ok(r)
-        }
+        ioctl_result(unsafe { op(self.raw, cmd, arg as c_ulong) })
     }
 
     /// Forwards an ioctl whose argument is the block `blk` (a kernel copy):
@@ -179,11 +174,7 @@ impl RealFile {
     /// change (see [`super::bounce`]), and its answer comes back into `blk`.
     /// `cmd` must name a block of `blk.len()` bytes.
     pub(crate) fn ioctl_block(&self, cmd: u32, blk: &mut [u8]) -> Result<isize> {
-        let mut slot = Slot::get()?;
-        slot.write(0, blk)?;
-        let r = self.ioctl(cmd, slot.user_addr(0) as usize);
-        slot.read(0, blk)?;
-        r
+        bounced(blk, |slot| self.ioctl(cmd, slot.user_addr(0) as usize))
     }
 
     /// Forwards an mmap: the mapping's file becomes the real file (the
@@ -259,29 +250,34 @@ impl RealFile {
         if fd_off.checked_add(4).is_none_or(|end| end > blk.len()) {
             return Err(EINVAL);
         }
-        let mut slot = Slot::get()?;
-        slot.write(0, blk)?;
-        let fd_field = slot.kernel_ptr(fd_off, 4)?.cast::<c_int>();
-        // SAFETY: both files are valid while `self` and `target` are
-        // borrowed; `arg` is the slot's user address in the caller's mm and
-        // `fd_field` points into the slot's kernel memory, both valid while
-        // `slot` is held. The helper sets the fd through the kernel pointer,
-        // so the slot's user mapping stays read-only until the driver has
-        // read the block.
-        let r = unsafe {
-            vgpu_ioctl_with_private_fd(
-                self.raw.cast(),
-                target.raw.cast(),
-                cmd,
-                slot.user_addr(0) as c_ulong,
-                fd_field,
-            )
-        };
-        slot.read(0, blk)?;
-        if r < 0 {
-            Err(Error::from_errno(r as i32))
-        } else {
-            Ok(r)
-        }
+        bounced(blk, |slot| {
+            let fd_field = slot.kernel_ptr(fd_off, 4)?.cast::<c_int>();
+            let arg = slot.user_addr(0) as c_ulong;
+            // SAFETY: the files are valid while borrowed; `arg` (the slot's
+            // user address) and `fd_field` (its kernel address, through
+            // which the helper sets the fd) are valid while `slot` is held.
+            ioctl_result(unsafe {
+                vgpu_ioctl_with_private_fd(self.raw.cast(), target.raw.cast(), cmd, arg, fd_field)
+            })
+        })
     }
+}
+
+/// An ioctl's return value: a negative errno, or the result.
+fn ioctl_result(r: c_long) -> Result<c_long> {
+    if r < 0 {
+        Err(Error::from_errno(r as i32))
+    } else {
+        Ok(r)
+    }
+}
+
+/// Runs `call` with `blk` copied into a bounce slot it holds, then copies the
+/// slot, where the driver answered, back into `blk`.
+fn bounced(blk: &mut [u8], call: impl FnOnce(&mut Slot) -> Result<isize>) -> Result<isize> {
+    let mut slot = Slot::get()?;
+    slot.write(0, blk)?;
+    let r = call(&mut slot);
+    slot.read(0, blk)?;
+    r
 }

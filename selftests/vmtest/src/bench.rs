@@ -64,27 +64,34 @@ fn session(ctl: &str, gpu: &str) -> Result<Session, String> {
 
 /// ns per FB_GET_INFO_V2 over `n` calls.
 fn fb_cost(s: &Session, n: u32) -> Result<f64, String> {
-    let t = Instant::now();
-    for _ in 0..n {
+    per_call_ns(n, || {
         s.ctl
             .fb_get_info_v2(
                 s.client,
                 s.subdevice,
                 &[fb_info::HEAP_SIZE, fb_info::HEAP_FREE],
             )
-            .map_err(|e| format!("fb info: {e:?}"))?;
-    }
-    Ok(t.elapsed().as_nanos() as f64 / f64::from(n))
+            .map(drop)
+            .map_err(|e| format!("fb info: {e:?}"))
+    })
 }
 
 /// ns per GPU_GET_GID_INFO (a control vgpu forwards, from a bounce slot)
 /// over `n` calls.
 fn fwd_cost(s: &Session, n: u32) -> Result<f64, String> {
-    let t = Instant::now();
-    for _ in 0..n {
+    per_call_ns(n, || {
         s.ctl
             .gpu_uuid(s.client, s.subdevice)
-            .map_err(|e| format!("gid info: {e:?}"))?;
+            .map(drop)
+            .map_err(|e| format!("gid info: {e:?}"))
+    })
+}
+
+/// ns per call of `call` over `n` calls.
+fn per_call_ns(n: u32, mut call: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let t = Instant::now();
+    for _ in 0..n {
+        call()?;
     }
     Ok(t.elapsed().as_nanos() as f64 / f64::from(n))
 }

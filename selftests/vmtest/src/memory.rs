@@ -7,7 +7,9 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Holder};
+use crate::sys::{
+    as_container, in_child, join_cgroup, read_file, sh, while_racing, write_file, Holder,
+};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::Wire;
 use nvclient::abi::{fb_info, status};
@@ -362,34 +364,29 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
         let mut params = nvclient::vram_params(s.client, 64 << 10);
         let p: *mut nvclient::abi::MemoryAllocationParams = &mut params;
         let addr = p as usize;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flipper = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let size = (addr + 64) as *mut u64;
-                let mut big = false;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    big = !big;
-                    // SAFETY: the block lives on the allocating thread's
-                    // stack until `stop` is set and this thread joined;
-                    // racing writes are the point of the test.
-                    unsafe { size.write_volatile(if big { 8 * GIB } else { 64 << 10 }) };
-                }
-            })
+        let size = addr + 64;
+        let mut big = false;
+        let flip = move || {
+            big = !big;
+            // SAFETY: the block lives on the allocating thread's stack
+            // until `while_racing` has joined this thread; racing writes
+            // are the point of the test.
+            unsafe { (size as *mut u64).write_volatile(if big { 8 * GIB } else { 64 << 10 }) };
         };
-        for _ in 0..400 {
-            // SAFETY: as above; the allocating thread reads a copy each time.
-            let mp = unsafe { std::ptr::read_volatile(p) };
-            let _ = s.ctl.alloc_memory(
-                s.client,
-                s.device,
-                0,
-                nvclient::abi::class::NV01_MEMORY_LOCAL_USER,
-                mp,
-            );
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = flipper.join();
+        while_racing(flip, || {
+            for _ in 0..400 {
+                // SAFETY: as above; the allocating thread reads a copy each
+                // time.
+                let mp = unsafe { std::ptr::read_volatile(p) };
+                let _ = s.ctl.alloc_memory(
+                    s.client,
+                    s.device,
+                    0,
+                    nvclient::abi::class::NV01_MEMORY_LOCAL_USER,
+                    mp,
+                );
+            }
+        });
         let u = used(0)?;
         ensure!(u <= GIB, "used {u} past the 1 GiB ceiling");
         Ok(())
@@ -409,33 +406,16 @@ fn race_then_compare(
     attempts: usize,
     mut call: impl FnMut() -> Result<(), String>,
 ) -> Outcome {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let obs = crate::double::session(0)?;
     let (free0, used0) = (obs.heap_free()?, used(0)?);
-    let stop = Arc::new(AtomicBool::new(false));
-    let flipper = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let w = word as *mut u64;
-            let mut flip = false;
-            while !stop.load(Ordering::Relaxed) {
-                flip = !flip;
-                // SAFETY: the word lives on the heap until `stop` is set and
-                // this thread joined; racing writes are the point.
-                unsafe { w.write_volatile(if flip { b } else { a }) };
-            }
-        })
+    let mut flip = false;
+    let flipper = move || {
+        flip = !flip;
+        // SAFETY: the word lives on the heap until `while_racing` has joined
+        // this thread; racing writes are the point.
+        unsafe { (word as *mut u64).write_volatile(if flip { b } else { a }) };
     };
-    let mut r = Ok(());
-    for _ in 0..attempts {
-        r = call();
-        if r.is_err() {
-            break;
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    let _ = flipper.join();
+    let r = while_racing(flipper, || (0..attempts).try_for_each(|_| call()));
     r?;
     let vram = free0 - obs.heap_free()?;
     let charged = used(0)? - used0;
@@ -884,50 +864,45 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
 /// never appears in it, not even for a moment.
 fn card_info_never_shows_foreign_gpus() -> Outcome {
     use nvclient::ioctl::{Escape, CARD_INFO_SIZE};
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
     use std::sync::Arc;
     as_container("/ma", || {
         let ctl = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
         const N: usize = 8;
         let mut buf = Box::new([0u8; N * CARD_INFO_SIZE]);
         let addr = buf.as_mut_ptr() as usize;
-        let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(AtomicU32::new(0));
-        let watcher = {
-            let (stop, seen) = (stop.clone(), seen.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Relaxed) {
-                    for i in 0..N {
-                        let rec = addr + i * CARD_INFO_SIZE;
-                        // SAFETY: the buffer lives until this thread is
-                        // joined; the kernel writes it concurrently, which
-                        // is what is watched.
-                        let (valid, minor) = unsafe {
-                            (
-                                (rec as *const u8).read_volatile(),
-                                ((rec + 56) as *const u32).read_volatile(),
-                            )
-                        };
-                        if valid != 0 && minor == 1 {
-                            seen.fetch_add(1, Relaxed);
-                        }
+        let watch = {
+            let seen = seen.clone();
+            move || {
+                for i in 0..N {
+                    let rec = addr + i * CARD_INFO_SIZE;
+                    // SAFETY: the buffer lives until `while_racing` has
+                    // joined this thread; the kernel writes it concurrently,
+                    // which is what is watched.
+                    let (valid, minor) = unsafe {
+                        (
+                            (rec as *const u8).read_volatile(),
+                            ((rec + 56) as *const u32).read_volatile(),
+                        )
+                    };
+                    if valid != 0 && minor == 1 {
+                        seen.fetch_add(1, Relaxed);
                     }
                 }
-            })
+            }
         };
         let req = nvclient::request(Escape::CardInfo.nr(), N * CARD_INFO_SIZE);
         let fd = ctl.node().fd();
-        let mut r = Ok(());
-        for _ in 0..300 {
-            // SAFETY: `addr` is the live buffer of N records.
-            if unsafe { libc::ioctl(fd, req as _, addr) } != 0 {
-                r = Err(format!("CARD_INFO: errno {}", crate::sys::errno()));
-                break;
-            }
-        }
-        stop.store(true, Relaxed);
-        let _ = watcher.join();
-        r?;
+        while_racing(watch, || {
+            (0..300).try_for_each(|_| {
+                // SAFETY: `addr` is the live buffer of N records.
+                if unsafe { libc::ioctl(fd, req as _, addr) } != 0 {
+                    return Err(format!("CARD_INFO: errno {}", crate::sys::errno()));
+                }
+                Ok(())
+            })
+        })?;
         let n = seen.load(Relaxed);
         ensure!(n == 0, "GPU 1's record was seen {n} times");
         let _ = &mut buf;

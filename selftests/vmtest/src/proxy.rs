@@ -363,21 +363,10 @@ fn bounce_area() -> Result<(usize, usize), String> {
 /// Forks; the child runs `f`. Returns the signal that ended the child, or
 /// an error if it exited.
 fn killed_by(f: impl FnOnce()) -> Result<i32, String> {
-    // SAFETY: the caller is single-threaded; the child runs `f` and leaves.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: errno {}", crate::sys::errno()));
-    }
-    if pid == 0 {
+    let status = crate::sys::child_status(|| {
         f();
-        // SAFETY: leaving the child without the parent's destructors.
-        unsafe { libc::_exit(0) };
-    }
-    let mut status = 0;
-    // SAFETY: `pid` is our child; `status` is valid for writing.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
-        return Err(format!("waitpid: errno {}", crate::sys::errno()));
-    }
+        0
+    })?;
     if libc::WIFSIGNALED(status) {
         Ok(libc::WTERMSIG(status))
     } else {

@@ -109,8 +109,8 @@ pub fn read_file(path: &str) -> Result<String, String> {
         .map_err(|e| format!("read {path}: {e}"))
 }
 
-/// Runs `f` in a forked child and returns its exit status (`f`'s value).
-pub fn in_child(f: impl FnOnce() -> i32) -> Result<i32, String> {
+/// Runs `f` in a forked child and returns its raw wait status.
+pub fn child_status(f: impl FnOnce() -> i32) -> Result<i32, String> {
     // SAFETY: the test program is single-threaded when it forks; the child
     // only runs `f` and exits without returning.
     let pid = unsafe { libc::fork() };
@@ -127,6 +127,12 @@ pub fn in_child(f: impl FnOnce() -> i32) -> Result<i32, String> {
     if unsafe { libc::waitpid(pid, &mut status, 0) } != pid {
         return Err(format!("waitpid: errno {}", errno()));
     }
+    Ok(status)
+}
+
+/// Runs `f` in a forked child and returns its exit status (`f`'s value).
+pub fn in_child(f: impl FnOnce() -> i32) -> Result<i32, String> {
+    let status = child_status(f)?;
     if libc::WIFEXITED(status) {
         Ok(libc::WEXITSTATUS(status))
     } else {
@@ -401,4 +407,25 @@ pub fn make_uvm_nodes() -> Result<u32, String> {
 pub fn remove_uvm_nodes() {
     let _ = std::fs::remove_file("/dev/nvidia-uvm");
     let _ = std::fs::remove_file("/dev/nvidia-uvm-tools");
+}
+
+/// Runs `main` while another thread calls `racer` over and over (from
+/// before `main` starts until it returns); returns `main`'s value once the
+/// racer has stopped.
+pub fn while_racing<T>(mut racer: impl FnMut() + Send + 'static, main: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                racer();
+            }
+        })
+    };
+    let r = main();
+    stop.store(true, Relaxed);
+    let _ = thread.join();
+    r
 }

@@ -175,24 +175,16 @@ fn node() -> Outcome {
 /// a container sends: every VA space made through vgpu still has HMM off,
 /// since the driver reads vgpu's copy, with DISABLE_HMM, not the block.
 fn racing_flags_keep_hmm_off() -> Outcome {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use std::sync::Arc;
     as_container("/ua", || {
         let mut blk = Box::new([0u8; 16]);
         let word = blk.as_mut_ptr() as usize;
-        let stop = Arc::new(AtomicBool::new(false));
-        let racer = {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Relaxed) {
-                    // SAFETY: the block lives until this thread is joined;
-                    // racing writes are the point.
-                    unsafe { (word as *mut u64).write_volatile(0) };
-                }
-            })
+        let zero = move || {
+            // SAFETY: the block lives until `while_racing` has joined this
+            // thread; racing writes are the point.
+            unsafe { (word as *mut u64).write_volatile(0) };
         };
         let mut hmm = 0;
-        let r: Result<(), String> = (|| {
+        crate::sys::while_racing(zero, || -> Result<(), String> {
             for _ in 0..200 {
                 let u = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
                 u.call_raw(nvclient::uvm::Command::Initialize.number(), word)
@@ -204,10 +196,7 @@ fn racing_flags_keep_hmm_off() -> Outcome {
                 }
             }
             Ok(())
-        })();
-        stop.store(true, Relaxed);
-        let _ = racer.join();
-        r?;
+        })?;
         ensure!(hmm == 0, "{hmm} of 200 VA spaces got HMM on");
         let _ = &mut blk;
         Ok(())

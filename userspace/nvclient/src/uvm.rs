@@ -34,14 +34,14 @@
 //! # }
 //! ```
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::abi::{
     ctrl, vaspace, GidInfoParams, Handle, VaSpaceAllocParams, Wire, GID_FLAGS_FORMAT_BINARY,
 };
-use crate::{rm_result, Ctl, Error, Result};
+use crate::{rm_result, Ctl, Error, Node, Result};
 
 pub use vgpu_logic::nv::uvm::{
     init_flags, migrate_flags, Command, FreeParams, GpuMappingAttributes, GpuParams,
@@ -132,8 +132,7 @@ pub fn default_attributes(gpu: &Uuid) -> GpuMappingAttributes {
 /// An open file of the nvidia-uvm node.
 #[derive(Debug)]
 pub struct Uvm {
-    file: File,
-    path: PathBuf,
+    node: Node,
 }
 
 impl Uvm {
@@ -145,9 +144,9 @@ impl Uvm {
 
     /// Opens the node at `path` read-write (close-on-exec).
     pub fn open(path: impl AsRef<Path>) -> Result<Uvm> {
-        let path = path.as_ref().to_path_buf();
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        Ok(Uvm { file, path })
+        Ok(Uvm {
+            node: Node::open(path)?,
+        })
     }
 
     /// Opens [`Uvm::DEFAULT_PATH`].
@@ -157,17 +156,17 @@ impl Uvm {
 
     /// The path it was opened at.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.node.path()
     }
 
     /// The open file.
     pub fn file(&self) -> &File {
-        &self.file
+        self.node.file()
     }
 
     /// The fd number (what `UVM_MM_INITIALIZE` names).
     pub fn fd(&self) -> RawFd {
-        self.file.as_raw_fd()
+        self.node.fd()
     }
 
     /// Issues ioctl `cmd` (a plain UVM command number) with `block` as its
@@ -185,7 +184,7 @@ impl Uvm {
         // block the driver copies in and out (checked above), and no UVM
         // block holds pointers to other memory; for an unknown number the
         // driver copies nothing.
-        unsafe { crate::node::ioctl_buf(&self.file, cmd, block) }
+        unsafe { crate::node::ioctl_buf(self.file(), cmd, block) }
     }
 
     /// Issues ioctl `cmd` with `arg` as the raw argument word (e.g. a bad
@@ -193,7 +192,7 @@ impl Uvm {
     pub fn call_raw(&self, cmd: u32, arg: usize) -> Result<()> {
         // SAFETY: the driver only touches user memory at `arg` through
         // copy_{from,to}_user, which fail with EFAULT for bad addresses.
-        let rc = unsafe { libc::ioctl(self.file.as_raw_fd(), cmd as libc::Ioctl, arg) };
+        let rc = unsafe { libc::ioctl(self.fd(), cmd as libc::Ioctl, arg) };
         if rc < 0 {
             return Err(Error::last_os());
         }
@@ -556,7 +555,7 @@ impl Uvm {
 
 impl AsRawFd for Uvm {
     fn as_raw_fd(&self) -> RawFd {
-        self.file.as_raw_fd()
+        self.fd()
     }
 }
 
