@@ -68,10 +68,11 @@ pub(crate) struct Compute {
     watches: KVec<Watch>,
 }
 
-/// USERD offset of `GPGet`, the GPU's read index (every GPFIFO class).
-const USERD_GP_GET: usize = 0x88;
+/// USERD offset of `GPGet`, the GPU's read index (Volta to Hopper GPFIFO
+/// classes; Blackwell's USERD has none: see the design notes).
+const USERD_GP_GET: usize = crate::nv::abi::userd::GP_GET;
 /// USERD offset of `GPPut`, the client's write index.
-const USERD_GP_PUT: usize = 0x8c;
+const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
 /// Bytes of USERD vgpu maps: up to and including `GPPut`.
 const USERD_WATCHED: u64 = 0x90;
 

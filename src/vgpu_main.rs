@@ -42,7 +42,7 @@ module! {
     type: VgpuModule,
     name: "vgpu",
     authors: ["vgpu developers"],
-    description: "Per-container virtual NVIDIA GPUs: memory ceilings and compute shares",
+    description: "Per-container virtual NVIDIA GPUs: memory ceilings and compute shares (NVIDIA driver 595.45.04)",
     license: "GPL",
 }
 
@@ -175,6 +175,12 @@ impl kernel::Module for VgpuModule {
         unsafe { STATE.init() };
         // SAFETY: called once, before any file can be opened.
         unsafe { ctl::init_clients() };
+        // First of all, the driver's release: every layout vgpu uses below
+        // (CARD_INFO, the kernel-client blocks) is that of the release its
+        // tables were checked against. This logs why it failed (e.g. a
+        // driver release vgpu was not checked against, named with the one
+        // it was).
+        let rm = RmOps::get()?;
         let ctl = RealNode::resolve(NVIDIACTL).inspect_err(|e| {
             pr_err!("cannot open {NVIDIACTL:?} ({e:?}): load the NVIDIA driver first\n");
         })?;
@@ -195,9 +201,6 @@ impl kernel::Module for VgpuModule {
         backed.extend_from_slice(&indices, GFP_KERNEL)?;
         let vgpus = vgpus::Vgpus::new(region.base().major(), backed)?;
         let class = Class::new(c"vgpu")?;
-        let rm = RmOps::get().inspect_err(|e| {
-            pr_err!("the NVIDIA driver's kernel-client interface refused ({e:?})\n");
-        })?;
         let kclient = rm
             .alloc(0, 0, 0, nv::abi::class::NV01_ROOT, &mut [])?
             .map_err(|st| {

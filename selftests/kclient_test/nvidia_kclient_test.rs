@@ -77,9 +77,11 @@ mod tests {
     }
 
     #[test]
-    fn negotiates_the_driver_version() -> Result {
+    fn gets_the_table_for_the_checked_release() -> Result {
+        // vgpu names only the release its tables were checked against, and
+        // the double (at its default) is that release.
+        assert_eq!(crate::nv::RELEASE, "595.45.04");
         let ops = RmOps::get()?;
-        assert_eq!(ops.version(), b"595.45.04");
         let ids = ops.gpu_ids()?;
         assert!(!ids.is_empty());
         Ok(())
@@ -226,8 +228,17 @@ mod tests {
             ops.alloc(client, client, 0, 0xdead, &mut [])?,
             Err(NV_ERR_INVALID_CLASS)
         );
+        // An op the union has no member for never reaches the driver.
         let mut b = [0u8; 16];
-        ops.raw_op(0x7f, &mut b)?;
+        assert_eq!(ops.raw_op(0x7f, &mut b), Err(EINVAL));
+        // Nor does a block of another size than its member (an NVOS21 for
+        // NV04_ALLOC is 575+'s fault at load).
+        let mut b = [0u8; abi::Nvos21::SIZE];
+        assert_eq!(ops.raw_op(crate::nv::rmops::op::ALLOC, &mut b), Err(EINVAL));
+        // An op the double does not serve (NV04_BIND_CONTEXT_DMA, NVOS49:
+        // status at 12 as in NVOS00) is refused in its status.
+        let mut b = [0u8; 16];
+        ops.raw_op(crate::nv::rmops::op::BIND_CONTEXT_DMA, &mut b)?;
         assert_eq!(abi::Nvos00::decode(&b).status, NV_ERR_NOT_SUPPORTED);
         assert_eq!(ops.free(client, client, client)?, NV_OK);
         Ok(())

@@ -55,13 +55,13 @@ use crate::kapi::kthread::{Stop, Worker};
 use crate::memory::Backing;
 
 /// Doorbell offset in a USERMODE page.
-pub(crate) const DOORBELL_OFFSET: usize = 0x90;
+pub(crate) const DOORBELL_OFFSET: usize = crate::nv::abi::class::USERMODE_DOORBELL_OFFSET;
 /// Offset of the first ring entry (after the 512-byte USERD).
 pub(crate) const RING_ENTRIES_OFFSET: usize = 0x200;
 /// USERD `GPGet`: the engine's read index.
-pub(crate) const USERD_GP_GET: usize = 0x88;
+pub(crate) const USERD_GP_GET: usize = crate::nv::abi::userd::GP_GET;
 /// USERD `GPPut`: the client's write index.
-pub(crate) const USERD_GP_PUT: usize = 0x8c;
+pub(crate) const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
 const RING_COMPLETED: usize = 0x00;
 const RING_CHANNEL_NS: usize = 0x08;
 const RING_TSG_NS: usize = 0x10;

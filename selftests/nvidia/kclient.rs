@@ -9,46 +9,27 @@
 //! calls at kernel privilege, so the per-file client binding does not apply
 //! and pointers inside the parameters are kernel pointers.
 //!
+//! The table, the GPU list entry and the ops command block are the shared
+//! definitions of `src/nv/rmops.rs` (595.45.04's layouts, checked against
+//! NVIDIA's headers by the conformance test), so vgpu and the double cannot
+//! drift apart, and neither can drift from the driver without that test
+//! failing.
+//!
 //! The double implements `op` for NV04_CONTROL (params NVOS54), NV04_ALLOC
-//! (params NVOS21), NV04_DUP_OBJECT (params NVOS55) and NV01_FREE (params
-//! NVOS00); other ops fail with
-//! NV_ERR_NOT_SUPPORTED in their status.
+//! (params NVOS64 since 575.51.02; its `pRightsRequested` is read at kernel
+//! privilege when non-zero, as RM does: `src/nvidia/src/kernel/rmapi/
+//! alloc_free.c:155-170`), NV04_DUP_OBJECT (NVOS55), NV01_FREE (NVOS00),
+//! NV04_MAP_MEMORY (NVOS33) and NV04_UNMAP_MEMORY (NVOS34); other ops fail
+//! with NV_ERR_NOT_SUPPORTED in their status.
 
 use kernel::prelude::*;
 
-use crate::nv::abi::{self, rm_op, status::*, Wire};
+use crate::nv::{
+    abi::{self, status::*, Wire},
+    rmops::{op, Alloc, GpuInfo, OpsCmd, PciLocation, RmOpsTable, CMD_SIZE},
+};
 use crate::rm::{gpu_id_of, status_of, Space};
-use crate::{driver, DRIVER_VERSION};
-
-/// The driver's version, NUL-terminated, for `version_string`.
-static VERSION_CSTR: &CStr = c"595.45.04";
-
-/// `nv_gpu_info_t`: one entry of `enumerate_gpus`' output array.
-/// GUESS (layout from the header's field list, x86_64 C rules):
-/// `{u32 gpu_id; {u32 domain; u8 bus, slot, function} pci_info; void *os_device_ptr}`.
-#[repr(C)]
-pub(crate) struct NvGpuInfo {
-    gpu_id: u32,
-    domain: u32,
-    bus: u8,
-    slot: u8,
-    function: u8,
-    os_device_ptr: *mut c_void,
-}
-
-/// The function table (`nvidia_modeset_rm_ops_t`), in the header's order.
-#[repr(C)]
-pub(crate) struct RmOps {
-    version_string: *const c_char,
-    allow_write_combining: u8,
-    alloc_stack: Option<unsafe extern "C" fn(*mut *mut c_void) -> c_int>,
-    free_stack: Option<unsafe extern "C" fn(*mut c_void)>,
-    enumerate_gpus: Option<unsafe extern "C" fn(*mut NvGpuInfo) -> u32>,
-    open_gpu: Option<unsafe extern "C" fn(u32, *mut c_void) -> c_int>,
-    close_gpu: Option<unsafe extern "C" fn(u32, *mut c_void)>,
-    op: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
-    set_callbacks: Option<unsafe extern "C" fn(*const c_void) -> c_int>,
-}
+use crate::{driver, release_cstr};
 
 /// Copies `out.len()` bytes from kernel address `addr`.
 pub(crate) fn kernel_read(addr: u64, out: &mut [u8]) -> Result {
@@ -101,17 +82,19 @@ unsafe extern "C" fn free_stack(_sp: *mut c_void) {}
 /// # Safety
 ///
 /// `out` points to an array of at least 32 entries.
-unsafe extern "C" fn enumerate_gpus(out: *mut NvGpuInfo) -> u32 {
+unsafe extern "C" fn enumerate_gpus(out: *mut GpuInfo) -> u32 {
     let Ok(drv) = driver() else { return 0 };
     let n = drv.gpu_count();
     for i in 0..n {
-        let info = NvGpuInfo {
+        let info = GpuInfo {
             gpu_id: gpu_id_of(i as u32),
-            domain: 0,
-            bus: (i + 1) as u8,
-            slot: 0,
-            function: 0,
-            os_device_ptr: core::ptr::null_mut(),
+            pci_info: PciLocation {
+                domain: 0,
+                bus: (i + 1) as u8,
+                slot: 0,
+                function: 0,
+            },
+            ..GpuInfo::EMPTY
         };
         // SAFETY: the caller passes an array of NV_MAX_GPUS (32) entries, and
         // the double has at most 8 GPUs.
@@ -125,7 +108,7 @@ unsafe extern "C" fn enumerate_gpus(out: *mut NvGpuInfo) -> u32 {
 /// # Safety
 ///
 /// Any argument is accepted.
-unsafe extern "C" fn open_gpu(gpu_id: u32, _sp: *mut c_void) -> c_int {
+unsafe extern "C" fn open_gpu(gpu_id: u32, _sp: *mut c_void, _reset_aware: u8) -> c_int {
     let Ok(drv) = driver() else {
         return -(ENODEV.to_errno());
     };
@@ -141,7 +124,7 @@ unsafe extern "C" fn open_gpu(gpu_id: u32, _sp: *mut c_void) -> c_int {
 /// # Safety
 ///
 /// Any argument is accepted.
-unsafe extern "C" fn close_gpu(_gpu_id: u32, _sp: *mut c_void) {}
+unsafe extern "C" fn close_gpu(_gpu_id: u32, _sp: *mut c_void, _reset_aware: u8) {}
 
 /// `set_callbacks`: accepted and ignored.
 ///
@@ -152,68 +135,78 @@ unsafe extern "C" fn set_callbacks(_cb: *const c_void) -> c_int {
     0
 }
 
-/// `op(sp, ops_cmd)`: `ops_cmd` is `{u32 op; union params}` with the params
-/// 8-byte aligned at offset 8. Status comes back in the params.
+/// `op(sp, ops_cmd)`: `ops_cmd` is an [`OpsCmd`] (`{u32 op; union params}`,
+/// the params 8-byte aligned at offset 8). Status comes back in the params.
 ///
 /// # Safety
 ///
-/// `cmd` is NULL or points to an ops command whose params, and the buffers
-/// they point to, are valid kernel memory of the sizes they declare.
+/// `cmd` is NULL or points to an ops command block of this release's size
+/// whose params, and the buffers they point to, are valid kernel memory of
+/// the sizes they declare.
 unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
     if cmd.is_null() {
         return;
     }
     let base = cmd as usize as u64;
-    let mut opb = [0u8; 4];
-    if kernel_read(base, &mut opb).is_err() {
+    let mut bytes = [0u8; CMD_SIZE];
+    if kernel_read(base, &mut bytes).is_err() {
         return;
     }
+    let mut cmd = OpsCmd::from_bytes(bytes);
     let Ok(drv) = driver() else { return };
-    let at = base + 8;
-    match u32::from_ne_bytes(opb) {
-        rm_op::CONTROL => serve(at, |a: &mut abi::Nvos54| {
+    let which = cmd.op();
+    let params = cmd.params_mut();
+    match which {
+        op::CONTROL => serve(params, |a: &mut abi::Nvos54| {
             a.status = status_of(drv.control(a, None, &Space::Kernel));
         }),
-        rm_op::ALLOC => serve(at, |a: &mut abi::Nvos21| match drv.kernel_alloc(a) {
-            Ok(h) => (a.h_object_new, a.status) = (h, NV_OK),
-            Err(s) => a.status = s,
+        op::ALLOC => serve(params, |a: &mut Alloc| {
+            // RM copies the requested rights mask (an RS_ACCESS_MASK, one
+            // 32-bit limb) from this pointer with the caller's privilege,
+            // here kernel (alloc_free.c:155-170, param_copy.c:224): a block
+            // of the old NVOS21 layout puts its paramsSize here.
+            if a.p_rights_requested != 0 {
+                let mut rights = [0u8; 4];
+                if kernel_read(a.p_rights_requested, &mut rights).is_err() {
+                    a.status = NV_ERR_INVALID_ADDRESS;
+                    return;
+                }
+            }
+            match drv.kernel_alloc(a) {
+                Ok(h) => (a.h_object_new, a.status) = (h, NV_OK),
+                Err(s) => a.status = s,
+            }
         }),
-        rm_op::DUP => serve(at, |a: &mut abi::Nvos55| match drv.kernel_dup(a) {
+        op::DUP => serve(params, |a: &mut abi::Nvos55| match drv.kernel_dup(a) {
             Ok(h) => (a.h_object, a.status) = (h, NV_OK),
             Err(s) => a.status = s,
         }),
-        rm_op::FREE => serve(at, |a: &mut abi::Nvos00| {
+        op::FREE => serve(params, |a: &mut abi::Nvos00| {
             a.status = status_of(drv.kernel_free(a));
         }),
-        rm_op::MAP_MEMORY => serve(at, |a: &mut abi::Nvos33| match drv.kernel_map(a) {
+        op::MAP_MEMORY => serve(params, |a: &mut abi::Nvos33| match drv.kernel_map(a) {
             Ok(addr) => (a.p_linear_address, a.status) = (addr, NV_OK),
             Err(s) => a.status = s,
         }),
-        rm_op::UNMAP_MEMORY => serve(at, |a: &mut abi::Nvos34| {
+        op::UNMAP_MEMORY => serve(params, |a: &mut abi::Nvos34| {
             a.status = status_of(drv.kernel_unmap(a));
         }),
         // GUESS: unsupported ops report NOT_SUPPORTED in the NVOS00-style
         // status of their params; the double writes it where NVOS00 has it.
-        _ => serve(at, |a: &mut abi::Nvos00| a.status = NV_ERR_NOT_SUPPORTED),
+        _ => serve(params, |a: &mut abi::Nvos00| a.status = NV_ERR_NOT_SUPPORTED),
     }
+    let _ = kernel_write(base, cmd.bytes());
 }
 
-/// Serves one op: decodes its params block `T` at kernel address `addr`,
-/// lets `f` fill in the results (status included) and writes them back.
-fn serve<T: Wire>(addr: u64, f: impl FnOnce(&mut T)) {
-    // Every ops params block is at most 64 bytes (NVOS33, the largest
-    // served, is 48).
-    let mut buf = [0u8; 64];
-    let Some(b) = buf.get_mut(..T::SIZE) else {
+/// Serves one op: decodes its params block `T` from the union, lets `f`
+/// fill in the results (status included) and writes them back.
+fn serve<T: Wire>(params: &mut [u8], f: impl FnOnce(&mut T)) {
+    let Some(b) = params.get_mut(..T::SIZE) else {
         return;
     };
-    if kernel_read(addr, b).is_err() {
-        return;
-    }
     let mut a = T::decode(b);
     f(&mut a);
     a.encode(b);
-    let _ = kernel_write(addr, b);
 }
 
 /// `NV_STATUS nvidia_get_rm_ops(nvidia_modeset_rm_ops_t *rm_ops)`, exported
@@ -221,33 +214,40 @@ fn serve<T: Wire>(addr: u64, f: impl FnOnce(&mut T)) {
 ///
 /// # Safety
 ///
-/// `ops` points to a writable `RmOps` whose `version_string` is a valid C
+/// `ops` points to a writable `RmOpsTable` whose `version_string` is a valid C
 /// string (or NULL).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn nvidia_get_rm_ops(ops: *mut RmOps) -> u32 {
+pub(crate) unsafe extern "C" fn nvidia_get_rm_ops(ops: *mut RmOpsTable) -> u32 {
     if ops.is_null() {
         return NV_ERR_INVALID_ARGUMENT;
     }
     // SAFETY: see the function's safety section.
     let ops = unsafe { &mut *ops };
+    let ours = release_cstr();
     let theirs = if ops.version_string.is_null() {
         None
     } else {
         // SAFETY: a non-NULL `version_string` is a valid C string (contract).
-        Some(unsafe { CStr::from_char_ptr(ops.version_string) })
+        Some(unsafe { CStr::from_char_ptr(ops.version_string.cast()) })
     };
-    let matches = theirs.is_some_and(|s| s.to_bytes() == DRIVER_VERSION.as_bytes());
-    ops.version_string = VERSION_CSTR.as_char_ptr();
+    // As the driver (nv-modeset-interface.c:162-166): a mismatch points
+    // `version_string` at the driver's own and fails; a match fills in the
+    // whole table, version string included.
+    let matches = theirs.is_some_and(|s| s.to_bytes() == ours.to_bytes());
+    ops.version_string = ours.as_char_ptr().cast();
     if !matches {
         return NV_ERR_GENERIC;
     }
-    ops.allow_write_combining = 0;
-    ops.alloc_stack = Some(alloc_stack);
-    ops.free_stack = Some(free_stack);
-    ops.enumerate_gpus = Some(enumerate_gpus);
-    ops.open_gpu = Some(open_gpu);
-    ops.close_gpu = Some(close_gpu);
-    ops.op = Some(op);
-    ops.set_callbacks = Some(set_callbacks);
+    *ops = RmOpsTable {
+        version_string: ours.as_char_ptr().cast(),
+        allow_write_combining: 0,
+        alloc_stack: Some(alloc_stack),
+        free_stack: Some(free_stack),
+        enumerate_gpus: Some(enumerate_gpus),
+        open_gpu: Some(open_gpu),
+        close_gpu: Some(close_gpu),
+        op: Some(op),
+        set_callbacks: Some(set_callbacks),
+    };
     NV_OK
 }

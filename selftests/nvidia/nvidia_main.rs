@@ -74,6 +74,10 @@ module! {
             default: 1,
             description: "Number of fake GPUs (1-8)",
         },
+        release: u32 {
+            default: 0,
+            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (version string only)",
+        },
         vram0_mib: u64 {
             default: 8192,
             description: "VRAM of GPU 0 in MiB",
@@ -115,8 +119,29 @@ pub(crate) const NV_MAJOR: u32 = 195;
 pub(crate) const CTL_MINOR: u32 = 255;
 /// Most fake GPUs the double serves.
 pub(crate) const MAX_GPUS: usize = 8;
+/// The releases the double can claim to be (module parameter `release`),
+/// newest first. Only the version string differs so far: the ABI the double
+/// speaks is 595.45.04's whichever it claims, which is enough to test that
+/// vgpu refuses a release it was not checked against.
+const RELEASES: [&CStr; 6] = [
+    c"595.45.04",
+    c"590.48.01",
+    c"580.142",
+    c"570.211.01",
+    c"550.163.01",
+    c"535.288.01",
+];
+
+/// The driver version the double claims to be, NUL-terminated.
+pub(crate) fn release_cstr() -> &'static CStr {
+    let i = module_parameters::release.value() as usize;
+    RELEASES.get(i).copied().unwrap_or(RELEASES[0])
+}
+
 /// The driver version the double claims to be.
-pub(crate) const DRIVER_VERSION: &str = "595.45.04";
+pub(crate) fn release() -> &'static str {
+    release_cstr().to_str().unwrap_or("595.45.04")
+}
 
 kernel::sync::global_lock! {
     // SAFETY: initialised in `NvidiaDouble::init` before any file can be opened.
@@ -258,7 +283,8 @@ impl NvidiaDouble {
             GFP_KERNEL,
         )?;
         pr_info!(
-            "driver double {DRIVER_VERSION}: {n} fake GPU(s), nvidia-uvm major {}\n",
+            "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
+            release(),
             uvm_region.base().major()
         );
         Ok(Self {

@@ -22,7 +22,7 @@ use crate::kapi::{fdtable, kthread::Thread, user};
 use crate::memory::{Backing, MAX_BACKED};
 use crate::nv::abi::{self, class, ctrl, fb_info, heap, status::*, surface_info, version, Wire};
 use crate::nv::ioctl::Escape;
-use crate::{DRIVER_VERSION, MAX_GPUS};
+use crate::{release, MAX_GPUS};
 use kernel::page::PAGE_SIZE;
 
 /// First client handle, as RM hands them out.
@@ -530,7 +530,7 @@ impl Driver {
     fn check_version(&self, p: &mut [u8]) -> Result {
         let mut v: abi::RmApiVersion = parse(p)?;
         v.reply = version::REPLY_RECOGNIZED;
-        let ours = DRIVER_VERSION.as_bytes();
+        let ours = release().as_bytes();
         let theirs = {
             let s = &v.version_string;
             let n = s.iter().position(|&b| b == 0).unwrap_or(s.len());
@@ -1075,9 +1075,10 @@ impl Driver {
         Ok(())
     }
 
-    /// A kernel client's NV04_ALLOC: `a` is an NVOS21 whose alloc params are
-    /// in kernel memory. Returns the new handle.
-    pub(crate) fn kernel_alloc(&self, a: &abi::Nvos21) -> RmResult<u32> {
+    /// A kernel client's NV04_ALLOC: `a` is this release's ops block (an
+    /// NVOS64) whose alloc params are in kernel memory. Returns the new
+    /// handle.
+    pub(crate) fn kernel_alloc(&self, a: &crate::nv::rmops::Alloc) -> RmResult<u32> {
         let size = a.params_size as usize;
         if size > abi::CONTROL_PARAMS_MAX || (size > 0 && a.p_alloc_parms == 0) {
             return Err(NV_ERR_INVALID_ARGUMENT);

@@ -9,59 +9,37 @@
 //! `kernel-open/common/inc/nv-modeset-interface.h` and
 //! `src/nvidia/arch/nvalloc/unix/include/nv-kernel-rmapi-ops.h`). On a
 //! mismatch it returns an error and points `version_string` at its own
-//! version, which [`RmOps::get`] uses to ask again.
+//! version. vgpu names only [`nv::RELEASE`], the release its tables were
+//! checked against (`src/nv/rmops.rs` holds the layouts, shared with the
+//! driver double), and refuses to run on any other.
 //!
 //! Every call here copies its parameters into kernel memory it owns: the
 //! driver never sees a pointer into user memory through this interface.
 
 use kernel::prelude::*;
 
-use crate::nv::abi::{self, rm_op, status::NV_OK, Wire};
-
-/// Size of the params union of an ops command: larger than any parameter
-/// block `op` takes (the largest, NVOS46, is 64 bytes).
-const OPS_PARAMS: usize = 256;
-
-/// `nv_gpu_info_t`, one entry of `enumerate_gpus`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct GpuInfo {
-    gpu_id: u32,
-    domain: u32,
-    bus: u8,
-    slot: u8,
-    function: u8,
-    os_device_ptr: *mut c_void,
-}
-
-/// `NV_MAX_GPUS`: the size of the array `enumerate_gpus` fills.
-const MAX_GPUS: usize = 32;
-
-/// `nvidia_modeset_rm_ops_t`.
-#[repr(C)]
-struct RawOps {
-    version_string: *const c_char,
-    allow_write_combining: u8,
-    alloc_stack: Option<unsafe extern "C" fn(*mut *mut c_void) -> c_int>,
-    free_stack: Option<unsafe extern "C" fn(*mut c_void)>,
-    enumerate_gpus: Option<unsafe extern "C" fn(*mut GpuInfo) -> u32>,
-    open_gpu: Option<unsafe extern "C" fn(u32, *mut c_void) -> c_int>,
-    close_gpu: Option<unsafe extern "C" fn(u32, *mut c_void)>,
-    op: Option<unsafe extern "C" fn(*mut c_void, *mut c_void)>,
-    set_callbacks: Option<unsafe extern "C" fn(*const c_void) -> c_int>,
-}
+use crate::nv::{
+    self,
+    abi::{self, status::NV_OK, Wire},
+    rmops::{self as ops, op, GpuInfo, OpsCmd, RmOpsTable, MAX_GPUS},
+};
 
 extern "C" {
-    fn nvidia_get_rm_ops(ops: *mut RawOps) -> u32;
+    fn nvidia_get_rm_ops(ops: *mut RmOpsTable) -> u32;
 }
 
 /// The driver's function table, for kernel-privileged RM calls.
+///
+/// # Invariants
+///
+/// The function pointers are the driver's own, from a successful
+/// `nvidia_get_rm_ops` for release [`nv::RELEASE`]; they stay valid while
+/// vgpu is loaded, since vgpu's symbol dependency pins `nvidia.ko`.
 pub(crate) struct RmOps {
-    alloc_stack: unsafe extern "C" fn(*mut *mut c_void) -> c_int,
-    free_stack: unsafe extern "C" fn(*mut c_void),
-    enumerate_gpus: unsafe extern "C" fn(*mut GpuInfo) -> u32,
-    op: unsafe extern "C" fn(*mut c_void, *mut c_void),
-    version: [u8; 64],
+    alloc_stack: ops::AllocStackFn,
+    free_stack: ops::FreeStackFn,
+    enumerate_gpus: ops::EnumerateGpusFn,
+    op: ops::OpFn,
 }
 
 // SAFETY: the table holds function pointers into the driver, which may be
@@ -70,46 +48,32 @@ unsafe impl Send for RmOps {}
 // SAFETY: as above; `&self` methods only call the driver.
 unsafe impl Sync for RmOps {}
 
-fn empty_ops(version: *const c_char) -> RawOps {
-    RawOps {
-        version_string: version,
-        allow_write_combining: 0,
-        alloc_stack: None,
-        free_stack: None,
-        enumerate_gpus: None,
-        open_gpu: None,
-        close_gpu: None,
-        op: None,
-        set_callbacks: None,
-    }
-}
-
 impl RmOps {
-    /// Asks the driver for its table, learning its version on the way.
+    /// Asks the driver for its table, naming the one release vgpu's tables
+    /// were checked against. The driver refuses any other name
+    /// (`kernel-open/nvidia/nv-modeset-interface.c:162-166` at 595.45.04)
+    /// and reports its own; vgpu then logs both and fails with `ENODEV`. It
+    /// never asks again under the name the driver reported: its layouts
+    /// would be wrong for that release.
     pub(crate) fn get() -> Result<Self> {
-        let mut version = [0u8; 64];
-        let mut raw = empty_ops(c"vgpu".as_char_ptr());
-        // SAFETY: `raw` is a valid table with a valid version string.
+        let mut raw = RmOpsTable::asking(nv::RELEASE_CSTR.as_ptr());
+        // SAFETY: `raw` is a valid table whose version string is a static
+        // NUL-terminated string.
         let st = unsafe { nvidia_get_rm_ops(&mut raw) };
         if st != NV_OK {
-            // The driver points `version_string` at its own version.
-            if raw.version_string.is_null() {
+            if raw.version_string.is_null() || raw.version_string == nv::RELEASE_CSTR.as_ptr() {
+                pr_err!("the NVIDIA driver's kernel-client interface refused (status {st:#x})\n");
                 return Err(ENODEV);
             }
-            // SAFETY: the driver set a valid C string of its own.
-            let v = unsafe { CStr::from_char_ptr(raw.version_string) }.to_bytes();
-            if v.len() >= version.len() {
-                return Err(ENODEV);
-            }
-            version[..v.len()].copy_from_slice(v);
-            raw = empty_ops(version.as_ptr().cast());
-            // SAFETY: as above; `version` is NUL-terminated (zeroed tail).
-            let st = unsafe { nvidia_get_rm_ops(&mut raw) };
-            if st != NV_OK {
-                return Err(ENODEV);
-            }
-        } else {
-            version[..4].copy_from_slice(b"vgpu");
+            // SAFETY: on a mismatch the driver points `version_string` at
+            // its own static NUL-terminated version string.
+            let theirs = unsafe { CStr::from_char_ptr(raw.version_string.cast()) };
+            pr_err!(
+                "NVIDIA driver {} is not supported: vgpu's ABI tables are checked against {} only\n",
+                theirs.to_str().unwrap_or("(unprintable)"),
+                nv::RELEASE
+            );
+            return Err(ENODEV);
         }
         match (raw.alloc_stack, raw.free_stack, raw.enumerate_gpus, raw.op) {
             (Some(alloc_stack), Some(free_stack), Some(enumerate_gpus), Some(op)) => Ok(Self {
@@ -117,37 +81,19 @@ impl RmOps {
                 free_stack,
                 enumerate_gpus,
                 op,
-                version,
             }),
-            _ => Err(ENODEV),
+            _ => {
+                pr_err!("the NVIDIA driver's kernel-client table is incomplete\n");
+                Err(ENODEV)
+            }
         }
-    }
-
-    /// The driver's version string.
-    pub(crate) fn version(&self) -> &[u8] {
-        let n = self
-            .version
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.version.len());
-        &self.version[..n]
     }
 
     /// The gpu_ids the driver knows.
     pub(crate) fn gpu_ids(&self) -> Result<KVec<u32>> {
         let mut infos = KVec::with_capacity(MAX_GPUS, GFP_KERNEL)?;
         for _ in 0..MAX_GPUS {
-            infos.push(
-                GpuInfo {
-                    gpu_id: 0,
-                    domain: 0,
-                    bus: 0,
-                    slot: 0,
-                    function: 0,
-                    os_device_ptr: core::ptr::null_mut(),
-                },
-                GFP_KERNEL,
-            )?;
+            infos.push(GpuInfo::EMPTY, GFP_KERNEL)?;
         }
         // SAFETY: `infos` holds `MAX_GPUS` entries, as the interface requires.
         let n = unsafe { (self.enumerate_gpus)(infos.as_mut_ptr()) } as usize;
@@ -158,29 +104,24 @@ impl RmOps {
         Ok(ids)
     }
 
-    /// Runs op `op` with `params` (an NVOSxx block) and copies it back.
+    /// Runs op `op` with `params` (its member of the ops union, exactly
+    /// that member's size at [`nv::RELEASE`]) and copies the block back.
     fn call(&self, op: u32, params: &mut [u8]) -> Result {
-        if params.len() > OPS_PARAMS {
-            return Err(EINVAL);
-        }
-        // On the stack: 264 bytes, and the call does not keep it.
-        let mut cmd = [0u8; 8 + OPS_PARAMS];
-        cmd[..4].copy_from_slice(&op.to_ne_bytes());
-        cmd[8..8 + params.len()].copy_from_slice(params);
+        let mut cmd = OpsCmd::new(op, params).ok_or(EINVAL)?;
         let mut sp: *mut c_void = core::ptr::null_mut();
         // SAFETY: `sp` is a valid place for the stack pointer.
         if unsafe { (self.alloc_stack)(&mut sp) } != 0 {
             return Err(ENOMEM);
         }
-        // SAFETY: `cmd` is an ops command (op, then the params union at 8)
-        // of the union's size; pointers inside `params` point to kernel
-        // buffers the caller keeps alive across this call. `sp` came from
-        // `alloc_stack`.
-        unsafe { (self.op)(sp, cmd.as_mut_ptr().cast()) };
+        // SAFETY: `cmd` is an ops command block of this release's layout
+        // (`OpsCmd`, checked by the conformance test); pointers inside the
+        // params point to kernel buffers the caller keeps alive across this
+        // call. `sp` came from `alloc_stack`.
+        unsafe { (self.op)(sp, (&raw mut cmd).cast()) };
         // SAFETY: `sp` came from `alloc_stack` and is freed once.
         unsafe { (self.free_stack)(sp) };
         let n = params.len();
-        params.copy_from_slice(&cmd[8..8 + n]);
+        params.copy_from_slice(&cmd.params()[..n]);
         Ok(())
     }
 
@@ -202,7 +143,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::CONTROL, &mut b)?;
+        self.call(op::CONTROL, &mut b)?;
         a = abi::Nvos54::decode(&b);
         Ok(a.status)
     }
@@ -218,7 +159,7 @@ impl RmOps {
         class: u32,
         params: &mut [u8],
     ) -> Result<core::result::Result<u32, u32>> {
-        let mut a = abi::Nvos21 {
+        let mut a = ops::Alloc {
             h_root,
             h_object_parent: h_parent,
             h_object_new: h_new,
@@ -228,12 +169,14 @@ impl RmOps {
             } else {
                 params.as_mut_ptr() as u64
             },
+            // No rights requested: RM grants the class's defaults.
+            p_rights_requested: 0,
             params_size: u32::try_from(params.len()).map_err(|_| EINVAL)?,
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::ALLOC, &mut b)?;
-        a = abi::Nvos21::decode(&b);
+        self.call(op::ALLOC, &mut b)?;
+        a = ops::Alloc::decode(&b);
         Ok(if a.status == NV_OK {
             Ok(a.h_object_new)
         } else {
@@ -262,7 +205,7 @@ impl RmOps {
             status: 0,
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::DUP, &mut b)?;
+        self.call(op::DUP, &mut b)?;
         let a = abi::Nvos55::decode(&b);
         Ok(if a.status == NV_OK {
             Ok(a.h_object)
@@ -281,7 +224,7 @@ impl RmOps {
             status: 0,
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::FREE, &mut b)?;
+        self.call(op::FREE, &mut b)?;
         Ok(abi::Nvos00::decode(&b).status)
     }
 
@@ -306,7 +249,7 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::MAP_MEMORY, &mut b)?;
+        self.call(op::MAP_MEMORY, &mut b)?;
         let a = abi::Nvos33::decode(&b);
         Ok(match (a.status, usize::try_from(a.p_linear_address)) {
             (NV_OK, Ok(addr)) if addr != 0 => Ok(addr),
@@ -332,11 +275,11 @@ impl RmOps {
             ..Default::default()
         };
         let mut b = a.to_bytes();
-        self.call(rm_op::UNMAP_MEMORY, &mut b)?;
+        self.call(op::UNMAP_MEMORY, &mut b)?;
         Ok(abi::Nvos34::decode(&b).status)
     }
 
-    /// An arbitrary op with an NVOS00-sized block, for testing refusals.
+    /// An arbitrary op with its union member's block, for testing refusals.
     pub(crate) fn raw_op(&self, op: u32, params: &mut [u8]) -> Result {
         self.call(op, params)
     }

@@ -118,6 +118,17 @@ impl<T: Wire, const N: usize> Wire for [T; N] {
 /// One field of a wire struct for the layout checks: offset, size, alignment.
 pub(super) type FieldLayout = (usize, usize, usize);
 
+/// One field of a `wire_struct!`, as its `FIELDS` table lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WireField {
+    /// The Rust field name.
+    pub name: &'static str,
+    /// Byte offset in the C structure.
+    pub offset: usize,
+    /// Size in bytes (`sizeof` of the C member).
+    pub size: usize,
+}
+
 /// Whether every field ends at or before `size`.
 pub(super) const fn fields_fit(fields: &[FieldLayout], size: usize) -> bool {
     let mut i = 0;
@@ -223,6 +234,17 @@ macro_rules! wire_struct {
                 }
                 Some(<Self as Wire>::decode(b))
             }
+
+            /// Each field's name, byte offset and size, in declaration order:
+            /// what the conformance check (`userspace/conformance`) compares
+            /// with the C compiler's `offsetof` and `sizeof` on NVIDIA's headers.
+            pub const FIELDS: &'static [crate::nv::abi::WireField] = &[
+                $(crate::nv::abi::WireField {
+                    name: stringify!($field),
+                    offset: $off,
+                    size: <$ty as Wire>::SIZE,
+                },)*
+            ];
 
             /// Encodes the structure field by field; padding bytes are zero.
             pub fn to_bytes(self) -> [u8; $size] {
@@ -342,25 +364,6 @@ impl BitField {
 // ---------------------------------------------------------------------------
 // Status codes.
 // ---------------------------------------------------------------------------
-
-/// Op numbers of the kernel-client interface's `op` (`nvos.h`: the
-/// `NVxx_*` function numbers); the params follow at offset 8 of the ops
-/// command.
-pub mod rm_op {
-    /// `NV01_FREE` (NVOS00).
-    pub const FREE: u32 = 0x00;
-    /// `NV04_ALLOC` (NVOS21).
-    pub const ALLOC: u32 = 0x15;
-    /// `NV04_MAP_MEMORY` (NVOS33).
-    pub const MAP_MEMORY: u32 = 0x21;
-    /// `NV04_UNMAP_MEMORY` (NVOS34).
-    pub const UNMAP_MEMORY: u32 = 0x22;
-    /// `NV04_CONTROL` (NVOS54).
-    pub const CONTROL: u32 = 0x36;
-    /// `NV04_DUP_OBJECT` (NVOS55). GUESS: the number after NV04_CONTROL, as
-    /// the two sit next to each other in every numbering of these ops seen.
-    pub const DUP: u32 = 0x37;
-}
 
 /// RM status codes (`NV_STATUS`), returned in the `status` field of a
 /// parameter block. Values from `nvstatuscodes.h`.
@@ -653,6 +656,17 @@ pub mod class {
 
     /// Size of the usermode page that is mapped (64 KiB).
     pub const USERMODE_PAGE_SIZE: u64 = 0x10000;
+}
+
+/// A GPFIFO channel's USERD (the control area the client and the GPU share):
+/// `Nvc36fControl` .. `Nvc86fControl` (`class/clc36f.h` etc.). Blackwell's
+/// (`Nvc96fControl`, `Nvca6fControl`) keeps `GPPut` but has no `GPGet`.
+pub mod userd {
+    /// `GPGet`: the GPU's read index into the GPFIFO ring (Volta to Hopper;
+    /// not in Blackwell's USERD).
+    pub const GP_GET: usize = 0x88;
+    /// `GPPut`: the client's write index.
+    pub const GP_PUT: usize = 0x8c;
 }
 
 /// Engine types (`NV2080_ENGINE_TYPE_*`, `class/cl2080_notification.h`).

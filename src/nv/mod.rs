@@ -9,4 +9,24 @@
 #[macro_use]
 pub mod abi;
 pub mod ioctl;
+pub mod rmops;
 pub mod uvm;
+
+/// The NVIDIA driver release whose ABI every table in this folder was
+/// checked against (`userspace/conformance/facts/595.45.04.facts`, compiled
+/// from NVIDIA's headers at that tag). vgpu refuses to load on any other:
+/// layouts drift between releases, and a wrong one faults in the driver.
+pub const RELEASE: &str = "595.45.04";
+
+/// [`RELEASE`], NUL-terminated, for `nvidia_get_rm_ops`.
+pub const RELEASE_CSTR: &[u8] = b"595.45.04\0";
+
+const _: () = {
+    let (a, b) = (RELEASE.as_bytes(), RELEASE_CSTR);
+    assert!(a.len() + 1 == b.len() && b[a.len()] == 0);
+    let mut i = 0;
+    while i < a.len() {
+        assert!(a[i] == b[i]);
+        i += 1;
+    }
+};

@@ -14,6 +14,10 @@ pub const TESTS: &[Test] = &[
         run: load_refused_without_driver,
     },
     Test {
+        name: "load_refused_on_another_release",
+        run: load_refused_on_another_release,
+    },
+    Test {
         name: "modprobe_loads",
         run: modprobe_loads,
     },
@@ -77,6 +81,54 @@ fn load_refused_without_driver() -> Outcome {
         !exists("/sys/class/vgpu"),
         "/sys/class/vgpu left behind by a failed load"
     );
+    Ok(())
+}
+
+/// `finit_module` of `path` with no parameters: `Err(errno)` on failure.
+fn finit_module(path: &str) -> Result<(), i32> {
+    let f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(0))?;
+    // SAFETY: a valid fd and an empty NUL-terminated parameter string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_finit_module,
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            c"".as_ptr(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+fn load_refused_on_another_release() -> Outcome {
+    // The double claims to be 570.211.01, whose kernel-client blocks differ
+    // from the 595.45.04 ones vgpu was checked against (NVOS21 alloc, a
+    // 56-byte union): vgpu must not load, and must say why.
+    sh("modprobe nvidia release=3")?;
+    let path = sh("modinfo -F filename vgpu")?;
+    let r = finit_module(path.trim());
+    let log = sh("dmesg")?;
+    let unloaded = sh("rmmod nvidia");
+    ensure!(
+        r == Err(libc::ENODEV),
+        "vgpu on driver 570.211.01: got {r:?}, want ENODEV"
+    );
+    ensure!(
+        log.contains(
+            "NVIDIA driver 570.211.01 is not supported: vgpu's ABI tables are checked against 595.45.04 only"
+        ),
+        "no message naming both releases in the kernel log"
+    );
+    ensure!(!module_loaded("vgpu"), "vgpu in /proc/modules");
+    ensure!(!exists(CTL), "{CTL} left behind by a refused load");
+    ensure!(
+        !exists("/sys/class/vgpu"),
+        "/sys/class/vgpu left behind by a refused load"
+    );
+    unloaded?;
     Ok(())
 }
 

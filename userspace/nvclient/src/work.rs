@@ -33,9 +33,9 @@ use crate::abi::{class, ChannelAllocParams, Handle, UsermodeAllocParams};
 use crate::{Ctl, Error, Mapping, Result};
 
 /// Offset of `put` (USERD `GPPut`).
-pub const RING_PUT: usize = 0x8c;
+pub const RING_PUT: usize = crate::abi::userd::GP_PUT;
 /// Offset of `get` (USERD `GPGet`).
-pub const RING_GET: usize = 0x88;
+pub const RING_GET: usize = crate::abi::userd::GP_GET;
 /// Offset of `completed`.
 pub const RING_COMPLETED: usize = 0x00;
 /// Offset of `channel_ns`.

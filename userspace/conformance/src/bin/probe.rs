@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Prints the conformance probe (a C program) on standard output:
+//! `scripts/conformance.sh` compiles it against a release's headers.
+
+fn main() {
+    print!(
+        "{}",
+        vgpu_conformance::probe_source(&vgpu_conformance::table())
+    );
+}

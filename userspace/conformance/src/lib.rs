@@ -1,0 +1,1253 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The conformance check: every NVIDIA ABI number and layout that vgpu, its
+//! driver double and `nvclient` define (all of them live in `src/nv/`, which
+//! the three share), paired with the C expression that gives the same fact
+//! from NVIDIA's own headers.
+//!
+//! Two halves:
+//!
+//! - [`table`] lists the project's side: one [`Row`] per fact, with the C
+//!   expression (`sizeof(NVOS64_PARAMETERS)`, `offsetof(UVM_MIGRATE_PARAMS,
+//!   rmStatus)`, `NV_ESC_RM_ALLOC`, ...) and the value the project uses.
+//! - The driver's side is a *facts file* per release (`facts/<release>.facts`):
+//!   what the C compiler printed for each expression, compiled against that
+//!   release's headers by `scripts/conformance.sh` (the probe it compiles
+//!   is [`probe_source`]). Only numbers are committed, never the headers.
+//!
+//! The host tests (`tests/facts.rs`) compare the two on every run; a value
+//! that differs, or an expression the facts file lacks, fails.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use vgpu_logic::nv::{
+    self,
+    abi::{
+        self, class, ctrl, ctxshare, engine, fb_info, heap, os02, os33, status, surface_info,
+        vaspace, version, WireField,
+    },
+    ioctl::{self, Escape, SizeRule},
+    rmops::{self, op},
+    uvm::{self, init_flags},
+};
+
+/// One fact: a C expression over NVIDIA's headers and the value the project
+/// uses for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The C expression (also the key in a facts file).
+    pub expr: String,
+    /// The project's value.
+    pub value: u64,
+    /// Where the project defines it (for messages).
+    pub item: String,
+}
+
+/// How a Rust struct's field names become the C member names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// `h_object_parent` -> `hObjectParent` (RM's headers).
+    Camel,
+    /// Unchanged (`nv-ioctl.h`'s structs).
+    Snake,
+}
+
+/// `snake_case` -> `camelCase`.
+pub fn camel(s: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in s.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The C side of one `wire_struct!`.
+#[derive(Clone, Copy, Debug)]
+pub struct CStruct<'a> {
+    /// The C type (`NVOS64_PARAMETERS`).
+    pub ty: &'a str,
+    /// For a view of a union member: its path (`data.AllocSize`). Offsets
+    /// are then taken relative to it, and the size row is left out (the
+    /// project's view spans the whole union).
+    pub member: Option<&'a str>,
+    /// The naming rule.
+    pub names: Names,
+    /// Fields whose C name the rule does not give: (Rust, C).
+    pub renames: &'a [(&'a str, &'a str)],
+}
+
+impl<'a> CStruct<'a> {
+    /// A plain C struct with camelCase members.
+    pub const fn camel(ty: &'a str) -> Self {
+        CStruct {
+            ty,
+            member: None,
+            names: Names::Camel,
+            renames: &[],
+        }
+    }
+
+    /// A plain C struct with members named as the Rust fields.
+    pub const fn snake(ty: &'a str) -> Self {
+        CStruct {
+            ty,
+            member: None,
+            names: Names::Snake,
+            renames: &[],
+        }
+    }
+
+    /// With renamed fields.
+    pub const fn renamed(mut self, renames: &'a [(&'a str, &'a str)]) -> Self {
+        self.renames = renames;
+        self
+    }
+
+    /// As a view of union member `member`.
+    pub const fn within(mut self, member: &'a str) -> Self {
+        self.member = Some(member);
+        self
+    }
+
+    fn c_name(&self, field: &str) -> String {
+        if let Some((_, c)) = self.renames.iter().find(|(r, _)| *r == field) {
+            return (*c).to_string();
+        }
+        match self.names {
+            Names::Camel => camel(field),
+            Names::Snake => field.to_string(),
+        }
+    }
+}
+
+/// The rows being collected, and the headers their expressions need.
+#[derive(Default)]
+pub struct Table {
+    /// The rows.
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    /// A constant: C expression `expr` has the project's value `value`.
+    pub fn konst(&mut self, expr: &str, value: u64, item: &str) {
+        self.rows.push(Row {
+            expr: expr.to_string(),
+            value,
+            item: item.to_string(),
+        });
+    }
+
+    /// A DRF bit field `hi:lo` (a C macro that expands to `hi:lo`): its
+    /// low and high bits, through the headers' own `(0 ? f)` / `(1 ? f)`.
+    pub fn bitfield(&mut self, c: &str, f: abi::BitField, item: &str) {
+        self.konst(&format!("(0 ? {c})"), f.lo.into(), &format!("{item}.lo"));
+        self.konst(&format!("(1 ? {c})"), f.hi.into(), &format!("{item}.hi"));
+    }
+
+    /// A `wire_struct!` layout: its size (unless a view), and each field's
+    /// offset and size.
+    pub fn layout(&mut self, item: &str, size: usize, fields: &[WireField], c: CStruct<'_>) {
+        let ty = c.ty;
+        if c.member.is_none() {
+            self.konst(&format!("sizeof({ty})"), size as u64, item);
+        }
+        for f in fields {
+            let name = c.c_name(f.name);
+            let path = match c.member {
+                None => name,
+                Some(m) => format!("{m}.{name}"),
+            };
+            let off = match c.member {
+                None => format!("offsetof({ty}, {path})"),
+                Some(m) => format!("(offsetof({ty}, {path}) - offsetof({ty}, {m}))"),
+            };
+            let it = format!("{item}.{}", f.name);
+            self.konst(&off, f.offset as u64, &it);
+            self.konst(&format!("sizeof((({ty} *)0)->{path})"), f.size as u64, &it);
+        }
+    }
+}
+
+/// Adds a `wire_struct!` type's layout.
+macro_rules! layout {
+    ($t:expr, $ty:path, $c:expr) => {
+        $t.layout(stringify!($ty), <$ty>::SIZE, <$ty>::FIELDS, $c)
+    };
+}
+
+/// Adds constants whose C name is a prefix plus the Rust name.
+macro_rules! consts {
+    ($t:expr, $prefix:literal, $m:ident : $($name:ident),* $(,)?) => {
+        $($t.konst(
+            concat!($prefix, stringify!($name)),
+            ($m::$name) as u64,
+            concat!(stringify!($m), "::", stringify!($name)),
+        );)*
+    };
+}
+
+/// The C macro naming each escape.
+pub fn escape_c_name(e: Escape) -> &'static str {
+    match e {
+        Escape::RmAllocMemory => "NV_ESC_RM_ALLOC_MEMORY",
+        Escape::RmFree => "NV_ESC_RM_FREE",
+        Escape::RmControl => "NV_ESC_RM_CONTROL",
+        Escape::RmAlloc => "NV_ESC_RM_ALLOC",
+        Escape::RmDupObject => "NV_ESC_RM_DUP_OBJECT",
+        Escape::RmShare => "NV_ESC_RM_SHARE",
+        Escape::RmIdleChannels => "NV_ESC_RM_IDLE_CHANNELS",
+        Escape::RmVidHeapControl => "NV_ESC_RM_VID_HEAP_CONTROL",
+        Escape::RmMapMemory => "NV_ESC_RM_MAP_MEMORY",
+        Escape::RmUnmapMemory => "NV_ESC_RM_UNMAP_MEMORY",
+        Escape::RmMapMemoryDma => "NV_ESC_RM_MAP_MEMORY_DMA",
+        Escape::RmUnmapMemoryDma => "NV_ESC_RM_UNMAP_MEMORY_DMA",
+        Escape::RmUpdateDeviceMappingInfo => "NV_ESC_RM_UPDATE_DEVICE_MAPPING_INFO",
+        Escape::CardInfo => "NV_ESC_CARD_INFO",
+        Escape::RegisterFd => "NV_ESC_REGISTER_FD",
+        Escape::AllocOsEvent => "NV_ESC_ALLOC_OS_EVENT",
+        Escape::FreeOsEvent => "NV_ESC_FREE_OS_EVENT",
+        Escape::StatusCode => "NV_ESC_STATUS_CODE",
+        Escape::CheckVersionStr => "NV_ESC_CHECK_VERSION_STR",
+        Escape::IoctlXferCmd => "NV_ESC_IOCTL_XFER_CMD",
+        Escape::AttachGpusToFd => "NV_ESC_ATTACH_GPUS_TO_FD",
+        Escape::SysParams => "NV_ESC_SYS_PARAMS",
+        Escape::NumaInfo => "NV_ESC_NUMA_INFO",
+        Escape::ExportToDmabufFd => "NV_ESC_EXPORT_TO_DMABUF_FD",
+        Escape::WaitOpenComplete => "NV_ESC_WAIT_OPEN_COMPLETE",
+    }
+}
+
+/// The C parameter types of each escape, in the order of its size rule's
+/// sizes (RM_ALLOC takes two layouts; records give the record's type).
+pub fn escape_c_params(e: Escape) -> &'static [&'static str] {
+    match e {
+        Escape::RmAllocMemory => &["nv_ioctl_nvos02_parameters_with_fd"],
+        Escape::RmFree => &["NVOS00_PARAMETERS"],
+        Escape::RmControl => &["NVOS54_PARAMETERS"],
+        Escape::RmAlloc => &["NVOS21_PARAMETERS", "NVOS64_PARAMETERS"],
+        Escape::RmDupObject => &["NVOS55_PARAMETERS"],
+        Escape::RmShare => &["NVOS57_PARAMETERS"],
+        Escape::RmIdleChannels => &["NVOS30_PARAMETERS"],
+        Escape::RmVidHeapControl => &["NVOS32_PARAMETERS"],
+        Escape::RmMapMemory => &["nv_ioctl_nvos33_parameters_with_fd"],
+        Escape::RmUnmapMemory => &["NVOS34_PARAMETERS"],
+        Escape::RmMapMemoryDma => &["NVOS46_PARAMETERS"],
+        Escape::RmUnmapMemoryDma => &["NVOS47_PARAMETERS"],
+        Escape::RmUpdateDeviceMappingInfo => &["NVOS56_PARAMETERS"],
+        Escape::CardInfo => &["nv_ioctl_card_info_t"],
+        Escape::RegisterFd => &["nv_ioctl_register_fd_t"],
+        Escape::AllocOsEvent => &["nv_ioctl_alloc_os_event_t"],
+        Escape::FreeOsEvent => &["nv_ioctl_free_os_event_t"],
+        Escape::StatusCode => &["nv_ioctl_status_code_t"],
+        Escape::CheckVersionStr => &["nv_ioctl_rm_api_version_t"],
+        Escape::IoctlXferCmd => &["nv_ioctl_xfer_t"],
+        Escape::AttachGpusToFd => &["NvU32"],
+        Escape::SysParams => &["nv_ioctl_sys_params_t"],
+        Escape::NumaInfo => &["nv_ioctl_numa_info_t"],
+        Escape::ExportToDmabufFd => &["nv_ioctl_export_to_dma_buf_fd_t"],
+        Escape::WaitOpenComplete => &["nv_ioctl_wait_open_complete_t"],
+    }
+}
+
+/// The C macro naming each UVM command, and its parameter type (`None`:
+/// the command has no block).
+pub fn uvm_c_name(c: uvm::Command) -> (&'static str, Option<&'static str>) {
+    use uvm::Command as C;
+    match c {
+        C::Initialize => ("UVM_INITIALIZE", Some("UVM_INITIALIZE_PARAMS")),
+        C::Deinitialize => ("UVM_DEINITIALIZE", None),
+        C::MmInitialize => ("UVM_MM_INITIALIZE", Some("UVM_MM_INITIALIZE_PARAMS")),
+        C::RegisterGpu => ("UVM_REGISTER_GPU", Some("UVM_REGISTER_GPU_PARAMS")),
+        C::UnregisterGpu => ("UVM_UNREGISTER_GPU", Some("UVM_UNREGISTER_GPU_PARAMS")),
+        C::RegisterGpuVaspace => (
+            "UVM_REGISTER_GPU_VASPACE",
+            Some("UVM_REGISTER_GPU_VASPACE_PARAMS"),
+        ),
+        C::UnregisterGpuVaspace => (
+            "UVM_UNREGISTER_GPU_VASPACE",
+            Some("UVM_UNREGISTER_GPU_VASPACE_PARAMS"),
+        ),
+        C::RegisterChannel => ("UVM_REGISTER_CHANNEL", Some("UVM_REGISTER_CHANNEL_PARAMS")),
+        C::UnregisterChannel => (
+            "UVM_UNREGISTER_CHANNEL",
+            Some("UVM_UNREGISTER_CHANNEL_PARAMS"),
+        ),
+        C::EnablePeerAccess => (
+            "UVM_ENABLE_PEER_ACCESS",
+            Some("UVM_ENABLE_PEER_ACCESS_PARAMS"),
+        ),
+        C::DisablePeerAccess => (
+            "UVM_DISABLE_PEER_ACCESS",
+            Some("UVM_DISABLE_PEER_ACCESS_PARAMS"),
+        ),
+        C::MapExternalAllocation => (
+            "UVM_MAP_EXTERNAL_ALLOCATION",
+            Some("UVM_MAP_EXTERNAL_ALLOCATION_PARAMS"),
+        ),
+        C::Free => ("UVM_FREE", Some("UVM_FREE_PARAMS")),
+        C::PageableMemAccess => (
+            "UVM_PAGEABLE_MEM_ACCESS",
+            Some("UVM_PAGEABLE_MEM_ACCESS_PARAMS"),
+        ),
+        C::SetPreferredLocation => (
+            "UVM_SET_PREFERRED_LOCATION",
+            Some("UVM_SET_PREFERRED_LOCATION_PARAMS"),
+        ),
+        C::UnsetPreferredLocation => (
+            "UVM_UNSET_PREFERRED_LOCATION",
+            Some("UVM_UNSET_PREFERRED_LOCATION_PARAMS"),
+        ),
+        C::EnableReadDuplication => (
+            "UVM_ENABLE_READ_DUPLICATION",
+            Some("UVM_ENABLE_READ_DUPLICATION_PARAMS"),
+        ),
+        C::DisableReadDuplication => (
+            "UVM_DISABLE_READ_DUPLICATION",
+            Some("UVM_DISABLE_READ_DUPLICATION_PARAMS"),
+        ),
+        C::SetAccessedBy => ("UVM_SET_ACCESSED_BY", Some("UVM_SET_ACCESSED_BY_PARAMS")),
+        C::UnsetAccessedBy => (
+            "UVM_UNSET_ACCESSED_BY",
+            Some("UVM_UNSET_ACCESSED_BY_PARAMS"),
+        ),
+        C::Migrate => ("UVM_MIGRATE", Some("UVM_MIGRATE_PARAMS")),
+        C::UnmapExternal => ("UVM_UNMAP_EXTERNAL", Some("UVM_UNMAP_EXTERNAL_PARAMS")),
+        C::AllocSemaphorePool => (
+            "UVM_ALLOC_SEMAPHORE_POOL",
+            Some("UVM_ALLOC_SEMAPHORE_POOL_PARAMS"),
+        ),
+        C::ValidateVaRange => (
+            "UVM_VALIDATE_VA_RANGE",
+            Some("UVM_VALIDATE_VA_RANGE_PARAMS"),
+        ),
+        C::CreateExternalRange => (
+            "UVM_CREATE_EXTERNAL_RANGE",
+            Some("UVM_CREATE_EXTERNAL_RANGE_PARAMS"),
+        ),
+    }
+}
+
+/// The headers the probe includes, in order, relative to the include
+/// directories `scripts/conformance.sh` passes.
+pub const HEADERS: &[&str] = &[
+    "nvtypes.h",
+    "nvstatus.h",
+    "nvos.h",
+    "nv-kernel-rmapi-ops.h",
+    "nv-modeset-interface.h",
+    "nv-gpu-info.h",
+    "nv_escape.h",
+    "nv-ioctl.h",
+    "nv-ioctl-numbers.h",
+    "nv-unix-nvos-params-wrappers.h",
+    "uvm_ioctl.h",
+    "uvm_linux_ioctl.h",
+    "uvm_types.h",
+    "nvCpuUuid.h",
+    "class/cl0000.h",
+    "class/cl0001.h",
+    "class/cl0005.h",
+    "class/cl003e.h",
+    "class/cl0040.h",
+    "class/cl0041.h",
+    "class/cl0070.h",
+    "class/cl0080.h",
+    "class/cl00c2.h",
+    "class/cl00f8.h",
+    "class/cl2080.h",
+    "class/cl50a0.h",
+    "class/cl9067.h",
+    "class/cl90f1.h",
+    "class/cla06c.h",
+    "class/cla06f.h",
+    "class/cla16f.h",
+    "class/clb06f.h",
+    "class/clc06f.h",
+    "class/clc36f.h",
+    "class/clc46f.h",
+    "class/clc56f.h",
+    "class/clc86f.h",
+    "class/clc96f.h",
+    "class/clca6f.h",
+    "class/clc361.h",
+    "class/clc461.h",
+    "class/clc561.h",
+    "class/clc661.h",
+    "class/clc761.h",
+    "class/clc6c0.h",
+    "class/clc7c0.h",
+    "class/clc9c0.h",
+    "class/clcbc0.h",
+    "class/clc6b5.h",
+    "class/clc7b5.h",
+    "class/clc8b5.h",
+    "ctrl/ctrl0000/ctrl0000system.h",
+    "ctrl/ctrl0000/ctrl0000gpu.h",
+    "ctrl/ctrl0041.h",
+    "ctrl/ctrl0080/ctrl0080gpu.h",
+    "ctrl/ctrl2080/ctrl2080gpu.h",
+    "ctrl/ctrl2080/ctrl2080fb.h",
+    "ctrl/ctrl2080/ctrl2080fifo.h",
+    "ctrl/ctrla06c.h",
+    "ctrl/ctrla06f/ctrla06fgpfifo.h",
+    "ctrl/ctrlc36f.h",
+];
+
+/// Every fact the project defines, with the C expression for it.
+pub fn table() -> Table {
+    let mut t = Table::default();
+    escapes(&mut t);
+    rm_blocks(&mut t);
+    params(&mut t);
+    constants(&mut t);
+    kernel_client(&mut t, rmops::MEMBERS);
+    uvm_rows(&mut t);
+    t
+}
+
+fn escapes(t: &mut Table) {
+    for &e in Escape::ALL {
+        let name = escape_c_name(e);
+        t.konst(name, e.nr().into(), &format!("Escape::{e:?}.nr"));
+        let types = escape_c_params(e);
+        let sizes: Vec<usize> = match e.size_rule() {
+            SizeRule::Exact(n) => vec![n],
+            SizeRule::OneOf(a, b) => vec![a, b],
+            SizeRule::Records(n) => vec![n],
+            SizeRule::Any => vec![],
+        };
+        assert_eq!(types.len(), sizes.len(), "{e:?}: one C type per size");
+        for (ty, n) in types.iter().zip(sizes) {
+            t.konst(
+                &format!("sizeof({ty})"),
+                n as u64,
+                &format!("Escape::{e:?}.size_rule"),
+            );
+        }
+    }
+    t.konst(
+        "sizeof(nv_ioctl_card_info_t)",
+        ioctl::CARD_INFO_SIZE as u64,
+        "ioctl::CARD_INFO_SIZE",
+    );
+    t.konst(
+        "NV_IOCTL_MAGIC",
+        ioctl::NV_IOCTL_MAGIC.into(),
+        "ioctl::NV_IOCTL_MAGIC",
+    );
+    t.konst(
+        "sizeof(nv_ioctl_xfer_t)",
+        ioctl::Xfer::SIZE as u64,
+        "ioctl::Xfer::SIZE",
+    );
+    // Where `Xfer::from_bytes` reads each field: decode bytes that hold
+    // their own offsets, and each field's low byte is its offset.
+    let mut probe = [0u8; ioctl::Xfer::SIZE];
+    for (i, b) in probe.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let x = ioctl::Xfer::from_bytes(&probe);
+    t.konst(
+        "offsetof(nv_ioctl_xfer_t, cmd)",
+        (x.cmd & 0xff).into(),
+        "ioctl::Xfer.cmd",
+    );
+    t.konst(
+        "offsetof(nv_ioctl_xfer_t, size)",
+        (x.size & 0xff).into(),
+        "ioctl::Xfer.size",
+    );
+    t.konst(
+        "offsetof(nv_ioctl_xfer_t, ptr)",
+        x.ptr & 0xff,
+        "ioctl::Xfer.ptr",
+    );
+}
+
+fn rm_blocks(t: &mut Table) {
+    layout!(t, abi::Nvos00, CStruct::camel("NVOS00_PARAMETERS"));
+    layout!(t, abi::Nvos02, CStruct::camel("NVOS02_PARAMETERS"));
+    layout!(
+        t,
+        abi::Nvos02WithFd,
+        CStruct::snake("nv_ioctl_nvos02_parameters_with_fd")
+    );
+    layout!(t, abi::Nvos21, CStruct::camel("NVOS21_PARAMETERS"));
+    layout!(t, abi::Nvos64, CStruct::camel("NVOS64_PARAMETERS"));
+    layout!(t, abi::Nvos54, CStruct::camel("NVOS54_PARAMETERS"));
+    layout!(t, abi::Nvos55, CStruct::camel("NVOS55_PARAMETERS"));
+    layout!(
+        t,
+        abi::RsSharePolicy,
+        CStruct::camel("RS_SHARE_POLICY").renamed(&[("share_type", "type")])
+    );
+    layout!(t, abi::Nvos57, CStruct::camel("NVOS57_PARAMETERS"));
+    layout!(
+        t,
+        abi::Nvos32,
+        CStruct::camel("NVOS32_PARAMETERS").renamed(&[("h_va_space", "hVASpace")])
+    );
+    const HEAP_RENAMES: &[(&str, &str)] = &[("surface_type", "type")];
+    layout!(
+        t,
+        abi::Nvos32AllocSize,
+        CStruct::camel("NVOS32_PARAMETERS")
+            .within("data.AllocSize")
+            .renamed(HEAP_RENAMES)
+    );
+    layout!(
+        t,
+        abi::Nvos32AllocSizeRange,
+        CStruct::camel("NVOS32_PARAMETERS")
+            .within("data.AllocSizeRange")
+            .renamed(HEAP_RENAMES)
+    );
+    layout!(
+        t,
+        abi::Nvos32AllocTiledPitchHeight,
+        CStruct::camel("NVOS32_PARAMETERS")
+            .within("data.AllocTiledPitchHeight")
+            .renamed(HEAP_RENAMES)
+    );
+    layout!(
+        t,
+        abi::Nvos32Free,
+        CStruct::camel("NVOS32_PARAMETERS").within("data.Free")
+    );
+    layout!(
+        t,
+        abi::Nvos32Info,
+        CStruct::camel("NVOS32_PARAMETERS").within("data.Info")
+    );
+    t.konst(
+        "offsetof(NVOS32_PARAMETERS, data)",
+        abi::NVOS32_DATA_OFFSET as u64,
+        "abi::NVOS32_DATA_OFFSET",
+    );
+    layout!(t, abi::Nvos33, CStruct::camel("NVOS33_PARAMETERS"));
+    layout!(
+        t,
+        abi::Nvos33WithFd,
+        CStruct::snake("nv_ioctl_nvos33_parameters_with_fd")
+    );
+    layout!(t, abi::Nvos34, CStruct::camel("NVOS34_PARAMETERS"));
+    layout!(t, abi::PciInfo, CStruct::snake("nv_pci_info_t"));
+    layout!(t, abi::CardInfo, CStruct::snake("nv_ioctl_card_info_t"));
+    layout!(
+        t,
+        abi::RmApiVersion,
+        CStruct::camel("nv_ioctl_rm_api_version_t")
+    );
+    layout!(t, abi::RegisterFd, CStruct::snake("nv_ioctl_register_fd_t"));
+    layout!(
+        t,
+        abi::OsEvent,
+        CStruct::camel("nv_ioctl_alloc_os_event_t").renamed(&[("status", "Status")])
+    );
+    layout!(t, abi::SysParams, CStruct::snake("nv_ioctl_sys_params_t"));
+    layout!(
+        t,
+        abi::WaitOpenComplete,
+        CStruct::camel("nv_ioctl_wait_open_complete_t")
+    );
+}
+
+fn params(t: &mut Table) {
+    layout!(
+        t,
+        abi::MemoryAllocationParams,
+        CStruct::camel("NV_MEMORY_ALLOCATION_PARAMS").renamed(&[
+            ("surface_type", "type"),
+            ("h_va_space", "hVASpace"),
+            ("internal_flags", "internalflags"),
+        ])
+    );
+    layout!(
+        t,
+        abi::DeviceAllocParams,
+        CStruct::camel("NV0080_ALLOC_PARAMETERS")
+    );
+    layout!(
+        t,
+        abi::SubdeviceAllocParams,
+        CStruct::camel("NV2080_ALLOC_PARAMETERS")
+    );
+    layout!(
+        t,
+        abi::EventAllocParams,
+        CStruct::camel("NV0005_ALLOC_PARAMETERS")
+    );
+    layout!(
+        t,
+        abi::MemoryDescParams,
+        CStruct::camel("NV_MEMORY_DESC_PARAMS")
+    );
+    layout!(
+        t,
+        abi::ChannelAllocParams,
+        CStruct::camel("NV_CHANNEL_ALLOC_PARAMS").renamed(&[
+            ("h_va_space", "hVASpace"),
+            ("process_id", "ProcessID"),
+            ("sub_process_id", "SubProcessID"),
+            ("tpc_config_id", "tpcConfigID"),
+        ])
+    );
+    layout!(
+        t,
+        abi::ChannelGroupAllocParams,
+        CStruct::camel("NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS")
+            .renamed(&[("h_va_space", "hVASpace")])
+    );
+    layout!(
+        t,
+        abi::CtxShareAllocParams,
+        CStruct::camel("NV_CTXSHARE_ALLOCATION_PARAMETERS").renamed(&[("h_va_space", "hVASpace")])
+    );
+    layout!(
+        t,
+        abi::GidInfoParams,
+        CStruct::camel("NV2080_CTRL_GPU_GET_GID_INFO_PARAMS")
+    );
+    layout!(
+        t,
+        abi::VaSpaceAllocParams,
+        CStruct::camel("NV_VASPACE_ALLOCATION_PARAMETERS")
+    );
+    layout!(
+        t,
+        abi::UsermodeAllocParams,
+        CStruct::camel("NV_HOPPER_USERMODE_A_PARAMS")
+    );
+    layout!(t, abi::InfoEntry, CStruct::camel("NV2080_CTRL_FB_INFO"));
+    layout!(
+        t,
+        abi::FbGetInfoV2Params,
+        CStruct::camel("NV2080_CTRL_FB_GET_INFO_V2_PARAMS")
+            .renamed(&[("list_size", "fbInfoListSize"), ("list", "fbInfoList")])
+    );
+    layout!(
+        t,
+        abi::FbGetInfoV1Params,
+        CStruct::camel("NV2080_CTRL_FB_GET_INFO_PARAMS")
+            .renamed(&[("list_size", "fbInfoListSize"), ("list_ptr", "fbInfoList")])
+    );
+    layout!(
+        t,
+        abi::GetSurfaceInfoParams,
+        CStruct::camel("NV0041_CTRL_GET_SURFACE_INFO_PARAMS").renamed(&[
+            ("list_size", "surfaceInfoListSize"),
+            ("list_ptr", "surfaceInfoList"),
+        ])
+    );
+    layout!(
+        t,
+        abi::GpuGetInfoV2Params,
+        CStruct::camel("NV2080_CTRL_GPU_GET_INFO_V2_PARAMS")
+            .renamed(&[("list_size", "gpuInfoListSize"), ("list", "gpuInfoList")])
+    );
+    layout!(
+        t,
+        abi::GpfifoScheduleParams,
+        CStruct::camel("NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS")
+    );
+    layout!(
+        t,
+        abi::TimesliceParams,
+        CStruct::camel("NVA06C_CTRL_TIMESLICE_PARAMS")
+    );
+    layout!(
+        t,
+        abi::PreemptParams,
+        CStruct::camel("NVA06C_CTRL_PREEMPT_PARAMS")
+    );
+    layout!(
+        t,
+        abi::InterleaveLevelParams,
+        CStruct::camel("NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS")
+    );
+    layout!(
+        t,
+        abi::MakeRealtimeParams,
+        CStruct::camel("NVA06C_CTRL_MAKE_REALTIME_PARAMS")
+    );
+    layout!(
+        t,
+        abi::StopChannelParams,
+        CStruct::camel("NVA06F_CTRL_STOP_CHANNEL_PARAMS")
+    );
+    layout!(
+        t,
+        abi::FifoDisableChannelsParams,
+        CStruct::camel("NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS")
+    );
+    layout!(
+        t,
+        abi::WorkSubmitTokenParams,
+        CStruct::camel("NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS")
+    );
+    layout!(
+        t,
+        abi::GpuGetIdInfoV2Params,
+        CStruct::camel("NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS")
+    );
+    layout!(
+        t,
+        abi::GpuGetAttachedIdsParams,
+        CStruct::camel("NV0000_CTRL_GPU_GET_ATTACHED_IDS_PARAMS")
+    );
+    layout!(
+        t,
+        abi::ClassListV2Params,
+        CStruct::camel("NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS")
+    );
+}
+
+fn constants(t: &mut Table) {
+    consts!(t, "", status:
+        NV_OK, NV_ERR_BUFFER_TOO_SMALL, NV_ERR_BUSY_RETRY, NV_ERR_GPU_UUID_NOT_FOUND,
+        NV_ERR_ILLEGAL_ACTION, NV_ERR_IN_USE, NV_ERR_INSUFFICIENT_RESOURCES,
+        NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ADDRESS, NV_ERR_INVALID_ARGUMENT,
+        NV_ERR_INVALID_CHANNEL, NV_ERR_INVALID_CLASS, NV_ERR_INVALID_CLIENT,
+        NV_ERR_INVALID_COMMAND, NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_FLAGS,
+        NV_ERR_INVALID_FUNCTION, NV_ERR_INVALID_LIMIT, NV_ERR_INVALID_OBJECT,
+        NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_INVALID_OBJECT_NEW, NV_ERR_INVALID_OBJECT_OLD,
+        NV_ERR_INVALID_OBJECT_PARENT, NV_ERR_INVALID_OFFSET, NV_ERR_INVALID_PARAM_STRUCT,
+        NV_ERR_INVALID_POINTER, NV_ERR_INVALID_STATE, NV_ERR_MORE_PROCESSING_REQUIRED,
+        NV_ERR_NO_MEMORY, NV_ERR_NOT_SUPPORTED, NV_ERR_OBJECT_NOT_FOUND,
+        NV_ERR_OPERATING_SYSTEM, NV_ERR_OTHER_DEVICE_FOUND, NV_ERR_OUT_OF_RANGE,
+        NV_ERR_PAGE_TABLE_NOT_AVAIL, NV_ERR_STATE_IN_USE, NV_ERR_SIGNAL_PENDING,
+        NV_ERR_TIMEOUT, NV_ERR_UVM_ADDRESS_IN_USE, NV_ERR_GENERIC, NV_WARN_NOTHING_TO_DO,
+    );
+    consts!(t, "", class:
+        NV01_ROOT, NV01_ROOT_NON_PRIV, NV01_ROOT_CLIENT, NV01_EVENT, NV01_EVENT_OS_EVENT,
+        NV01_DEVICE_0, NV20_SUBDEVICE_0, NV01_MEMORY_SYSTEM, NV01_MEMORY_LOCAL_USER,
+        NV01_MEMORY_VIRTUAL, NV01_MEMORY_LOCAL_PHYSICAL, NV_MEMORY_FABRIC,
+        NV50_MEMORY_VIRTUAL, FERMI_CONTEXT_SHARE_A, FERMI_VASPACE_A, KEPLER_CHANNEL_GROUP_A,
+        KEPLER_CHANNEL_GPFIFO_A, KEPLER_CHANNEL_GPFIFO_B, MAXWELL_CHANNEL_GPFIFO_A,
+        PASCAL_CHANNEL_GPFIFO_A, VOLTA_CHANNEL_GPFIFO_A, TURING_CHANNEL_GPFIFO_A,
+        AMPERE_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A, BLACKWELL_CHANNEL_GPFIFO_A,
+        BLACKWELL_CHANNEL_GPFIFO_B, VOLTA_USERMODE_A, TURING_USERMODE_A, AMPERE_USERMODE_A,
+        HOPPER_USERMODE_A, BLACKWELL_USERMODE_A, AMPERE_COMPUTE_A, AMPERE_COMPUTE_B,
+        ADA_COMPUTE_A, HOPPER_COMPUTE_A, AMPERE_DMA_COPY_A, AMPERE_DMA_COPY_B,
+        HOPPER_DMA_COPY_A,
+    );
+    t.konst(
+        "NVC361_NOTIFY_CHANNEL_PENDING",
+        class::USERMODE_DOORBELL_OFFSET as u64,
+        "class::USERMODE_DOORBELL_OFFSET",
+    );
+    consts!(t, "", engine: NV2080_ENGINE_TYPE_GRAPHICS, NV2080_ENGINE_TYPE_COPY0);
+    // Blackwell's USERD (clc96f.h, clca6f.h) has `GPPut` only.
+    for (ty, has_get) in [
+        ("Nvc36fControl", true),
+        ("Nvc46fControl", true),
+        ("Nvc56fControl", true),
+        ("Nvc86fControl", true),
+        ("Nvc96fControl", false),
+        ("Nvca6fControl", false),
+    ] {
+        if has_get {
+            t.konst(
+                &format!("offsetof({ty}, GPGet)"),
+                abi::userd::GP_GET as u64,
+                "abi::userd::GP_GET",
+            );
+        }
+        t.konst(
+            &format!("offsetof({ty}, GPPut)"),
+            abi::userd::GP_PUT as u64,
+            "abi::userd::GP_PUT",
+        );
+    }
+    consts!(t, "", ctrl:
+        NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+        NV0000_CTRL_CMD_GPU_GET_ID_INFO, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+        NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, NV0041_CTRL_CMD_GET_SURFACE_INFO,
+        NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, NV2080_CTRL_CMD_GPU_GET_INFO_V2,
+        NV2080_CTRL_CMD_GPU_GET_GID_INFO, NV2080_CTRL_CMD_GPU_GET_PIDS,
+        NV2080_CTRL_CMD_GPU_GET_PID_INFO, NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+        NV2080_CTRL_CMD_FB_GET_INFO, NV2080_CTRL_CMD_FB_GET_INFO_V2,
+        NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+        NVA06C_CTRL_CMD_BIND, NVA06C_CTRL_CMD_SET_TIMESLICE, NVA06C_CTRL_CMD_GET_TIMESLICE,
+        NVA06C_CTRL_CMD_PREEMPT, NVA06C_CTRL_CMD_GET_INFO, NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+        NVA06C_CTRL_CMD_GET_INTERLEAVE_LEVEL, NVA06C_CTRL_CMD_MAKE_REALTIME,
+        NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, NVA06F_CTRL_CMD_STOP_CHANNEL,
+        NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+    );
+    // The open headers leave out the command macro of this privileged
+    // control; its number is its GET sibling's interface with its own
+    // message id, the way FINN builds every control number.
+    t.konst(
+        "((NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG & ~0xffU) | NV2080_CTRL_GPU_SET_COMPUTE_POLICY_CONFIG_PARAMS_MESSAGE_ID)",
+        ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG.into(),
+        "ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG",
+    );
+    consts!(t, "NV2080_CTRL_FB_INFO_INDEX_", fb_info:
+        BAR1_SIZE, RAM_SIZE, TOTAL_RAM_SIZE, HEAP_SIZE, MAPPABLE_HEAP_SIZE, BUS_WIDTH,
+        FB_TAX_SIZE_KB, HEAP_BASE_KB, LARGEST_FREE_REGION_SIZE_KB,
+        LARGEST_FREE_REGION_BASE_KB, HEAP_FREE, BAR1_AVAIL_SIZE, HEAP_START,
+        USABLE_RAM_SIZE,
+    );
+    consts!(t, "NV2080_CTRL_FB_INFO_", fb_info: MAX_LIST_SIZE);
+    consts!(t, "NV0041_CTRL_SURFACE_INFO_INDEX_", surface_info:
+        ATTRS, PHYS_SIZE_LO, PHYS_SIZE_HI, COMPR_COVERAGE, PHYS_SIZE, PHYS_ATTR,
+        ADDR_SPACE_TYPE,
+    );
+    t.konst(
+        "NV2080_CTRL_GPU_INFO_MAX_LIST_SIZE",
+        abi::GPU_INFO_MAX_LIST_SIZE as u64,
+        "abi::GPU_INFO_MAX_LIST_SIZE",
+    );
+    t.konst(
+        "NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE",
+        abi::CLASSLIST_MAX_SIZE as u64,
+        "abi::CLASSLIST_MAX_SIZE",
+    );
+    t.konst(
+        "NV0000_CTRL_GPU_MAX_ATTACHED_GPUS",
+        abi::MAX_ATTACHED_GPUS as u64,
+        "abi::MAX_ATTACHED_GPUS",
+    );
+    t.konst(
+        "NV0000_CTRL_GPU_INVALID_ID",
+        abi::GPU_INVALID_ID.into(),
+        "abi::GPU_INVALID_ID",
+    );
+    t.konst(
+        "NV2080_CTRL_FIFO_DISABLE_CHANNELS_MAX_ENTRIES",
+        abi::DISABLE_CHANNELS_MAX_ENTRIES as u64,
+        "abi::DISABLE_CHANNELS_MAX_ENTRIES",
+    );
+    t.konst(
+        "NV_MAX_SUBDEVICES",
+        abi::MAX_SUBDEVICES as u64,
+        "abi::MAX_SUBDEVICES",
+    );
+    t.konst(
+        "NVA06C_CTRL_CMD_PREEMPT_MAX_MANUAL_TIMEOUT_US",
+        abi::PREEMPT_MAX_MANUAL_TIMEOUT_US.into(),
+        "abi::PREEMPT_MAX_MANUAL_TIMEOUT_US",
+    );
+    t.konst(
+        "NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY",
+        abi::GID_FLAGS_FORMAT_BINARY.into(),
+        "abi::GID_FLAGS_FORMAT_BINARY",
+    );
+    t.konst(
+        "NVOS64_FLAGS_FINN_SERIALIZED",
+        abi::NVOS64_FLAGS_FINN_SERIALIZED.into(),
+        "abi::NVOS64_FLAGS_FINN_SERIALIZED",
+    );
+    consts!(t, "NVOS32_", heap:
+        FUNCTION_ALLOC_SIZE, FUNCTION_FREE, FUNCTION_INFO, FUNCTION_ALLOC_TILED_PITCH_HEIGHT,
+        FUNCTION_ALLOC_SIZE_RANGE, TYPE_IMAGE, ALLOC_FLAGS_IGNORE_BANK_PLACEMENT,
+        ALLOC_FLAGS_ALIGNMENT_FORCE, ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED,
+        ALLOC_FLAGS_MAP_NOT_REQUIRED, ALLOC_FLAGS_PERSISTENT_VIDMEM, ALLOC_FLAGS_VIRTUAL,
+        ATTR_PAGE_SIZE_DEFAULT, ATTR_PAGE_SIZE_4KB, ATTR_PAGE_SIZE_BIG, ATTR_PAGE_SIZE_HUGE,
+        ATTR_LOCATION_VIDMEM, ATTR_LOCATION_PCI, ATTR_LOCATION_ANY,
+        ATTR_PHYSICALITY_DEFAULT, ATTR_PHYSICALITY_NONCONTIGUOUS,
+        ATTR_PHYSICALITY_CONTIGUOUS, ATTR_PHYSICALITY_ALLOW_NONCONTIGUOUS,
+        ATTR_COHERENCY_UNCACHED, ATTR_COHERENCY_CACHED, ATTR_COHERENCY_WRITE_COMBINE,
+        ATTR2_GPU_CACHEABLE_YES, ATTR2_GPU_CACHEABLE_NO,
+    );
+    t.konst(
+        "NVOS32_FREE_FLAGS_MEMORY_HANDLE_PROVIDED",
+        heap::FREE_FLAGS_MEMORY_HANDLE_PROVIDED.into(),
+        "heap::FREE_FLAGS_MEMORY_HANDLE_PROVIDED",
+    );
+    for (c, f, item) in [
+        (
+            "NVOS32_ATTR_PAGE_SIZE",
+            heap::ATTR_PAGE_SIZE,
+            "heap::ATTR_PAGE_SIZE",
+        ),
+        (
+            "NVOS32_ATTR_LOCATION",
+            heap::ATTR_LOCATION,
+            "heap::ATTR_LOCATION",
+        ),
+        (
+            "NVOS32_ATTR_PHYSICALITY",
+            heap::ATTR_PHYSICALITY,
+            "heap::ATTR_PHYSICALITY",
+        ),
+        (
+            "NVOS32_ATTR_COHERENCY",
+            heap::ATTR_COHERENCY,
+            "heap::ATTR_COHERENCY",
+        ),
+        (
+            "NVOS32_ATTR2_GPU_CACHEABLE",
+            heap::ATTR2_GPU_CACHEABLE,
+            "heap::ATTR2_GPU_CACHEABLE",
+        ),
+        (
+            "NVOS02_FLAGS_PHYSICALITY",
+            os02::FLAGS_PHYSICALITY,
+            "os02::FLAGS_PHYSICALITY",
+        ),
+        (
+            "NVOS02_FLAGS_LOCATION",
+            os02::FLAGS_LOCATION,
+            "os02::FLAGS_LOCATION",
+        ),
+        (
+            "NVOS02_FLAGS_COHERENCY",
+            os02::FLAGS_COHERENCY,
+            "os02::FLAGS_COHERENCY",
+        ),
+        ("NVOS02_FLAGS_ALLOC", os02::FLAGS_ALLOC, "os02::FLAGS_ALLOC"),
+        (
+            "NVOS33_FLAGS_ACCESS",
+            os33::FLAGS_ACCESS,
+            "os33::FLAGS_ACCESS",
+        ),
+        (
+            "NVOS33_FLAGS_MAPPING",
+            os33::FLAGS_MAPPING,
+            "os33::FLAGS_MAPPING",
+        ),
+        (
+            "NVOS33_FLAGS_CACHING_TYPE",
+            os33::FLAGS_CACHING_TYPE,
+            "os33::FLAGS_CACHING_TYPE",
+        ),
+    ] {
+        t.bitfield(c, f, item);
+    }
+    consts!(t, "NVOS02_", os02: FLAGS_LOCATION_PCI, FLAGS_LOCATION_VIDMEM, FLAGS_ALLOC_NONE);
+    consts!(t, "NVOS33_", os33:
+        FLAGS_ACCESS_READ_WRITE, FLAGS_ACCESS_READ_ONLY, FLAGS_ACCESS_WRITE_ONLY,
+        FLAGS_CACHING_TYPE_CACHED, FLAGS_CACHING_TYPE_UNCACHED,
+        FLAGS_CACHING_TYPE_WRITECOMBINED, FLAGS_CACHING_TYPE_DEFAULT,
+    );
+    consts!(t, "NV_VASPACE_ALLOCATION_", vaspace:
+        INDEX_GPU_NEW, INDEX_GPU_HOST, FLAGS_IS_EXTERNALLY_OWNED, FLAGS_ENABLE_PAGE_FAULTING,
+    );
+    consts!(t, "NV_CTXSHARE_ALLOCATION_", ctxshare:
+        FLAGS_SUBCONTEXT_SYNC, FLAGS_SUBCONTEXT_ASYNC, FLAGS_SUBCONTEXT_SPECIFIED,
+    );
+    consts!(t, "NV_RM_API_VERSION_", version:
+        CMD_STRICT, CMD_RELAXED, CMD_QUERY, REPLY_UNRECOGNIZED, REPLY_RECOGNIZED,
+        STRING_LENGTH,
+    );
+}
+
+/// The kernel-client interface, with the params union's members as
+/// `members` says (the project's `rmops::MEMBERS`; a test passes a seeded
+/// wrong one).
+pub fn kernel_client(t: &mut Table, members: &[rmops::Member]) {
+    use core::mem::{offset_of, size_of};
+    use rmops::{GpuInfo, PciLocation, RmOpsTable};
+    let ty = "nvidia_kernel_rmapi_ops_t";
+    t.konst(
+        &format!("sizeof({ty})"),
+        rmops::CMD_SIZE as u64,
+        "rmops::CMD_SIZE",
+    );
+    t.konst(
+        &format!("offsetof({ty}, params)"),
+        rmops::PARAMS_OFFSET as u64,
+        "rmops::PARAMS_OFFSET",
+    );
+    t.konst(
+        &format!("sizeof((({ty} *)0)->params)"),
+        rmops::PARAMS_SIZE as u64,
+        "rmops::PARAMS_SIZE",
+    );
+    for m in members {
+        let name = m.name;
+        t.konst(
+            &format!("sizeof((({ty} *)0)->params.{name})"),
+            m.size as u64,
+            &format!("rmops::MEMBERS[{name}].size"),
+        );
+        t.konst(
+            &format!("offsetof({ty}, params.{name})"),
+            rmops::PARAMS_OFFSET as u64,
+            &format!("rmops::MEMBERS[{name}]"),
+        );
+    }
+    consts!(t, "NV01_", op: FREE, ALLOC_MEMORY);
+    consts!(t, "NV04_", op:
+        VID_HEAP_CONTROL, MAP_MEMORY, UNMAP_MEMORY, ALLOC_CONTEXT_DMA, MAP_MEMORY_DMA,
+        UNMAP_MEMORY_DMA, BIND_CONTEXT_DMA, CONTROL, ADD_VBLANK_CALLBACK, SHARE,
+    );
+    t.konst("NV04_ALLOC", op::ALLOC.into(), "rmops::op::ALLOC");
+    t.konst("NV04_DUP_OBJECT", op::DUP.into(), "rmops::op::DUP");
+
+    let ty = "nvidia_modeset_rm_ops_t";
+    t.konst(
+        &format!("sizeof({ty})"),
+        size_of::<RmOpsTable>() as u64,
+        "rmops::RmOpsTable",
+    );
+    for (c, off) in [
+        ("version_string", offset_of!(RmOpsTable, version_string)),
+        (
+            "system_info.allow_write_combining",
+            offset_of!(RmOpsTable, allow_write_combining),
+        ),
+        ("alloc_stack", offset_of!(RmOpsTable, alloc_stack)),
+        ("free_stack", offset_of!(RmOpsTable, free_stack)),
+        ("enumerate_gpus", offset_of!(RmOpsTable, enumerate_gpus)),
+        ("open_gpu", offset_of!(RmOpsTable, open_gpu)),
+        ("close_gpu", offset_of!(RmOpsTable, close_gpu)),
+        ("op", offset_of!(RmOpsTable, op)),
+        ("set_callbacks", offset_of!(RmOpsTable, set_callbacks)),
+    ] {
+        t.konst(
+            &format!("offsetof({ty}, {c})"),
+            off as u64,
+            &format!("rmops::RmOpsTable.{c}"),
+        );
+    }
+    let ty = "nv_gpu_info_t";
+    t.konst(
+        &format!("sizeof({ty})"),
+        size_of::<GpuInfo>() as u64,
+        "rmops::GpuInfo",
+    );
+    for (c, off, size) in [
+        ("gpu_id", offset_of!(GpuInfo, gpu_id), 4),
+        (
+            "pci_info",
+            offset_of!(GpuInfo, pci_info),
+            size_of::<PciLocation>(),
+        ),
+        (
+            "pci_info.domain",
+            offset_of!(GpuInfo, pci_info) + offset_of!(PciLocation, domain),
+            4,
+        ),
+        (
+            "pci_info.bus",
+            offset_of!(GpuInfo, pci_info) + offset_of!(PciLocation, bus),
+            1,
+        ),
+        (
+            "pci_info.slot",
+            offset_of!(GpuInfo, pci_info) + offset_of!(PciLocation, slot),
+            1,
+        ),
+        (
+            "pci_info.function",
+            offset_of!(GpuInfo, pci_info) + offset_of!(PciLocation, function),
+            1,
+        ),
+        ("needs_numa_setup", offset_of!(GpuInfo, needs_numa_setup), 1),
+        ("is_soc_disp", offset_of!(GpuInfo, is_soc_disp), 1),
+        ("os_device_ptr", offset_of!(GpuInfo, os_device_ptr), 8),
+    ] {
+        t.konst(
+            &format!("offsetof({ty}, {c})"),
+            off as u64,
+            &format!("rmops::GpuInfo.{c}"),
+        );
+        t.konst(
+            &format!("sizeof((({ty} *)0)->{c})"),
+            size as u64,
+            &format!("rmops::GpuInfo.{c}"),
+        );
+    }
+    t.konst("NV_MAX_GPUS", rmops::MAX_GPUS as u64, "rmops::MAX_GPUS");
+}
+
+fn uvm_rows(t: &mut Table) {
+    use uvm::Command as C;
+    for c in uvm::COMMANDS {
+        let (name, params) = uvm_c_name(c);
+        t.konst(
+            name,
+            c.number().into(),
+            &format!("uvm::Command::{c:?}.number"),
+        );
+        match params {
+            None => assert_eq!(c.size(), 0, "{c:?} has a block"),
+            Some(ty) => {
+                t.konst(
+                    &format!("sizeof({ty})"),
+                    c.size() as u64,
+                    &format!("uvm::Command::{c:?}.size"),
+                );
+                if let Some(off) = c.status_offset() {
+                    t.konst(
+                        &format!("offsetof({ty}, rmStatus)"),
+                        off as u64,
+                        &format!("uvm::Command::{c:?}.status_offset"),
+                    );
+                }
+            }
+        }
+        // The block's layout, field by field, where the project decodes it.
+        let gpu_uuid_snake: &[(&str, &str)] = &[("gpu_uuid", "gpu_uuid")];
+        let requested: &[(&str, &str)] = &[("base", "requestedBase")];
+        match (c, params) {
+            (_, None) | (C::Deinitialize, _) => {}
+            (C::Initialize, Some(ty)) => layout!(t, uvm::InitializeParams, CStruct::camel(ty)),
+            (C::MmInitialize, Some(ty)) => {
+                layout!(t, uvm::MmInitializeParams, CStruct::camel(ty))
+            }
+            (C::RegisterGpu, Some(ty)) => layout!(
+                t,
+                uvm::RegisterGpuParams,
+                CStruct::camel(ty).renamed(gpu_uuid_snake)
+            ),
+            (C::UnregisterGpu, Some(ty)) => layout!(
+                t,
+                uvm::GpuParams,
+                CStruct::camel(ty).renamed(gpu_uuid_snake)
+            ),
+            (C::UnregisterGpuVaspace, Some(ty)) => {
+                layout!(t, uvm::GpuParams, CStruct::camel(ty))
+            }
+            (C::RegisterGpuVaspace, Some(ty)) => {
+                layout!(t, uvm::RegisterGpuVaspaceParams, CStruct::camel(ty))
+            }
+            (C::RegisterChannel, Some(ty)) => {
+                layout!(t, uvm::RegisterChannelParams, CStruct::camel(ty))
+            }
+            (C::UnregisterChannel, Some(ty)) => {
+                layout!(t, uvm::UnregisterChannelParams, CStruct::camel(ty))
+            }
+            (C::EnablePeerAccess | C::DisablePeerAccess, Some(ty)) => {
+                layout!(t, uvm::PeerAccessParams, CStruct::camel(ty))
+            }
+            (C::MapExternalAllocation, Some(ty)) => {
+                layout!(t, uvm::MapExternalAllocationParams, CStruct::camel(ty))
+            }
+            (C::Free, Some(ty)) => layout!(t, uvm::FreeParams, CStruct::camel(ty)),
+            (C::PageableMemAccess, Some(ty)) => {
+                layout!(t, uvm::PageableMemAccessParams, CStruct::camel(ty))
+            }
+            (C::SetPreferredLocation, Some(ty)) => {
+                layout!(t, uvm::SetPreferredLocationParams, CStruct::camel(ty))
+            }
+            (
+                C::UnsetPreferredLocation | C::EnableReadDuplication | C::DisableReadDuplication,
+                Some(ty),
+            ) => layout!(t, uvm::RangeParams, CStruct::camel(ty).renamed(requested)),
+            (C::ValidateVaRange | C::CreateExternalRange, Some(ty)) => {
+                layout!(t, uvm::RangeParams, CStruct::camel(ty))
+            }
+            (C::SetAccessedBy | C::UnsetAccessedBy, Some(ty)) => layout!(
+                t,
+                uvm::RangeGpuParams,
+                CStruct::camel(ty)
+                    .renamed(&[("base", "requestedBase"), ("uuid", "accessedByUuid")])
+            ),
+            (C::UnmapExternal, Some(ty)) => layout!(
+                t,
+                uvm::RangeGpuParams,
+                CStruct::camel(ty).renamed(&[("uuid", "gpuUuid")])
+            ),
+            (C::Migrate, Some(ty)) => layout!(t, uvm::MigrateParams, CStruct::camel(ty)),
+            (C::AllocSemaphorePool, Some(ty)) => {
+                layout!(t, uvm::AllocSemaphorePoolParams, CStruct::camel(ty))
+            }
+        }
+    }
+    layout!(
+        t,
+        uvm::GpuMappingAttributes,
+        CStruct::camel("UvmGpuMappingAttributes")
+    );
+    t.konst(
+        "UVM_MAX_GPUS",
+        uvm::MAX_GPU_ATTRIBUTES as u64,
+        "uvm::MAX_GPU_ATTRIBUTES",
+    );
+    consts!(t, "UVM_INIT_FLAGS_", init_flags: DISABLE_HMM, MULTI_PROCESS_SHARING_MODE);
+    t.konst(
+        "UVM_MIGRATE_FLAG_ASYNC",
+        uvm::migrate_flags::ASYNC.into(),
+        "uvm::migrate_flags::ASYNC",
+    );
+    t.konst(
+        "sizeof(NvProcessorUuid)",
+        core::mem::size_of::<uvm::Uuid>() as u64,
+        "uvm::Uuid",
+    );
+    for (i, b) in uvm::CPU_UUID.iter().enumerate() {
+        t.konst(
+            &format!("NV_PROCESSOR_UUID_CPU_DEFAULT.uuid[{i}]"),
+            (*b).into(),
+            &format!("uvm::CPU_UUID[{i}]"),
+        );
+    }
+}
+
+/// The C program that prints every row's expression and its value, one
+/// `expr<TAB>value` line each: compiled by `scripts/conformance.sh` against
+/// a release's headers.
+pub fn probe_source(t: &Table) -> String {
+    let mut s = String::new();
+    s.push_str("/* Generated by `cargo run -p vgpu-conformance --bin probe`: do not edit. */\n");
+    s.push_str("#include <stddef.h>\n#include <stdio.h>\n");
+    for h in HEADERS {
+        let _ = writeln!(s, "#include \"{h}\"");
+    }
+    s.push_str("int main(void)\n{\n");
+    let mut seen = std::collections::BTreeSet::new();
+    for r in t.rows.iter().filter(|r| seen.insert(r.expr.as_str())) {
+        let _ = writeln!(
+            s,
+            "    printf(\"%s\\t%llu\\n\", \"{}\", (unsigned long long)({}));",
+            r.expr, r.expr
+        );
+    }
+    s.push_str("    return 0;\n}\n");
+    s
+}
+
+/// A facts file: `expr<TAB>value` lines; `#` starts a comment line.
+pub fn parse_facts(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let mut m = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (k, v) = line
+            .split_once('\t')
+            .ok_or_else(|| format!("line {}: no tab", i + 1))?;
+        let v: u64 = v
+            .parse()
+            .map_err(|_| format!("line {}: bad value {v:?}", i + 1))?;
+        if m.insert(k.to_string(), v).is_some() {
+            return Err(format!("line {}: {k} twice", i + 1));
+        }
+    }
+    Ok(m)
+}
+
+/// Every row whose value differs from the facts, or that the facts lack:
+/// one message each.
+pub fn compare(t: &Table, facts: &BTreeMap<String, u64>) -> Vec<String> {
+    let mut bad = Vec::new();
+    for r in &t.rows {
+        match facts.get(&r.expr) {
+            None => bad.push(format!(
+                "{}: `{}` is not in the facts file (regenerate it with scripts/conformance.sh)",
+                r.item, r.expr
+            )),
+            Some(&v) if v != r.value => bad.push(format!(
+                "{}: the project says {} ({:#x}), NVIDIA's headers say `{}` = {} ({:#x})",
+                r.item, r.value, r.value, r.expr, v, v
+            )),
+            Some(_) => {}
+        }
+    }
+    bad
+}
+
+/// The release the project's tables are for.
+pub const RELEASE: &str = nv::RELEASE;
