@@ -19,6 +19,7 @@ cd "$VGPU_TOP"
 
 scripts/vm.sh --timeout 900 double.fairness_two_tsgs bench >/dev/null || { cat build/vm-fast/tap.log; exit 1; }
 log=build/vm-fast/tap.log
+report=$(
 echo "== driver double engine fairness (2 TSGs, equal timeslice, 5 s)"
 grep '# double.fairness' "$log" | sed 's/^# double.fairness: /  /'
 split=$(grep -m1 '# double.fairness: [0-9]' "$log" | sed 's/.*: \([0-9.]*\)% \/ \([0-9.]*\)%.*/\1 \2/')
@@ -28,3 +29,28 @@ echo "== per-ioctl cost through vgpu (median of 21 alternating rounds)"
 grep '# bench:' "$log" | sed 's/^# bench: /  /'
 echo "== compute shares (saturating tenants on the double's engine)"
 grep '# compute:' "$log" | sed 's/^# compute: /  /'
+)
+echo "$report"
+
+# Every target is checked: the value is the last number before "(target",
+# and a line that reports no steady state misses its target. Fewer target
+# lines than the benches print means a bench did not report: also a miss.
+echo "== targets"
+echo "$report" | awk -v want=9 '
+    /no steady state/ { miss[++m] = $0 }
+    /\(target (<=|>=) [0-9.]+/ {
+        n++
+        head = substr($0, 1, index($0, "(target") - 1)
+        k = split(head, w, /[^0-9.]+/); v = ""
+        for (i = k; i >= 1; i--) if (w[i] ~ /^[0-9]*\.?[0-9]+$/) { v = w[i]; break }
+        t = substr($0, index($0, "(target") + 8)
+        split(t, tw, /[ ;)]+/); op = tw[1]; lim = tw[2]
+        ok = (v != "") && ((op == "<=" && v + 0 <= lim + 0) || (op == ">=" && v + 0 >= lim + 0))
+        if (!ok) miss[++m] = $0
+    }
+    END {
+        if (n < want) miss[++m] = sprintf("only %d of %d targets reported", n, want)
+        for (i = 1; i <= m; i++) printf "  MISSED: %s\n", miss[i]
+        if (m) { printf "  %d target(s) missed\n", m; exit 1 }
+        printf "  all %d targets met\n", n
+    }'

@@ -53,16 +53,23 @@ class VmCheck(unittest.TestCase):
         self.assertGreater(counts[1], 0)
 
     def test_kernel_reports(self):
-        for line in ["WARNING: CPU: 0 PID: 1 at mm/slub.c:1 foo",
-                     "BUG: KASAN: slab-use-after-free in vgpu_ioctl",
-                     "Oops: general protection fault",
-                     "kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
-                     "unreferenced object 0xffff888003a1b000 (size 64):",
-                     "WARNING: possible circular locking dependency detected",
-                     "rust_kernel: panicked at src/vgpu.rs:10:5"]:
+        # Each sample must be caught by its own pattern, not only by a
+        # generic one it also matches ("BUG: KASAN" matches "BUG").
+        for line, what in [("WARNING: CPU: 0 PID: 1 at mm/slub.c:1 foo", "WARNING"),
+                           ("BUG: KASAN: slab-use-after-free in vgpu_ioctl", "KASAN"),
+                           ("BUG: unable to handle page fault for address: 0", "BUG"),
+                           ("Oops: general protection fault", "oops/panic"),
+                           ("kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+                            "kmemleak"),
+                           ("unreferenced object 0xffff888003a1b000 (size 64):", "kmemleak"),
+                           ("WARNING: possible circular locking dependency detected", "lockdep"),
+                           ("WARNING: inconsistent lock state", "lockdep"),
+                           ("rust_kernel: panicked at src/vgpu.rs:10:5", "Rust panic"),
+                           ("Call Trace:", "call trace")]:
             rc, counts, out = check(GOOD_CONSOLE.replace("VGPU-VM-DONE", line + "\nVGPU-VM-DONE"), GOOD_TAP)
             self.assertNotEqual(rc, 0, line)
             self.assertGreater(counts[1], 0, line)
+            self.assertIn(f"kernel report ({what})", out, line)
 
     def test_kunit_failure_in_any_run(self):
         console = GOOD_CONSOLE + "# vgpu_nv_ioctl: pass:1 fail:1 skip:0 total:2\n"
@@ -89,9 +96,11 @@ class VmCheck(unittest.TestCase):
     def test_hang_or_timeout(self):
         rc, counts, _ = check(GOOD_CONSOLE.replace("VGPU-VM-DONE rc=0", ""), GOOD_TAP)
         self.assertNotEqual(rc, 0)
-        rc, _, _ = check(GOOD_CONSOLE, GOOD_TAP, qemu_rc=124)
+        self.assertGreater(counts[1], 0)
+        rc, counts, out = check(GOOD_CONSOLE, GOOD_TAP, qemu_rc=124)
         self.assertNotEqual(rc, 0)
         self.assertGreater(counts[1], 0)
+        self.assertIn("timed out", out)
 
     def test_guest_program_failure(self):
         rc, counts, out = check(GOOD_CONSOLE.replace("rc=0", "rc=1"), GOOD_TAP)

@@ -14,16 +14,19 @@ import os
 import re
 import sys
 
-# Kernel log patterns that mean the run is bad, whatever the tests said.
+# Kernel log patterns that mean the run is bad, whatever the tests said. The
+# first that matches names the report, so the specific ones (KASAN, kmemleak,
+# lockdep, Rust panics) come before the generic ones their lines also match
+# ("BUG: KASAN: ...", "WARNING: possible circular locking ...").
 REPORTS = [
-    (re.compile(r"\bBUG[: ]"), "BUG"),
-    (re.compile(r"\bOops\b|general protection fault|Kernel panic"), "oops/panic"),
-    (re.compile(r"WARNING: "), "WARNING"),
     (re.compile(r"KASAN"), "KASAN"),
     (re.compile(r"kmemleak: \d+ new suspected memory leaks|unreferenced object 0x"), "kmemleak"),
     (re.compile(r"possible (circular|recursive) locking|inconsistent lock state|"
                 r"lockdep|DEBUG_LOCKS_WARN_ON|suspicious RCU usage"), "lockdep"),
     (re.compile(r"rust_panic|panicked at"), "Rust panic"),
+    (re.compile(r"\bBUG[: ]"), "BUG"),
+    (re.compile(r"\bOops\b|general protection fault|Kernel panic"), "oops/panic"),
+    (re.compile(r"WARNING: "), "WARNING"),
     (re.compile(r"Call Trace:"), "call trace"),
 ]
 # Lines that match a pattern above but are not reports.

@@ -386,7 +386,7 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
                     mp,
                 );
             }
-        });
+        })?;
         let u = used(0)?;
         ensure!(u <= GIB, "used {u} past the 1 GiB ceiling");
         Ok(())
@@ -415,8 +415,7 @@ fn race_then_compare(
         // this thread; racing writes are the point.
         unsafe { (word as *mut u64).write_volatile(if flip { b } else { a }) };
     };
-    let r = while_racing(flipper, || (0..attempts).try_for_each(|_| call()));
-    r?;
+    while_racing(flipper, || (0..attempts).try_for_each(|_| call()))??;
     let vram = free0 - obs.heap_free()?;
     let charged = used(0)? - used0;
     ensure!(
@@ -902,7 +901,7 @@ fn card_info_never_shows_foreign_gpus() -> Outcome {
                 }
                 Ok(())
             })
-        })?;
+        })??;
         let n = seen.load(Relaxed);
         ensure!(n == 0, "GPU 1's record was seen {n} times");
         let _ = &mut buf;

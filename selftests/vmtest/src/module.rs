@@ -3,7 +3,7 @@
 //! The module's life cycle: load, nodes and class, refusals, unload.
 
 use crate::ensure;
-use crate::sys::{errno, exists, is_chardev, module_loaded, sh, Fd};
+use crate::sys::{delete_module, errno, exists, is_chardev, module_loaded, sh, Fd};
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
 
@@ -196,21 +196,54 @@ fn ioctl_forwarded_to_driver() -> Outcome {
     Ok(())
 }
 
+/// The driver module's reference count.
+fn nvidia_refcnt() -> Result<u64, String> {
+    let s = std::fs::read_to_string("/sys/module/nvidia/refcnt")
+        .map_err(|e| format!("/sys/module/nvidia/refcnt: {e}"))?;
+    s.trim()
+        .parse()
+        .map_err(|_| format!("/sys/module/nvidia/refcnt: {s:?}"))
+}
+
 fn driver_pinned_while_proxy_open() -> Outcome {
-    let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
-    // The proxy file holds a private file of the driver: it cannot go.
+    // vgpu's symbol dependency alone keeps `rmmod nvidia` out while vgpu is
+    // loaded; what an open proxy file adds is its private file of the
+    // driver, which holds one more reference on the driver's module until
+    // the proxy file is closed.
+    let before = nvidia_refcnt()?;
+    // What one open file of the driver holds on its module.
+    let direct = Fd::open("/dev/nvidiactl").map_err(|e| format!("open nvidiactl: errno {e}"))?;
+    let per_file = nvidia_refcnt()?.saturating_sub(before);
+    drop(direct);
     ensure!(
-        sh("rmmod nvidia").is_err(),
-        "rmmod nvidia succeeded under an open proxy"
+        per_file > 0,
+        "an open driver file holds no module reference"
     );
+    let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
+    let open = nvidia_refcnt()?;
+    let r = sh("rmmod nvidia");
     drop(fd);
+    let after = nvidia_refcnt()?;
+    ensure!(r.is_err(), "rmmod nvidia succeeded under an open proxy");
+    ensure!(
+        open == before + per_file,
+        "driver refcount {before} before the open, {open} with {CTL} open (want {} more, as one driver file)",
+        per_file
+    );
+    ensure!(
+        after == before,
+        "driver refcount {after} after the close, {before} before the open"
+    );
     Ok(())
 }
 
 fn unload_refused_while_open() -> Outcome {
     let fd = Fd::open(CTL).map_err(|e| format!("open {CTL}: errno {e}"))?;
-    let r = sh("rmmod vgpu");
-    ensure!(r.is_err(), "rmmod succeeded while {CTL} was open");
+    let r = delete_module("vgpu");
+    ensure!(
+        r == Err(libc::EAGAIN),
+        "rmmod vgpu while {CTL} was open: {r:?}, want EAGAIN"
+    );
     ensure!(module_loaded("vgpu"), "module gone while a file was open");
     drop(fd);
     Ok(())

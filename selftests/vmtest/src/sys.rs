@@ -409,23 +409,53 @@ pub fn remove_uvm_nodes() {
     let _ = std::fs::remove_file("/dev/nvidia-uvm-tools");
 }
 
-/// Runs `main` while another thread calls `racer` over and over (from
-/// before `main` starts until it returns); returns `main`'s value once the
-/// racer has stopped.
-pub fn while_racing<T>(mut racer: impl FnMut() + Send + 'static, main: impl FnOnce() -> T) -> T {
-    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+/// Runs `main` while another thread calls `racer` over and over: the racer
+/// has made its first call before `main` starts and keeps calling until
+/// `main` returns. Returns `main`'s value once the racer has stopped, or an
+/// error if the racer panicked or made no call while `main` ran (a race
+/// test whose racer never overlapped its calls tested nothing).
+pub fn while_racing<T>(
+    mut racer: impl FnMut() + Send + 'static,
+    main: impl FnOnce() -> T,
+) -> Result<T, String> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
     use std::sync::Arc;
     let stop = Arc::new(AtomicBool::new(false));
+    let runs = Arc::new(AtomicU64::new(0));
     let thread = {
-        let stop = stop.clone();
+        let (stop, runs) = (stop.clone(), runs.clone());
         std::thread::spawn(move || {
-            while !stop.load(Relaxed) {
+            while !stop.load(SeqCst) {
                 racer();
+                runs.fetch_add(1, SeqCst);
             }
         })
     };
+    while runs.load(SeqCst) == 0 && !thread.is_finished() {
+        std::thread::yield_now();
+    }
+    let start = runs.load(SeqCst);
     let r = main();
-    stop.store(true, Relaxed);
-    let _ = thread.join();
-    r
+    let during = runs.load(SeqCst) - start;
+    stop.store(true, SeqCst);
+    if thread.join().is_err() {
+        return Err("the racing thread panicked".into());
+    }
+    if during == 0 {
+        return Err("the racer made no call while the calls ran: nothing was raced".into());
+    }
+    Ok(r)
+}
+
+/// `rmmod name` as busybox does it (`delete_module(name, O_NONBLOCK)`):
+/// `Err(errno)` on failure, so a test can name the refusal it expects.
+pub fn delete_module(name: &str) -> Result<(), i32> {
+    let c = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a valid NUL-terminated module name and flags.
+    let r = unsafe { libc::syscall(libc::SYS_delete_module, c.as_ptr(), libc::O_NONBLOCK) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
 }

@@ -5,7 +5,8 @@
 
 use crate::ensure;
 use crate::sys::{
-    become_nobody, exists, in_child, is_chardev, join_cgroup, read_file, sh, write_file, Fd, Holder,
+    become_nobody, delete_module, exists, in_child, is_chardev, join_cgroup, read_file, sh,
+    write_file, Fd, Holder,
 };
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
@@ -312,8 +313,12 @@ fn busy_vgpu_cannot_change_or_go() -> Outcome {
         ensure!(e == Err(libc::EBUSY), "remove while open: {e:?}");
         let e = write_file(&attr(0, "gpu"), "0");
         ensure!(e == Err(libc::EBUSY), "gpu change while open: {e:?}");
-        let e = sh("rmmod vgpu");
-        ensure!(e.is_err(), "rmmod vgpu while a vGPU is open");
+        // A module in use: delete_module's EWOULDBLOCK (EAGAIN).
+        let e = delete_module("vgpu");
+        ensure!(
+            e == Err(libc::EAGAIN),
+            "rmmod vgpu while a vGPU is open: {e:?}, want EAGAIN"
+        );
         Ok(())
     })();
     drop(holder);
