@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot the vgpu test VM under QEMU (software emulation).
 #
-#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [SUITE...]
+#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
 # selftests, and check the run: TAP results, KUnit results from the kernel
@@ -11,11 +11,13 @@
 # tap.log = test output, counts = "passed failed" for scripts/test.sh).
 #
 # --shell boots to an interactive shell on this terminal (leave with
-# `reboot -f`, or Ctrl-A X).
+# `reboot -f`, or Ctrl-A X). --icount runs one CPU whose clock counts guest
+# instructions (QEMU -icount shift=0,sleep=off; logs in build/vm-<variant>-icount/),
+# for costs that repeat exactly (make bench).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-variant=fast mode=test timeout=""
+variant=fast mode=test timeout="" icount=""
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
     --shell) mode=shell; shift ;;
     --demo) mode=demo; shift ;;
     --timeout) timeout=$2; shift 2 ;;
+    --icount) icount=1; shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
@@ -36,12 +39,20 @@ done
 "$VGPU_TOP/scripts/initramfs.sh" "$variant"
 
 kdir="$VGPU_TOP/build/kernel-$variant"
-out="$VGPU_TOP/build/vm-$variant"
+out="$VGPU_TOP/build/vm-$variant${icount:+-icount}"
 rm -rf "$out" && mkdir -p "$out"
 args=$(IFS=,; echo "${suites[*]:-}")
 append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args"
 mem=1G; [ "$variant" = debug ] && mem=2G
-qemu=(qemu-system-x86_64 -machine pc -cpu max -smp 2 -m "$mem" -no-reboot
+# --icount: one CPU whose clock advances one nanosecond per guest
+# instruction (and jumps over idle time), so a cost measured with the guest's
+# clock is a count of instructions and repeats exactly from run to run.
+smp=(-smp 2)
+if [ -n "$icount" ]; then
+    smp=(-smp 1 -icount shift=0,sleep=off)
+    append="$append vgpu_icount=1"
+fi
+qemu=(qemu-system-x86_64 -machine pc -cpu max "${smp[@]}" -m "$mem" -no-reboot
       -display none -monitor none
       -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGPU_TOP/build/initramfs-$variant.cpio.gz"
       -append "$append")

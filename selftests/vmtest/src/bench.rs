@@ -29,6 +29,10 @@ pub const TESTS: &[Test] = &[
         run: ioctl_cost,
     },
     Test {
+        name: "ioctl_instructions",
+        run: ioctl_instructions,
+    },
+    Test {
         name: "compute_setup",
         run: compute_setup,
     },
@@ -144,6 +148,27 @@ fn ratio(
 }
 
 fn ioctl_cost() -> Outcome {
+    with_bench_vgpu(&measure_ioctl_cost)
+}
+
+/// The per-call cost in guest instructions: run under QEMU's
+/// `-icount shift=0,sleep=off` (`scripts/vm.sh --icount`), where guest time
+/// advances one nanosecond per instruction, so the clock counts
+/// instructions and every figure repeats exactly from run to run.
+fn ioctl_instructions() -> Outcome {
+    ensure!(
+        std::env::var("vgpu_icount").as_deref() == Ok("1"),
+        "not an icount VM: run it with scripts/vm.sh --icount (make bench does)"
+    );
+    with_bench_vgpu(&measure_instructions)
+}
+
+/// Creates vGPU `id` on GPU 0 bound to cgroup `cg`.
+type Configure<'a> = &'a dyn Fn(u32, &str) -> Outcome;
+
+/// Loads the double and vgpu with vGPU 0 bound to `/bench`, runs `measure`
+/// in a child (it gets the vGPU configurer), and unloads.
+fn with_bench_vgpu(measure: &dyn Fn(Configure<'_>) -> Outcome) -> Outcome {
     sh("modprobe nvidia gpus=1 vram0_mib=8192")?;
     sh("modprobe vgpu")?;
     std::fs::create_dir_all("/sys/fs/cgroup/bench").map_err(|e| format!("mkdir: {e}"))?;
@@ -158,7 +183,7 @@ fn ioctl_cost() -> Outcome {
     cfg(0, "/bench")?;
     // Measured in a child: a process that has used vgpu keeps a vgpu
     // mapping (its bounce area) until it exits, which holds the module.
-    let code = in_child(|| match measure_ioctl_cost(&cfg) {
+    let code = in_child(|| match measure(&cfg) {
         Ok(()) => 0,
         Err(e) => {
             println!("#   {e}");
@@ -172,8 +197,68 @@ fn ioctl_cost() -> Outcome {
     Ok(())
 }
 
+/// Guest instructions per call, directly and through vgpu, with vgpu's own
+/// added instructions, per call family; then with 128 vGPUs. Printed with
+/// the targets of the dispatch-table issue; run in a child.
+fn measure_instructions(cfg: Configure<'_>) -> Outcome {
+    join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
+    let direct = session("/dev/nvidiactl", "/dev/nvidia0")?;
+    let proxied = session("/dev/vgpuctl", "/dev/vgpu0")?;
+    // Deterministic: three rounds only guard against a one-off (a timer
+    // tick lands in a round the same way each run).
+    let rounds = 3;
+    let n = 200;
+    let line = |what: &str, (d, p, r): (f64, f64, f64), target: &str| {
+        println!(
+            "# icount: {what}: direct {d:.0} instructions, through vgpu {p:.0}, vgpu adds {:.0}, ratio {r:.3} {target}",
+            p - d
+        );
+    };
+    let fb = ratio(&direct, &proxied, rounds, |s| fb_cost(s, n))?;
+    line("fb_info", fb, "(target <= 1.05)");
+    let mem = ratio(&direct, &proxied, rounds, |s| mem_cost(s, n))?;
+    line("alloc+free", mem, "(target <= 1.15)");
+    let alloc = ratio(&direct, &proxied, rounds, |s| Ok(mem_cost_split(s, n)?.0))?;
+    line("of which alloc", alloc, "");
+    let free = ratio(&direct, &proxied, rounds, |s| Ok(mem_cost_split(s, n)?.1))?;
+    line("of which free", free, "");
+    let fwd = ratio(&direct, &proxied, rounds, |s| fwd_cost(s, n))?;
+    line(
+        "forwarded control (GPU_GET_GID_INFO)",
+        fwd,
+        "(target <= 1.10)",
+    );
+    for id in 1..128 {
+        let cg = format!("/other{id}");
+        std::fs::create_dir_all(format!("/sys/fs/cgroup{cg}"))
+            .map_err(|e| format!("mkdir: {e}"))?;
+        cfg(id, &cg)?;
+    }
+    let proxied128 = session("/dev/vgpuctl", "/dev/vgpu0")?;
+    let fb128 = ratio(&direct, &proxied128, rounds, |s| fb_cost(s, n))?;
+    let mem128 = ratio(&direct, &proxied128, rounds, |s| mem_cost(s, n))?;
+    println!(
+        "# icount: fb_info through vgpu with 128 vGPUs {:.0} instructions, with 1 {:.0}, 128 vs 1: {:.3} (target <= 1.02)",
+        fb128.1,
+        fb.1,
+        fb128.1 / fb.1
+    );
+    println!(
+        "# icount: alloc+free through vgpu with 128 vGPUs {:.0} instructions, with 1 {:.0}, 128 vs 1: {:.3} (target <= 1.02)",
+        mem128.1,
+        mem.1,
+        mem128.1 / mem.1
+    );
+    drop(proxied128);
+    for id in 1..128 {
+        write_file("/sys/class/vgpu/remove", &id.to_string())
+            .map_err(|e| format!("remove {id}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// The ioctl cost ratios, printed; run in a child of the test program.
-fn measure_ioctl_cost(cfg: &dyn Fn(u32, &str) -> Result<(), String>) -> Outcome {
+fn measure_ioctl_cost(cfg: Configure<'_>) -> Outcome {
     join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
     let direct = session("/dev/nvidiactl", "/dev/nvidia0")?;
     let proxied = session("/dev/vgpuctl", "/dev/vgpu0")?;
