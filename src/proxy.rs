@@ -161,7 +161,7 @@ impl FileOperations for ProxyFops {
         }
         // An fd inside the parameters that names one of vgpu's proxy files
         // stands for that file's private real file.
-        if let Some(off) = embedded_fd(call.escape) {
+        if let Some(off) = call.escape.embedded_fd() {
             if let Some(r) = forward_naming(&me, &call, off)? {
                 if call.escape == Escape::RmAllocMemory {
                     if let Some(v) = &me.vgpu {
@@ -211,19 +211,6 @@ fn report_heap_limit(v: &Vgpu, addr: u64) -> Result {
     let ceiling = v.config.lock().memory.limit();
     a.params.limit = a.params.limit.min(ceiling.saturating_sub(1));
     user::write(addr, &a.to_bytes())
-}
-
-/// Where an escape's parameters hold an fd the driver looks up, if any.
-fn embedded_fd(escape: Escape) -> Option<usize> {
-    match escape {
-        // nv_ioctl_register_fd_t: {int ctl_fd}
-        Escape::RegisterFd => Some(0),
-        // NVOS33 / NVOS02 + int fd at 48
-        Escape::RmMapMemory | Escape::RmAllocMemory => Some(48),
-        // {hClient, hDevice, fd, status}
-        Escape::AllocOsEvent | Escape::FreeOsEvent => Some(8),
-        _ => None,
-    }
 }
 
 /// If the fd at byte `off` of the call's block names a proxy file, forwards

@@ -129,6 +129,27 @@ pub struct WireField {
     pub size: usize,
 }
 
+/// The offset of field `name` in `fields` (a `wire_struct!`'s `FIELDS`).
+/// Evaluated at compile time where it names a constant: a name that is not
+/// a field fails the build.
+pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
+    let mut i = 0;
+    while i < fields.len() {
+        let (a, b) = (fields[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return fields[i].offset;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such field")
+}
+
 /// Whether every field ends at or before `size`.
 pub(super) const fn fields_fit(fields: &[FieldLayout], size: usize) -> bool {
     let mut i = 0;

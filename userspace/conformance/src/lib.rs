@@ -434,6 +434,31 @@ fn escapes(t: &mut Table) {
             );
         }
     }
+    for &e in Escape::ALL {
+        let (ty, field) = match e {
+            Escape::RegisterFd => ("nv_ioctl_register_fd_t", "ctl_fd"),
+            Escape::RmMapMemory => ("nv_ioctl_nvos33_parameters_with_fd", "fd"),
+            Escape::RmAllocMemory => ("nv_ioctl_nvos02_parameters_with_fd", "fd"),
+            Escape::AllocOsEvent => ("nv_ioctl_alloc_os_event_t", "fd"),
+            Escape::FreeOsEvent => ("nv_ioctl_free_os_event_t", "fd"),
+            _ => {
+                assert_eq!(
+                    e.embedded_fd(),
+                    None,
+                    "{e:?}: an fd the table does not know"
+                );
+                continue;
+            }
+        };
+        let off = e
+            .embedded_fd()
+            .unwrap_or_else(|| panic!("{e:?} names no fd"));
+        t.konst(
+            &format!("offsetof({ty}, {field})"),
+            off as u64,
+            &format!("Escape::{e:?}.embedded_fd"),
+        );
+    }
     t.konst(
         "sizeof(nv_ioctl_card_info_t)",
         ioctl::CARD_INFO_SIZE as u64,
@@ -1155,6 +1180,19 @@ fn uvm_rows(t: &mut Table) {
                 layout!(t, uvm::AllocSemaphorePoolParams, CStruct::camel(ty))
             }
         }
+    }
+    for (c, ty, field) in [
+        (C::MmInitialize, "UVM_MM_INITIALIZE_PARAMS", "uvmFd"),
+        (C::RegisterGpu, "UVM_REGISTER_GPU_PARAMS", "rmCtrlFd"),
+    ] {
+        let off = c
+            .embedded_fd()
+            .unwrap_or_else(|| panic!("{c:?} names no fd"));
+        t.konst(
+            &format!("offsetof({ty}, {field})"),
+            off as u64,
+            &format!("uvm::Command::{c:?}.embedded_fd"),
+        );
     }
     layout!(
         t,
