@@ -423,6 +423,54 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             }
             Ok(r)
         }
+        // Range groups, forwarded as they are (reasons from
+        // NVIDIA/open-gpu-kernel-modules 595.45.04, kernel-open/nvidia-uvm/):
+        // - a group is a number in its VA space's own radix tree, counted
+        //   per VA space (uvm_range_group.c:99-116, 148; uvm_va_space.h:
+        //   218-221): a file reaches only its own space's groups, never
+        //   another tenant's;
+        // - creating one allocates a small kernel object (sysmem,
+        //   uvm_range_group.c:95), no GPU memory;
+        // - SET_RANGE_GROUP refuses any range not covered, without a gap, by
+        //   managed ranges of this VA space (uvm_range_group.c:321-333,
+        //   NV_ERR_INVALID_ADDRESS), and the only pages it moves are those
+        //   managed ranges', to their preferred location (:340-354,
+        //   :189-214);
+        // - MIGRATE_RANGE_GROUP moves to the CPU or to a GPU with a GPU VA
+        //   space in this VA space (uvm_migrate.c:1117-1128; GPUs are
+        //   registered only through the checks above), and only ranges that
+        //   start in managed memory (:1149-1165), through the same
+        //   uvm_migrate() as UVM_MIGRATE.
+        // Managed memory was charged its whole length at mmap and HMM is off
+        // (UVM_INITIALIZE above): no page these commands make resident can
+        // pass the ceiling.
+        Command::CreateRangeGroup
+        | Command::DestroyRangeGroup
+        | Command::SetRangeGroup
+        | Command::MigrateRangeGroup => me.real.ioctl(cmd, arg),
+        // Forwarded: the region is one GPU page (uvm_va_range.c:1767-1773)
+        // of SKED-reflected PTEs, which have no physical backing
+        // (uvm_va_range.c:567; uvm_turing_mmu.c:317-325: a valid PTE of kind
+        // SMSKED_MESSAGE and no address), so no memory is allocated for it;
+        // what it costs is the page-table entries of that one page in this
+        // VA space's own GPU page tree (uvm_va_range.c:1784-1789), like any
+        // other UVM mapping's (page tables are not charged; see
+        // docs/design-notes.md, "UVM"). The GPU must have a GPU VA space in
+        // this VA space (:1752-1756), so it is one of the container's.
+        Command::MapDynamicParallelismRegion => me.real.ioctl(cmd, arg),
+        // Forwarded, in the caller's task: the target address is looked up
+        // in this file's VA space only, managed ranges only with HMM off
+        // (uvm_tools.c:2494-2501; uvm_va_block.c:12556-12557;
+        // uvm_hmm.c:627-628), and `buffer` is copied with copy_to_user /
+        // copy_from_user (uvm_tools.c:2483, 2561), so in the caller's own
+        // address space. A read of a page resident nowhere returns zeros
+        // (uvm_va_block.c:12752-12754); a write makes the page resident where
+        // it already is closest, else on the CPU (uvm_va_block.c:
+        // 12639-12660): never new VRAM. Staging is one page of sysmem
+        // (uvm_tools.c:2460).
+        Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory => {
+            me.real.ioctl(cmd, arg)
+        }
         _ => me.real.ioctl(cmd, arg),
     }
 }
