@@ -42,6 +42,18 @@ pub const PAGE: u64 = 4096;
 /// manager's root chunks).
 pub const CHUNK: u64 = 2 << 20;
 
+/// The most page-table memory one `UVM_MAP_DYNAMIC_PARALLELISM_REGION`
+/// can make UVM allocate (NVIDIA/open-gpu-kernel-modules 595.45.04,
+/// `kernel-open/nvidia-uvm/`): the region is one GPU page
+/// (`uvm_va_range.c:1767-1773`), so the walk from the page tree's root,
+/// which exists already (`uvm_mmu.c:1161`), allocates at most one directory
+/// per level below it (`uvm_mmu.c:1397-1470`, `try_get_ptes`): at most 5
+/// (6 levels on Hopper and Blackwell, `uvm_hopper_mmu.c:120`,
+/// `uvm_blackwell_mmu.c:24-31`) of at most 4 KiB each
+/// (`uvm_hopper_mmu.c:118-129`, `uvm_turing_mmu.c:206-213`), from the
+/// GPU's memory first (`uvm_mmu.c:1063-1077`).
+pub const DP_REGION_PAGE_TABLES: u64 = 5 * 4096;
+
 /// `UVM_INITIALIZE` flags.
 pub mod init_flags {
     /// `UVM_INIT_FLAGS_DISABLE_HMM`: no pageable (HMM) memory on GPUs.

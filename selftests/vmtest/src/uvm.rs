@@ -23,7 +23,7 @@ use nvclient::abi::status::{
     NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_NO_MEMORY,
     NV_ERR_OBJECT_NOT_FOUND, NV_ERR_UVM_ADDRESS_IN_USE,
 };
-use nvclient::uvm::{Uvm, UvmContext, CPU_UUID, RANGE_GROUP_NONE};
+use nvclient::uvm::{Uvm, UvmContext, CPU_UUID, DP_REGION_PAGE_TABLES, RANGE_GROUP_NONE};
 use nvclient::Error;
 use std::time::{Duration, Instant};
 
@@ -774,9 +774,11 @@ fn range_groups_of_another_container() -> Outcome {
     Ok(())
 }
 
-/// MAP_DYNAMIC_PARALLELISM_REGION through vgpu takes no VRAM (the double's
-/// heap and the vGPU's charge stay) and only on the container's GPU; the
-/// tools process-memory calls reach the caller's own VA space and buffer.
+/// MAP_DYNAMIC_PARALLELISM_REGION through vgpu: the region maps no memory
+/// (the double's heap stays), but the bound of the page tables UVM makes
+/// for it is charged while it lives, so it is refused at the ceiling; only
+/// on the container's GPU. The tools process-memory calls reach the
+/// caller's own VA space and buffer.
 fn dp_region_and_tools() -> Outcome {
     as_container("/ua", || {
         let c = context(0)?;
@@ -787,8 +789,8 @@ fn dp_region_and_tools() -> Outcome {
             .map_dynamic_parallelism_region(base, 2 * MIB, &c.u.uuid)
             .map_err(e("MAP_DYNAMIC_PARALLELISM_REGION"))?;
         ensure!(
-            view_gpu(0)?.1 == used0 && sysfs(0, "memory_used")? == 0,
-            "the region took VRAM: heap used {} (was {used0}), charged {}",
+            view_gpu(0)?.1 == used0 && sysfs(0, "memory_used")? == DP_REGION_PAGE_TABLES,
+            "the region: heap used {} (was {used0}), charged {} (want {DP_REGION_PAGE_TABLES})",
             view_gpu(0)?.1,
             sysfs(0, "memory_used")?
         );
@@ -815,6 +817,40 @@ fn dp_region_and_tools() -> Outcome {
             "a region on another GPU",
         )?;
         c.u.uvm.free(base).map_err(e("UVM_FREE of the region"))?;
+        ensure!(
+            sysfs(0, "memory_used")? == 0,
+            "charged {} after UVM_FREE of the region",
+            sysfs(0, "memory_used")?
+        );
+        // A region that would pass the ceiling is refused, and not made.
+        let refused = sysfs(0, "memory_refused")?;
+        let vram =
+            c.s.ctl
+                .alloc_vram(c.s.client, c.s.device, 0, 64 * MIB)
+                .map_err(e("64 MiB of VRAM"))?;
+        want_rm(
+            c.u.uvm
+                .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid),
+            NV_ERR_NO_MEMORY,
+            "a region with the ceiling reached",
+        )?;
+        ensure!(
+            sysfs(0, "memory_refused")? == refused + 1,
+            "the refusal was not counted"
+        );
+        want_rm(
+            c.u.uvm.validate_va_range(base, 64 << 10),
+            NV_ERR_INVALID_ADDRESS,
+            "VALIDATE of the refused region",
+        )?;
+        c.s.ctl
+            .free(c.s.client, c.s.device, vram.handle)
+            .map_err(e("RM free"))?;
+        c.u.uvm
+            .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid)
+            .map_err(e("the region once VRAM is freed"))?;
+        // The end of the VA space gives the charge back (checked after the
+        // container exits).
         // Tools reads and writes: managed memory, the caller's buffer.
         let m =
             c.u.uvm
@@ -841,13 +877,19 @@ fn dp_region_and_tools() -> Outcome {
             "TOOLS_READ where nothing is managed",
         )?;
         ensure!(
-            sysfs(0, "memory_used")? == 4 * MIB,
-            "charged {} with 4 MiB managed",
+            sysfs(0, "memory_used")? == 4 * MIB + DP_REGION_PAGE_TABLES,
+            "charged {} with 4 MiB managed and a region",
             sysfs(0, "memory_used")?
         );
         drop(m);
         Ok(())
-    })
+    })?;
+    ensure!(
+        sysfs(0, "memory_used")? == 0,
+        "charged {} after the container with a region exited",
+        sysfs(0, "memory_used")?
+    );
+    Ok(())
 }
 
 fn teardown() -> Outcome {

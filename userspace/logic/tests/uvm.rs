@@ -139,6 +139,8 @@ fn range_group_and_region_blocks() {
         assert_eq!(&b[i * 8..i * 8 + 8], &v.to_ne_bytes());
     }
     assert_eq!(&b[32..36], &0x1fu32.to_ne_bytes());
+    // At most 5 page-table levels below the root, 4 KiB each.
+    assert_eq!(DP_REGION_PAGE_TABLES, 20 << 10);
 }
 
 #[test]

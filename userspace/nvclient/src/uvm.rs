@@ -49,8 +49,8 @@ pub use vgpu_logic::nv::uvm::{
     MmInitializeParams, PageableMemAccessParams, PeerAccessParams, RangeGpuParams,
     RangeGroupParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
     RegisterGpuVaspaceParams, SetPreferredLocationParams, SetRangeGroupParams,
-    ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID, PAGE,
-    RANGE_GROUP_NONE,
+    ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID,
+    DP_REGION_PAGE_TABLES, PAGE, RANGE_GROUP_NONE,
 };
 
 /// Whether `c` is a tools process-memory command (its block names a buffer).
