@@ -895,6 +895,37 @@ mod tests {
     }
 
     #[test]
+    fn raw_tools_blocks_are_refused_before_the_driver() {
+        // The block names a buffer the driver would write: only the typed
+        // (or unsafe) calls may send it. /dev/null would answer ENOTTY, so
+        // an Invalid error shows nothing was sent.
+        let n = Uvm::open("/dev/null").unwrap();
+        for c in [
+            Command::ToolsReadProcessMemory,
+            Command::ToolsWriteProcessMemory,
+        ] {
+            let mut b = vec![0u8; c.size()];
+            assert!(matches!(n.call(c.number(), &mut b), Err(Error::Invalid(_))));
+            let mut p = ToolsProcessMemoryParams::default();
+            assert!(matches!(n.command(c, &mut p), Err(Error::Invalid(_))));
+        }
+        let mut p = ToolsProcessMemoryParams::default();
+        // SAFETY: size 0, and the command is refused before any ioctl.
+        let r = unsafe { n.tools_process_memory(Command::Migrate, &mut p) };
+        assert!(matches!(r, Err(Error::Invalid(_))));
+        // The typed calls do reach the node.
+        let mut buf = [0u8; 8];
+        assert!(matches!(
+            n.tools_read_process_memory(0x1000, &mut buf),
+            Err(Error::Os(libc::ENOTTY))
+        ));
+        assert!(matches!(
+            n.create_range_group(),
+            Err(Error::Os(libc::ENOTTY))
+        ));
+    }
+
+    #[test]
     fn calls_on_a_file_that_is_not_uvm() {
         // /dev/null has no ioctls: the transport reports ENOTTY.
         let n = Uvm::open("/dev/null").unwrap();
