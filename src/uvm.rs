@@ -483,10 +483,23 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
                 GFP_KERNEL,
             )
             .inspect_err(|_| v.config.lock().memory.release(uvm::DP_REGION_PAGE_TABLES))?;
-            let r = forward(me, c, addr, &mut blk)?;
+            let r = me.real.ioctl_block(c.number(), &mut blk)?;
+            // Held before the answer is copied out, so a caller whose block
+            // faults by then still has its region paid for.
             if status(c, &blk)? == NV_OK {
-                hold_external(&u.space, p.base, charge)?;
+                if let Err(e) = hold_external(&u.space, p.base, charge) {
+                    // No record, no region: it goes (and the charge with it).
+                    let mut free = [0u8; uvm::FreeParams::SIZE];
+                    uvm::FreeParams {
+                        base: p.base,
+                        rm_status: 0,
+                    }
+                    .encode(&mut free);
+                    let _ = me.real.ioctl_block(Command::Free.number(), &mut free);
+                    return Err(e);
+                }
             }
+            user::write(addr, &blk)?;
             Ok(r)
         }
         // Forwarded, in the caller's task: the target address is looked up
