@@ -22,6 +22,11 @@
 //!   ceiling of each of the container's vGPUs when mapped, and refunded once
 //!   the mapping is gone. RM memory mapped by `UVM_MAP_EXTERNAL_ALLOCATION`
 //!   stays charged while UVM holds it, even after RM frees its handle.
+//! - A dynamic-parallelism region (`UVM_MAP_DYNAMIC_PARALLELISM_REGION`)
+//!   maps no memory but makes UVM allocate page tables: the bound of those
+//!   is charged to the container's vGPU on its GPU while the region lives.
+//! - Range groups and the tools process-memory calls are forwarded: they
+//!   reach only the VA space's own managed memory, already charged.
 
 use kernel::{
     fs::File,
@@ -34,7 +39,7 @@ use kernel::{
 use crate::kapi::{fdtable, mm::UserMm, user};
 use crate::nv::abi::status::{
     NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
-    NV_ERR_INVALID_OBJECT_HANDLE, NV_OK,
+    NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_NO_MEMORY, NV_OK,
 };
 use crate::nv::abi::Wire;
 use crate::nv::uvm::{self, init_flags, Command, Uuid};
@@ -58,7 +63,8 @@ struct Managed {
 }
 
 /// RM memory that UVM maps into a range and keeps allocated until the range
-/// is freed: its charge is held as long.
+/// is freed, or the page tables of a dynamic-parallelism region at `base`:
+/// its charge is held as long.
 struct External {
     base: u64,
     _charge: Arc<Charge>,
@@ -423,6 +429,92 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
             }
             Ok(r)
         }
+        // Range groups, forwarded as they are (reasons from
+        // NVIDIA/open-gpu-kernel-modules 595.45.04, kernel-open/nvidia-uvm/):
+        // - a group is a number in its VA space's own radix tree, counted
+        //   per VA space (uvm_range_group.c:99-116, 148; uvm_va_space.h:
+        //   218-221): a file reaches only its own space's groups, never
+        //   another tenant's;
+        // - creating one allocates a small kernel object (sysmem,
+        //   uvm_range_group.c:95), no GPU memory;
+        // - SET_RANGE_GROUP refuses any range not covered, without a gap, by
+        //   managed ranges of this VA space (uvm_range_group.c:321-333,
+        //   NV_ERR_INVALID_ADDRESS), and the only pages it moves are those
+        //   managed ranges', to their preferred location (:340-354,
+        //   :189-214);
+        // - MIGRATE_RANGE_GROUP moves to the CPU or to a GPU with a GPU VA
+        //   space in this VA space (uvm_migrate.c:1117-1128; GPUs are
+        //   registered only through the checks above), and only ranges that
+        //   start in managed memory (:1149-1165), through the same
+        //   uvm_migrate() as UVM_MIGRATE.
+        // Managed memory was charged its whole length at mmap and HMM is off
+        // (UVM_INITIALIZE above): no page these commands make resident can
+        // pass the ceiling.
+        Command::CreateRangeGroup
+        | Command::DestroyRangeGroup
+        | Command::SetRangeGroup
+        | Command::MigrateRangeGroup => me.real.ioctl(cmd, arg),
+        // Checked and charged. The region is one GPU page
+        // (uvm_va_range.c:1767-1773) of SKED-reflected PTEs, which have no
+        // physical backing (uvm_va_range.c:567; uvm_turing_mmu.c:317-325: a
+        // valid PTE of kind SMSKED_MESSAGE and no address), but its page
+        // tables are allocated in this VA space's GPU page tree, from VRAM
+        // first (uvm_va_range.c:1784-1789; uvm_mmu.c:1063-1077), and
+        // nothing bounds how many regions a VA space makes: each is charged
+        // their bound (`DP_REGION_PAGE_TABLES`) to the container's vGPU on
+        // that GPU until UVM_FREE of the region or the end of the VA space.
+        // The GPU must be the container's (the driver also wants a GPU VA
+        // space there, :1752-1756, which only such a GPU can have).
+        Command::MapDynamicParallelismRegion => {
+            let mut blk = block(c, addr)?;
+            let p: uvm::RangeGpuParams = decode(&blk)?;
+            let Some(v) = container_vgpu(me, vgpus, &p.uuid) else {
+                return answer(c, addr, NV_ERR_INVALID_DEVICE);
+            };
+            if !v.charge(uvm::DP_REGION_PAGE_TABLES) {
+                return answer(c, addr, NV_ERR_NO_MEMORY);
+            }
+            // Refunded when dropped: at once unless the region is made.
+            let charge = Arc::new(
+                Charge {
+                    vgpu: v.clone(),
+                    bytes: uvm::DP_REGION_PAGE_TABLES,
+                },
+                GFP_KERNEL,
+            )
+            .inspect_err(|_| v.config.lock().memory.release(uvm::DP_REGION_PAGE_TABLES))?;
+            let r = me.real.ioctl_block(c.number(), &mut blk)?;
+            // Held before the answer is copied out, so a caller whose block
+            // faults by then still has its region paid for.
+            if status(c, &blk)? == NV_OK {
+                if let Err(e) = hold_external(&u.space, p.base, charge) {
+                    // No record, no region: it goes (and the charge with it).
+                    let mut free = [0u8; uvm::FreeParams::SIZE];
+                    uvm::FreeParams {
+                        base: p.base,
+                        rm_status: 0,
+                    }
+                    .encode(&mut free);
+                    let _ = me.real.ioctl_block(Command::Free.number(), &mut free);
+                    return Err(e);
+                }
+            }
+            user::write(addr, &blk)?;
+            Ok(r)
+        }
+        // Forwarded, in the caller's task: the target address is looked up
+        // in this file's VA space only, managed ranges only with HMM off
+        // (uvm_tools.c:2494-2501; uvm_va_block.c:12553-12554;
+        // uvm_hmm.c:627-628), and `buffer` is copied with copy_to_user /
+        // copy_from_user (uvm_tools.c:2483, 2561), so in the caller's own
+        // address space. A read of a page resident nowhere returns zeros
+        // (uvm_va_block.c:12752-12754); a write makes the page resident where
+        // it already is closest, else on the CPU (uvm_va_block.c:
+        // 12639-12660): never new VRAM. Staging is one page of sysmem
+        // (uvm_tools.c:2460).
+        Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory => {
+            me.real.ioctl(cmd, arg)
+        }
         _ => me.real.ioctl(cmd, arg),
     }
 }
@@ -446,7 +538,7 @@ fn call_naming(
     Ok(r)
 }
 
-/// Keeps `charge` while UVM maps its memory at `base`.
+/// Keeps `charge` while UVM maps its memory (or a region) at `base`.
 fn hold_external(space: &Arc<Space>, base: u64, charge: Arc<Charge>) -> Result {
     space.inner.lock().external.push(
         External {
@@ -456,6 +548,16 @@ fn hold_external(space: &Arc<Space>, base: u64, charge: Arc<Charge>) -> Result {
         GFP_KERNEL,
     )?;
     Space::list(space)
+}
+
+/// The container's vGPU on the GPU with UUID `uuid`, if it has one.
+fn container_vgpu<'a>(
+    me: &ProxyFile,
+    vgpus: &'a [Arc<Vgpu>],
+    uuid: &Uuid,
+) -> Option<&'a Arc<Vgpu>> {
+    let gpu = me.state.gpu_of_uuid(uuid)?;
+    vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
 }
 
 /// The GPU with UUID `uuid`, if the container has a vGPU on it.

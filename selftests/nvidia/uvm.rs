@@ -46,10 +46,11 @@ use crate::kapi::{fdtable, user};
 use crate::nv::abi::{self, status::*, Wire};
 use crate::nv::uvm::{
     self, init_flags, map_external, migrate_flags, range_ok, Command, GpuMappingAttributes,
-    GpuParams, InitializeParams, MigrateParams, MmInitializeParams, PageableMemAccessParams,
-    PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
-    RegisterGpuVaspaceParams, SetPreferredLocationParams, UnregisterChannelParams, Uuid, CHUNK,
-    CPU_UUID, PAGE,
+    GpuParams, InitializeParams, MigrateParams, MigrateRangeGroupParams, MmInitializeParams,
+    PageableMemAccessParams, PeerAccessParams, RangeGpuParams, RangeGroupParams, RangeParams,
+    RegisterChannelParams, RegisterGpuParams, RegisterGpuVaspaceParams, SetPreferredLocationParams,
+    SetRangeGroupParams, ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID,
+    PAGE, RANGE_GROUP_NONE,
 };
 use crate::rm::{heap_size, Driver, ObjKind, Rm, RmResult};
 use crate::MAX_GPUS;
@@ -170,6 +171,18 @@ enum RangeKind {
     External { maps: KVec<ExtMap> },
     /// Made by REGISTER_CHANNEL.
     Channel,
+    /// Made by MAP_DYNAMIC_PARALLELISM_REGION: SKED-reflected PTEs on one
+    /// GPU, no memory behind them (uvm_va_range.c:567).
+    SkedReflected,
+}
+
+/// A range group (`UVM_CREATE_RANGE_GROUP`) and the addresses in it.
+struct Group {
+    /// Numbered per VA space from 1 (uvm_range_group.c:99).
+    id: u64,
+    /// `[start, start + len)` pieces; no address is in two groups (the
+    /// driver keeps one tree per VA space, uvm_range_group.c:527-625).
+    ranges: KVec<(u64, u64)>,
 }
 
 struct Range {
@@ -201,6 +214,10 @@ struct Space {
     gpus: KVec<GpuReg>,
     ranges: KVec<Range>,
     chans: KVec<ChanReg>,
+    /// Range groups.
+    groups: KVec<Group>,
+    /// The last group id handed out.
+    last_group: u64,
     /// Touches that could not be served.
     faults: u64,
 }
@@ -251,6 +268,33 @@ impl Space {
             }
         }
         true
+    }
+
+    /// Takes `[base, base + len)` out of every range group, splitting
+    /// pieces that stick out (uvm_range_group.c:545-604).
+    fn ungroup(&mut self, base: u64, len: u64) -> RmResult {
+        let end = base + len;
+        for g in self.groups.iter_mut() {
+            let mut kept = KVec::new();
+            for &(s, l) in g.ranges.iter() {
+                let e = s + l;
+                if !uvm::overlaps(s, l, base, len) {
+                    kept.push((s, l), GFP_KERNEL)
+                        .map_err(|_| NV_ERR_NO_MEMORY)?;
+                    continue;
+                }
+                if s < base {
+                    kept.push((s, base - s), GFP_KERNEL)
+                        .map_err(|_| NV_ERR_NO_MEMORY)?;
+                }
+                if e > end {
+                    kept.push((end, e - end), GFP_KERNEL)
+                        .map_err(|_| NV_ERR_NO_MEMORY)?;
+                }
+            }
+            g.ranges = kept;
+        }
+        Ok(())
     }
 
     fn resident_bytes(&self, gpu: u32) -> u64 {
@@ -386,13 +430,17 @@ fn destroy_range(rm: &mut Rm, si: usize, ri: usize) {
             for c in resident.iter() {
                 uncharge(rm, c.gpu);
             }
+            // A managed range leaves its range groups as it goes
+            // (uvm_va_range.c:504-507). GUESS: should the split fail for
+            // lack of memory, the pieces stay (the driver asserts it cannot).
+            let _ = rm.uvm.spaces[si].ungroup(r.start, r.len);
         }
         RangeKind::External { maps } => {
             for m in maps.iter() {
                 rm.put_mem(m.mem);
             }
         }
-        RangeKind::Channel => {}
+        RangeKind::Channel | RangeKind::SkedReflected => {}
     }
 }
 
@@ -735,6 +783,14 @@ impl Driver {
             // GUESS: semaphore pools are not modelled; the double refuses
             // them rather than pretend.
             Command::AllocSemaphorePool => Err(NV_ERR_NOT_SUPPORTED),
+            Command::CreateRangeGroup => self.uvm_create_range_group(id, p),
+            Command::DestroyRangeGroup => self.uvm_destroy_range_group(id, p),
+            Command::SetRangeGroup => self.uvm_set_range_group(id, p),
+            Command::MigrateRangeGroup => self.uvm_migrate_range_group(id, p),
+            Command::MapDynamicParallelismRegion => self.uvm_map_dp_region(id, p),
+            Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory => {
+                self.uvm_tools_access(id, cmd == Command::ToolsWriteProcessMemory, p)
+            }
             Command::Initialize | Command::MmInitialize | Command::Deinitialize => {
                 Err(NV_ERR_INVALID_STATE)
             }
@@ -784,6 +840,8 @@ impl Driver {
             gpus: KVec::new(),
             ranges: KVec::new(),
             chans: KVec::new(),
+            groups: KVec::new(),
+            last_group: 0,
             faults: 0,
         };
         rm.uvm
@@ -1207,8 +1265,12 @@ impl Driver {
                 .position(|r| r.start == q)
                 .ok_or(NV_ERR_INVALID_ADDRESS)?;
             // Managed memory goes with munmap, channel ranges with
-            // UNREGISTER_CHANNEL.
-            if !matches!(s.ranges[ri].kind, RangeKind::External { .. }) {
+            // UNREGISTER_CHANNEL; dynamic-parallelism regions go here too
+            // (uvm_va_range.c:689-707).
+            if !matches!(
+                s.ranges[ri].kind,
+                RangeKind::External { .. } | RangeKind::SkedReflected
+            ) {
                 return Err(NV_ERR_INVALID_ADDRESS);
             }
             destroy_range(rm, si, ri);
@@ -1280,10 +1342,17 @@ impl Driver {
             }
             Ok(())
         })?;
-        let heap = dest.map_or(0, |g| self.heap(g));
-        let end = q.base + q.length;
-        let mut cur = q.base;
         // Asynchronous migrations complete before the call returns.
+        self.migrate_chunks(id, q.base, q.length, dest)
+    }
+
+    /// Moves the managed pages of `[base, base + len)` to `dest` (`None`:
+    /// the CPU), one chunk at a time, about 2 ms per chunk moved, stopping
+    /// early on a fatal signal.
+    fn migrate_chunks(&self, id: u64, base: u64, len: u64, dest: Option<u32>) -> RmResult {
+        let heap = dest.map_or(0, |g| self.heap(g));
+        let end = base + len;
+        let mut cur = base;
         while cur < end {
             // SAFETY: no preconditions.
             if unsafe { nv_double_fatal_signal_pending() } {
@@ -1308,6 +1377,213 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// UVM_CREATE_RANGE_GROUP: a new group, numbered per VA space from 1
+    /// (uvm_range_group.c:88-122).
+    fn uvm_create_range_group(&self, id: u64, p: &mut [u8]) -> RmResult {
+        let gid = self.with_space(id, |rm, si| {
+            let s = &mut rm.uvm.spaces[si];
+            let gid = s.last_group + 1;
+            s.groups
+                .push(
+                    Group {
+                        id: gid,
+                        ranges: KVec::new(),
+                    },
+                    GFP_KERNEL,
+                )
+                .map_err(|_| NV_ERR_NO_MEMORY)?;
+            s.last_group = gid;
+            Ok(gid)
+        })?;
+        let mut q = RangeGroupParams::decode(p);
+        q.range_group_id = gid;
+        q.encode(p);
+        Ok(())
+    }
+
+    /// UVM_DESTROY_RANGE_GROUP: a group of this VA space, else
+    /// NV_ERR_OBJECT_NOT_FOUND (uvm_range_group.c:148-152); its addresses
+    /// leave it, the memory stays.
+    fn uvm_destroy_range_group(&self, id: u64, p: &mut [u8]) -> RmResult {
+        let q = RangeGroupParams::decode(p);
+        self.with_space(id, |rm, si| {
+            let s = &mut rm.uvm.spaces[si];
+            let gi = s
+                .groups
+                .iter()
+                .position(|g| g.id == q.range_group_id)
+                .ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
+            let _ = s.groups.remove(gi);
+            Ok(())
+        })
+    }
+
+    /// UVM_SET_RANGE_GROUP (uvm_range_group.c:287-365): page-aligned range
+    /// (NV_ERR_INVALID_ADDRESS), a group of this VA space or none
+    /// (NV_ERR_OBJECT_NOT_FOUND), covered by managed ranges without a gap
+    /// (NV_ERR_INVALID_ADDRESS). The double's groups always allow migration
+    /// (PREVENT_MIGRATION is not modelled), so nothing moves (:340-341).
+    fn uvm_set_range_group(&self, id: u64, p: &mut [u8]) -> RmResult {
+        let q = SetRangeGroupParams::decode(p);
+        if !range_ok(q.requested_base, q.length) || q.requested_base == 0 {
+            return Err(NV_ERR_INVALID_ADDRESS);
+        }
+        self.with_space(id, |rm, si| {
+            let s = &mut rm.uvm.spaces[si];
+            let gi = if q.range_group_id == RANGE_GROUP_NONE {
+                None
+            } else {
+                Some(
+                    s.groups
+                        .iter()
+                        .position(|g| g.id == q.range_group_id)
+                        .ok_or(NV_ERR_OBJECT_NOT_FOUND)?,
+                )
+            };
+            if !s.fully_managed(q.requested_base, q.length) {
+                return Err(NV_ERR_INVALID_ADDRESS);
+            }
+            s.ungroup(q.requested_base, q.length)?;
+            if let Some(gi) = gi {
+                s.groups[gi]
+                    .ranges
+                    .push((q.requested_base, q.length), GFP_KERNEL)
+                    .map_err(|_| NV_ERR_NO_MEMORY)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// UVM_MIGRATE_RANGE_GROUP (uvm_migrate.c:1093-1200): the destination
+    /// is the CPU or a GPU with a GPU VA space (NV_ERR_INVALID_DEVICE,
+    /// checked first), the group one of this VA space
+    /// (NV_ERR_OBJECT_NOT_FOUND); each of its ranges is migrated as by
+    /// UVM_MIGRATE (managed memory only, NV_ERR_INVALID_ADDRESS).
+    fn uvm_migrate_range_group(&self, id: u64, p: &mut [u8]) -> RmResult {
+        let q = MigrateRangeGroupParams::decode(p);
+        let dest = if q.destination_uuid == CPU_UUID {
+            None
+        } else {
+            Some(
+                self.gpu_by_uuid(&q.destination_uuid)
+                    .ok_or(NV_ERR_INVALID_DEVICE)?,
+            )
+        };
+        let pieces = self.with_space(id, |rm, si| {
+            let s = &rm.uvm.spaces[si];
+            if dest.is_some_and(|g| !s.has_vaspace(g)) {
+                return Err(NV_ERR_INVALID_DEVICE);
+            }
+            let g = s
+                .groups
+                .iter()
+                .find(|g| g.id == q.range_group_id)
+                .ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
+            let mut pieces = KVec::new();
+            for &r in g.ranges.iter() {
+                pieces.push(r, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
+            }
+            Ok(pieces)
+        })?;
+        for &(base, len) in pieces.iter() {
+            self.migrate_chunks(id, base, len, dest)?;
+        }
+        Ok(())
+    }
+
+    /// UVM_MAP_DYNAMIC_PARALLELISM_REGION (uvm_va_range.c:1736-1807): 4 KiB
+    /// aligned, non-zero, not wrapping (NV_ERR_INVALID_ADDRESS); a GPU with
+    /// a GPU VA space (NV_ERR_INVALID_DEVICE); exactly one GPU page: a
+    /// power of two the GPU maps, aligned to itself
+    /// (NV_ERR_INVALID_ADDRESS); no overlap (NV_ERR_UVM_ADDRESS_IN_USE).
+    /// Takes no VRAM: the PTEs have no physical backing. GUESS: the double's
+    /// GPUs map Ampere's page sizes (uvm_ampere_mmu.c:50-53) and reach every
+    /// address below 2^49 (NV_ERR_OUT_OF_RANGE above).
+    fn uvm_map_dp_region(&self, id: u64, p: &mut [u8]) -> RmResult {
+        const PAGE_SIZES: u64 = (512 << 20) | (2 << 20) | (64 << 10) | (4 << 10);
+        const VA_LIMIT: u64 = 1 << 49;
+        let q = RangeGpuParams::decode(p);
+        if !range_ok(q.base, q.length) || q.base == 0 {
+            return Err(NV_ERR_INVALID_ADDRESS);
+        }
+        let gpu = self.gpu_by_uuid(&q.uuid);
+        self.with_space(id, |rm, si| {
+            let s = &mut rm.uvm.spaces[si];
+            if !gpu.is_some_and(|g| s.has_vaspace(g)) {
+                return Err(NV_ERR_INVALID_DEVICE);
+            }
+            if q.base + q.length > VA_LIMIT {
+                return Err(NV_ERR_OUT_OF_RANGE);
+            }
+            if !q.length.is_power_of_two()
+                || !q.base.is_multiple_of(q.length)
+                || PAGE_SIZES & q.length == 0
+            {
+                return Err(NV_ERR_INVALID_ADDRESS);
+            }
+            s.add_range(q.base, q.length, RangeKind::SkedReflected)
+        })
+    }
+
+    /// UVM_TOOLS_READ/WRITE_PROCESS_MEMORY (uvm_tools.c:2438-2610), a page
+    /// at a time: the target must be in a managed range
+    /// (NV_ERR_INVALID_ADDRESS, HMM off); the caller's buffer is copied
+    /// with its own address space (a fault: NV_ERR_INVALID_ARGUMENT);
+    /// `bytes_done` counts what was copied. GUESS: the double keeps no
+    /// contents of managed pages: reads give zeros (what UVM reads from a
+    /// page resident nowhere, uvm_va_block.c:12752-12754) and writes are
+    /// taken and dropped.
+    fn uvm_tools_access(&self, id: u64, write: bool, p: &mut [u8]) -> RmResult {
+        let mut q = ToolsProcessMemoryParams::decode(p);
+        q.bytes_done = 0;
+        let mut status = Ok(());
+        let mut page = KVec::new();
+        while q.bytes_done < q.size {
+            let target = q.target_va.wrapping_add(q.bytes_done);
+            let now = (q.size - q.bytes_done).min(PAGE - target % PAGE);
+            let buf = q.buffer.wrapping_add(q.bytes_done);
+            if write {
+                match user::read_vec(buf, now as usize) {
+                    Ok(v) => page = v,
+                    Err(_) => {
+                        status = Err(NV_ERR_INVALID_ARGUMENT);
+                        break;
+                    }
+                }
+            }
+            let inside = self.with_space(id, |rm, si| {
+                Ok(rm.uvm.spaces[si]
+                    .managed_at(target - target % PAGE)
+                    .is_some())
+            });
+            match inside {
+                Ok(true) => {}
+                Ok(false) => {
+                    status = Err(NV_ERR_INVALID_ADDRESS);
+                    break;
+                }
+                Err(e) => {
+                    status = Err(e);
+                    break;
+                }
+            }
+            if !write {
+                page.clear();
+                if page.resize(now as usize, 0, GFP_KERNEL).is_err() {
+                    status = Err(NV_ERR_NO_MEMORY);
+                    break;
+                }
+                if user::write(buf, &page).is_err() {
+                    status = Err(NV_ERR_INVALID_ARGUMENT);
+                    break;
+                }
+            }
+            q.bytes_done += now;
+        }
+        q.encode(p);
+        status
     }
 
     /// mmap of a VA-space file: a new managed range covering the VMA.

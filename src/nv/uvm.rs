@@ -42,6 +42,18 @@ pub const PAGE: u64 = 4096;
 /// manager's root chunks).
 pub const CHUNK: u64 = 2 << 20;
 
+/// The most page-table memory one `UVM_MAP_DYNAMIC_PARALLELISM_REGION`
+/// can make UVM allocate (NVIDIA/open-gpu-kernel-modules 595.45.04,
+/// `kernel-open/nvidia-uvm/`): the region is one GPU page
+/// (`uvm_va_range.c:1767-1773`), so the walk from the page tree's root,
+/// which exists already (`uvm_mmu.c:1161`), allocates at most one directory
+/// per level below it (`uvm_mmu.c:1397-1470`, `try_get_ptes`): at most 5
+/// (6 levels on Hopper and Blackwell, `uvm_hopper_mmu.c:120`,
+/// `uvm_blackwell_mmu.c:24-31`) of at most 4 KiB each
+/// (`uvm_hopper_mmu.c:118-129`, `uvm_turing_mmu.c:206-213`), from the
+/// GPU's memory first (`uvm_mmu.c:1063-1077`).
+pub const DP_REGION_PAGE_TABLES: u64 = 5 * 4096;
+
 /// `UVM_INITIALIZE` flags.
 pub mod init_flags {
     /// `UVM_INIT_FLAGS_DISABLE_HMM`: no pageable (HMM) memory on GPUs.
@@ -111,10 +123,27 @@ pub enum Command {
     ValidateVaRange,
     /// `UVM_CREATE_EXTERNAL_RANGE`.
     CreateExternalRange,
+    /// `UVM_CREATE_RANGE_GROUP`: a new range group of the VA space.
+    CreateRangeGroup,
+    /// `UVM_DESTROY_RANGE_GROUP`.
+    DestroyRangeGroup,
+    /// `UVM_SET_RANGE_GROUP`: puts managed memory in a range group (0: none).
+    SetRangeGroup,
+    /// `UVM_MIGRATE_RANGE_GROUP`: migrates a range group's managed memory.
+    MigrateRangeGroup,
+    /// `UVM_MAP_DYNAMIC_PARALLELISM_REGION`: one GPU page of SKED-reflected
+    /// PTEs (no memory behind it).
+    MapDynamicParallelismRegion,
+    /// `UVM_TOOLS_READ_PROCESS_MEMORY`: copies the VA space's memory to a
+    /// buffer of the caller.
+    ToolsReadProcessMemory,
+    /// `UVM_TOOLS_WRITE_PROCESS_MEMORY`: copies a buffer of the caller into
+    /// the VA space's memory.
+    ToolsWriteProcessMemory,
 }
 
 /// Every command, for tables and tests.
-pub const COMMANDS: [Command; 25] = [
+pub const COMMANDS: [Command; 32] = [
     Command::Initialize,
     Command::Deinitialize,
     Command::MmInitialize,
@@ -140,6 +169,13 @@ pub const COMMANDS: [Command; 25] = [
     Command::AllocSemaphorePool,
     Command::ValidateVaRange,
     Command::CreateExternalRange,
+    Command::CreateRangeGroup,
+    Command::DestroyRangeGroup,
+    Command::SetRangeGroup,
+    Command::MigrateRangeGroup,
+    Command::MapDynamicParallelismRegion,
+    Command::ToolsReadProcessMemory,
+    Command::ToolsWriteProcessMemory,
 ];
 
 impl Command {
@@ -148,12 +184,15 @@ impl Command {
         match self {
             Command::Initialize => 0x3000_0001,
             Command::Deinitialize => 0x3000_0002,
+            Command::CreateRangeGroup => 23,
+            Command::DestroyRangeGroup => 24,
             Command::RegisterGpuVaspace => 25,
             Command::UnregisterGpuVaspace => 26,
             Command::RegisterChannel => 27,
             Command::UnregisterChannel => 28,
             Command::EnablePeerAccess => 29,
             Command::DisablePeerAccess => 30,
+            Command::SetRangeGroup => 31,
             Command::MapExternalAllocation => 33,
             Command::Free => 34,
             Command::RegisterGpu => 37,
@@ -166,6 +205,10 @@ impl Command {
             Command::SetAccessedBy => 46,
             Command::UnsetAccessedBy => 47,
             Command::Migrate => 51,
+            Command::MigrateRangeGroup => 53,
+            Command::ToolsReadProcessMemory => 62,
+            Command::ToolsWriteProcessMemory => 63,
+            Command::MapDynamicParallelismRegion => 65,
             Command::UnmapExternal => 66,
             Command::AllocSemaphorePool => 68,
             Command::ValidateVaRange => 72,
@@ -201,11 +244,18 @@ impl Command {
             | Command::DisableReadDuplication
             | Command::ValidateVaRange
             | Command::CreateExternalRange => RangeParams::SIZE,
-            Command::SetAccessedBy | Command::UnsetAccessedBy | Command::UnmapExternal => {
-                RangeGpuParams::SIZE
-            }
+            Command::SetAccessedBy
+            | Command::UnsetAccessedBy
+            | Command::UnmapExternal
+            | Command::MapDynamicParallelismRegion => RangeGpuParams::SIZE,
             Command::Migrate => MigrateParams::SIZE,
             Command::AllocSemaphorePool => AllocSemaphorePoolParams::SIZE,
+            Command::CreateRangeGroup | Command::DestroyRangeGroup => RangeGroupParams::SIZE,
+            Command::SetRangeGroup => SetRangeGroupParams::SIZE,
+            Command::MigrateRangeGroup => MigrateRangeGroupParams::SIZE,
+            Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory => {
+                ToolsProcessMemoryParams::SIZE
+            }
         }
     }
 
@@ -213,7 +263,11 @@ impl Command {
     pub const fn status_offset(self) -> Option<usize> {
         Some(match self {
             Command::Deinitialize => return None,
-            Command::Initialize | Command::UnregisterChannel | Command::Free => 8,
+            Command::Initialize
+            | Command::UnregisterChannel
+            | Command::Free
+            | Command::CreateRangeGroup
+            | Command::DestroyRangeGroup => 8,
             Command::MmInitialize | Command::PageableMemAccess => 4,
             Command::RegisterGpu | Command::SetPreferredLocation => 36,
             Command::UnregisterGpu | Command::UnregisterGpuVaspace => 16,
@@ -226,9 +280,15 @@ impl Command {
             | Command::DisableReadDuplication
             | Command::ValidateVaRange
             | Command::CreateExternalRange => 16,
-            Command::SetAccessedBy | Command::UnsetAccessedBy | Command::UnmapExternal => 32,
+            Command::SetAccessedBy
+            | Command::UnsetAccessedBy
+            | Command::UnmapExternal
+            | Command::MapDynamicParallelismRegion
+            | Command::ToolsReadProcessMemory
+            | Command::ToolsWriteProcessMemory => 32,
             Command::Migrate => 72,
             Command::AllocSemaphorePool => 9240,
+            Command::SetRangeGroup | Command::MigrateRangeGroup => 24,
         })
     }
 
@@ -478,7 +538,7 @@ wire_struct! {
 
 wire_struct! {
     /// A range, a processor and a status: UVM_SET/UNSET_ACCESSED_BY_PARAMS,
-    /// UVM_UNMAP_EXTERNAL_PARAMS.
+    /// UVM_UNMAP_EXTERNAL_PARAMS, UVM_MAP_DYNAMIC_PARALLELISM_REGION_PARAMS.
     pub struct RangeGpuParams, size 40 {
         /// In.
         base @ 0: u64,
@@ -530,6 +590,64 @@ wire_struct! {
         gpu_attributes_count @ 9232: u64,
         /// Out.
         rm_status @ 9240: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_CREATE_RANGE_GROUP_PARAMS and UVM_DESTROY_RANGE_GROUP_PARAMS.
+    pub struct RangeGroupParams, size 16 {
+        /// Out (create) or in (destroy): the group, numbered per VA space
+        /// from 1.
+        range_group_id @ 0: u64,
+        /// Out.
+        rm_status @ 8: u32,
+    }
+}
+
+/// `UVM_RANGE_GROUP_ID_NONE`: in `UVM_SET_RANGE_GROUP`, takes the range out
+/// of any group.
+pub const RANGE_GROUP_NONE: u64 = 0;
+
+wire_struct! {
+    /// UVM_SET_RANGE_GROUP_PARAMS.
+    pub struct SetRangeGroupParams, size 32 {
+        /// In: a group of this VA space, or [`RANGE_GROUP_NONE`].
+        range_group_id @ 0: u64,
+        /// In: page aligned, inside managed ranges.
+        requested_base @ 8: u64,
+        /// In.
+        length @ 16: u64,
+        /// Out.
+        rm_status @ 24: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_MIGRATE_RANGE_GROUP_PARAMS.
+    pub struct MigrateRangeGroupParams, size 32 {
+        /// In.
+        range_group_id @ 0: u64,
+        /// In: a GPU with a GPU VA space, or [`CPU_UUID`].
+        destination_uuid @ 8: [u8; 16],
+        /// Out.
+        rm_status @ 24: u32,
+    }
+}
+
+wire_struct! {
+    /// UVM_TOOLS_READ_PROCESS_MEMORY_PARAMS and
+    /// UVM_TOOLS_WRITE_PROCESS_MEMORY_PARAMS.
+    pub struct ToolsProcessMemoryParams, size 40 {
+        /// In: the caller's buffer (its own address space).
+        buffer @ 0: u64,
+        /// In: bytes to copy.
+        size @ 8: u64,
+        /// In: the VA space's address.
+        target_va @ 16: u64,
+        /// Out: bytes read (or written).
+        bytes_done @ 24: u64,
+        /// Out.
+        rm_status @ 32: u32,
     }
 }
 

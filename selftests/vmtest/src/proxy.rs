@@ -162,6 +162,31 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
     ensure!(ch.ring.faults() == 0, "the touch faulted");
     u.migrate(managed.addr(), 4 << 20, &nvclient::uvm::CPU_UUID)
         .map_err(e("MIGRATE to the CPU"))?;
+    // What else CUDA issues (issue 14): a range group over the managed
+    // memory migrated both ways, a dynamic-parallelism region, tools reads
+    // and writes of the managed memory.
+    let group = u.create_range_group().map_err(e("CREATE_RANGE_GROUP"))?;
+    u.set_range_group(group, managed.addr(), 4 << 20)
+        .map_err(e("SET_RANGE_GROUP"))?;
+    u.migrate_range_group(group, &uuid)
+        .map_err(e("MIGRATE_RANGE_GROUP to the GPU"))?;
+    u.migrate_range_group(group, &nvclient::uvm::CPU_UUID)
+        .map_err(e("MIGRATE_RANGE_GROUP to the CPU"))?;
+    u.destroy_range_group(group)
+        .map_err(e("DESTROY_RANGE_GROUP"))?;
+    let dp = nvclient::uvm::Reservation::new(2 << 20, 2 << 20).map_err(e("VA"))?;
+    u.map_dynamic_parallelism_region(dp.addr(), 64 << 10, &uuid)
+        .map_err(e("MAP_DYNAMIC_PARALLELISM_REGION"))?;
+    u.validate_va_range(dp.addr(), 64 << 10)
+        .map_err(e("VALIDATE the region"))?;
+    u.free(dp.addr()).map_err(e("UVM_FREE of the region"))?;
+    let mut buf = vec![0xa5u8; 5000];
+    let wrote = u
+        .tools_write_process_memory(managed.addr() + 100, &buf)
+        .map_err(e("TOOLS_WRITE_PROCESS_MEMORY"))?;
+    let read = u
+        .tools_read_process_memory(managed.addr() + 100, &mut buf)
+        .map_err(e("TOOLS_READ_PROCESS_MEMORY"))?;
     u.unregister_channel(s.client, ch.h_channel)
         .map_err(e("UNREGISTER_CHANNEL"))?;
     u.free(ext.addr()).map_err(e("UVM_FREE"))?;
@@ -176,7 +201,9 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
     Ok((
         format!(
             "uvm: numa {}/{}; vram {} mapped and in UVM; channel registered; \
-             4 items done incl. a managed touch; managed 4 MiB migrated both ways; event seen",
+             4 items done incl. a managed touch; managed 4 MiB migrated both ways; event seen; \
+             range group {group} migrated both ways; DP region mapped and freed; \
+             tools wrote {wrote} and read {read}",
             reg.numa_enabled, reg.numa_node_id, vram.size
         ),
         pageable,

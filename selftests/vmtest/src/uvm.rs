@@ -17,12 +17,13 @@ use crate::sys::{
     remove_uvm_nodes, sh, write_file, Holder, Looper, Shared,
 };
 use crate::tap::{Outcome, Test};
-use crate::uvmdouble::view_gpu;
+use crate::uvmdouble::{double_uuid, view_gpu};
 use nvclient::abi::status::{
-    NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ARGUMENT,
-    NV_ERR_INVALID_OBJECT_HANDLE,
+    NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ADDRESS,
+    NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_NO_MEMORY,
+    NV_ERR_OBJECT_NOT_FOUND, NV_ERR_UVM_ADDRESS_IN_USE,
 };
-use nvclient::uvm::{Uvm, UvmContext, CPU_UUID};
+use nvclient::uvm::{Uvm, UvmContext, CPU_UUID, DP_REGION_PAGE_TABLES, RANGE_GROUP_NONE};
 use nvclient::Error;
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,18 @@ pub const TESTS: &[Test] = &[
     Test {
         name: "racing_mappings",
         run: racing_mappings,
+    },
+    Test {
+        name: "range_groups_under_ceiling",
+        run: range_groups_under_ceiling,
+    },
+    Test {
+        name: "range_groups_of_another_container",
+        run: range_groups_of_another_container,
+    },
+    Test {
+        name: "dp_region_and_tools",
+        run: dp_region_and_tools,
     },
     Test {
         name: "teardown",
@@ -601,6 +614,282 @@ fn racing_mappings() -> Outcome {
         );
         Ok(())
     })
+}
+
+/// Range groups through vgpu: they work as on the driver, and migrating a
+/// group moves only managed memory, which was charged at mmap, so the
+/// ceiling holds with all of it resident.
+fn range_groups_under_ceiling() -> Outcome {
+    let res0 = resident0()?;
+    as_container("/ua", || {
+        let c = context(0)?;
+        let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+        let g =
+            c.u.uvm
+                .create_range_group()
+                .map_err(e("CREATE_RANGE_GROUP"))?;
+        ensure!(g == 1, "first group of a VA space is {g}, want 1");
+        let m =
+            c.u.uvm
+                .map_managed(48 * MIB as usize)
+                .map_err(e("48 MiB managed"))?;
+        let (a, l) = (m.addr(), m.len() as u64);
+        c.u.uvm
+            .set_range_group(g, a, l)
+            .map_err(e("SET_RANGE_GROUP"))?;
+        c.u.uvm
+            .migrate_range_group(g, &c.u.uuid)
+            .map_err(e("MIGRATE_RANGE_GROUP to the GPU"))?;
+        let res = resident0()? - res0;
+        ensure!(res == 48 * MIB, "resident after MIGRATE_RANGE_GROUP: {res}");
+        ensure!(
+            sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 48 * MIB,
+            "the migration changed the charge: used {}, managed {}",
+            sysfs(0, "memory_used")?,
+            sysfs(0, "memory_managed")?
+        );
+        // With the group resident, the rest of the ceiling is all there is.
+        want_os(
+            c.u.uvm.map_managed(32 * MIB as usize),
+            libc::ENOMEM,
+            "managed past the ceiling with a resident group",
+        )?;
+        want_rm(
+            c.s.ctl.alloc_vram(c.s.client, c.s.device, 0, 32 * MIB),
+            NV_ERR_NO_MEMORY,
+            "VRAM past the ceiling with a resident group",
+        )?;
+        // Ranges and groups the VA space does not have are refused as the
+        // driver refuses them.
+        want_rm(
+            c.u.uvm.set_range_group(g, a, l + 4096),
+            NV_ERR_INVALID_ADDRESS,
+            "SET_RANGE_GROUP past the managed range",
+        )?;
+        want_rm(
+            c.u.uvm.set_range_group(g, 0x7500_0000_0000, 2 * MIB),
+            NV_ERR_INVALID_ADDRESS,
+            "SET_RANGE_GROUP where nothing is mapped",
+        )?;
+        want_rm(
+            c.u.uvm.destroy_range_group(g + 1),
+            NV_ERR_OBJECT_NOT_FOUND,
+            "DESTROY of a group never made",
+        )?;
+        c.u.uvm
+            .set_range_group(RANGE_GROUP_NONE, a, 2 * MIB)
+            .map_err(e("SET to no group"))?;
+        c.u.uvm
+            .migrate_range_group(g, &CPU_UUID)
+            .map_err(e("MIGRATE_RANGE_GROUP to the CPU"))?;
+        let res = resident0()? - res0;
+        ensure!(res == 2 * MIB, "resident after the group left: {res}");
+        c.u.uvm.destroy_range_group(g).map_err(e("DESTROY"))?;
+        drop(m);
+        Ok(())
+    })?;
+    ensure!(
+        sysfs(0, "memory_used")? == 0,
+        "charged after the container exited: {}",
+        sysfs(0, "memory_used")?
+    );
+    ensure!(resident0()? == res0, "managed VRAM left resident");
+    Ok(())
+}
+
+/// Container B's range group, its managed memory resident: container A
+/// can name neither (groups and ranges are its own VA space's), and B's
+/// memory stays where it is.
+fn range_groups_of_another_container() -> Outcome {
+    let res0 = resident0()?;
+    let shared = Shared::new()?;
+    let b = Holder::spawn(|| {
+        if join_cgroup("/ub").is_err() {
+            return false;
+        }
+        let Ok(c) = context(1) else { return false };
+        let Ok(g) = c.u.uvm.create_range_group() else {
+            return false;
+        };
+        let Ok(m) = c.u.uvm.map_managed(40 * MIB as usize) else {
+            return false;
+        };
+        if c.u
+            .uvm
+            .set_range_group(g, m.addr(), m.len() as u64)
+            .is_err()
+            || c.u.uvm.migrate_range_group(g, &c.u.uuid).is_err()
+        {
+            return false;
+        }
+        shared.set(0, g);
+        shared.set(1, m.addr());
+        std::mem::forget((c, m));
+        true
+    })?;
+    ensure!(b.ready, "container B's set-up failed");
+    let (bg, ba) = (shared.get(0), shared.get(1));
+    ensure!(
+        resident0()? - res0 == 40 * MIB,
+        "B's group not resident: {}",
+        resident0()? - res0
+    );
+    as_container("/ua", || {
+        let c = context(0)?;
+        want_rm(
+            c.u.uvm.destroy_range_group(bg),
+            NV_ERR_OBJECT_NOT_FOUND,
+            "DESTROY of B's group",
+        )?;
+        want_rm(
+            c.u.uvm.migrate_range_group(bg, &CPU_UUID),
+            NV_ERR_OBJECT_NOT_FOUND,
+            "MIGRATE_RANGE_GROUP of B's group",
+        )?;
+        want_rm(
+            c.u.uvm.set_range_group(RANGE_GROUP_NONE, ba, 40 * MIB),
+            NV_ERR_INVALID_ADDRESS,
+            "SET_RANGE_GROUP over B's managed memory",
+        )?;
+        let mut buf = [0u8; 64];
+        want_rm(
+            c.u.uvm.tools_read_process_memory(ba, &mut buf),
+            NV_ERR_INVALID_ADDRESS,
+            "TOOLS_READ of B's managed memory",
+        )?;
+        Ok(())
+    })?;
+    ensure!(
+        resident0()? - res0 == 40 * MIB && sysfs(1, "memory_managed")? == 40 * MIB,
+        "B's memory moved: resident {}, managed {}",
+        resident0()? - res0,
+        sysfs(1, "memory_managed")?
+    );
+    drop(b);
+    ensure!(
+        sysfs(1, "memory_used")? == 0,
+        "B's charge left after SIGKILL: {}",
+        sysfs(1, "memory_used")?
+    );
+    Ok(())
+}
+
+/// MAP_DYNAMIC_PARALLELISM_REGION through vgpu: the region maps no memory
+/// (the double's heap stays), but the bound of the page tables UVM makes
+/// for it is charged while it lives, so it is refused at the ceiling; only
+/// on the container's GPU. The tools process-memory calls reach the
+/// caller's own VA space and buffer.
+fn dp_region_and_tools() -> Outcome {
+    as_container("/ua", || {
+        let c = context(0)?;
+        let e = |w: &'static str| move |err: Error| format!("{w}: {err:?}");
+        let used0 = view_gpu(0)?.1;
+        let base = 0x7400_0000_0000u64;
+        c.u.uvm
+            .map_dynamic_parallelism_region(base, 2 * MIB, &c.u.uuid)
+            .map_err(e("MAP_DYNAMIC_PARALLELISM_REGION"))?;
+        ensure!(
+            view_gpu(0)?.1 == used0 && sysfs(0, "memory_used")? == DP_REGION_PAGE_TABLES,
+            "the region: heap used {} (was {used0}), charged {} (want {DP_REGION_PAGE_TABLES})",
+            view_gpu(0)?.1,
+            sysfs(0, "memory_used")?
+        );
+        c.u.uvm
+            .validate_va_range(base, 2 * MIB)
+            .map_err(e("VALIDATE the region"))?;
+        want_rm(
+            c.u.uvm
+                .map_dynamic_parallelism_region(base, 2 * MIB, &c.u.uuid),
+            NV_ERR_UVM_ADDRESS_IN_USE,
+            "the region twice",
+        )?;
+        // GPU 1 has no vGPU of the container: it cannot be registered, so
+        // no region can be made on it.
+        want_rm(
+            c.u.uvm.register_gpu(&double_uuid(1), -1, 0),
+            NV_ERR_GPU_UUID_NOT_FOUND,
+            "REGISTER_GPU of a GPU without a vGPU",
+        )?;
+        want_rm(
+            c.u.uvm
+                .map_dynamic_parallelism_region(base + 2 * MIB, 2 * MIB, &double_uuid(1)),
+            NV_ERR_INVALID_DEVICE,
+            "a region on another GPU",
+        )?;
+        c.u.uvm.free(base).map_err(e("UVM_FREE of the region"))?;
+        ensure!(
+            sysfs(0, "memory_used")? == 0,
+            "charged {} after UVM_FREE of the region",
+            sysfs(0, "memory_used")?
+        );
+        // A region that would pass the ceiling is refused, and not made.
+        let refused = sysfs(0, "memory_refused")?;
+        let vram =
+            c.s.ctl
+                .alloc_vram(c.s.client, c.s.device, 0, 64 * MIB)
+                .map_err(e("64 MiB of VRAM"))?;
+        want_rm(
+            c.u.uvm
+                .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid),
+            NV_ERR_NO_MEMORY,
+            "a region with the ceiling reached",
+        )?;
+        ensure!(
+            sysfs(0, "memory_refused")? == refused + 1,
+            "the refusal was not counted"
+        );
+        want_rm(
+            c.u.uvm.validate_va_range(base, 64 << 10),
+            NV_ERR_INVALID_ADDRESS,
+            "VALIDATE of the refused region",
+        )?;
+        c.s.ctl
+            .free(c.s.client, c.s.device, vram.handle)
+            .map_err(e("RM free"))?;
+        c.u.uvm
+            .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid)
+            .map_err(e("the region once VRAM is freed"))?;
+        // The end of the VA space gives the charge back (checked after the
+        // container exits).
+        // Tools reads and writes: managed memory, the caller's buffer.
+        let m =
+            c.u.uvm
+                .map_managed(4 * MIB as usize)
+                .map_err(e("4 MiB managed"))?;
+        let mut buf = vec![0xabu8; 6000];
+        let n =
+            c.u.uvm
+                .tools_read_process_memory(m.addr() + 8, &mut buf)
+                .map_err(e("TOOLS_READ"))?;
+        ensure!(
+            n == 6000 && buf.iter().all(|&b| b == 0),
+            "TOOLS_READ: {n} bytes, zeros: {}",
+            buf.iter().all(|&b| b == 0)
+        );
+        let n =
+            c.u.uvm
+                .tools_write_process_memory(m.addr(), &buf)
+                .map_err(e("TOOLS_WRITE"))?;
+        ensure!(n == 6000, "TOOLS_WRITE wrote {n} bytes");
+        want_rm(
+            c.u.uvm.tools_read_process_memory(base, &mut buf),
+            NV_ERR_INVALID_ADDRESS,
+            "TOOLS_READ where nothing is managed",
+        )?;
+        ensure!(
+            sysfs(0, "memory_used")? == 4 * MIB + DP_REGION_PAGE_TABLES,
+            "charged {} with 4 MiB managed and a region",
+            sysfs(0, "memory_used")?
+        );
+        drop(m);
+        Ok(())
+    })?;
+    ensure!(
+        sysfs(0, "memory_used")? == 0,
+        "charged {} after the container with a region exited",
+        sysfs(0, "memory_used")?
+    );
+    Ok(())
 }
 
 fn teardown() -> Outcome {

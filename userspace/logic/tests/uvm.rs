@@ -35,6 +35,13 @@ fn numbers_and_sizes_match_the_driver() {
         (Command::AllocSemaphorePool, 68, 9248, Some(9240)),
         (Command::ValidateVaRange, 72, 24, Some(16)),
         (Command::CreateExternalRange, 73, 24, Some(16)),
+        (Command::CreateRangeGroup, 23, 16, Some(8)),
+        (Command::DestroyRangeGroup, 24, 16, Some(8)),
+        (Command::SetRangeGroup, 31, 32, Some(24)),
+        (Command::MigrateRangeGroup, 53, 32, Some(24)),
+        (Command::ToolsReadProcessMemory, 62, 40, Some(32)),
+        (Command::ToolsWriteProcessMemory, 63, 40, Some(32)),
+        (Command::MapDynamicParallelismRegion, 65, 40, Some(32)),
     ];
     assert_eq!(table.len(), COMMANDS.len());
     for &(c, nr, size, status) in table {
@@ -47,7 +54,9 @@ fn numbers_and_sizes_match_the_driver() {
         }
     }
     // Unknown numbers, and RM-style encodings of known ones, are not UVM's.
-    for nr in [0, 1, 35, 2047, 0xc020_462b, 0x3000_0003, 76] {
+    // 40/41 (migration policy of range groups) and 64 (tools UUID table)
+    // stay unknown: CUDA's compute path does not issue them.
+    for nr in [0, 1, 35, 40, 41, 64, 2047, 0xc020_462b, 0x3000_0003, 76] {
         assert_eq!(Command::decode(nr), None, "{nr:#x}");
     }
     assert_eq!(Command::MmInitialize.embedded_fd(), Some(0));
@@ -56,6 +65,82 @@ fn numbers_and_sizes_match_the_driver() {
     assert!(!Command::Initialize.init_checked());
     assert!(!Command::MmInitialize.init_checked());
     assert!(Command::RegisterGpu.init_checked());
+    for c in [
+        Command::CreateRangeGroup,
+        Command::SetRangeGroup,
+        Command::MigrateRangeGroup,
+        Command::MapDynamicParallelismRegion,
+        Command::ToolsReadProcessMemory,
+    ] {
+        assert!(c.init_checked(), "{c:?}");
+        assert_eq!(c.embedded_fd(), None, "{c:?}");
+    }
+}
+
+/// The range-group, dynamic-parallelism and tools blocks, against offsets
+/// computed from `uvm_ioctl.h` (595.45.04) and checked by compiling a probe
+/// against that header.
+#[test]
+fn range_group_and_region_blocks() {
+    let g = RangeGroupParams {
+        range_group_id: 0x0102_0304_0506_0708,
+        rm_status: 0x57,
+    };
+    let b = g.to_bytes();
+    assert_eq!(&b[0..8], &0x0102_0304_0506_0708u64.to_ne_bytes());
+    assert_eq!(&b[8..12], &0x57u32.to_ne_bytes());
+    assert_eq!(RangeGroupParams::from_bytes(&b), Some(g));
+
+    let s = SetRangeGroupParams {
+        range_group_id: 3,
+        requested_base: 0x7000_0000,
+        length: 0x20_0000,
+        rm_status: 0x1e,
+    };
+    let b = s.to_bytes();
+    assert_eq!(&b[0..8], &3u64.to_ne_bytes());
+    assert_eq!(&b[8..16], &0x7000_0000u64.to_ne_bytes());
+    assert_eq!(&b[16..24], &0x20_0000u64.to_ne_bytes());
+    assert_eq!(&b[24..28], &0x1eu32.to_ne_bytes());
+    assert_eq!(RANGE_GROUP_NONE, 0);
+
+    let m = MigrateRangeGroupParams {
+        range_group_id: 9,
+        destination_uuid: CPU_UUID,
+        rm_status: 0x26,
+    };
+    let b = m.to_bytes();
+    assert_eq!(&b[0..8], &9u64.to_ne_bytes());
+    assert_eq!(&b[8..24], &CPU_UUID);
+    assert_eq!(&b[24..28], &0x26u32.to_ne_bytes());
+    assert_eq!(MigrateRangeGroupParams::from_bytes(&b[..31]), None);
+
+    // MAP_DYNAMIC_PARALLELISM_REGION shares UNMAP_EXTERNAL's layout.
+    let r = RangeGpuParams {
+        base: 0x1_0000_0000,
+        length: 0x1_0000,
+        uuid: [5; 16],
+        rm_status: 0x5b,
+    };
+    let b = r.to_bytes();
+    assert_eq!(&b[8..16], &0x1_0000u64.to_ne_bytes());
+    assert_eq!(&b[16..32], &[5; 16]);
+    assert_eq!(&b[32..36], &0x5bu32.to_ne_bytes());
+
+    let t = ToolsProcessMemoryParams {
+        buffer: 0x1000,
+        size: 0x2000,
+        target_va: 0x3000,
+        bytes_done: 0x4000,
+        rm_status: 0x1f,
+    };
+    let b = t.to_bytes();
+    for (i, v) in [0x1000u64, 0x2000, 0x3000, 0x4000].iter().enumerate() {
+        assert_eq!(&b[i * 8..i * 8 + 8], &v.to_ne_bytes());
+    }
+    assert_eq!(&b[32..36], &0x1fu32.to_ne_bytes());
+    // At most 5 page-table levels below the root, 4 KiB each.
+    assert_eq!(DP_REGION_PAGE_TABLES, 20 << 10);
 }
 
 #[test]

@@ -45,11 +45,21 @@ use crate::{rm_result, Ctl, Error, Node, Result};
 
 pub use vgpu_logic::nv::uvm::{
     init_flags, migrate_flags, Command, FreeParams, GpuMappingAttributes, GpuParams,
-    InitializeParams, MapExternalAllocationParams, MigrateParams, MmInitializeParams,
-    PageableMemAccessParams, PeerAccessParams, RangeGpuParams, RangeParams, RegisterChannelParams,
-    RegisterGpuParams, RegisterGpuVaspaceParams, SetPreferredLocationParams,
-    UnregisterChannelParams, Uuid, CHUNK, CPU_UUID, PAGE,
+    InitializeParams, MapExternalAllocationParams, MigrateParams, MigrateRangeGroupParams,
+    MmInitializeParams, PageableMemAccessParams, PeerAccessParams, RangeGpuParams,
+    RangeGroupParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
+    RegisterGpuVaspaceParams, SetPreferredLocationParams, SetRangeGroupParams,
+    ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID,
+    DP_REGION_PAGE_TABLES, PAGE, RANGE_GROUP_NONE,
 };
+
+/// Whether `c` is a tools process-memory command (its block names a buffer).
+fn is_tools_access(c: Command) -> bool {
+    matches!(
+        c,
+        Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory
+    )
+}
 
 /// Reads the `rmStatus` of command `cmd` from its block.
 fn status_of(cmd: Command, block: &[u8]) -> Result<u32> {
@@ -174,16 +184,24 @@ impl Uvm {
     /// driver copies its own idea of the block size in and out, so `block`
     /// must be at least that long. `Err(Error::Os)` if the ioctl fails; the
     /// status is left in the block.
+    /// The tools process-memory commands are refused here (their block
+    /// names a buffer the driver writes to): use
+    /// [`Uvm::tools_read_process_memory`] and its kin.
     pub fn call(&self, cmd: u32, block: &mut [u8]) -> Result<()> {
         if let Some(c) = Command::decode(cmd) {
             if block.len() < c.size() {
                 return Err(Error::Invalid("block shorter than the command's"));
             }
+            if is_tools_access(c) {
+                return Err(Error::Invalid(
+                    "tools process-memory blocks name a buffer: use the typed calls",
+                ));
+            }
         }
         // SAFETY: for a known command `block` is at least as long as the
         // block the driver copies in and out (checked above), and no UVM
-        // block holds pointers to other memory; for an unknown number the
-        // driver copies nothing.
+        // block but the tools ones (refused above) holds pointers to other
+        // memory; for an unknown number the driver copies nothing.
         unsafe { crate::node::ioctl_buf(self.file(), cmd, block) }
     }
 
@@ -432,6 +450,110 @@ impl Uvm {
     pub fn free(&self, base: u64) -> Result<()> {
         let mut p = FreeParams { base, rm_status: 0 };
         self.command(Command::Free, &mut p)
+    }
+
+    /// UVM_CREATE_RANGE_GROUP: a new range group of this VA space; returns
+    /// its id (numbered from 1 per VA space).
+    pub fn create_range_group(&self) -> Result<u64> {
+        let mut p = RangeGroupParams::default();
+        self.command(Command::CreateRangeGroup, &mut p)?;
+        Ok(p.range_group_id)
+    }
+
+    /// UVM_DESTROY_RANGE_GROUP of group `id`.
+    pub fn destroy_range_group(&self, id: u64) -> Result<()> {
+        let mut p = RangeGroupParams {
+            range_group_id: id,
+            rm_status: 0,
+        };
+        self.command(Command::DestroyRangeGroup, &mut p)
+    }
+
+    /// UVM_SET_RANGE_GROUP: puts the managed memory `[base, base + length)`
+    /// in group `id` ([`RANGE_GROUP_NONE`]: in none).
+    pub fn set_range_group(&self, id: u64, base: u64, length: u64) -> Result<()> {
+        let mut p = SetRangeGroupParams {
+            range_group_id: id,
+            requested_base: base,
+            length,
+            rm_status: 0,
+        };
+        self.command(Command::SetRangeGroup, &mut p)
+    }
+
+    /// UVM_MIGRATE_RANGE_GROUP: migrates group `id`'s memory to `dest` (a
+    /// GPU's UUID or [`CPU_UUID`]).
+    pub fn migrate_range_group(&self, id: u64, dest: &Uuid) -> Result<()> {
+        let mut p = MigrateRangeGroupParams {
+            range_group_id: id,
+            destination_uuid: *dest,
+            rm_status: 0,
+        };
+        self.command(Command::MigrateRangeGroup, &mut p)
+    }
+
+    /// UVM_MAP_DYNAMIC_PARALLELISM_REGION: one GPU page at `base` (`length`
+    /// a page size of the GPU, `base` aligned to it) of `gpu`'s
+    /// SKED-reflected mapping. Freed by [`Uvm::free`].
+    pub fn map_dynamic_parallelism_region(&self, base: u64, length: u64, gpu: &Uuid) -> Result<()> {
+        self.range_gpu_command(Command::MapDynamicParallelismRegion, base, length, gpu)
+    }
+
+    /// UVM_TOOLS_READ_PROCESS_MEMORY: reads `buf.len()` bytes of this VA
+    /// space at `target` into `buf`. Returns the bytes read; on an RM
+    /// failure the error (what was read before it stays in `buf`).
+    pub fn tools_read_process_memory(&self, target: u64, buf: &mut [u8]) -> Result<u64> {
+        let mut p = ToolsProcessMemoryParams {
+            buffer: buf.as_mut_ptr() as u64,
+            size: buf.len() as u64,
+            target_va: target,
+            ..Default::default()
+        };
+        // SAFETY: `buf` is borrowed mutably for the call and is `size` long.
+        unsafe { self.tools_process_memory(Command::ToolsReadProcessMemory, &mut p) }?;
+        Ok(p.bytes_done)
+    }
+
+    /// UVM_TOOLS_WRITE_PROCESS_MEMORY: writes `buf` into this VA space at
+    /// `target`. Returns the bytes written.
+    pub fn tools_write_process_memory(&self, target: u64, buf: &[u8]) -> Result<u64> {
+        let mut p = ToolsProcessMemoryParams {
+            buffer: buf.as_ptr() as u64,
+            size: buf.len() as u64,
+            target_va: target,
+            ..Default::default()
+        };
+        // SAFETY: `buf` is borrowed for the call and is `size` long; the
+        // driver only reads it.
+        unsafe { self.tools_process_memory(Command::ToolsWriteProcessMemory, &mut p) }?;
+        Ok(p.bytes_done)
+    }
+
+    /// A tools read or write with a whole block, which may name any buffer
+    /// address (an unmapped one is the driver's `NV_ERR_INVALID_ARGUMENT`,
+    /// not a fault: the driver copies it with copy_{to,from}_user). The
+    /// block comes back decoded (`bytes_done`), also on an RM failure.
+    ///
+    /// # Safety
+    ///
+    /// `params.buffer` must be unmapped, or valid for `params.size` bytes of
+    /// writes (a read: the driver writes there) or reads (a write) for the
+    /// call.
+    pub unsafe fn tools_process_memory(
+        &self,
+        cmd: Command,
+        params: &mut ToolsProcessMemoryParams,
+    ) -> Result<()> {
+        if !is_tools_access(cmd) {
+            return Err(Error::Invalid("not a tools process-memory command"));
+        }
+        let mut b = vec![0u8; ToolsProcessMemoryParams::SIZE];
+        params.encode(&mut b);
+        // SAFETY: `b` is the command's whole block; the buffer it names is
+        // the caller's to vouch for.
+        unsafe { crate::node::ioctl_buf(self.file(), cmd.number(), &mut b) }?;
+        *params = ToolsProcessMemoryParams::decode(&b);
+        rm_result(status_of(cmd, &b)?)
     }
 
     /// UVM_PAGEABLE_MEM_ACCESS: whether GPUs can access pageable memory.
@@ -770,6 +892,37 @@ mod tests {
         assert_eq!(r.len(), 4 << 20);
         assert!(Reservation::new(100, 4096).is_err());
         assert!(Reservation::new(4096, 3).is_err());
+    }
+
+    #[test]
+    fn raw_tools_blocks_are_refused_before_the_driver() {
+        // The block names a buffer the driver would write: only the typed
+        // (or unsafe) calls may send it. /dev/null would answer ENOTTY, so
+        // an Invalid error shows nothing was sent.
+        let n = Uvm::open("/dev/null").unwrap();
+        for c in [
+            Command::ToolsReadProcessMemory,
+            Command::ToolsWriteProcessMemory,
+        ] {
+            let mut b = vec![0u8; c.size()];
+            assert!(matches!(n.call(c.number(), &mut b), Err(Error::Invalid(_))));
+            let mut p = ToolsProcessMemoryParams::default();
+            assert!(matches!(n.command(c, &mut p), Err(Error::Invalid(_))));
+        }
+        let mut p = ToolsProcessMemoryParams::default();
+        // SAFETY: size 0, and the command is refused before any ioctl.
+        let r = unsafe { n.tools_process_memory(Command::Migrate, &mut p) };
+        assert!(matches!(r, Err(Error::Invalid(_))));
+        // The typed calls do reach the node.
+        let mut buf = [0u8; 8];
+        assert!(matches!(
+            n.tools_read_process_memory(0x1000, &mut buf),
+            Err(Error::Os(libc::ENOTTY))
+        ));
+        assert!(matches!(
+            n.create_range_group(),
+            Err(Error::Os(libc::ENOTTY))
+        ));
     }
 
     #[test]
