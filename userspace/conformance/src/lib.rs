@@ -333,6 +333,31 @@ pub fn uvm_c_name(c: uvm::Command) -> (&'static str, Option<&'static str>) {
             "UVM_CREATE_EXTERNAL_RANGE",
             Some("UVM_CREATE_EXTERNAL_RANGE_PARAMS"),
         ),
+        C::CreateRangeGroup => (
+            "UVM_CREATE_RANGE_GROUP",
+            Some("UVM_CREATE_RANGE_GROUP_PARAMS"),
+        ),
+        C::DestroyRangeGroup => (
+            "UVM_DESTROY_RANGE_GROUP",
+            Some("UVM_DESTROY_RANGE_GROUP_PARAMS"),
+        ),
+        C::SetRangeGroup => ("UVM_SET_RANGE_GROUP", Some("UVM_SET_RANGE_GROUP_PARAMS")),
+        C::MigrateRangeGroup => (
+            "UVM_MIGRATE_RANGE_GROUP",
+            Some("UVM_MIGRATE_RANGE_GROUP_PARAMS"),
+        ),
+        C::ToolsReadProcessMemory => (
+            "UVM_TOOLS_READ_PROCESS_MEMORY",
+            Some("UVM_TOOLS_READ_PROCESS_MEMORY_PARAMS"),
+        ),
+        C::ToolsWriteProcessMemory => (
+            "UVM_TOOLS_WRITE_PROCESS_MEMORY",
+            Some("UVM_TOOLS_WRITE_PROCESS_MEMORY_PARAMS"),
+        ),
+        C::MapDynamicParallelismRegion => (
+            "UVM_MAP_DYNAMIC_PARALLELISM_REGION",
+            Some("UVM_MAP_DYNAMIC_PARALLELISM_REGION_PARAMS"),
+        ),
     }
 }
 
@@ -1170,7 +1195,26 @@ fn uvm_rows(t: &mut Table) {
                 CStruct::camel(ty)
                     .renamed(&[("base", "requestedBase"), ("uuid", "accessedByUuid")])
             ),
-            (C::UnmapExternal, Some(ty)) => layout!(
+            (C::CreateRangeGroup | C::DestroyRangeGroup, Some(ty)) => {
+                layout!(t, uvm::RangeGroupParams, CStruct::camel(ty))
+            }
+            (C::SetRangeGroup, Some(ty)) => {
+                layout!(t, uvm::SetRangeGroupParams, CStruct::camel(ty))
+            }
+            (C::MigrateRangeGroup, Some(ty)) => {
+                layout!(t, uvm::MigrateRangeGroupParams, CStruct::camel(ty))
+            }
+            (C::ToolsReadProcessMemory, Some(ty)) => layout!(
+                t,
+                uvm::ToolsProcessMemoryParams,
+                CStruct::camel(ty).renamed(&[("bytes_done", "bytesRead")])
+            ),
+            (C::ToolsWriteProcessMemory, Some(ty)) => layout!(
+                t,
+                uvm::ToolsProcessMemoryParams,
+                CStruct::camel(ty).renamed(&[("bytes_done", "bytesWritten")])
+            ),
+            (C::UnmapExternal | C::MapDynamicParallelismRegion, Some(ty)) => layout!(
                 t,
                 uvm::RangeGpuParams,
                 CStruct::camel(ty).renamed(&[("uuid", "gpuUuid")])
