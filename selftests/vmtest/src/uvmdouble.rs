@@ -749,6 +749,14 @@ fn external_ranges_keep_memory() -> Outcome {
         NV_ERR_OBJECT_NOT_FOUND,
         "unknown memory handle",
     )?;
+    // RM's lookup of a missing client (`nv_gpu_ops.c:11660-11669`,
+    // `rs_server.c:3056-3058` at 595.45.04).
+    want_rm(
+        f.uvm
+            .map_external_allocation(base, 2 * MIB, 0, &[f.uuid], 0xdead_0000, mem.handle),
+        NV_ERR_INVALID_OBJECT_HANDLE,
+        "unknown client",
+    )?;
     map(base, 4 * MIB, 0, &[f.uuid]).ctx("MAP_EXTERNAL_ALLOCATION")?;
     // RM frees its handle; the UVM mapping keeps the VRAM.
     s.ctl
@@ -1209,6 +1217,10 @@ fn engine_touch() -> Outcome {
     Ok(())
 }
 
+/// A process killed while UVM_MIGRATE runs: UVM does not stop the
+/// migration for the signal (no fatal-signal check at 595.45.04), the
+/// process dies when the call returns, and its VA space's residency goes
+/// back with its files.
 fn kill_mid_migrate_returns_vram() -> Outcome {
     fresh()?;
     let obs = session(0)?;
