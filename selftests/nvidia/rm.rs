@@ -1232,10 +1232,10 @@ impl Driver {
             }
             (ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, Some(ObjKind::Tsg { gpu, id, .. })) => {
                 let q: abi::TimesliceParams = parse_params(p)?;
-                // GUESS: RM refuses timeslices below its minimum (100 us here).
-                if q.timeslice_us < 100 {
-                    return Err(NV_ERR_INVALID_ARGUMENT);
-                }
+                // No minimum: kernel RM enforces none (at 535 its minimum
+                // is 0; at 595.45.04 it forwards the call to GSP,
+                // `kernel_channel_group_api.c:1319-1333`). GUESS: GSP's own
+                // check is not public; the double accepts every value.
                 self.gpus[gpu as usize]
                     .engine
                     .set_timeslice(id, q.timeslice_us);

@@ -754,15 +754,11 @@ fn tsg_and_channel_controls() -> Outcome {
     ctl.set_timeslice(c, tsg, 2000).ctx("SET_TIMESLICE")?;
     let ts = ctl.get_timeslice(c, tsg).ctx("GET_TIMESLICE")?;
     ensure!(ts == 2000, "timeslice {ts} after setting 2000");
-    want_rm(
-        ctl.set_timeslice(c, tsg, 99),
-        NV_ERR_INVALID_ARGUMENT,
-        "timeslice below 100 us",
-    )?;
-    ensure!(
-        ctl.get_timeslice(c, tsg).ctx("get")? == 2000,
-        "refused set changed it"
-    );
+    // Kernel RM enforces no minimum (at 595.45.04 GSP decides): a small
+    // timeslice is taken as it is.
+    ctl.set_timeslice(c, tsg, 99).ctx("SET_TIMESLICE 99 us")?;
+    let ts = ctl.get_timeslice(c, tsg).ctx("get")?;
+    ensure!(ts == 99, "timeslice {ts} after setting 99");
     ctl.gpfifo_schedule(c, tsg, true)
         .ctx("GPFIFO_SCHEDULE on")?;
     ctl.gpfifo_schedule(c, tsg, false)
