@@ -1084,7 +1084,8 @@ fn map_context_once_per_file() -> Outcome {
         .alloc_sysmem(s.client, s.device, 0, 8192)
         .ctx("sysmem")?;
     let fresh_fd = Node::open(s.ctl.path()).ctx("fresh fd")?;
-    // No context yet: mmap is refused (GUESS in the double: EINVAL).
+    // No context yet: mmap is refused with EINVAL and the file can get one
+    // (`nv-mmap.c:561-566` at 595.45.04).
     ensure!(
         mmap_fd(fresh_fd.fd(), 8192) == Err(libc::EINVAL),
         "mmap without a mapping context"
@@ -1097,24 +1098,54 @@ fn map_context_once_per_file() -> Outcome {
         "second MAP_MEMORY naming the same fd: {}",
         abi::NvStatus(st)
     );
-    // A wrong length is refused and leaves the context for a retry.
+    // The ctl node maps system memory up to the allocation's end
+    // (`nv-mmap.c:697-702`): less is fine, more is ERANGE.
     ensure!(
-        mmap_fd(fresh_fd.fd(), 4096) == Err(libc::EINVAL),
-        "mmap with the wrong length"
+        mmap_fd(fresh_fd.fd(), 3 * 4096) == Err(libc::ERANGE),
+        "mmap past the allocation"
     );
+    let half = mmap_fd(fresh_fd.fd(), 4096).map_err(|e| format!("mmap 4 KiB: errno {e}"))?;
     let p = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("mmap: errno {e}"))?;
-    munmap(p, 8192);
-    // Used up: neither another mmap nor another context.
+    // The context stays on the file until it is closed
+    // (`nv-usermap.c:102-116`): another mmap maps the same memory again,
+    // and the file still cannot take a second context.
+    let q = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("second mmap: errno {e}"))?;
+    // SAFETY: `p`, `q` and `half` are live shared mappings of at least 4 KiB;
+    // volatile accesses to plain memory.
+    let seen = unsafe {
+        core::ptr::write_volatile(p.cast::<u32>(), 0x5eed_cafe);
+        (
+            core::ptr::read_volatile(q.cast::<u32>()),
+            core::ptr::read_volatile(half.cast::<u32>()),
+        )
+    };
     ensure!(
-        mmap_fd(fresh_fd.fd(), 8192) == Err(libc::EINVAL),
-        "second mmap of a used file"
+        seen == (0x5eed_cafe, 0x5eed_cafe),
+        "mappings of one context see different memory: {seen:x?}"
     );
+    munmap(q, 8192);
+    munmap(p, 8192);
+    munmap(half, 4096);
     let st = map_raw(&s, sys.handle, 8192, fresh_fd.fd())?;
     ensure!(
         st == NV_ERR_STATE_IN_USE,
-        "MAP_MEMORY on a used file: {}",
+        "MAP_MEMORY on a mapped file: {}",
         abi::NvStatus(st)
     );
+    // A GPU node maps exactly the context's range, else ENXIO
+    // (`nv-mmap.c:600-603`).
+    let vram = s.vram(MIB).ctx("vram")?;
+    let gpu_fd = Node::open(s.gpu_path()).ctx("fresh GPU fd")?;
+    let st = map_raw(&s, vram.handle, 8192, gpu_fd.fd())?;
+    ensure!(st == NV_OK, "VRAM MAP_MEMORY: {}", abi::NvStatus(st));
+    ensure!(
+        mmap_fd(gpu_fd.fd(), 4096) == Err(libc::ENXIO),
+        "GPU-node mmap shorter than its context"
+    );
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap: errno {e}"))?;
+    munmap(g, 8192);
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap again: errno {e}"))?;
+    munmap(g, 8192);
     Ok(())
 }
 
