@@ -587,16 +587,24 @@ impl Driver {
         Ok(())
     }
 
+    /// REGISTER_FD, as `RmIoctl` serves it at 595.45.04 (`escape.c:915-1004`):
+    /// valid on a ctl file as on a GPU file (`escape.c:942-944`); once per
+    /// file (`escape.c:932-939`); the fd must be an open ctl file
+    /// (`escape.c:946-955`), not the file itself and not a file that is
+    /// registered in turn (`escape.c:958-966`). Every refusal is an RM error,
+    /// which the ioctl returns as `-EINVAL` (`nv.c:2853-2854`).
     fn register_fd(&self, f: &NvFile, p: &mut [u8]) -> Result {
         let r: abi::RegisterFd = parse(p)?;
-        if !matches!(f.kind, Kind::Gpu(_)) {
-            return Err(EINVAL);
-        }
-        // The driver answers any fd it cannot use (not open, not its own
-        // file, not ctl) with -EINVAL.
         let ctl = fdtable::fget(r.ctl_fd).map_err(|_| EINVAL)?;
         let ctl = file::nv_file(&ctl).ok_or(EINVAL)?;
-        if ctl.kind != Kind::Ctl {
+        if ctl.kind != Kind::Ctl || ctl.id == f.id {
+            return Err(EINVAL);
+        }
+        // The RM lock serialises registrations, as the driver's API lock
+        // does: two files cannot register to each other at once. One
+        // `registered` lock at a time (RM, then a file's: the usual order).
+        let _rm = self.rm.lock();
+        if ctl.registered.lock().is_some() {
             return Err(EINVAL);
         }
         let mut reg = f.registered.lock();

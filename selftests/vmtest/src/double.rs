@@ -322,15 +322,48 @@ fn register_fd() -> Outcome {
             &format!("REGISTER_FD naming {what}"),
         )?;
     }
-    // Only GPU nodes take it; gpu2 can still register after the refusals.
+    // gpu2 can still register after the refusals.
     let ctl2 = Ctl::open_default().ctx("open ctl")?;
+    gpu2.register_fd(&ctl2).ctx("REGISTER_FD after refusals")?;
+    // A ctl file takes it too (`escape.c:942-944` at 595.45.04), and then
+    // acts for the file it names: its clients are that file's. Not to
+    // itself, and not to a file that is registered in turn
+    // (`escape.c:958-966`).
+    let ctl3 = Ctl::open_default().ctx("open ctl 3")?;
+    let mut p = abi::RegisterFd { ctl_fd: ctl3.fd() };
+    want_os(
+        ctl3.ioctl_with(Escape::RegisterFd.nr(), &mut p),
+        libc::EINVAL,
+        "REGISTER_FD of a ctl file to itself",
+    )?;
     let mut p = abi::RegisterFd { ctl_fd: ctl2.fd() };
+    ctl3.ioctl_with(Escape::RegisterFd.nr(), &mut p)
+        .ctx("REGISTER_FD on a ctl node")?;
+    let mut p = abi::RegisterFd { ctl_fd: ctl3.fd() };
     want_os(
         ctl.ioctl_with(Escape::RegisterFd.nr(), &mut p),
         libc::EINVAL,
-        "REGISTER_FD on a ctl node",
+        "REGISTER_FD naming a registered ctl file",
     )?;
-    gpu2.register_fd(&ctl2).ctx("REGISTER_FD after refusals")?;
+    let c2 = ctl2.alloc_root_client().ctx("client on ctl2")?;
+    let d2 = ctl3
+        .alloc_device(c2, 0, 0)
+        .ctx("ctl2's client through ctl3")?;
+    let c3 = ctl3.alloc_root_client().ctx("client through ctl3")?;
+    ctl2.alloc_device(c3, 0, 0)
+        .ctx("ctl3's client through ctl2")?;
+    want_rm(
+        ctl.alloc_device(c2, 0, 0),
+        NV_ERR_INVALID_CLIENT,
+        "ctl2's client through an unrelated ctl file",
+    )?;
+    // Its clients are ctl2's: closing ctl3 leaves them, closing ctl2
+    // frees them.
+    drop(ctl3);
+    ctl2.free(c2, c2, d2)
+        .ctx("free ctl2's device after ctl3 closed")?;
+    ctl2.free(c3, c3, c3)
+        .ctx("client made through ctl3 after it closed")?;
     Ok(())
 }
 

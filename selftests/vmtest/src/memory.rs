@@ -848,6 +848,19 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
             r == Err(Error::Os(libc::EPERM)),
             "RM_ALLOC on /dev/vgpu0: {r:?}"
         );
+        // The driver takes REGISTER_FD on a ctl file too (`escape.c:942-944`
+        // at 595.45.04), which would bind the clients this file creates to
+        // another file that outlives it: refused on /dev/vgpuctl. A GPU
+        // node still takes it.
+        let other = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
+        let mut p = nvclient::abi::RegisterFd { ctl_fd: other.fd() };
+        let r = ctl.ioctl_with(nvclient::ioctl::Escape::RegisterFd.nr(), &mut p);
+        ensure!(
+            r == Err(Error::Os(libc::EPERM)),
+            "REGISTER_FD on /dev/vgpuctl: {r:?}"
+        );
+        g.register_fd(&other)
+            .map_err(|e| format!("REGISTER_FD on /dev/vgpu0: {e:?}"))?;
         let cards = ctl.card_info(8).map_err(|e| format!("card info: {e:?}"))?;
         let minors: Vec<u32> = cards
             .iter()
