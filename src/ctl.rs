@@ -117,7 +117,7 @@ impl Ctl {
             Escape::RmFree => this.free(rm, real, call),
             Escape::RmControl => this.control(rm, real, call),
             Escape::CardInfo => this.card_info(call),
-            Escape::RmDupObject => this.dup(rm, call.addr),
+            Escape::RmDupObject => this.dup(rm, real, call),
             Escape::RmVidHeapControl => this.vid_heap(rm, real, call),
             _ => Ok(None),
         }
@@ -773,16 +773,23 @@ impl Ctl {
 
     /// DUP: into one of this file's verified clients, from one of them or
     /// from a client another `/dev/vgpuctl` file of the same container
-    /// verified (CUDA IPC between its processes), executed on the kernel
-    /// copy through the kernel interface. A copy of charged memory shares
-    /// the original's charge, so the memory is charged once and refunded
-    /// when its last handle goes. Refused: DUPs from any other client
-    /// (another container's, or one vgpu never verified) and of TSGs and
-    /// channels (a second handle would outlive the one the schedule knows).
-    fn dup(&self, rm: &RmOps, addr: u64) -> Handled {
+    /// verified, as long as the memory's vGPU is the caller's too. Refused
+    /// here: DUPs from any other client (another container's, or one vgpu
+    /// never verified) and of TSGs and channels (a second handle would
+    /// outlive the one the schedule knows). What passes is forwarded from
+    /// vgpu's kernel copy of the block, so the driver applies its own rules
+    /// to the caller, as to any user client: its share policy lets a user
+    /// client dup only objects of clients its own process created, unless
+    /// their owner shared them (`rs_client.c:535-547`, `sharing.c:347-353`
+    /// at 595.45.04). vgpu never runs a tenant's DUP at kernel privilege,
+    /// which would skip that check. A copy of charged memory shares the
+    /// original's charge, so the memory is charged once and refunded when
+    /// its last handle goes.
+    fn dup(&self, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let addr = call.addr;
         let mut blk = [0u8; abi::Nvos55::SIZE];
         user::read(addr, &mut blk)?;
-        let mut a = abi::Nvos55::decode(&blk);
+        let a = abi::Nvos55::decode(&blk);
         let refuse = |mut a: abi::Nvos55| -> Handled {
             a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
             user::write(addr, &a.to_bytes())?;
@@ -824,36 +831,27 @@ impl Ctl {
         if src.as_ref().is_some_and(|s| s.3) {
             return refuse(a);
         }
-        match rm.dup(
-            a.h_client,
-            a.h_parent,
-            a.h_object,
-            a.h_client_src,
-            a.h_object_src,
-        )? {
-            Ok(h) => {
-                if let Some((gpu, kind, charge, _)) = src {
-                    let obj = Obj {
-                        handle: h,
-                        parent: a.h_parent,
-                        gpu,
-                        kind,
-                        charge,
-                        sched: None,
-                        watch: None,
-                    };
-                    if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
-                        let _ = rm.free(a.h_client, a.h_parent, h);
-                        return Err(e);
-                    }
+        // The driver acts on `blk`, vgpu's copy, and answers in it.
+        let r = call.forward_block(real, &mut blk)?;
+        let out = abi::Nvos55::decode(&blk);
+        if out.status == NV_OK {
+            if let Some((gpu, kind, charge, _)) = src {
+                let obj = Obj {
+                    handle: out.h_object,
+                    parent: a.h_parent,
+                    gpu,
+                    kind,
+                    charge,
+                    sched: None,
+                    watch: None,
+                };
+                if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
+                    let _ = rm.free(a.h_client, a.h_parent, out.h_object);
+                    return Err(e);
                 }
-                a.h_object = h;
-                a.status = NV_OK;
             }
-            Err(st) => a.status = st,
         }
-        user::write(addr, &a.to_bytes())?;
-        Ok(Some(0))
+        Ok(Some(r))
     }
 
     /// VID_HEAP: an allocation of VRAM (ALLOC_SIZE, ALLOC_SIZE_RANGE,

@@ -1497,8 +1497,9 @@ impl Driver {
         {
             let mut rm = self.rm.lock();
             let di = rm.client_for(a.h_client, caller.binding())?;
-            // GUESS: the source client may belong to any file (RM checks a
-            // share policy that defaults to allow within a process).
+            // The source client may be bound to any file: RM validates only
+            // the destination client against the caller (`serverCopyResource`,
+            // `rs_server.c:1695-1697` at 595.45.04).
             let si = rm
                 .client_index(a.h_client_src)
                 .ok_or(NV_ERR_INVALID_CLIENT)?;
@@ -1510,6 +1511,15 @@ impl Driver {
             };
             if !rm.clients[di].has(a.h_parent) {
                 return Err(NV_ERR_INVALID_OBJECT_PARENT);
+            }
+            // A kernel client may dup anything; a user client needs
+            // RS_ACCESS_DUP_OBJECT on the source (`rs_client.c:535-547`),
+            // which RM's default share policy grants only to clients of
+            // the process that created the source client (RS_SHARE_TYPE_PID,
+            // `sharing.c:347-353`; `ProcID` compared, `client_resource.c:217-230`).
+            // The double models no RM_SHARE, so that is the only grant.
+            if caller.checks_fds() && rm.clients[si].proc != rm.clients[di].proc {
+                return Err(NV_ERR_INSUFFICIENT_PERMISSIONS);
             }
             let h = if a.h_object == 0 {
                 rm.clients[di].gen_handle()

@@ -1203,6 +1203,17 @@ fn dup_is_not_double_charged() -> Outcome {
         .dup_object(obs.client, obs.device, 0, s.client, m.handle, 0)
         .ctx("DUP into another client")?;
     ensure!(obs.heap_free()? == f1, "cross-client dup charged VRAM");
+    // A client of another process may not: RM's default share policy
+    // grants DUP only within the process that created the source client
+    // (`rs_client.c:535-547`, `sharing.c:347-353` at 595.45.04).
+    let (sc, sm) = (s.client, m.handle);
+    let code = crate::sys::in_child(move || {
+        let Ok(c) = session(0) else { return 2 };
+        let r = c.ctl.dup_object(c.client, c.device, 0, sc, sm, 0);
+        i32::from(r != Err(Error::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)))
+    })?;
+    ensure!(code == 0, "DUP from another process's client ({code})");
+    ensure!(obs.heap_free()? == f1, "refused dup changed the heap");
     // Data written through the original is seen through the dup.
     let a = s
         .ctl

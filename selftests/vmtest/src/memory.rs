@@ -712,8 +712,9 @@ fn dup_is_charged_once() -> Outcome {
             .free(s.client, s.device, copy)
             .map_err(|e| format!("free copy: {e:?}"))?;
         ensure!(used(0)? == 0, "both freed: {}", used(0)?);
-        // From another /dev/vgpuctl file of the same container (CUDA IPC
-        // between its processes): allowed, and still charged once.
+        // From another /dev/vgpuctl file of the same process: the driver's
+        // share policy lets a process's clients dup each other's objects,
+        // and it is still charged once.
         let other = session(0)?;
         let om = other
             .ctl
@@ -724,6 +725,22 @@ fn dup_is_charged_once() -> Outcome {
             .dup_object(s.client, s.device, 0, other.client, om.handle, 0)
             .map_err(|e| format!("dup from the other file: {e:?}"))?;
         ensure!(used(0)? == 128 * MIB, "after cross-file DUP: {}", used(0)?);
+        // Another process of the same container gets the driver's answer:
+        // a user client may not dup a client of another process that did
+        // not share it (RM's default share policy, `rs_client.c:535-547`,
+        // `sharing.c:347-353` at 595.45.04). vgpu must not lift that by
+        // running the DUP at kernel privilege.
+        let (oc, oh) = (other.client, om.handle);
+        let code = in_child(move || {
+            let Ok(b) = session(0) else { return 3 };
+            let r = b.ctl.dup_object(b.client, b.device, 0, oc, oh, 0);
+            i32::from(r != Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)))
+        })?;
+        ensure!(
+            code == 0,
+            "DUP from another process of the container was not refused ({code})"
+        );
+        ensure!(used(0)? == 128 * MIB, "after the refused DUP: {}", used(0)?);
         // Another container cannot take it.
         let (oc, oh) = (other.client, om.handle);
         let code = in_child(move || {
