@@ -55,6 +55,8 @@ pub const TESTS: &[Test] = tests![
     device_needs_gpu_fd_in_process,
     embedded_fds_must_be_the_drivers,
     bad_pointers,
+    alloc_params_are_the_classs_size,
+    sys_params_set_once,
     wrong_sizes_and_unknown_escapes,
     other_clients_handles_refused,
     close_in_any_order,
@@ -472,9 +474,10 @@ fn alloc_classes(v21: bool) -> Outcome {
     let mut vp = nvclient::vram_params(c, 3 * MIB + 5).to_bytes();
     let vram = alloc(c, dev, class::NV01_MEMORY_LOCAL_USER, &mut vp).ctx("VRAM")?;
     let size = abi::MemoryAllocationParams::decode(&vp).size;
+    // 2 MiB pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04).
     ensure!(
-        size == 3 * MIB + (64 << 10),
-        "{lay}: VRAM size written back {size}, want 3 MiB + 64 KiB"
+        size == 4 * MIB,
+        "{lay}: VRAM size written back {size}, want 4 MiB"
     );
     ensure!(
         obs.heap_free()? == free0 - size,
@@ -732,7 +735,7 @@ fn fb_info_v1_v2_and_surface_size() -> Outcome {
         get(&v2, fb_info::HEAP_SIZE)
     );
     let m = s.vram(3 * MIB + 1).ctx("vram")?;
-    ensure!(m.size == 3 * MIB + (64 << 10), "size {}", m.size);
+    ensure!(m.size == 4 * MIB, "size {}", m.size);
     let v2b = s
         .ctl
         .fb_get_info_v2(s.client, s.sub, &FB_INDICES)
@@ -881,7 +884,8 @@ fn vid_heap_control() -> Outcome {
         .ctl
         .vid_heap_alloc_size(s.client, s.device, 5 * MIB + 3, attr, 0)
         .ctx("ALLOC_SIZE")?;
-    ensure!(m.size == 5 * MIB + (64 << 10), "ALLOC_SIZE size {}", m.size);
+    // RM's 2 MiB pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04).
+    ensure!(m.size == 6 * MIB, "ALLOC_SIZE size {}", m.size);
     let after = s.ctl.vid_heap_info(s.client, s.device).ctx("INFO")?;
     ensure!(
         after.free == info.free - m.size && after.total == info.total,
@@ -1540,9 +1544,11 @@ fn bad_pointers() -> Outcome {
         s.ctl
             .ioctl(Escape::RmAlloc.nr(), &mut b)
             .ctx("RM_ALLOC with bad params")?;
+        // `os_memcpy_from_user` fails: NV_ERR_INVALID_ADDRESS
+        // (`os-interface.c:522-529` at 595.45.04).
         let st = abi::Nvos64::decode(&b).status;
         ensure!(
-            st == NV_ERR_INVALID_ARGUMENT,
+            st == NV_ERR_INVALID_ADDRESS,
             "alloc params at {ptr:#x}: {}",
             abi::NvStatus(st)
         );
@@ -1558,9 +1564,10 @@ fn bad_pointers() -> Outcome {
         s.ctl
             .ioctl(Escape::RmControl.nr(), &mut b)
             .ctx("RM_CONTROL with bad params")?;
+        // The same copy for controls (`control.c:261`, `param_copy.c:115`).
         let st = abi::Nvos54::decode(&b).status;
         ensure!(
-            st == NV_ERR_INVALID_ARGUMENT,
+            st == NV_ERR_INVALID_ADDRESS,
             "control params at {ptr:#x}: {}",
             abi::NvStatus(st)
         );
@@ -1576,7 +1583,27 @@ fn bad_pointers() -> Outcome {
             "FB_GET_INFO V1 with a bad list",
         )?;
     }
-    // A null params pointer with a size, too.
+    // A NULL pointer is refused before any copy: for a class whose params
+    // are required (`param_copy.c:314-315`) and for a control with a size
+    // (`control.c:448-456`), NV_ERR_INVALID_ARGUMENT.
+    let a = abi::Nvos64 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        h_class: class::NV01_MEMORY_LOCAL_USER,
+        p_alloc_parms: 0,
+        params_size: abi::MemoryAllocationParams::SIZE as u32,
+        ..Default::default()
+    };
+    let mut b = a.to_bytes();
+    s.ctl
+        .ioctl(Escape::RmAlloc.nr(), &mut b)
+        .ctx("RM_ALLOC with NULL params")?;
+    let st = abi::Nvos64::decode(&b).status;
+    ensure!(
+        st == NV_ERR_INVALID_ARGUMENT,
+        "VRAM alloc with NULL params: {}",
+        abi::NvStatus(st)
+    );
     want_rm(
         s.ctl.control(
             s.client,
@@ -1590,6 +1617,115 @@ fn bad_pointers() -> Outcome {
     // Nothing was charged, and the driver still serves.
     ensure!(s.heap_free()? == HEAP[0], "bad allocs charged VRAM");
     s.vram(MIB).ctx("alloc after bad pointers")?;
+    Ok(())
+}
+
+/// RM copies a class's own params whatever `paramsSize` says
+/// (`resource_desc.c:181-214`, `param_copy.c:297-320` at 595.45.04): a
+/// short or long size allocates the same and writes the whole struct back;
+/// optional params may be NULL (a device then is device 0).
+fn alloc_params_are_the_classs_size() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let f0 = s.heap_free()?;
+    let mut buf = vec![0u8; 4096];
+    let mut charged = 0;
+    for psize in [0u32, 8, 4096] {
+        let mp = nvclient::vram_params(s.client, MIB + 1).to_bytes();
+        buf[..mp.len()].copy_from_slice(&mp);
+        let a = abi::Nvos64 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_class: class::NV01_MEMORY_LOCAL_USER,
+            p_alloc_parms: buf.as_mut_ptr() as u64,
+            params_size: psize,
+            ..Default::default()
+        };
+        let mut b = a.to_bytes();
+        s.ctl.ioctl(Escape::RmAlloc.nr(), &mut b).ctx("RM_ALLOC")?;
+        let st = abi::Nvos64::decode(&b).status;
+        ensure!(st == NV_OK, "paramsSize {psize}: {}", abi::NvStatus(st));
+        let back = abi::MemoryAllocationParams::decode(&buf[..abi::MemoryAllocationParams::SIZE]);
+        let want = MIB + (64 << 10);
+        ensure!(
+            back.size == want,
+            "paramsSize {psize}: size back {}",
+            back.size
+        );
+        charged += want;
+        ensure!(
+            s.heap_free()? == f0 - charged,
+            "paramsSize {psize}: heap charged {}",
+            f0 - s.heap_free()?
+        );
+    }
+    // NULL optional params: the defaults (device 0); a GPU node is open.
+    let c = s.ctl.alloc_root_client().ctx("client")?;
+    let a = abi::Nvos64 {
+        h_root: c,
+        h_object_parent: c,
+        h_class: class::NV01_DEVICE_0,
+        ..Default::default()
+    };
+    let mut b = a.to_bytes();
+    s.ctl
+        .ioctl(Escape::RmAlloc.nr(), &mut b)
+        .ctx("device with NULL params")?;
+    let a = abi::Nvos64::decode(&b);
+    ensure!(
+        a.status == NV_OK,
+        "device with NULL params: {}",
+        abi::NvStatus(a.status)
+    );
+    let sub = s
+        .ctl
+        .alloc_subdevice(c, a.h_object_new, 0, 0)
+        .ctx("subdevice of it")?;
+    let v = s
+        .ctl
+        .fb_get_info_v2(c, sub, &[fb_info::HEAP_SIZE])
+        .ctx("FB info")?;
+    ensure!(
+        v.first().map(|e| u64::from(e.data) << 10) == Some(HEAP[0]),
+        "the NULL-params device is not GPU 0: {v:?}"
+    );
+    Ok(())
+}
+
+/// SYS_PARAMS is an input the driver keeps once (`nv.c:2702-2725` at
+/// 595.45.04): the same value again is fine, another is `EBUSY`, nothing is
+/// written back, and only the ctl node takes it.
+fn sys_params_set_once() -> Outcome {
+    fresh()?;
+    let ctl = Ctl::open_default().ctx("open ctl")?;
+    let block = |v: u64| v.to_ne_bytes();
+    let mut p = block(0);
+    ctl.ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS 0")?;
+    ensure!(p == block(0), "SYS_PARAMS wrote {p:?}");
+    // 0 leaves it unset: the first real value is still taken.
+    let mut p = block(128 << 20);
+    ctl.ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS 128 MiB")?;
+    ensure!(p == block(128 << 20), "SYS_PARAMS changed its input");
+    let other = Ctl::open_default().ctx("open ctl 2")?;
+    let mut p = block(128 << 20);
+    other
+        .ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS same value, other file")?;
+    let mut p = block(2 << 30);
+    want_os(
+        other.ioctl(Escape::SysParams.nr(), &mut p),
+        libc::EBUSY,
+        "SYS_PARAMS with another value",
+    )?;
+    let gpu = Gpu::open_index(0).ctx("open GPU")?;
+    let mut p = block(128 << 20);
+    want_os(
+        gpu.ioctl(Escape::SysParams.nr(), &mut p),
+        libc::EINVAL,
+        "SYS_PARAMS on a GPU node",
+    )?;
     Ok(())
 }
 

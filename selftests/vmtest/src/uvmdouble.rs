@@ -1111,7 +1111,7 @@ fn no_memory_when_nothing_evictable() -> Outcome {
     let hog = s
         .ctl
         .alloc_vram(s.client, s.device, 0, f0 - MIB)
-        .ctx("RM VRAM up to 1 MiB free")?;
+        .ctx("RM VRAM filling the heap (rounded up to 2 MiB pages)")?;
     want_rm(
         f.uvm.migrate(m.addr(), 4 * MIB, &f.uuid),
         NV_ERR_NO_MEMORY,
