@@ -357,8 +357,7 @@ pub mod rm_op {
     pub const UNMAP_MEMORY: u32 = 0x22;
     /// `NV04_CONTROL` (NVOS54).
     pub const CONTROL: u32 = 0x36;
-    /// `NV04_DUP_OBJECT` (NVOS55). GUESS: the number after NV04_CONTROL, as
-    /// the two sit next to each other in every numbering of these ops seen.
+    /// `NV04_DUP_OBJECT` (NVOS55; `nvos.h:2265` at 595.45.04).
     pub const DUP: u32 = 0x37;
 }
 
