@@ -572,6 +572,33 @@ fn charges_what_rm_allocates() -> Outcome {
                 used(0)?
             );
         }
+        // Params RM cannot read are NV_ERR_INVALID_ADDRESS
+        // (`os-interface.c:522-529`), NULL required params
+        // NV_ERR_INVALID_ARGUMENT (`param_copy.c:314-315`), as from the
+        // driver; neither is charged.
+        for (ptr, want) in [
+            (0x10u64, status::NV_ERR_INVALID_ADDRESS),
+            (0, status::NV_ERR_INVALID_ARGUMENT),
+        ] {
+            let mut blk = Nvos21 {
+                h_root: s.client,
+                h_object_parent: s.device,
+                h_class: class::NV01_MEMORY_LOCAL_USER,
+                p_alloc_parms: ptr,
+                params_size: MemoryAllocationParams::SIZE as u32,
+                ..Default::default()
+            }
+            .to_bytes();
+            s.ctl
+                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+                .map_err(|e| format!("ioctl: {e:?}"))?;
+            let st = Nvos21::decode(&blk).status;
+            ensure!(
+                st == want,
+                "params at {ptr:#x}: status {st:#x}, want {want:#x}"
+            );
+        }
+        ensure!(used(0)? == expect, "refused allocs charged: {}", used(0)?);
         // The heap path rounds the same way.
         let h = s
             .ctl
