@@ -117,7 +117,7 @@ impl Ctl {
             Escape::RmFree => this.free(rm, real, call),
             Escape::RmControl => this.control(rm, real, call),
             Escape::CardInfo => this.card_info(call),
-            Escape::RmDupObject => this.dup(rm, call.addr),
+            Escape::RmDupObject => this.dup(rm, real, call),
             Escape::RmVidHeapControl => this.vid_heap(rm, real, call),
             _ => Ok(None),
         }
@@ -131,7 +131,8 @@ impl Ctl {
         let mut blk = [0u8; abi::Nvos64::SIZE];
         let blk = blk.get_mut(..size).ok_or(EINVAL)?;
         user::read(addr, blk)?;
-        let (h_root, h_parent, h_new, h_class, pparams, psize) = if size == abi::Nvos21::SIZE {
+        // `paramsSize` is not read: RM ignores it (see `alloc_accounted`).
+        let (h_root, h_parent, h_new, h_class, pparams) = if size == abi::Nvos21::SIZE {
             let a = abi::Nvos21::decode(blk);
             (
                 a.h_root,
@@ -139,7 +140,6 @@ impl Ctl {
                 a.h_object_new,
                 a.h_class,
                 a.p_alloc_parms,
-                a.params_size,
             )
         } else {
             let a = abi::Nvos64::decode(blk);
@@ -149,7 +149,6 @@ impl Ctl {
                 a.h_object_new,
                 a.h_class,
                 a.p_alloc_parms,
-                a.params_size,
             )
         };
         let result = match h_class {
@@ -160,10 +159,10 @@ impl Ctl {
             | class::NV20_SUBDEVICE_0
             | class::NV01_MEMORY_LOCAL_USER
             | class::KEPLER_CHANNEL_GROUP_A => {
-                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
+                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams)?
             }
             c if class::is_channel_class(c) => {
-                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams, psize)?
+                self.alloc_accounted(rm, h_root, h_parent, h_new, h_class, pparams)?
             }
             _ => return call.forward_block(real, blk).map(Some),
         };
@@ -246,28 +245,39 @@ impl Ctl {
         h_new: u32,
         h_class: u32,
         pparams: u64,
-        psize: u32,
     ) -> Result<core::result::Result<u32, u32>> {
         if !self.tracker.lock().has_client(h_root) {
             return Ok(Err(NV_ERR_INVALID_CLIENT));
         }
-        let psize = psize as usize;
-        let want = match h_class {
-            class::NV01_DEVICE_0 => abi::DeviceAllocParams::SIZE,
-            class::NV20_SUBDEVICE_0 => abi::SubdeviceAllocParams::SIZE,
-            class::KEPLER_CHANNEL_GROUP_A => abi::ChannelGroupAllocParams::SIZE,
-            c if class::is_channel_class(c) => abi::ChannelAllocParams::SIZE,
-            _ => abi::MemoryAllocationParams::SIZE,
+        // RM copies the class's own params, whatever `paramsSize` says (at
+        // 595.45.04: `rmapiGetClassAllocParamSize`, `resource_desc.c:181-214`;
+        // `rmapiParamsCopyInit`, `param_copy.c:297-320`), so vgpu reads,
+        // decides on and passes on exactly that many bytes: a short or long
+        // `paramsSize` changes nothing, the charge included.
+        let (want, optional) = match h_class {
+            // RS_OPTIONAL (`resource_list.h:175,449`).
+            class::NV01_DEVICE_0 => (abi::DeviceAllocParams::SIZE, true),
+            class::NV20_SUBDEVICE_0 => (abi::SubdeviceAllocParams::SIZE, true),
+            // RS_REQUIRED (`resource_list.h:484,505`, channels 283-392).
+            class::KEPLER_CHANNEL_GROUP_A => (abi::ChannelGroupAllocParams::SIZE, false),
+            c if class::is_channel_class(c) => (abi::ChannelAllocParams::SIZE, false),
+            _ => (abi::MemoryAllocationParams::SIZE, false),
         };
-        if psize != want {
-            return Ok(Err(NV_ERR_INVALID_ARGUMENT));
-        }
-        // Channel params are the largest of the accounted classes' (checked
-        // above).
+        // Channel params are the largest of the accounted classes'.
         let mut buf = [0u8; abi::ChannelAllocParams::SIZE];
-        let params = &mut buf[..psize];
+        let params = buf.get_mut(..want).ok_or(EINVAL)?;
+        if pparams == 0 {
+            if !optional {
+                // A required pointer that is NULL (`param_copy.c:314-315`).
+                return Ok(Err(NV_ERR_INVALID_ARGUMENT));
+            }
+            // NULL optional params: the class's defaults, passed on as NULL
+            // (see `alloc_copy`).
+            return self.alloc_copy(rm, h_root, h_parent, h_new, h_class, &mut []);
+        }
         if user::read(pparams, params).is_err() {
-            return Ok(Err(NV_ERR_INVALID_ARGUMENT));
+            // `os_memcpy_from_user` (`os-interface.c:522-529`).
+            return Ok(Err(NV_ERR_INVALID_ADDRESS));
         }
         let r = self.alloc_copy(rm, h_root, h_parent, h_new, h_class, params)?;
         if r.is_ok() {
@@ -294,8 +304,13 @@ impl Ctl {
                 if h_parent != h_root {
                     return Ok(Err(NV_ERR_INVALID_OBJECT_PARENT));
                 }
-                // The device instance is the GPU's index (its minor).
-                let gpu = abi::DeviceAllocParams::decode(params).device_id;
+                // The device instance is the GPU's index (its minor); no
+                // params (a NULL pointer) is RM's default, device 0.
+                let gpu = if params.is_empty() {
+                    0
+                } else {
+                    abi::DeviceAllocParams::decode(params).device_id
+                };
                 if self.vgpu_on(gpu).is_none() {
                     return Err(EACCES);
                 }
@@ -327,7 +342,10 @@ impl Ctl {
                         let mp = abi::MemoryAllocationParams::decode(params);
                         if mp.allocates_vram() {
                             let v = self.vgpu_on(gpu).ok_or(EACCES)?.clone();
-                            (gpu, Kind::Memory, Some(v), mp.size, None)
+                            // Reserved: at least what RM will allocate, its
+                            // page-rounded size (settled after the call).
+                            let floor = crate::ledger::vram_floor(mp.size, mp.attr, mp.attr2);
+                            (gpu, Kind::Memory, Some(v), floor, None)
                         } else {
                             (gpu, Kind::Memory, None, 0, None)
                         }
@@ -773,16 +791,23 @@ impl Ctl {
 
     /// DUP: into one of this file's verified clients, from one of them or
     /// from a client another `/dev/vgpuctl` file of the same container
-    /// verified (CUDA IPC between its processes), executed on the kernel
-    /// copy through the kernel interface. A copy of charged memory shares
-    /// the original's charge, so the memory is charged once and refunded
-    /// when its last handle goes. Refused: DUPs from any other client
-    /// (another container's, or one vgpu never verified) and of TSGs and
-    /// channels (a second handle would outlive the one the schedule knows).
-    fn dup(&self, rm: &RmOps, addr: u64) -> Handled {
+    /// verified, as long as the memory's vGPU is the caller's too. Refused
+    /// here: DUPs from any other client (another container's, or one vgpu
+    /// never verified) and of TSGs and channels (a second handle would
+    /// outlive the one the schedule knows). What passes is forwarded from
+    /// vgpu's kernel copy of the block, so the driver applies its own rules
+    /// to the caller, as to any user client: its share policy lets a user
+    /// client dup only objects of clients its own process created, unless
+    /// their owner shared them (`rs_client.c:535-547`, `sharing.c:347-353`
+    /// at 595.45.04). vgpu never runs a tenant's DUP at kernel privilege,
+    /// which would skip that check. A copy of charged memory shares the
+    /// original's charge, so the memory is charged once and refunded when
+    /// its last handle goes.
+    fn dup(&self, rm: &RmOps, real: &RealFile, call: &Call) -> Handled {
+        let addr = call.addr;
         let mut blk = [0u8; abi::Nvos55::SIZE];
         user::read(addr, &mut blk)?;
-        let mut a = abi::Nvos55::decode(&blk);
+        let a = abi::Nvos55::decode(&blk);
         let refuse = |mut a: abi::Nvos55| -> Handled {
             a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
             user::write(addr, &a.to_bytes())?;
@@ -824,36 +849,27 @@ impl Ctl {
         if src.as_ref().is_some_and(|s| s.3) {
             return refuse(a);
         }
-        match rm.dup(
-            a.h_client,
-            a.h_parent,
-            a.h_object,
-            a.h_client_src,
-            a.h_object_src,
-        )? {
-            Ok(h) => {
-                if let Some((gpu, kind, charge, _)) = src {
-                    let obj = Obj {
-                        handle: h,
-                        parent: a.h_parent,
-                        gpu,
-                        kind,
-                        charge,
-                        sched: None,
-                        watch: None,
-                    };
-                    if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
-                        let _ = rm.free(a.h_client, a.h_parent, h);
-                        return Err(e);
-                    }
+        // The driver acts on `blk`, vgpu's copy, and answers in it.
+        let r = call.forward_block(real, &mut blk)?;
+        let out = abi::Nvos55::decode(&blk);
+        if out.status == NV_OK {
+            if let Some((gpu, kind, charge, _)) = src {
+                let obj = Obj {
+                    handle: out.h_object,
+                    parent: a.h_parent,
+                    gpu,
+                    kind,
+                    charge,
+                    sched: None,
+                    watch: None,
+                };
+                if let Err(e) = self.tracker.lock().add_obj(a.h_client, obj) {
+                    let _ = rm.free(a.h_client, a.h_parent, out.h_object);
+                    return Err(e);
                 }
-                a.h_object = h;
-                a.status = NV_OK;
             }
-            Err(st) => a.status = st,
         }
-        user::write(addr, &a.to_bytes())?;
-        Ok(Some(0))
+        Ok(Some(r))
     }
 
     /// VID_HEAP: an allocation of VRAM (ALLOC_SIZE, ALLOC_SIZE_RANGE,
@@ -925,12 +941,15 @@ impl Ctl {
 }
 
 /// Copies a control's params, exactly `p.len()` bytes, into `p`; `Err` is
-/// the RM status to answer for a wrong size or a bad pointer.
+/// the RM status the driver answers (at 595.45.04): a wrong size or a NULL
+/// pointer NV_ERR_INVALID_ARGUMENT (`control.c:448-456`), a pointer that
+/// cannot be read NV_ERR_INVALID_ADDRESS (`control.c:261`,
+/// `param_copy.c:115`, `os-interface.c:522-529`).
 fn control_params(a: &abi::Nvos54, p: &mut [u8]) -> core::result::Result<(), u32> {
-    if a.params_size as usize != p.len() {
-        return Err(NV_ERR_INVALID_PARAM_STRUCT);
+    if a.params_size as usize != p.len() || a.params == 0 {
+        return Err(NV_ERR_INVALID_ARGUMENT);
     }
-    user::read(a.params, p).map_err(|_| NV_ERR_INVALID_ARGUMENT)
+    user::read(a.params, p).map_err(|_| NV_ERR_INVALID_ADDRESS)
 }
 
 /// The physical size of memory object `h` of client `client`, in bytes.

@@ -130,6 +130,36 @@ impl Ledger {
     }
 }
 
+/// The least RM allocates for a VRAM request of `size` bytes with
+/// attributes `attr`/`attr2` (`NV_MEMORY_ALLOCATION_PARAMS`), what vgpu
+/// reserves before forwarding it, so that a request whose real allocation
+/// cannot fit is refused before the driver allocates anything. RM rounds the
+/// size up to the page size it picks (at 595.45.04,
+/// `memmgrAllocDetermineAlignment_GM107`, `mem_mgr_gm107.c:240,258`) and
+/// writes the rounded size back (`video_mem.c:1075`): an explicit
+/// `NVOS32_ATTR_PAGE_SIZE` (`mem.c:295-326`), else 2 MiB pages from 2 MiB
+/// up (`mem_mgr.c:1760-1765`) and the GPU's big page below
+/// (`mem_mgr.c:1766-1772`), which is 64 KiB or more. Compression can round
+/// further: the real size is settled after the call ([`Ledger::settle`]).
+/// `u64::MAX` when the rounding overflows (nothing that large fits).
+pub fn vram_floor(size: u64, attr: u32, attr2: u32) -> u64 {
+    use crate::nv::abi::heap;
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    let page = match heap::ATTR_PAGE_SIZE.get(attr) {
+        heap::ATTR_PAGE_SIZE_4KB => 4 * KIB,
+        heap::ATTR_PAGE_SIZE_BIG => 64 * KIB,
+        heap::ATTR_PAGE_SIZE_HUGE => match heap::ATTR2_PAGE_SIZE_HUGE.get(attr2) {
+            heap::ATTR2_PAGE_SIZE_HUGE_512MB => 512 * MIB,
+            heap::ATTR2_PAGE_SIZE_HUGE_256GB => 256 * 1024 * MIB,
+            _ => 2 * MIB,
+        },
+        _ if size >= 2 * MIB => 2 * MIB,
+        _ => 64 * KIB,
+    };
+    size.checked_next_multiple_of(page).unwrap_or(u64::MAX)
+}
+
 /// What a vGPU shows of its memory: the ceiling as the total, and the
 /// ceiling less its use as free, never more than the physical GPU has free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -159,6 +159,14 @@ impl FileOperations for ProxyFops {
         if me.ctl.is_none() && call.escape.node() == ioctl::Node::Ctl {
             return Err(EPERM);
         }
+        // The driver also takes REGISTER_FD on a ctl file (`escape.c:942-944`
+        // at 595.45.04): the file would then act for the other ctl file, and
+        // clients it creates would be bound to that file and outlive this
+        // one, while vgpu keeps and refunds them with this file. libcuda
+        // registers GPU files only, so the ctl node refuses it.
+        if me.ctl.is_some() && call.escape == Escape::RegisterFd {
+            return Err(EPERM);
+        }
         // An fd inside the parameters that names one of vgpu's proxy files
         // stands for that file's private real file.
         if let Some(off) = call.escape.embedded_fd() {

@@ -38,13 +38,6 @@ struct mm_struct *nv_double_current_mm_grab(void)
 	return mm;
 }
 
-/* Whether the calling task has a fatal signal pending (SIGKILL). */
-bool nv_double_fatal_signal_pending(void);
-bool nv_double_fatal_signal_pending(void)
-{
-	return fatal_signal_pending(current);
-}
-
 /* The calling task's thread group id (its process id). */
 int nv_double_current_tgid(void);
 int nv_double_current_tgid(void)

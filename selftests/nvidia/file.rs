@@ -24,22 +24,24 @@ pub(crate) enum Kind {
     Gpu(u32),
 }
 
-/// A file's mapping context: set up by RM_MAP_MEMORY naming the file, used by
-/// one mmap. A file holds at most one in its life.
+/// A file's mapping context: set up by RM_MAP_MEMORY naming the file. A
+/// file holds at most one in its life: it stays on the file after mmap,
+/// until close, as the driver's list node does (`nv-usermap.c:102-116` at
+/// 595.45.04: set once, a second is NV_ERR_STATE_IN_USE; `nvidia_mmap_helper`
+/// only reads it, `nv-mmap.c:557-570`), so every mmap of the file maps the
+/// same memory.
 pub(crate) enum MapCtx {
     /// Never set up.
     Unused,
-    /// Set up, waiting for the mmap.
+    /// Set up.
     Ready {
         /// What to map.
         backing: Arc<Backing>,
         /// Offset into it.
         offset: usize,
-        /// Exact length the mmap must have.
+        /// Length RM_MAP_MEMORY asked for (a GPU node's mmap must have it).
         len: usize,
     },
-    /// Consumed (or failed): the file cannot get another.
-    Used,
 }
 
 /// State of one open file.
@@ -157,30 +159,28 @@ impl FileOperations for NvFops {
     }
 
     fn mmap(me: ArcBorrow<'_, NvFile>, _file: &File, vma: &VmaNew) -> Result {
-        let mut ctx = me.map.lock();
-        if !matches!(*ctx, MapCtx::Ready { .. }) {
-            // GUESS: the driver refuses an mmap with no mapping context and
-            // leaves the file as it was (an unused file can still get one).
-            return Err(EINVAL);
-        }
+        let ctx = me.map.lock();
+        // No mapping context: `EINVAL`, and the file can still get one
+        // (`nv-mmap.c:561-566` at 595.45.04). With one, the mmap uses it
+        // and leaves it on the file (see [`MapCtx`]).
         let MapCtx::Ready {
             backing,
             offset,
             len,
-        } = core::mem::replace(&mut *ctx, MapCtx::Used)
+        } = &*ctx
         else {
             return Err(EINVAL);
         };
-        let r = backing.map_into(vma, offset, len);
-        if r.is_err() {
-            // A failed mmap leaves the context in place for a retry.
-            *ctx = MapCtx::Ready {
-                backing,
-                offset,
-                len,
-            };
+        let want = vma.end() - vma.start();
+        match me.kind {
+            // A GPU node maps exactly the context's range, else `ENXIO`
+            // (`nv-mmap.c:600-603`).
+            Kind::Gpu(_) if want != *len => Err(ENXIO),
+            // The ctl node maps system memory from the context's first page
+            // up to the allocation's end, else `ERANGE` (`nv-mmap.c:697-702`).
+            Kind::Ctl if offset.checked_add(want).is_none_or(|e| e > backing.len()) => Err(ERANGE),
+            _ => backing.map_into(vma, *offset, want),
         }
-        r
     }
 
     fn poll(me: ArcBorrow<'_, NvFile>, file: &File, table: &chrdev::Poll<'_>) -> u32 {

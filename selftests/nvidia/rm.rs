@@ -30,9 +30,34 @@ const CLIENT_HANDLE_BASE: u32 = 0xc1d0_0000;
 /// First RM-generated object handle. GUESS: RM's generated handles are
 /// opaque; this base only has to differ from client handles.
 const OBJECT_HANDLE_BASE: u32 = 0xcaf0_0000;
-/// VRAM allocation granularity. GUESS: RM rounds to the page size it picks
-/// (64 KiB big pages here); the double always uses 64 KiB.
-pub(crate) const VRAM_ALIGN: u64 = 64 << 10;
+/// The GPU's big page size. GUESS: `kgmmuGetMaxBigPageSize_HAL` is 64 KiB
+/// or 128 KiB depending on the GPU; the double's GPUs use 64 KiB.
+const BIG_PAGE: u64 = 64 << 10;
+/// RM's huge page (`RM_PAGE_SIZE_HUGE`, 2 MiB).
+const HUGE_PAGE: u64 = 2 << 20;
+
+/// The page size RM picks for a client's VRAM allocation of `size` bytes
+/// with attributes `attr`/`attr2`; the size is rounded up to it. At
+/// 595.45.04: an explicit `NVOS32_ATTR_PAGE_SIZE` wins (`mem.c:295-326`:
+/// 4KB, BIG, or HUGE with attr2's 2 MiB / 512 MiB / 256 GiB); by default
+/// an allocation of 2 MiB or more gets 2 MiB pages (`mem_mgr.c:1760-1765`)
+/// and a smaller client allocation the big page (`mem_mgr.c:1766-1772`).
+/// `memmgrAllocDetermineAlignment_GM107` rounds the size up to the page
+/// (`mem_mgr_gm107.c:240,258`) and `vidmemConstruct` writes the rounded
+/// size back into the params (`video_mem.c:824,1075`).
+fn vram_page_size(size: u64, attr: u32, attr2: u32) -> u64 {
+    match heap::ATTR_PAGE_SIZE.get(attr) {
+        heap::ATTR_PAGE_SIZE_4KB => 4 << 10,
+        heap::ATTR_PAGE_SIZE_BIG => BIG_PAGE,
+        heap::ATTR_PAGE_SIZE_HUGE => match heap::ATTR2_PAGE_SIZE_HUGE.get(attr2) {
+            heap::ATTR2_PAGE_SIZE_HUGE_512MB => 512 << 20,
+            heap::ATTR2_PAGE_SIZE_HUGE_256GB => 256 << 30,
+            _ => HUGE_PAGE,
+        },
+        _ if size >= HUGE_PAGE => HUGE_PAGE,
+        _ => BIG_PAGE,
+    }
+}
 /// BAR1 aperture reported in CARD_INFO.fb_size and FB info.
 const BAR1_SIZE: u64 = 256 << 20;
 
@@ -161,6 +186,8 @@ pub(crate) struct Rm {
     next_token: u32,
     /// VRAM in use per GPU: RM allocations and GPU-resident managed chunks.
     pub(crate) vram_used: [u64; MAX_GPUS],
+    /// The memory block size SYS_PARAMS set (0: not yet).
+    memblock_size: u64,
     /// The nvidia-uvm node's state (VA spaces, their ranges, residency).
     pub(crate) uvm: crate::uvm::Uvm,
 }
@@ -409,6 +436,7 @@ impl Driver {
                     next_tsg: 1,
                     next_token: 1,
                     vram_used: [0; MAX_GPUS],
+                    memblock_size: 0,
                     uvm: crate::uvm::Uvm::new(),
                 }),
                 next_file <- new_mutex!(1),
@@ -513,9 +541,23 @@ impl Driver {
             Escape::AllocOsEvent => self.os_event(f, p, true),
             Escape::FreeOsEvent => self.os_event(f, p, false),
             Escape::SysParams => {
-                // GUESS: a typical x86_64 memory block size.
-                p.copy_from_slice(&(128u64 << 20).to_ne_bytes());
-                Ok(())
+                // An input, on the ctl node only (`nv.c:2702-2725` at
+                // 595.45.04): the driver keeps the first memory block size
+                // it is given (0 leaves it unset) and answers a later call
+                // with another value `-EBUSY`; nothing is written back.
+                if f.kind != Kind::Ctl {
+                    return Err(EINVAL);
+                }
+                let want = u64::from_ne_bytes(p.try_into().map_err(|_| EINVAL)?);
+                let mut rm = self.rm.lock();
+                if rm.memblock_size == 0 {
+                    rm.memblock_size = want;
+                    Ok(())
+                } else if rm.memblock_size == want {
+                    Ok(())
+                } else {
+                    Err(EBUSY)
+                }
             }
             Escape::WaitOpenComplete => {
                 p.fill(0);
@@ -587,16 +629,24 @@ impl Driver {
         Ok(())
     }
 
+    /// REGISTER_FD, as `RmIoctl` serves it at 595.45.04 (`escape.c:915-1004`):
+    /// valid on a ctl file as on a GPU file (`escape.c:942-944`); once per
+    /// file (`escape.c:932-939`); the fd must be an open ctl file
+    /// (`escape.c:946-955`), not the file itself and not a file that is
+    /// registered in turn (`escape.c:958-966`). Every refusal is an RM error,
+    /// which the ioctl returns as `-EINVAL` (`nv.c:2853-2854`).
     fn register_fd(&self, f: &NvFile, p: &mut [u8]) -> Result {
         let r: abi::RegisterFd = parse(p)?;
-        if !matches!(f.kind, Kind::Gpu(_)) {
-            return Err(EINVAL);
-        }
-        // The driver answers any fd it cannot use (not open, not its own
-        // file, not ctl) with -EINVAL.
         let ctl = fdtable::fget(r.ctl_fd).map_err(|_| EINVAL)?;
         let ctl = file::nv_file(&ctl).ok_or(EINVAL)?;
-        if ctl.kind != Kind::Ctl {
+        if ctl.kind != Kind::Ctl || ctl.id == f.id {
+            return Err(EINVAL);
+        }
+        // The RM lock serialises registrations, as the driver's API lock
+        // does: two files cannot register to each other at once. One
+        // `registered` lock at a time (RM, then a file's: the usual order).
+        let _rm = self.rm.lock();
+        if ctl.registered.lock().is_some() {
             return Err(EINVAL);
         }
         let mut reg = f.registered.lock();
@@ -609,7 +659,8 @@ impl Driver {
 
     fn ioctl_alloc(&self, f: &NvFile, p: &mut [u8]) -> Result {
         // Both layouts carry the same fields; NVOS64 adds rights and flags.
-        let (h_root, h_parent, h_new, h_class, pparams, psize) = match p.len() {
+        // `paramsSize` is not among them: RM ignores it (below).
+        let (h_root, h_parent, h_new, h_class, pparams) = match p.len() {
             abi::Nvos21::SIZE => {
                 let a: abi::Nvos21 = parse(p)?;
                 (
@@ -618,7 +669,6 @@ impl Driver {
                     a.h_object_new,
                     a.h_class,
                     a.p_alloc_parms,
-                    a.params_size,
                 )
             }
             _ => {
@@ -629,36 +679,27 @@ impl Driver {
                     a.h_object_new,
                     a.h_class,
                     a.p_alloc_parms,
-                    a.params_size,
                 )
             }
         };
         let mut params = KVec::new();
-        let r = if psize as usize > abi::CONTROL_PARAMS_MAX || (psize > 0 && pparams == 0) {
-            Err(NV_ERR_INVALID_ARGUMENT)
-        } else {
-            match user::read_vec(pparams, psize as usize) {
-                // GUESS: RM reports a bad params pointer as an invalid address.
-                Err(_) => Err(NV_ERR_INVALID_ARGUMENT),
-                Ok(v) => {
-                    params = v;
-                    self.alloc(
-                        Caller::File(f.client_id()),
-                        h_root,
-                        h_parent,
-                        h_new,
-                        h_class,
-                        &mut params,
-                    )
-                }
-            }
-        };
+        let r = alloc_params(h_class, pparams, &Space::User, &mut params).and_then(|()| {
+            self.alloc(
+                Caller::File(f.client_id()),
+                h_root,
+                h_parent,
+                h_new,
+                h_class,
+                &mut params,
+            )
+        });
         let (h_out, st) = match r {
             Ok(h) => (h, NV_OK),
             Err(s) => (h_new, s),
         };
-        if st == NV_OK && psize > 0 {
-            // Alloc params are in/out (e.g. the VRAM size rounded up).
+        if st == NV_OK && pparams != 0 && !params.is_empty() {
+            // Alloc params are in/out (e.g. the VRAM size rounded up): RM
+            // copies the class's params back (`alloc_free.c:205-214`).
             user::write(pparams, &params)?;
         }
         match p.len() {
@@ -743,7 +784,12 @@ impl Driver {
                 if h_parent != h_root {
                     return Err(NV_ERR_INVALID_OBJECT_PARENT);
                 }
-                let dp: abi::DeviceAllocParams = parse_params(params)?;
+                // No params (a NULL pointer): the defaults, device 0.
+                let dp: abi::DeviceAllocParams = if params.is_empty() {
+                    abi::DeviceAllocParams::default()
+                } else {
+                    parse_params(params)?
+                };
                 let gpu = dp.device_id;
                 if gpu as usize >= self.gpus.len() {
                     return Err(NV_ERR_INVALID_ARGUMENT);
@@ -769,7 +815,7 @@ impl Driver {
                 let mem = if vram {
                     let size = mp
                         .size
-                        .checked_next_multiple_of(VRAM_ALIGN)
+                        .checked_next_multiple_of(vram_page_size(mp.size, mp.attr, mp.attr2))
                         .ok_or(NV_ERR_NO_MEMORY)?;
                     let heap = heap_size(self.gpus[gpu as usize].vram);
                     if rm.vram_used[gpu as usize] + size > heap {
@@ -802,7 +848,7 @@ impl Driver {
             }
             class::FERMI_VASPACE_A => {
                 let gpu = parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
-                // GUESS: params of another size (none) mean the defaults.
+                // The params are the class's size (see `alloc_params`).
                 let flags = parse_params::<abi::VaSpaceAllocParams>(params).map_or(0, |v| v.flags);
                 ObjKind::VaSpace { gpu, flags }
             }
@@ -1079,17 +1125,10 @@ impl Driver {
     /// NVOS64) whose alloc params are in kernel memory. Returns the new
     /// handle.
     pub(crate) fn kernel_alloc(&self, a: &crate::nv::rmops::Alloc) -> RmResult<u32> {
-        let size = a.params_size as usize;
-        if size > abi::CONTROL_PARAMS_MAX || (size > 0 && a.p_alloc_parms == 0) {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
+        // At kernel privilege RM uses the caller's buffer directly, at the
+        // class's size, not `paramsSize` (`param_copy.c:55-80`).
         let mut params = KVec::new();
-        params
-            .resize(size, 0u8, GFP_KERNEL)
-            .map_err(|_| NV_ERR_NO_MEMORY)?;
-        Space::Kernel
-            .read(a.p_alloc_parms, &mut params)
-            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        alloc_params(a.h_class, a.p_alloc_parms, &Space::Kernel, &mut params)?;
         let h = self.alloc(
             Caller::Kernel,
             a.h_root,
@@ -1098,9 +1137,11 @@ impl Driver {
             a.h_class,
             &mut params,
         )?;
-        Space::Kernel
-            .write(a.p_alloc_parms, &params)
-            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        if a.p_alloc_parms != 0 && !params.is_empty() {
+            Space::Kernel
+                .write(a.p_alloc_parms, &params)
+                .map_err(|_| NV_ERR_INVALID_ADDRESS)?;
+        }
         Ok(h)
     }
 
@@ -1113,7 +1154,11 @@ impl Driver {
     /// RM_CONTROL (also the kernel clients' NV04_CONTROL).
     pub(crate) fn control(&self, a: &abi::Nvos54, file: Option<u64>, space: &Space) -> RmResult {
         let size = a.params_size as usize;
-        if size > abi::CONTROL_PARAMS_MAX || (size > 0 && a.params == 0) {
+        // A size without a pointer, or a pointer without a size, is
+        // NV_ERR_INVALID_ARGUMENT (`control.c:448-456` at 595.45.04); a
+        // pointer that cannot be copied is NV_ERR_INVALID_ADDRESS
+        // (`control.c:261`, `param_copy.c:115`, `os-interface.c:522-529`).
+        if size > abi::CONTROL_PARAMS_MAX || ((size > 0) != (a.params != 0)) {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let mut params = KVec::new();
@@ -1122,11 +1167,11 @@ impl Driver {
             .map_err(|_| NV_ERR_NO_MEMORY)?;
         space
             .read(a.params, &mut params)
-            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+            .map_err(|_| NV_ERR_INVALID_ADDRESS)?;
         self.control_inner(a.h_client, a.h_object, a.cmd, &mut params, file, space)?;
         space
             .write(a.params, &params)
-            .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+            .map_err(|_| NV_ERR_INVALID_ADDRESS)?;
         Ok(())
     }
 
@@ -1233,10 +1278,10 @@ impl Driver {
             }
             (ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, Some(ObjKind::Tsg { gpu, id, .. })) => {
                 let q: abi::TimesliceParams = parse_params(p)?;
-                // GUESS: RM refuses timeslices below its minimum (100 us here).
-                if q.timeslice_us < 100 {
-                    return Err(NV_ERR_INVALID_ARGUMENT);
-                }
+                // No minimum: kernel RM enforces none (at 535 its minimum
+                // is 0; at 595.45.04 it forwards the call to GSP,
+                // `kernel_channel_group_api.c:1319-1333`). GUESS: GSP's own
+                // check is not public; the double accepts every value.
                 self.gpus[gpu as usize]
                     .engine
                     .set_timeslice(id, q.timeslice_us);
@@ -1490,8 +1535,9 @@ impl Driver {
         {
             let mut rm = self.rm.lock();
             let di = rm.client_for(a.h_client, caller.binding())?;
-            // GUESS: the source client may belong to any file (RM checks a
-            // share policy that defaults to allow within a process).
+            // The source client may be bound to any file: RM validates only
+            // the destination client against the caller (`serverCopyResource`,
+            // `rs_server.c:1695-1697` at 595.45.04).
             let si = rm
                 .client_index(a.h_client_src)
                 .ok_or(NV_ERR_INVALID_CLIENT)?;
@@ -1503,6 +1549,15 @@ impl Driver {
             };
             if !rm.clients[di].has(a.h_parent) {
                 return Err(NV_ERR_INVALID_OBJECT_PARENT);
+            }
+            // A kernel client may dup anything; a user client needs
+            // RS_ACCESS_DUP_OBJECT on the source (`rs_client.c:535-547`),
+            // which RM's default share policy grants only to clients of
+            // the process that created the source client (RS_SHARE_TYPE_PID,
+            // `sharing.c:347-353`; `ProcID` compared, `client_resource.c:217-230`).
+            // The double models no RM_SHARE, so that is the only grant.
+            if caller.checks_fds() && rm.clients[si].proc != rm.clients[di].proc {
+                return Err(NV_ERR_INSUFFICIENT_PERMISSIONS);
             }
             let h = if a.h_object == 0 {
                 rm.clients[di].gen_handle()
@@ -1553,6 +1608,74 @@ impl Driver {
         store(&a, p);
         Ok(())
     }
+}
+
+/// How RM takes a class's alloc params: `RS_REQUIRED`, `RS_OPTIONAL` or
+/// `RS_NONE` of the class's own params struct (`resource_list.h` at
+/// 595.45.04).
+enum ParamsRule {
+    /// A pointer is required; RM copies this many bytes.
+    Required(usize),
+    /// A NULL pointer means the class's defaults; otherwise RM copies this
+    /// many bytes.
+    Optional(usize),
+    /// No params; the pointer is not read.
+    None,
+}
+
+/// The params rule of each class the double serves (`resource_list.h`
+/// lines at 595.45.04 in the comments); `None` for any other class.
+fn params_rule(h_class: u32) -> Option<ParamsRule> {
+    use ParamsRule::*;
+    Some(match h_class {
+        // RS_OPTIONAL(NvHandle) (64, 75, 85).
+        class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => Optional(4),
+        // RS_OPTIONAL(NV0080_ALLOC_PARAMETERS) (175).
+        class::NV01_DEVICE_0 => Optional(abi::DeviceAllocParams::SIZE),
+        // RS_OPTIONAL(NV2080_ALLOC_PARAMETERS) (449).
+        class::NV20_SUBDEVICE_0 => Optional(abi::SubdeviceAllocParams::SIZE),
+        // RS_REQUIRED(NV_MEMORY_ALLOCATION_PARAMS) (505, 526, 537).
+        class::NV01_MEMORY_LOCAL_USER | class::NV01_MEMORY_SYSTEM | class::NV50_MEMORY_VIRTUAL => {
+            Required(abi::MemoryAllocationParams::SIZE)
+        }
+        // RS_REQUIRED(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS) (547): offset,
+        // limit, hVASpace, 24 bytes (`cl0070.h:66-70`).
+        class::NV01_MEMORY_VIRTUAL => Required(24),
+        // RS_REQUIRED(NV_VASPACE_ALLOCATION_PARAMETERS) (693).
+        class::FERMI_VASPACE_A => Required(abi::VaSpaceAllocParams::SIZE),
+        // RS_REQUIRED(NV_CTXSHARE_ALLOCATION_PARAMETERS) (416).
+        class::FERMI_CONTEXT_SHARE_A => Required(abi::CtxShareAllocParams::SIZE),
+        // RS_REQUIRED(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS) (484).
+        class::KEPLER_CHANNEL_GROUP_A => Required(abi::ChannelGroupAllocParams::SIZE),
+        // RS_REQUIRED(NV_CHANNEL_ALLOC_PARAMS) (293-392).
+        c if class::is_channel_class(c) => Required(abi::ChannelAllocParams::SIZE),
+        // RS_NONE (863, 874).
+        class::TURING_USERMODE_A | class::AMPERE_USERMODE_A => None,
+        // RS_OPTIONAL(NV_HOPPER_USERMODE_A_PARAMS) (885).
+        class::HOPPER_USERMODE_A => Optional(abi::UsermodeAllocParams::SIZE),
+        _ => return Option::None,
+    })
+}
+
+/// Copies the alloc params of class `h_class` from `ptr` in `space` into
+/// `out`, as RM does at 595.45.04: the size is the class's own, whatever
+/// `paramsSize` says (`rmapiGetClassAllocParamSize`, `resource_desc.c:181-214`;
+/// `rmapiParamsCopyInit`, `param_copy.c:300-320`); an unknown class is
+/// NV_ERR_INVALID_CLASS before anything is read; a required pointer that is
+/// NULL is NV_ERR_INVALID_ARGUMENT (`param_copy.c:314-315`); a pointer that
+/// cannot be read is NV_ERR_INVALID_ADDRESS (`os_memcpy_from_user`,
+/// `os-interface.c:522-529`). A NULL optional pointer gives the class's
+/// defaults, all zero here, and `out` stays empty (nothing is copied back).
+fn alloc_params(h_class: u32, ptr: u64, space: &Space, out: &mut KVec<u8>) -> RmResult {
+    let size = match params_rule(h_class).ok_or(NV_ERR_INVALID_CLASS)? {
+        ParamsRule::None => return Ok(()),
+        ParamsRule::Required(_) if ptr == 0 => return Err(NV_ERR_INVALID_ARGUMENT),
+        ParamsRule::Optional(_) if ptr == 0 => return Ok(()),
+        ParamsRule::Required(n) | ParamsRule::Optional(n) => n,
+    };
+    out.resize(size, 0u8, GFP_KERNEL)
+        .map_err(|_| NV_ERR_NO_MEMORY)?;
+    space.read(ptr, out).map_err(|_| NV_ERR_INVALID_ADDRESS)
 }
 
 /// Serves an info list passed by pointer (`{u32 index; u32 data}[n]`):

@@ -61,8 +61,6 @@ use crate::MAX_GPUS;
 extern "C" {
     /// `current->mm` with an `mmgrab` reference, or NULL.
     fn nv_double_current_mm_grab() -> *mut c_void;
-    /// `fatal_signal_pending(current)`.
-    fn nv_double_fatal_signal_pending() -> bool;
     /// `vma->vm_pgoff`.
     fn nv_double_vma_pgoff(vma: *mut c_void) -> c_ulong;
     /// `vma->vm_private_data`.
@@ -1184,11 +1182,14 @@ impl Driver {
             if gpus.iter().any(|&g| !s.has_vaspace(g)) {
                 return Err(NV_ERR_INVALID_DEVICE);
             }
-            // RM's dup of the memory (global handles). GUESS: RM's statuses
-            // for a missing client and object.
+            // RM's dup of the memory (global handles), as `dupMemory` looks
+            // it up at 595.45.04 (`nv_gpu_ops.c:11660-11669`): a missing
+            // client is NV_ERR_INVALID_OBJECT_HANDLE (`_serverFindClient`,
+            // `rs_server.c:3056-3058`), a missing object
+            // NV_ERR_OBJECT_NOT_FOUND (`rs_client.c:390-392`).
             let kind = rm
                 .any_client(h_client)
-                .ok_or(NV_ERR_INVALID_CLIENT)?
+                .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?
                 .find(h_memory)
                 .ok_or(NV_ERR_OBJECT_NOT_FOUND)?
                 .kind;
@@ -1301,7 +1302,10 @@ impl Driver {
     }
 
     /// UVM_MIGRATE of a managed range to a GPU or the CPU, one chunk at a
-    /// time, about 2 ms per chunk moved, stopping early on a fatal signal.
+    /// time, about 2 ms per chunk moved. A fatal signal does not stop it:
+    /// UVM's migration has no such check at 595.45.04 (`uvm_common.c:274`
+    /// leaves it a TODO; `uvm_migrate.c` has none), so a killed caller dies
+    /// when the call returns.
     fn uvm_migrate(&self, id: u64, p: &mut [u8]) -> RmResult {
         let q = MigrateParams::decode(p);
         if q.flags & !migrate_flags::ASYNC != 0 {
@@ -1347,18 +1351,14 @@ impl Driver {
     }
 
     /// Moves the managed pages of `[base, base + len)` to `dest` (`None`:
-    /// the CPU), one chunk at a time, about 2 ms per chunk moved, stopping
-    /// early on a fatal signal.
+    /// the CPU), one chunk at a time, about 2 ms per chunk moved. A fatal
+    /// signal does not stop it (no such check in UVM's production code,
+    /// `uvm_common.c:274` at 595.45.04).
     fn migrate_chunks(&self, id: u64, base: u64, len: u64, dest: Option<u32>) -> RmResult {
         let heap = dest.map_or(0, |g| self.heap(g));
         let end = base + len;
         let mut cur = base;
         while cur < end {
-            // SAFETY: no preconditions.
-            if unsafe { nv_double_fatal_signal_pending() } {
-                // GUESS: UVM's status when a fatal signal stops it.
-                return Err(abi::status::NV_ERR_SIGNAL_PENDING);
-            }
             let moved = self.with_space(id, |rm, si| {
                 // Re-found each step: another thread may have unmapped it.
                 let ri = rm.uvm.spaces[si]

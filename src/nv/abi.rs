@@ -981,6 +981,17 @@ pub mod heap {
     pub const ATTR2_GPU_CACHEABLE_YES: u32 = 1;
     /// GPU cacheable: no.
     pub const ATTR2_GPU_CACHEABLE_NO: u32 = 2;
+    /// `NVOS32_ATTR2_PAGE_SIZE_HUGE` 21:20: which huge page when
+    /// [`ATTR_PAGE_SIZE`] is [`ATTR_PAGE_SIZE_HUGE`].
+    pub const ATTR2_PAGE_SIZE_HUGE: BitField = BitField::new(21, 20);
+    /// Huge page: default (2 MiB).
+    pub const ATTR2_PAGE_SIZE_HUGE_DEFAULT: u32 = 0;
+    /// Huge page: 2 MiB.
+    pub const ATTR2_PAGE_SIZE_HUGE_2MB: u32 = 1;
+    /// Huge page: 512 MiB.
+    pub const ATTR2_PAGE_SIZE_HUGE_512MB: u32 = 2;
+    /// Huge page: 256 GiB.
+    pub const ATTR2_PAGE_SIZE_HUGE_256GB: u32 = 3;
 
     /// The class RM allocates for a heap request with these flags and attr:
     /// VIRTUAL wins, then VIDMEM location gives VRAM, anything else system

@@ -167,8 +167,9 @@ escapes! {
     RmUpdateDeviceMappingInfo = 0x5e, SizeRule::Exact(40), Ctl;
     /// An array of `nv_ioctl_card_info_t`, one per GPU or more.
     CardInfo = 0xc8, SizeRule::Records(CARD_INFO_SIZE), Ctl;
-    /// `{int ctl_fd}`: ties a GPU-node fd to a ctl fd.
-    RegisterFd = 0xc9, SizeRule::Exact(4), Gpu;
+    /// `{int ctl_fd}`: ties an fd to a ctl fd; the driver takes it on
+    /// either node (`escape.c:942-944` at 595.45.04), libcuda on GPU nodes.
+    RegisterFd = 0xc9, SizeRule::Exact(4), Either;
     /// `{hClient, hDevice, fd, status}`.
     AllocOsEvent = 0xce, SizeRule::Exact(16), Either;
     /// `{hClient, hDevice, fd, status}`.

@@ -585,7 +585,8 @@ fn scheduling_calls_filtered() -> Outcome {
         let mut short = [1u8; 2];
         expect_rm(
             ctl.control(c, w.tsg, ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut short),
-            status::NV_ERR_INVALID_PARAM_STRUCT,
+            // As the driver answers it (`control.c:448-456` at 595.45.04).
+            status::NV_ERR_INVALID_ARGUMENT,
             "GPFIFO_SCHEDULE with 2 bytes of params",
         )?;
         // A TSG cannot be duplicated (its schedule entry knows one handle).

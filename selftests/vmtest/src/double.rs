@@ -55,6 +55,8 @@ pub const TESTS: &[Test] = tests![
     device_needs_gpu_fd_in_process,
     embedded_fds_must_be_the_drivers,
     bad_pointers,
+    alloc_params_are_the_classs_size,
+    sys_params_set_once,
     wrong_sizes_and_unknown_escapes,
     other_clients_handles_refused,
     close_in_any_order,
@@ -322,15 +324,48 @@ fn register_fd() -> Outcome {
             &format!("REGISTER_FD naming {what}"),
         )?;
     }
-    // Only GPU nodes take it; gpu2 can still register after the refusals.
+    // gpu2 can still register after the refusals.
     let ctl2 = Ctl::open_default().ctx("open ctl")?;
+    gpu2.register_fd(&ctl2).ctx("REGISTER_FD after refusals")?;
+    // A ctl file takes it too (`escape.c:942-944` at 595.45.04), and then
+    // acts for the file it names: its clients are that file's. Not to
+    // itself, and not to a file that is registered in turn
+    // (`escape.c:958-966`).
+    let ctl3 = Ctl::open_default().ctx("open ctl 3")?;
+    let mut p = abi::RegisterFd { ctl_fd: ctl3.fd() };
+    want_os(
+        ctl3.ioctl_with(Escape::RegisterFd.nr(), &mut p),
+        libc::EINVAL,
+        "REGISTER_FD of a ctl file to itself",
+    )?;
     let mut p = abi::RegisterFd { ctl_fd: ctl2.fd() };
+    ctl3.ioctl_with(Escape::RegisterFd.nr(), &mut p)
+        .ctx("REGISTER_FD on a ctl node")?;
+    let mut p = abi::RegisterFd { ctl_fd: ctl3.fd() };
     want_os(
         ctl.ioctl_with(Escape::RegisterFd.nr(), &mut p),
         libc::EINVAL,
-        "REGISTER_FD on a ctl node",
+        "REGISTER_FD naming a registered ctl file",
     )?;
-    gpu2.register_fd(&ctl2).ctx("REGISTER_FD after refusals")?;
+    let c2 = ctl2.alloc_root_client().ctx("client on ctl2")?;
+    let d2 = ctl3
+        .alloc_device(c2, 0, 0)
+        .ctx("ctl2's client through ctl3")?;
+    let c3 = ctl3.alloc_root_client().ctx("client through ctl3")?;
+    ctl2.alloc_device(c3, 0, 0)
+        .ctx("ctl3's client through ctl2")?;
+    want_rm(
+        ctl.alloc_device(c2, 0, 0),
+        NV_ERR_INVALID_CLIENT,
+        "ctl2's client through an unrelated ctl file",
+    )?;
+    // Its clients are ctl2's: closing ctl3 leaves them, closing ctl2
+    // frees them.
+    drop(ctl3);
+    ctl2.free(c2, c2, d2)
+        .ctx("free ctl2's device after ctl3 closed")?;
+    ctl2.free(c3, c3, c3)
+        .ctx("client made through ctl3 after it closed")?;
     Ok(())
 }
 
@@ -439,9 +474,10 @@ fn alloc_classes(v21: bool) -> Outcome {
     let mut vp = nvclient::vram_params(c, 3 * MIB + 5).to_bytes();
     let vram = alloc(c, dev, class::NV01_MEMORY_LOCAL_USER, &mut vp).ctx("VRAM")?;
     let size = abi::MemoryAllocationParams::decode(&vp).size;
+    // 2 MiB pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04).
     ensure!(
-        size == 3 * MIB + (64 << 10),
-        "{lay}: VRAM size written back {size}, want 3 MiB + 64 KiB"
+        size == 4 * MIB,
+        "{lay}: VRAM size written back {size}, want 4 MiB"
     );
     ensure!(
         obs.heap_free()? == free0 - size,
@@ -699,7 +735,7 @@ fn fb_info_v1_v2_and_surface_size() -> Outcome {
         get(&v2, fb_info::HEAP_SIZE)
     );
     let m = s.vram(3 * MIB + 1).ctx("vram")?;
-    ensure!(m.size == 3 * MIB + (64 << 10), "size {}", m.size);
+    ensure!(m.size == 4 * MIB, "size {}", m.size);
     let v2b = s
         .ctl
         .fb_get_info_v2(s.client, s.sub, &FB_INDICES)
@@ -754,15 +790,11 @@ fn tsg_and_channel_controls() -> Outcome {
     ctl.set_timeslice(c, tsg, 2000).ctx("SET_TIMESLICE")?;
     let ts = ctl.get_timeslice(c, tsg).ctx("GET_TIMESLICE")?;
     ensure!(ts == 2000, "timeslice {ts} after setting 2000");
-    want_rm(
-        ctl.set_timeslice(c, tsg, 99),
-        NV_ERR_INVALID_ARGUMENT,
-        "timeslice below 100 us",
-    )?;
-    ensure!(
-        ctl.get_timeslice(c, tsg).ctx("get")? == 2000,
-        "refused set changed it"
-    );
+    // Kernel RM enforces no minimum (at 595.45.04 GSP decides): a small
+    // timeslice is taken as it is.
+    ctl.set_timeslice(c, tsg, 99).ctx("SET_TIMESLICE 99 us")?;
+    let ts = ctl.get_timeslice(c, tsg).ctx("get")?;
+    ensure!(ts == 99, "timeslice {ts} after setting 99");
     ctl.gpfifo_schedule(c, tsg, true)
         .ctx("GPFIFO_SCHEDULE on")?;
     ctl.gpfifo_schedule(c, tsg, false)
@@ -852,7 +884,8 @@ fn vid_heap_control() -> Outcome {
         .ctl
         .vid_heap_alloc_size(s.client, s.device, 5 * MIB + 3, attr, 0)
         .ctx("ALLOC_SIZE")?;
-    ensure!(m.size == 5 * MIB + (64 << 10), "ALLOC_SIZE size {}", m.size);
+    // RM's 2 MiB pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04).
+    ensure!(m.size == 6 * MIB, "ALLOC_SIZE size {}", m.size);
     let after = s.ctl.vid_heap_info(s.client, s.device).ctx("INFO")?;
     ensure!(
         after.free == info.free - m.size && after.total == info.total,
@@ -1088,7 +1121,8 @@ fn map_context_once_per_file() -> Outcome {
         .alloc_sysmem(s.client, s.device, 0, 8192)
         .ctx("sysmem")?;
     let fresh_fd = Node::open(s.ctl.path()).ctx("fresh fd")?;
-    // No context yet: mmap is refused (GUESS in the double: EINVAL).
+    // No context yet: mmap is refused with EINVAL and the file can get one
+    // (`nv-mmap.c:561-566` at 595.45.04).
     ensure!(
         mmap_fd(fresh_fd.fd(), 8192) == Err(libc::EINVAL),
         "mmap without a mapping context"
@@ -1101,24 +1135,54 @@ fn map_context_once_per_file() -> Outcome {
         "second MAP_MEMORY naming the same fd: {}",
         abi::NvStatus(st)
     );
-    // A wrong length is refused and leaves the context for a retry.
+    // The ctl node maps system memory up to the allocation's end
+    // (`nv-mmap.c:697-702`): less is fine, more is ERANGE.
     ensure!(
-        mmap_fd(fresh_fd.fd(), 4096) == Err(libc::EINVAL),
-        "mmap with the wrong length"
+        mmap_fd(fresh_fd.fd(), 3 * 4096) == Err(libc::ERANGE),
+        "mmap past the allocation"
     );
+    let half = mmap_fd(fresh_fd.fd(), 4096).map_err(|e| format!("mmap 4 KiB: errno {e}"))?;
     let p = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("mmap: errno {e}"))?;
-    munmap(p, 8192);
-    // Used up: neither another mmap nor another context.
+    // The context stays on the file until it is closed
+    // (`nv-usermap.c:102-116`): another mmap maps the same memory again,
+    // and the file still cannot take a second context.
+    let q = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("second mmap: errno {e}"))?;
+    // SAFETY: `p`, `q` and `half` are live shared mappings of at least 4 KiB;
+    // volatile accesses to plain memory.
+    let seen = unsafe {
+        core::ptr::write_volatile(p.cast::<u32>(), 0x5eed_cafe);
+        (
+            core::ptr::read_volatile(q.cast::<u32>()),
+            core::ptr::read_volatile(half.cast::<u32>()),
+        )
+    };
     ensure!(
-        mmap_fd(fresh_fd.fd(), 8192) == Err(libc::EINVAL),
-        "second mmap of a used file"
+        seen == (0x5eed_cafe, 0x5eed_cafe),
+        "mappings of one context see different memory: {seen:x?}"
     );
+    munmap(q, 8192);
+    munmap(p, 8192);
+    munmap(half, 4096);
     let st = map_raw(&s, sys.handle, 8192, fresh_fd.fd())?;
     ensure!(
         st == NV_ERR_STATE_IN_USE,
-        "MAP_MEMORY on a used file: {}",
+        "MAP_MEMORY on a mapped file: {}",
         abi::NvStatus(st)
     );
+    // A GPU node maps exactly the context's range, else ENXIO
+    // (`nv-mmap.c:600-603`).
+    let vram = s.vram(MIB).ctx("vram")?;
+    let gpu_fd = Node::open(s.gpu_path()).ctx("fresh GPU fd")?;
+    let st = map_raw(&s, vram.handle, 8192, gpu_fd.fd())?;
+    ensure!(st == NV_OK, "VRAM MAP_MEMORY: {}", abi::NvStatus(st));
+    ensure!(
+        mmap_fd(gpu_fd.fd(), 4096) == Err(libc::ENXIO),
+        "GPU-node mmap shorter than its context"
+    );
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap: errno {e}"))?;
+    munmap(g, 8192);
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap again: errno {e}"))?;
+    munmap(g, 8192);
     Ok(())
 }
 
@@ -1143,6 +1207,17 @@ fn dup_is_not_double_charged() -> Outcome {
         .dup_object(obs.client, obs.device, 0, s.client, m.handle, 0)
         .ctx("DUP into another client")?;
     ensure!(obs.heap_free()? == f1, "cross-client dup charged VRAM");
+    // A client of another process may not: RM's default share policy
+    // grants DUP only within the process that created the source client
+    // (`rs_client.c:535-547`, `sharing.c:347-353` at 595.45.04).
+    let (sc, sm) = (s.client, m.handle);
+    let code = crate::sys::in_child(move || {
+        let Ok(c) = session(0) else { return 2 };
+        let r = c.ctl.dup_object(c.client, c.device, 0, sc, sm, 0);
+        i32::from(r != Err(Error::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)))
+    })?;
+    ensure!(code == 0, "DUP from another process's client ({code})");
+    ensure!(obs.heap_free()? == f1, "refused dup changed the heap");
     // Data written through the original is seen through the dup.
     let a = s
         .ctl
@@ -1469,9 +1544,11 @@ fn bad_pointers() -> Outcome {
         s.ctl
             .ioctl(Escape::RmAlloc.nr(), &mut b)
             .ctx("RM_ALLOC with bad params")?;
+        // `os_memcpy_from_user` fails: NV_ERR_INVALID_ADDRESS
+        // (`os-interface.c:522-529` at 595.45.04).
         let st = abi::Nvos64::decode(&b).status;
         ensure!(
-            st == NV_ERR_INVALID_ARGUMENT,
+            st == NV_ERR_INVALID_ADDRESS,
             "alloc params at {ptr:#x}: {}",
             abi::NvStatus(st)
         );
@@ -1487,9 +1564,10 @@ fn bad_pointers() -> Outcome {
         s.ctl
             .ioctl(Escape::RmControl.nr(), &mut b)
             .ctx("RM_CONTROL with bad params")?;
+        // The same copy for controls (`control.c:261`, `param_copy.c:115`).
         let st = abi::Nvos54::decode(&b).status;
         ensure!(
-            st == NV_ERR_INVALID_ARGUMENT,
+            st == NV_ERR_INVALID_ADDRESS,
             "control params at {ptr:#x}: {}",
             abi::NvStatus(st)
         );
@@ -1505,7 +1583,27 @@ fn bad_pointers() -> Outcome {
             "FB_GET_INFO V1 with a bad list",
         )?;
     }
-    // A null params pointer with a size, too.
+    // A NULL pointer is refused before any copy: for a class whose params
+    // are required (`param_copy.c:314-315`) and for a control with a size
+    // (`control.c:448-456`), NV_ERR_INVALID_ARGUMENT.
+    let a = abi::Nvos64 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        h_class: class::NV01_MEMORY_LOCAL_USER,
+        p_alloc_parms: 0,
+        params_size: abi::MemoryAllocationParams::SIZE as u32,
+        ..Default::default()
+    };
+    let mut b = a.to_bytes();
+    s.ctl
+        .ioctl(Escape::RmAlloc.nr(), &mut b)
+        .ctx("RM_ALLOC with NULL params")?;
+    let st = abi::Nvos64::decode(&b).status;
+    ensure!(
+        st == NV_ERR_INVALID_ARGUMENT,
+        "VRAM alloc with NULL params: {}",
+        abi::NvStatus(st)
+    );
     want_rm(
         s.ctl.control(
             s.client,
@@ -1519,6 +1617,115 @@ fn bad_pointers() -> Outcome {
     // Nothing was charged, and the driver still serves.
     ensure!(s.heap_free()? == HEAP[0], "bad allocs charged VRAM");
     s.vram(MIB).ctx("alloc after bad pointers")?;
+    Ok(())
+}
+
+/// RM copies a class's own params whatever `paramsSize` says
+/// (`resource_desc.c:181-214`, `param_copy.c:297-320` at 595.45.04): a
+/// short or long size allocates the same and writes the whole struct back;
+/// optional params may be NULL (a device then is device 0).
+fn alloc_params_are_the_classs_size() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let f0 = s.heap_free()?;
+    let mut buf = vec![0u8; 4096];
+    let mut charged = 0;
+    for psize in [0u32, 8, 4096] {
+        let mp = nvclient::vram_params(s.client, MIB + 1).to_bytes();
+        buf[..mp.len()].copy_from_slice(&mp);
+        let a = abi::Nvos64 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_class: class::NV01_MEMORY_LOCAL_USER,
+            p_alloc_parms: buf.as_mut_ptr() as u64,
+            params_size: psize,
+            ..Default::default()
+        };
+        let mut b = a.to_bytes();
+        s.ctl.ioctl(Escape::RmAlloc.nr(), &mut b).ctx("RM_ALLOC")?;
+        let st = abi::Nvos64::decode(&b).status;
+        ensure!(st == NV_OK, "paramsSize {psize}: {}", abi::NvStatus(st));
+        let back = abi::MemoryAllocationParams::decode(&buf[..abi::MemoryAllocationParams::SIZE]);
+        let want = MIB + (64 << 10);
+        ensure!(
+            back.size == want,
+            "paramsSize {psize}: size back {}",
+            back.size
+        );
+        charged += want;
+        ensure!(
+            s.heap_free()? == f0 - charged,
+            "paramsSize {psize}: heap charged {}",
+            f0 - s.heap_free()?
+        );
+    }
+    // NULL optional params: the defaults (device 0); a GPU node is open.
+    let c = s.ctl.alloc_root_client().ctx("client")?;
+    let a = abi::Nvos64 {
+        h_root: c,
+        h_object_parent: c,
+        h_class: class::NV01_DEVICE_0,
+        ..Default::default()
+    };
+    let mut b = a.to_bytes();
+    s.ctl
+        .ioctl(Escape::RmAlloc.nr(), &mut b)
+        .ctx("device with NULL params")?;
+    let a = abi::Nvos64::decode(&b);
+    ensure!(
+        a.status == NV_OK,
+        "device with NULL params: {}",
+        abi::NvStatus(a.status)
+    );
+    let sub = s
+        .ctl
+        .alloc_subdevice(c, a.h_object_new, 0, 0)
+        .ctx("subdevice of it")?;
+    let v = s
+        .ctl
+        .fb_get_info_v2(c, sub, &[fb_info::HEAP_SIZE])
+        .ctx("FB info")?;
+    ensure!(
+        v.first().map(|e| u64::from(e.data) << 10) == Some(HEAP[0]),
+        "the NULL-params device is not GPU 0: {v:?}"
+    );
+    Ok(())
+}
+
+/// SYS_PARAMS is an input the driver keeps once (`nv.c:2702-2725` at
+/// 595.45.04): the same value again is fine, another is `EBUSY`, nothing is
+/// written back, and only the ctl node takes it.
+fn sys_params_set_once() -> Outcome {
+    fresh()?;
+    let ctl = Ctl::open_default().ctx("open ctl")?;
+    let block = |v: u64| v.to_ne_bytes();
+    let mut p = block(0);
+    ctl.ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS 0")?;
+    ensure!(p == block(0), "SYS_PARAMS wrote {p:?}");
+    // 0 leaves it unset: the first real value is still taken.
+    let mut p = block(128 << 20);
+    ctl.ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS 128 MiB")?;
+    ensure!(p == block(128 << 20), "SYS_PARAMS changed its input");
+    let other = Ctl::open_default().ctx("open ctl 2")?;
+    let mut p = block(128 << 20);
+    other
+        .ioctl(Escape::SysParams.nr(), &mut p)
+        .ctx("SYS_PARAMS same value, other file")?;
+    let mut p = block(2 << 30);
+    want_os(
+        other.ioctl(Escape::SysParams.nr(), &mut p),
+        libc::EBUSY,
+        "SYS_PARAMS with another value",
+    )?;
+    let gpu = Gpu::open_index(0).ctx("open GPU")?;
+    let mut p = block(128 << 20);
+    want_os(
+        gpu.ioctl(Escape::SysParams.nr(), &mut p),
+        libc::EINVAL,
+        "SYS_PARAMS on a GPU node",
+    )?;
     Ok(())
 }
 

@@ -58,6 +58,10 @@ pub const TESTS: &[Test] = &[
         run: xfer_heap_and_explicit_handles_are_charged,
     },
     Test {
+        name: "charges_what_rm_allocates",
+        run: charges_what_rm_allocates,
+    },
+    Test {
         name: "ceiling_spans_processes_and_layouts",
         run: ceiling_spans_processes_and_layouts,
     },
@@ -517,6 +521,125 @@ fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
     })
 }
 
+/// vgpu charges the size RM really allocates: RM rounds VRAM to 2 MiB
+/// pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04) and reads the
+/// class's own params whatever `paramsSize` says (`resource_desc.c:181-214`),
+/// so neither a size just over a page nor a short `paramsSize` makes the
+/// charge smaller than the allocation, and a request that fits only before
+/// rounding is refused at the ceiling.
+fn charges_what_rm_allocates() -> Outcome {
+    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
+    as_container("/ma", || {
+        let s = session(0)?;
+        let m = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 3 * MIB + 5)
+            .map_err(|e| format!("3 MiB + 5: {e:?}"))?;
+        ensure!(m.size == 4 * MIB, "size written back {}", m.size);
+        ensure!(used(0)? == 4 * MIB, "charged {} for 3 MiB + 5", used(0)?);
+        // `paramsSize` short (8 bytes) or long (4096): RM reads the 128
+        // bytes of NV_MEMORY_ALLOCATION_PARAMS either way, and so does vgpu.
+        let mut buf = vec![0u8; 4096];
+        let mut expect = 4 * MIB;
+        for psize in [8u32, 4096] {
+            let mp = nvclient::vram_params(s.client, 3 * MIB).to_bytes();
+            buf[..mp.len()].copy_from_slice(&mp);
+            let mut blk = Nvos21 {
+                h_root: s.client,
+                h_object_parent: s.device,
+                h_class: class::NV01_MEMORY_LOCAL_USER,
+                p_alloc_parms: buf.as_mut_ptr() as u64,
+                params_size: psize,
+                ..Default::default()
+            }
+            .to_bytes();
+            s.ctl
+                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+                .map_err(|e| format!("ioctl: {e:?}"))?;
+            let st = Nvos21::decode(&blk).status;
+            ensure!(st == status::NV_OK, "paramsSize {psize}: status {st:#x}");
+            let back = MemoryAllocationParams::decode(&buf[..MemoryAllocationParams::SIZE]);
+            ensure!(
+                back.size == 4 * MIB,
+                "paramsSize {psize}: size written back {}",
+                back.size
+            );
+            expect += 4 * MIB;
+            ensure!(
+                used(0)? == expect,
+                "paramsSize {psize}: charged {}, want {expect}",
+                used(0)?
+            );
+        }
+        // Params RM cannot read are NV_ERR_INVALID_ADDRESS
+        // (`os-interface.c:522-529`), NULL required params
+        // NV_ERR_INVALID_ARGUMENT (`param_copy.c:314-315`), as from the
+        // driver; neither is charged.
+        for (ptr, want) in [
+            (0x10u64, status::NV_ERR_INVALID_ADDRESS),
+            (0, status::NV_ERR_INVALID_ARGUMENT),
+        ] {
+            let mut blk = Nvos21 {
+                h_root: s.client,
+                h_object_parent: s.device,
+                h_class: class::NV01_MEMORY_LOCAL_USER,
+                p_alloc_parms: ptr,
+                params_size: MemoryAllocationParams::SIZE as u32,
+                ..Default::default()
+            }
+            .to_bytes();
+            s.ctl
+                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+                .map_err(|e| format!("ioctl: {e:?}"))?;
+            let st = Nvos21::decode(&blk).status;
+            ensure!(
+                st == want,
+                "params at {ptr:#x}: status {st:#x}, want {want:#x}"
+            );
+        }
+        ensure!(used(0)? == expect, "refused allocs charged: {}", used(0)?);
+        // The heap path rounds the same way.
+        let h = s
+            .ctl
+            .vid_heap_alloc_size(s.client, s.device, 5 * MIB + 3, 0, 0)
+            .map_err(|e| format!("heap alloc: {e:?}"))?;
+        ensure!(h.size == 6 * MIB, "heap size {}", h.size);
+        expect += 6 * MIB;
+        ensure!(used(0)? == expect, "after heap alloc: {}", used(0)?);
+        // Leave 3 MiB under the 1 GiB ceiling: 2.5 MiB fits only before
+        // RM rounds it to 4 MiB, so it is refused; 2 MiB is not.
+        let fill = GIB - expect - 3 * MIB;
+        let f = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, fill - MIB)
+            .map_err(|e| format!("fill: {e:?}"))?;
+        let g = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, MIB)
+            .map_err(|e| format!("1 MiB: {e:?}"))?;
+        ensure!(
+            f.size + g.size == fill,
+            "fill sizes {} + {}",
+            f.size,
+            g.size
+        );
+        ensure!(used(0)? == GIB - 3 * MIB, "filled to {}", used(0)?);
+        let r = s.ctl.alloc_vram(s.client, s.device, 0, 5 * MIB / 2);
+        ensure!(
+            r.is_err_and(|e| e == Error::Rm(status::NV_ERR_NO_MEMORY)),
+            "2.5 MiB into 3 MiB free: {r:?}"
+        );
+        ensure!(used(0)? == GIB - 3 * MIB, "refusal charged: {}", used(0)?);
+        s.ctl
+            .alloc_vram(s.client, s.device, 0, 2 * MIB)
+            .map_err(|e| format!("2 MiB into 3 MiB free: {e:?}"))?;
+        ensure!(used(0)? == GIB - MIB, "after 2 MiB: {}", used(0)?);
+        Ok(())
+    })?;
+    ensure!(used(0)? == 0, "after exit: {}", used(0)?);
+    Ok(())
+}
+
 fn xfer_heap_and_explicit_handles_are_charged() -> Outcome {
     use nvclient::abi::{class, heap, Nvos64};
     as_container("/ma", || {
@@ -711,8 +834,9 @@ fn dup_is_charged_once() -> Outcome {
             .free(s.client, s.device, copy)
             .map_err(|e| format!("free copy: {e:?}"))?;
         ensure!(used(0)? == 0, "both freed: {}", used(0)?);
-        // From another /dev/vgpuctl file of the same container (CUDA IPC
-        // between its processes): allowed, and still charged once.
+        // From another /dev/vgpuctl file of the same process: the driver's
+        // share policy lets a process's clients dup each other's objects,
+        // and it is still charged once.
         let other = session(0)?;
         let om = other
             .ctl
@@ -723,6 +847,22 @@ fn dup_is_charged_once() -> Outcome {
             .dup_object(s.client, s.device, 0, other.client, om.handle, 0)
             .map_err(|e| format!("dup from the other file: {e:?}"))?;
         ensure!(used(0)? == 128 * MIB, "after cross-file DUP: {}", used(0)?);
+        // Another process of the same container gets the driver's answer:
+        // a user client may not dup a client of another process that did
+        // not share it (RM's default share policy, `rs_client.c:535-547`,
+        // `sharing.c:347-353` at 595.45.04). vgpu must not lift that by
+        // running the DUP at kernel privilege.
+        let (oc, oh) = (other.client, om.handle);
+        let code = in_child(move || {
+            let Ok(b) = session(0) else { return 3 };
+            let r = b.ctl.dup_object(b.client, b.device, 0, oc, oh, 0);
+            i32::from(r != Err(Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)))
+        })?;
+        ensure!(
+            code == 0,
+            "DUP from another process of the container was not refused ({code})"
+        );
+        ensure!(used(0)? == 128 * MIB, "after the refused DUP: {}", used(0)?);
         // Another container cannot take it.
         let (oc, oh) = (other.client, om.handle);
         let code = in_child(move || {
@@ -847,6 +987,19 @@ fn foreign_gpu_refused_and_hidden() -> Outcome {
             r == Err(Error::Os(libc::EPERM)),
             "RM_ALLOC on /dev/vgpu0: {r:?}"
         );
+        // The driver takes REGISTER_FD on a ctl file too (`escape.c:942-944`
+        // at 595.45.04), which would bind the clients this file creates to
+        // another file that outlives it: refused on /dev/vgpuctl. A GPU
+        // node still takes it.
+        let other = Ctl::open("/dev/vgpuctl").map_err(|e| format!("{e:?}"))?;
+        let mut p = nvclient::abi::RegisterFd { ctl_fd: other.fd() };
+        let r = ctl.ioctl_with(nvclient::ioctl::Escape::RegisterFd.nr(), &mut p);
+        ensure!(
+            r == Err(Error::Os(libc::EPERM)),
+            "REGISTER_FD on /dev/vgpuctl: {r:?}"
+        );
+        g.register_fd(&other)
+            .map_err(|e| format!("REGISTER_FD on /dev/vgpu0: {e:?}"))?;
         let cards = ctl.card_info(8).map_err(|e| format!("card info: {e:?}"))?;
         let minors: Vec<u32> = cards
             .iter()

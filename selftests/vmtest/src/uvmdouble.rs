@@ -752,6 +752,14 @@ fn external_ranges_keep_memory() -> Outcome {
         NV_ERR_OBJECT_NOT_FOUND,
         "unknown memory handle",
     )?;
+    // RM's lookup of a missing client (`nv_gpu_ops.c:11660-11669`,
+    // `rs_server.c:3056-3058` at 595.45.04).
+    want_rm(
+        f.uvm
+            .map_external_allocation(base, 2 * MIB, 0, &[f.uuid], 0xdead_0000, mem.handle),
+        NV_ERR_INVALID_OBJECT_HANDLE,
+        "unknown client",
+    )?;
     map(base, 4 * MIB, 0, &[f.uuid]).ctx("MAP_EXTERNAL_ALLOCATION")?;
     // RM frees its handle; the UVM mapping keeps the VRAM.
     s.ctl
@@ -1106,7 +1114,7 @@ fn no_memory_when_nothing_evictable() -> Outcome {
     let hog = s
         .ctl
         .alloc_vram(s.client, s.device, 0, f0 - MIB)
-        .ctx("RM VRAM up to 1 MiB free")?;
+        .ctx("RM VRAM filling the heap (rounded up to 2 MiB pages)")?;
     want_rm(
         f.uvm.migrate(m.addr(), 4 * MIB, &f.uuid),
         NV_ERR_NO_MEMORY,
@@ -1212,6 +1220,10 @@ fn engine_touch() -> Outcome {
     Ok(())
 }
 
+/// A process killed while UVM_MIGRATE runs: UVM does not stop the
+/// migration for the signal (no fatal-signal check at 595.45.04), the
+/// process dies when the call returns, and its VA space's residency goes
+/// back with its files.
 fn kill_mid_migrate_returns_vram() -> Outcome {
     fresh()?;
     let obs = session(0)?;

@@ -153,3 +153,13 @@ fn xfer_refuses_nesting_oversize_and_unknown() {
     let word = Xfer::from_bytes(&xfer_bytes(nv_iowr(0x2b, 48), 48, 0));
     assert!(matches!(word.inner(), Err(DecodeError::UnknownEscape(_))));
 }
+
+#[test]
+fn nodes_are_the_drivers() {
+    // REGISTER_FD is served on either node (`escape.c:942-944` at 595.45.04);
+    // SYS_PARAMS and CARD_INFO on the ctl node only (`NV_CTL_DEVICE_ONLY`).
+    assert_eq!(Escape::RegisterFd.node(), Node::Either);
+    assert_eq!(Escape::SysParams.node(), Node::Ctl);
+    assert_eq!(Escape::CardInfo.node(), Node::Ctl);
+    assert_eq!(Escape::NumaInfo.node(), Node::Gpu);
+}

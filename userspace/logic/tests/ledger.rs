@@ -140,3 +140,35 @@ fn fb_info_rewrite() {
         real_total
     );
 }
+
+#[test]
+fn vram_floor_follows_rms_page_size() {
+    use vgpu_logic::nv::abi::heap;
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    // Default page size: 2 MiB pages from 2 MiB up, 64 KiB below.
+    assert_eq!(vram_floor(1, 0, 0), 64 * KIB);
+    assert_eq!(vram_floor(MIB + 1, 0, 0), MIB + 64 * KIB);
+    assert_eq!(vram_floor(2 * MIB - 1, 0, 0), 2 * MIB);
+    assert_eq!(vram_floor(2 * MIB, 0, 0), 2 * MIB);
+    assert_eq!(vram_floor(2 * MIB + 1, 0, 0), 4 * MIB);
+    assert_eq!(vram_floor(3 * MIB + 5, 0, 0), 4 * MIB);
+    // An explicit page size wins, whatever the size.
+    let attr = |v: u32| heap::ATTR_PAGE_SIZE.set(0, v);
+    assert_eq!(
+        vram_floor(3 * MIB + 5, attr(heap::ATTR_PAGE_SIZE_4KB), 0),
+        3 * MIB + 4 * KIB
+    );
+    assert_eq!(
+        vram_floor(3 * MIB + 5, attr(heap::ATTR_PAGE_SIZE_BIG), 0),
+        3 * MIB + 64 * KIB
+    );
+    assert_eq!(vram_floor(5, attr(heap::ATTR_PAGE_SIZE_HUGE), 0), 2 * MIB);
+    let a2 = heap::ATTR2_PAGE_SIZE_HUGE.set(0, heap::ATTR2_PAGE_SIZE_HUGE_512MB);
+    assert_eq!(
+        vram_floor(5, attr(heap::ATTR_PAGE_SIZE_HUGE), a2),
+        512 * MIB
+    );
+    // Rounding past u64::MAX is no size that fits.
+    assert_eq!(vram_floor(u64::MAX - 5, 0, 0), u64::MAX);
+}
