@@ -210,8 +210,12 @@ impl Ctl {
             Ok(rm.control(h, h, ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &mut q)? == NV_OK)
         };
         let fresh = !exists(handle)?;
-        // The handle field is at offset 8 in both layouts.
-        blk[8..12].copy_from_slice(&handle.to_ne_bytes());
+        // The new handle's field, at the same offset in both layouts.
+        const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
+        const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
+        blk.get_mut(H_NEW..H_NEW + 4)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&handle.to_ne_bytes());
         let r = call.forward_block(real, blk)?;
         // Did the driver create `handle`, and does it answer for it? A
         // client that was raced to another handle is never recorded.

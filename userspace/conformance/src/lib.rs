@@ -907,7 +907,8 @@ fn constants(t: &mut Table) {
         ATTR_PHYSICALITY_DEFAULT, ATTR_PHYSICALITY_NONCONTIGUOUS,
         ATTR_PHYSICALITY_CONTIGUOUS, ATTR_PHYSICALITY_ALLOW_NONCONTIGUOUS,
         ATTR_COHERENCY_UNCACHED, ATTR_COHERENCY_CACHED, ATTR_COHERENCY_WRITE_COMBINE,
-        ATTR2_GPU_CACHEABLE_YES, ATTR2_GPU_CACHEABLE_NO,
+        ATTR2_GPU_CACHEABLE_YES, ATTR2_GPU_CACHEABLE_NO, ATTR2_PAGE_SIZE_HUGE_DEFAULT,
+        ATTR2_PAGE_SIZE_HUGE_2MB, ATTR2_PAGE_SIZE_HUGE_512MB, ATTR2_PAGE_SIZE_HUGE_256GB,
     );
     t.konst(
         "NVOS32_FREE_FLAGS_MEMORY_HANDLE_PROVIDED",
@@ -939,6 +940,11 @@ fn constants(t: &mut Table) {
             "NVOS32_ATTR2_GPU_CACHEABLE",
             heap::ATTR2_GPU_CACHEABLE,
             "heap::ATTR2_GPU_CACHEABLE",
+        ),
+        (
+            "NVOS32_ATTR2_PAGE_SIZE_HUGE",
+            heap::ATTR2_PAGE_SIZE_HUGE,
+            "heap::ATTR2_PAGE_SIZE_HUGE",
         ),
         (
             "NVOS02_FLAGS_PHYSICALITY",
@@ -983,6 +989,7 @@ fn constants(t: &mut Table) {
     consts!(t, "NV_VASPACE_ALLOCATION_", vaspace:
         INDEX_GPU_NEW, INDEX_GPU_HOST, FLAGS_IS_EXTERNALLY_OWNED, FLAGS_ENABLE_PAGE_FAULTING,
     );
+    consts!(t, "NV_VASPACE_", vaspace: BIG_PAGE_SIZE_64K, BIG_PAGE_SIZE_128K);
     consts!(t, "NV_CTXSHARE_ALLOCATION_", ctxshare:
         FLAGS_SUBCONTEXT_SYNC, FLAGS_SUBCONTEXT_ASYNC, FLAGS_SUBCONTEXT_SPECIFIED,
     );
@@ -1249,6 +1256,26 @@ fn uvm_rows(t: &mut Table) {
         "uvm::MAX_GPU_ATTRIBUTES",
     );
     consts!(t, "UVM_INIT_FLAGS_", init_flags: DISABLE_HMM, MULTI_PROCESS_SHARING_MODE);
+    t.konst(
+        "UVM_RANGE_GROUP_ID_NONE",
+        uvm::RANGE_GROUP_NONE,
+        "uvm::RANGE_GROUP_NONE",
+    );
+    for (field, off) in [
+        ("base", uvm::map_external::BASE),
+        ("length", uvm::map_external::LENGTH),
+        ("offset", uvm::map_external::OFFSET),
+        ("perGpuAttributes", uvm::map_external::ATTRIBUTES),
+        ("gpuAttributesCount", uvm::map_external::COUNT),
+        ("hClient", uvm::map_external::H_CLIENT),
+        ("hMemory", uvm::map_external::H_MEMORY),
+    ] {
+        t.konst(
+            &format!("offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, {field})"),
+            off as u64,
+            &format!("uvm::map_external::{field}"),
+        );
+    }
     t.konst(
         "UVM_MIGRATE_FLAG_ASYNC",
         uvm::migrate_flags::ASYNC.into(),
