@@ -193,7 +193,9 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
         }),
         // GUESS: unsupported ops report NOT_SUPPORTED in the NVOS00-style
         // status of their params; the double writes it where NVOS00 has it.
-        _ => serve(params, |a: &mut abi::Nvos00| a.status = NV_ERR_NOT_SUPPORTED),
+        _ => serve(params, |a: &mut abi::Nvos00| {
+            a.status = NV_ERR_NOT_SUPPORTED
+        }),
     }
     let _ = kernel_write(base, cmd.bytes());
 }
