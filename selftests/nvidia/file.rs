@@ -120,7 +120,7 @@ impl FileOperations for NvFops {
             m if (m as usize) < drv.gpu_count() => Kind::Gpu(m),
             _ => return Err(ENODEV),
         };
-        Arc::pin_init(
+        let f = Arc::pin_init(
             try_pin_init!(NvFile {
                 id: drv.next_file_id(),
                 kind,
@@ -130,10 +130,17 @@ impl FileOperations for NvFops {
                 cv <- PollCondVar::new(c"nvfile", kernel::static_lock_class!()),
             }),
             GFP_KERNEL,
-        )
+        )?;
+        if let Kind::Gpu(m) = kind {
+            crate::gpu_files_changed(m, 1);
+        }
+        Ok(f)
     }
 
     fn release(me: Arc<NvFile>, _file: &File) {
+        if let Kind::Gpu(m) = me.kind {
+            crate::gpu_files_changed(m, -1);
+        }
         if let Ok(drv) = driver() {
             drv.file_closed(&me);
         }

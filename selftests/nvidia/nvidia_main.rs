@@ -159,6 +159,7 @@ pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
 struct NvidiaDouble {
     _view: Pin<KBox<debugfs::File<()>>>,
     _map_delay: Pin<KBox<debugfs::File<()>>>,
+    _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
@@ -181,6 +182,30 @@ fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result
 /// proxy's call is inside the driver. 0 (the default) adds nothing.
 pub(crate) static MAP_DELAY_MS: core::sync::atomic::AtomicU32 =
     core::sync::atomic::AtomicU32::new(0);
+
+/// Open files of each GPU node (test-only view in debugfs, `gpu_files`): a
+/// test sees which GPU a proxy's private file reaches.
+static GPU_FILES: [core::sync::atomic::AtomicI32; MAX_GPUS] =
+    [const { core::sync::atomic::AtomicI32::new(0) }; MAX_GPUS];
+
+/// Counts a GPU node file opened (`delta` 1) or released (-1).
+pub(crate) fn gpu_files_changed(minor: u32, delta: i32) {
+    if let Some(c) = GPU_FILES.get(minor as usize) {
+        c.fetch_add(delta, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn show_gpu_files(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    let n = driver().map_or(0, |d| d.gpu_count());
+    for (i, c) in GPU_FILES.iter().take(n).enumerate() {
+        writeln!(
+            f,
+            "gpu{i} {}",
+            c.load(core::sync::atomic::Ordering::Relaxed)
+        )?;
+    }
+    Ok(())
+}
 
 fn show_map_delay(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     writeln!(
@@ -278,6 +303,10 @@ impl NvidiaDouble {
             debugfs.read_callback_file(c"uvm", (), &write_uvm_view),
             GFP_KERNEL,
         )?;
+        let gpu_files = KBox::pin_init(
+            debugfs.read_callback_file(c"gpu_files", (), &show_gpu_files),
+            GFP_KERNEL,
+        )?;
         let map_delay = KBox::pin_init(
             debugfs.read_write_callback_file(c"map_delay_ms", (), &show_map_delay, &set_map_delay),
             GFP_KERNEL,
@@ -290,6 +319,7 @@ impl NvidiaDouble {
         Ok(Self {
             _view: view,
             _map_delay: map_delay,
+            _gpu_files: gpu_files,
             _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,

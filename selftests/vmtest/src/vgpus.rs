@@ -266,34 +266,55 @@ fn no_gpu_is_enodev() -> Outcome {
     Ok(())
 }
 
+/// Open files of each GPU node of the double (its debugfs view).
+fn gpu_files() -> Result<Vec<i32>, String> {
+    read_file("/sys/kernel/debug/nvidia-double/gpu_files")?
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("gpu_files: {l:?}"))
+        })
+        .collect()
+}
+
 fn gpu_node_forwards_to_backing_gpu() -> Outcome {
-    // vGPU 0 is backed by GPU 1: REGISTER_FD through /dev/vgpu0 registers the
-    // real /dev/nvidia1 file, so a second one fails as on the driver itself.
+    // vGPU 0 is backed by GPU 1: opening /dev/vgpu0 opens a private file of
+    // the real /dev/nvidia1, and of no other GPU.
+    let before = gpu_files()?;
+    ensure!(before.len() >= 2, "the double has {} GPUs", before.len());
+    let holder = Holder::spawn(|| {
+        join_cgroup("/c1").is_ok() && Fd::open("/dev/vgpu0").map(std::mem::forget).is_ok()
+    })?;
+    let open = gpu_files();
+    let ready = holder.ready;
+    drop(holder);
+    let (open, after) = (open?, gpu_files()?);
+    ensure!(ready, "child could not open /dev/vgpu0");
+    ensure!(
+        open[1] == before[1] + 1 && open[0] == before[0],
+        "GPU files {before:?} before, {open:?} with /dev/vgpu0 open: want GPU 1's one more"
+    );
+    ensure!(
+        after == before,
+        "GPU files {after:?} after the close, {before:?} before"
+    );
+    // Calls reach that file: REGISTER_FD registers it with a ctl file, and
+    // the driver takes that once per file.
     let code = in_child(|| {
         if join_cgroup("/c1").is_err() {
             return 100;
         }
-        let Ok(gpu) = Fd::open("/dev/vgpu0") else {
+        let (Ok(gpu), Ok(ctl)) = (Fd::open("/dev/vgpu0"), Fd::open("/dev/nvidiactl")) else {
             return 101;
-        };
-        let Ok(ctl) = Fd::open("/dev/nvidiactl") else {
-            return 102;
         };
         let mut p = ctl.0.to_ne_bytes();
         if gpu.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()).is_err() {
             return 1;
         }
-        // The driver accepts REGISTER_FD once per file.
         if gpu.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()) != Err(libc::EINVAL) {
             return 2;
-        }
-        // REGISTER_FD is a GPU-node escape: the double refuses it on a ctl
-        // file, so the forwarding went to a GPU node.
-        let Ok(vctl) = Fd::open("/dev/vgpuctl") else {
-            return 103;
-        };
-        if vctl.ioctl(nv_iowr(0xc9, 4), p.as_mut_ptr()) != Err(libc::EINVAL) {
-            return 3;
         }
         0
     })?;
