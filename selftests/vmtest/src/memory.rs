@@ -411,7 +411,24 @@ fn race_then_compare(
     mut call: impl FnMut() -> Result<(), String>,
 ) -> Outcome {
     let obs = crate::double::session(0)?;
-    let (free0, used0) = (obs.heap_free()?, used(0)?);
+    // What earlier tests released may still be on its way back to the
+    // double's heap (a last file reference dropped from a work queue): start
+    // from a heap and a ledger that have stopped changing.
+    let (mut free0, mut used0) = (obs.heap_free()?, used(0)?);
+    let mut steady = 0;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = (obs.heap_free()?, used(0)?);
+        steady = if now == (free0, used0) { steady + 1 } else { 0 };
+        (free0, used0) = now;
+        if steady == 3 {
+            break;
+        }
+    }
+    ensure!(
+        steady == 3,
+        "the heap or the ledger kept changing before the race"
+    );
     let mut flip = false;
     let flipper = move || {
         flip = !flip;
