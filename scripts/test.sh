@@ -68,6 +68,8 @@ rm -f "$log"
 for v in "${variants[@]}"; do
     step "VM ($v kernel)"
     if scripts/vm.sh --variant "$v"; then :; else echo "test: vm($v) reported failure"; fi
+    # Keep this run's logs: the demo below boots into build/vm-fast again.
+    rm -rf "build/test-vm-$v" && cp -r "build/vm-$v" "build/test-vm-$v" 2>/dev/null || true
     if [ -f "build/vm-$v/counts" ]; then
         read -r vp vf < "build/vm-$v/counts"
         pass "$vp"; [ "$vf" = 0 ] || fail "$vf" "vm($v)"
