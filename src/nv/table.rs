@@ -220,7 +220,11 @@ pub const CLASSES: &[ClassRow] = &[
     //   the fd; today forwarded unchecked.
     cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
     cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device),
-    cl(0x00de, "RM_USER_SHARED_DATA", 8, P::Forward, F::Perf),
+    // TODO(issue 21): the page shows the real VRAM size and free memory vgpu hides, i.e. other
+    //   tenants' use, and no ioctl passes when it is read: map a vgpu shadow page with the vGPU's
+    //   figures, or deny the class once libcuda is seen to tolerate it (nvproxy admits it for
+    //   compute, so CUDA allocates it).
+    cl(0x00de, "RM_USER_SHARED_DATA", 8, P::Bounce, F::Perf),
     // TODO(issue 21): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
     //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
     cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
@@ -338,7 +342,9 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
     ct(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
-    ct(0x00de_0001, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Forward, F::Perf),
+    // TODO(issue 21): refuse the mask bit NV00DE_RUSD_POLL_PROC_UTIL (other tenants' processes);
+    //   today forwarded unchecked.
+    ct(0x00de_0001, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Bounce, F::Perf),
     // TODO(issue 21): allow with NV_MEMORY_FABRIC.
     ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
     // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
