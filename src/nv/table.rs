@@ -388,7 +388,7 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x2080_0403, "NV2080_CTRL_CMD_TIMER_GET_TIME", 8, P::Forward, F::Perf),
     ct(0x2080_0406, "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO", 264, P::Forward, F::Perf),
     ct(0x2080_0407, "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ", 1, P::Forward, F::Perf),
-    // TODO(issue 21): admit only GET instructions (bounce and check the list).
+    // TODO(issue 21): admit only those opcodes (bounce and check the list).
     ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     ct(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo),
