@@ -49,10 +49,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The header directories the probe's includes resolve in, in this order.
+# The SDK comes first: kernel-open/common/inc carries its own copy of
+# rs_access.h (and nvtypes.h), and a control header that includes
+# "rs_access.h" by name (ctrl0000client.h) must get the copy nvos.h already
+# included, or the two `#pragma once` copies define its types twice.
 dirs=(
+    src/common/sdk/nvidia/inc
     kernel-open/common/inc
     kernel-open/nvidia-uvm
-    src/common/sdk/nvidia/inc
     src/nvidia/arch/nvalloc/unix/include
     src/common/inc
 )

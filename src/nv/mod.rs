@@ -10,6 +10,7 @@
 pub mod abi;
 pub mod ioctl;
 pub mod rmops;
+pub mod table;
 pub mod uvm;
 
 /// The NVIDIA driver release whose ABI every table in this folder was

@@ -29,6 +29,7 @@ use vgpu_logic::nv::{
     },
     ioctl::{self, Escape, SizeRule},
     rmops::{self, op},
+    table,
     uvm::{self, init_flags},
 };
 
@@ -425,6 +426,59 @@ pub const HEADERS: &[&str] = &[
     "ctrl/ctrla06c.h",
     "ctrl/ctrla06f/ctrla06fgpfifo.h",
     "ctrl/ctrlc36f.h",
+    // The dispatch table's rows (`src/nv/table.rs`).
+    "ctrl/ctrl0000/ctrl0000syncgpuboost.h",
+    "ctrl/ctrl0000/ctrl0000client.h",
+    "ctrl/ctrl0000/ctrl0000unix.h",
+    "ctrl/ctrl0080/ctrl0080gr.h",
+    "ctrl/ctrl0080/ctrl0080fb.h",
+    "ctrl/ctrl0080/ctrl0080host.h",
+    "ctrl/ctrl0080/ctrl0080fifo.h",
+    "ctrl/ctrl0080/ctrl0080dma.h",
+    "ctrl/ctrl0080/ctrl0080perf.h",
+    "ctrl/ctrl00de.h",
+    "ctrl/ctrl00f8.h",
+    "ctrl/ctrl00fd.h",
+    "ctrl/ctrl2080/ctrl2080event.h",
+    "ctrl/ctrl2080/ctrl2080tmr.h",
+    "ctrl/ctrl2080/ctrl2080thermal.h",
+    "ctrl/ctrl2080/ctrl2080bios.h",
+    "ctrl/ctrl2080/ctrl2080gr.h",
+    "ctrl/ctrl2080/ctrl2080mc.h",
+    "ctrl/ctrl2080/ctrl2080bus.h",
+    "ctrl/ctrl2080/ctrl2080perf.h",
+    "ctrl/ctrl2080/ctrl2080rc.h",
+    "ctrl/ctrl2080/ctrl2080ce.h",
+    "ctrl/ctrl2080/ctrl2080nvlink.h",
+    "ctrl/ctrl2080/ctrl2080flcn.h",
+    "ctrl/ctrl2080/ctrl2080gsp.h",
+    "ctrl/ctrl2080/ctrl2080grmgr.h",
+    "ctrl/ctrl208f/ctrl208fgpu.h",
+    "ctrl/ctrl503c.h",
+    "ctrl/ctrl83de/ctrl83dedebug.h",
+    "ctrl/ctrl906f.h",
+    "ctrl/ctrl90e6.h",
+    "ctrl/ctrlc56f.h",
+    "ctrl/ctrlcb33.h",
+    "class/cl00de.h",
+    "class/cl00fd.h",
+    "class/cl2081.h",
+    "class/cl208f.h",
+    "class/cl503b.h",
+    "class/cl503c.h",
+    "class/cl83de.h",
+    "class/cl900e.h",
+    "class/cl90e6.h",
+    "alloc/alloc_channel.h",
+    "class/clc5b5.h",
+    "class/clb0b5sw.h",
+    "class/clc5c0.h",
+    "class/clc9b5.h",
+    "class/clcab5.h",
+    "class/clcb33.h",
+    "class/clcba2.h",
+    "class/clcdc0.h",
+    "class/clcec0.h",
 ];
 
 /// Every fact the project defines, with the C expression for it.
@@ -436,6 +490,7 @@ pub fn table() -> Table {
     constants(&mut t);
     kernel_client(&mut t, rmops::MEMBERS);
     uvm_rows(&mut t);
+    dispatch_table(&mut t);
     t
 }
 
@@ -1292,6 +1347,644 @@ fn uvm_rows(t: &mut Table) {
             (*b).into(),
             &format!("uvm::CPU_UUID[{i}]"),
         );
+    }
+}
+
+/// The C type of the params of every row of the dispatch table that takes
+/// params (`src/nv/table.rs`), by the row's name: its `sizeof` must be the
+/// row's `params_size`. Classes: the alloc params type RM copies for the
+/// class (`resource_list.h`); controls: the type RM's export table checks
+/// `paramsSize` against (`src/nvidia/generated/g_*_nvoc.c`), or, for the
+/// deprecated list forms RM converts (`rmapi_deprecated_control.c`), their
+/// V1 params.
+pub const DISPATCH_PARAMS: &[(&str, &str)] = &[
+    ("NV01_ROOT", "NvHandle"),
+    ("NV01_ROOT_NON_PRIV", "NvHandle"),
+    ("NV01_MEMORY_SYSTEM", "NV_MEMORY_ALLOCATION_PARAMS"),
+    ("NV01_MEMORY_LOCAL_USER", "NV_MEMORY_ALLOCATION_PARAMS"),
+    ("NV01_ROOT_CLIENT", "NvHandle"),
+    ("NV01_EVENT_OS_EVENT", "NV0005_ALLOC_PARAMETERS"),
+    ("NV01_DEVICE_0", "NV0080_ALLOC_PARAMETERS"),
+    ("RM_USER_SHARED_DATA", "NV00DE_ALLOC_PARAMETERS"),
+    ("NV_MEMORY_FABRIC", "NV00F8_ALLOCATION_PARAMETERS"),
+    ("NV_MEMORY_MULTICAST_FABRIC", "NV00FD_ALLOCATION_PARAMETERS"),
+    ("NV20_SUBDEVICE_0", "NV2080_ALLOC_PARAMETERS"),
+    ("NV2081_BINAPI", "NV2081_ALLOC_PARAMETERS"),
+    ("NV50_P2P", "NV503B_ALLOC_PARAMETERS"),
+    ("NV50_THIRD_PARTY_P2P", "NV503C_ALLOC_PARAMETERS"),
+    ("NV50_MEMORY_VIRTUAL", "NV_MEMORY_ALLOCATION_PARAMS"),
+    ("GT200_DEBUGGER", "NV83DE_ALLOC_PARAMETERS"),
+    ("FERMI_CONTEXT_SHARE_A", "NV_CTXSHARE_ALLOCATION_PARAMETERS"),
+    ("FERMI_VASPACE_A", "NV_VASPACE_ALLOCATION_PARAMETERS"),
+    (
+        "KEPLER_CHANNEL_GROUP_A",
+        "NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS",
+    ),
+    ("TURING_CHANNEL_GPFIFO_A", "NV_CHANNEL_ALLOC_PARAMS"),
+    ("AMPERE_CHANNEL_GPFIFO_A", "NV_CHANNEL_ALLOC_PARAMS"),
+    ("TURING_DMA_COPY_A", "NVB0B5_ALLOCATION_PARAMETERS"),
+    ("TURING_COMPUTE_A", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("HOPPER_USERMODE_A", "NV_HOPPER_USERMODE_A_PARAMS"),
+    ("AMPERE_DMA_COPY_A", "NVB0B5_ALLOCATION_PARAMETERS"),
+    ("AMPERE_COMPUTE_A", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("BLACKWELL_USERMODE_A", "NV_HOPPER_USERMODE_A_PARAMS"),
+    ("AMPERE_DMA_COPY_B", "NVB0B5_ALLOCATION_PARAMETERS"),
+    ("AMPERE_COMPUTE_B", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("HOPPER_CHANNEL_GPFIFO_A", "NV_CHANNEL_ALLOC_PARAMS"),
+    ("HOPPER_DMA_COPY_A", "NVB0B5_ALLOCATION_PARAMETERS"),
+    ("BLACKWELL_CHANNEL_GPFIFO_A", "NV_CHANNEL_ALLOC_PARAMS"),
+    ("BLACKWELL_DMA_COPY_A", "NVB0B5_ALLOCATION_PARAMETERS"),
+    ("ADA_COMPUTE_A", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("BLACKWELL_CHANNEL_GPFIFO_B", "NV_CHANNEL_ALLOC_PARAMS"),
+    ("BLACKWELL_DMA_COPY_B", "NVB0B5_ALLOCATION_PARAMETERS"),
+    (
+        "NV_CONFIDENTIAL_COMPUTE",
+        "NV_CONFIDENTIAL_COMPUTE_ALLOC_PARAMS",
+    ),
+    ("HOPPER_COMPUTE_A", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("BLACKWELL_COMPUTE_A", "NV_GR_ALLOCATION_PARAMETERS"),
+    ("BLACKWELL_COMPUTE_B", "NV_GR_ALLOCATION_PARAMETERS"),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION",
+        "NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO",
+        "NV0000_CTRL_SYSTEM_GET_CPU_INFO_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS",
+        "NV0000_CTRL_SYSTEM_GET_P2P_CAPS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2",
+        "NV0000_CTRL_SYSTEM_GET_P2P_CAPS_V2_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS",
+        "NV0000_CTRL_SYSTEM_GET_FABRIC_STATUS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX",
+        "NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES",
+        "NV0000_CTRL_SYSTEM_GET_FEATURES_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS",
+        "NV0000_CTRL_GPU_GET_ATTACHED_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_ID_INFO",
+        "NV0000_CTRL_GPU_GET_ID_INFO_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS",
+        "NV0000_CTRL_GPU_GET_DEVICE_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2",
+        "NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS",
+        "NV0000_CTRL_GPU_GET_PROBED_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_ATTACH_IDS",
+        "NV0000_CTRL_GPU_ATTACH_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_DETACH_IDS",
+        "NV0000_CTRL_GPU_DETACH_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_PCI_INFO",
+        "NV0000_CTRL_GPU_GET_PCI_INFO_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID",
+        "NV0000_CTRL_GPU_GET_UUID_FROM_GPU_ID_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE",
+        "NV0000_CTRL_GPU_QUERY_DRAIN_STATE_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE",
+        "NV0000_CTRL_GPU_GET_MEMOP_ENABLE_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS",
+        "NV0000_CTRL_GPU_GET_ACTIVE_DEVICE_IDS_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID",
+        "NV0000_CTRL_GPU_ASYNC_ATTACH_ID_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID",
+        "NV0000_CTRL_GPU_WAIT_ATTACH_ID_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO",
+        "NV0000_SYNC_GPU_BOOST_GROUP_INFO_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE",
+        "NV0000_CTRL_CLIENT_GET_ADDR_SPACE_TYPE_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY",
+        "NV0000_CTRL_CLIENT_SET_INHERITED_SHARE_POLICY_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD",
+        "NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD",
+        "NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO",
+        "NV0000_CTRL_OS_UNIX_GET_EXPORT_OBJECT_INFO_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD",
+        "NV0000_CTRL_OS_UNIX_EXPORT_OBJECTS_TO_FD_PARAMS",
+    ),
+    (
+        "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD",
+        "NV0000_CTRL_OS_UNIX_IMPORT_OBJECTS_FROM_FD_PARAMS",
+    ),
+    (
+        "NV0041_CTRL_CMD_GET_SURFACE_INFO",
+        "NV0041_CTRL_GET_SURFACE_INFO_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GPU_GET_CLASSLIST",
+        "NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES",
+        "NV0080_CTRL_GPU_GET_NUM_SUBDEVICES_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE",
+        "NV0080_CTRL_GPU_QUERY_SW_STATE_PERSISTENCE_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE",
+        "NV0080_CTRL_GPU_GET_VIRTUALIZATION_MODE_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2",
+        "NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE",
+        "NV0080_CTRL_GR_TPC_PARTITION_MODE_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_FB_GET_CAPS_V2",
+        "NV0080_CTRL_FB_GET_CAPS_V2_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_HOST_GET_CAPS_V2",
+        "NV0080_CTRL_HOST_GET_CAPS_V2_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST",
+        "NV0080_CTRL_FIFO_GET_CHANNELLIST_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS",
+        "NV0080_CTRL_DMA_ADV_SCHED_GET_VA_CAPS_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_DMA_GET_CAPS",
+        "NV0080_CTRL_DMA_GET_CAPS_PARAMS",
+    ),
+    (
+        "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL",
+        "NV0080_CTRL_PERF_CUDA_LIMIT_CONTROL_PARAMS",
+    ),
+    (
+        "NV00DE_CTRL_CMD_REQUEST_DATA_POLL",
+        "NV00DE_CTRL_REQUEST_DATA_POLL_PARAMS",
+    ),
+    (
+        "NV00F8_CTRL_CMD_ATTACH_MEM",
+        "NV00F8_CTRL_ATTACH_MEM_PARAMS",
+    ),
+    ("NV00FD_CTRL_CMD_GET_INFO", "NV00FD_CTRL_GET_INFO_PARAMS"),
+    (
+        "NV00FD_CTRL_CMD_ATTACH_MEM",
+        "NV00FD_CTRL_ATTACH_MEM_PARAMS",
+    ),
+    (
+        "NV00FD_CTRL_CMD_ATTACH_GPU",
+        "NV00FD_CTRL_ATTACH_GPU_PARAMS",
+    ),
+    (
+        "NV00FD_CTRL_CMD_DETACH_MEM",
+        "NV00FD_CTRL_DETACH_MEM_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_INFO_V2",
+        "NV2080_CTRL_GPU_GET_INFO_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_NAME_STRING",
+        "NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING",
+        "NV2080_CTRL_GPU_GET_SHORT_NAME_STRING_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_SIMULATION_INFO",
+        "NV2080_CTRL_GPU_GET_SIMULATION_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_QUERY_ECC_STATUS",
+        "NV2080_CTRL_GPU_QUERY_ECC_STATUS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES",
+        "NV2080_CTRL_GPU_QUERY_COMPUTE_MODE_RULES_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION",
+        "NV2080_CTRL_GPU_QUERY_ECC_CONFIGURATION_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO",
+        "NV2080_CTRL_GPU_GET_OEM_BOARD_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_ID",
+        "NV2080_CTRL_GPU_GET_ID_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_GID_INFO",
+        "NV2080_CTRL_GPU_GET_GID_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION",
+        "NV2080_CTRL_GPU_GET_INFOROM_OBJECT_VERSION_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION",
+        "NV2080_CTRL_GPU_GET_INFOROM_IMAGE_VERSION_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2",
+        "NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS",
+        "NV2080_CTRL_GPU_GET_ACTIVE_PARTITION_IDS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_PIDS",
+        "NV2080_CTRL_GPU_GET_PIDS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_PID_INFO",
+        "NV2080_CTRL_GPU_GET_PID_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG",
+        "NV2080_CTRL_GPU_SET_COMPUTE_POLICY_CONFIG_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG",
+        "NV2080_CTRL_GPU_GET_COMPUTE_POLICY_CONFIG_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO",
+        "NV2080_CTRL_GPU_GET_SKYLINE_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO",
+        "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION",
+        "NV2080_CTRL_EVENT_SET_NOTIFICATION_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_TIMER_GET_TIME",
+        "NV2080_CTRL_TIMER_GET_TIME_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO",
+        "NV2080_CTRL_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ",
+        "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2",
+        "NV2080_CTRL_THERMAL_SYSTEM_EXECUTE_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BIOS_GET_INFO",
+        "NV2080_CTRL_BIOS_GET_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
+        "NV2080_CTRL_FIFO_DISABLE_CHANNELS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_INFO",
+        "NV2080_CTRL_GR_GET_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE",
+        "NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE",
+        "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER",
+        "NV2080_CTRL_GR_GET_GLOBAL_SM_ORDER_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_CAPS_V2",
+        "NV2080_CTRL_GR_GET_CAPS_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_GPC_MASK",
+        "NV2080_CTRL_GR_GET_GPC_MASK_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_TPC_MASK",
+        "NV2080_CTRL_GR_GET_TPC_MASK_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER",
+        "NV2080_CTRL_GR_GET_SM_ISSUE_RATE_MODIFIER_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2",
+        "NV2080_CTRL_GR_GET_SM_ISSUE_RATE_MODIFIER_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FB_GET_INFO",
+        "NV2080_CTRL_FB_GET_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FB_GET_INFO_V2",
+        "NV2080_CTRL_FB_GET_INFO_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
+        "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT",
+        "NV2080_CTRL_FB_DRAM_ENCRYPTION_INFOROM_SUPPORT_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS",
+        "NV2080_CTRL_FB_QUERY_DRAM_ENCRYPTION_STATUS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_MC_GET_ARCH_INFO",
+        "NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS",
+        "NV2080_CTRL_MC_SERVICE_INTERRUPTS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_PCI_INFO",
+        "NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_INFO",
+        "NV2080_CTRL_BUS_GET_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_PCI_BAR_INFO",
+        "NV2080_CTRL_BUS_GET_PCI_BAR_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_INFO_V2",
+        "NV2080_CTRL_BUS_GET_INFO_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS",
+        "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_BUS_GET_C2C_INFO",
+        "NV2080_CTRL_CMD_BUS_GET_C2C_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_PERF_BOOST",
+        "NV2080_CTRL_PERF_BOOST_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE",
+        "NV2080_CTRL_PERF_GET_CURRENT_PSTATE_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2",
+        "NV2080_CTRL_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO",
+        "NV2080_CTRL_RC_GET_WATCHDOG_INFO_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_CE_GET_CAPS_V2",
+        "NV2080_CTRL_CE_GET_CAPS_V2_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_CE_GET_ALL_CAPS",
+        "NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS",
+        "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_STATUS",
+        "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_STATUS_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_FLCN_GET_CTX_BUFFER_SIZE",
+        "NV2080_CTRL_FLCN_GET_CTX_BUFFER_SIZE_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GSP_GET_FEATURES",
+        "NV2080_CTRL_GSP_GET_FEATURES_PARAMS",
+    ),
+    (
+        "NV2080_CTRL_CMD_GRMGR_GET_GR_FS_INFO",
+        "NV2080_CTRL_GRMGR_GET_GR_FS_INFO_PARAMS",
+    ),
+    (
+        "NV208F_CTRL_CMD_GPU_VERIFY_INFOROM",
+        "NV208F_CTRL_GPU_VERIFY_INFOROM_PARAMS",
+    ),
+    (
+        "NV503C_CTRL_CMD_REGISTER_VA_SPACE",
+        "NV503C_CTRL_REGISTER_VA_SPACE_PARAMS",
+    ),
+    (
+        "NV503C_CTRL_CMD_REGISTER_VIDMEM",
+        "NV503C_CTRL_REGISTER_VIDMEM_PARAMS",
+    ),
+    (
+        "NV503C_CTRL_CMD_UNREGISTER_VIDMEM",
+        "NV503C_CTRL_UNREGISTER_VIDMEM_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_SET_MODE_MMU_DEBUG",
+        "NV83DE_CTRL_DEBUG_SET_MODE_MMU_DEBUG_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK",
+        "NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES",
+        "NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_CLEAR_ALL_SM_ERROR_STATES",
+        "NV83DE_CTRL_DEBUG_CLEAR_ALL_SM_ERROR_STATES_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_READ_MEMORY",
+        "NV83DE_CTRL_DEBUG_READ_MEMORY_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_SUSPEND_CONTEXT",
+        "NV83DE_CTRL_CMD_DEBUG_SUSPEND_CONTEXT_PARAMS",
+    ),
+    (
+        "NV83DE_CTRL_CMD_DEBUG_SET_MODE_ERRBAR_DEBUG",
+        "NV83DE_CTRL_DEBUG_SET_MODE_ERRBAR_DEBUG_PARAMS",
+    ),
+    (
+        "NV906F_CTRL_GET_CLASS_ENGINEID",
+        "NV906F_CTRL_GET_CLASS_ENGINEID_PARAMS",
+    ),
+    (
+        "NV906F_CTRL_CMD_RESET_CHANNEL",
+        "NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS",
+    ),
+    (
+        "NV90E6_CTRL_CMD_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK",
+        "NV90E6_CTRL_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK_PARAMS",
+    ),
+    (
+        "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE",
+        "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS",
+    ),
+    (
+        "NVA06C_CTRL_CMD_SET_TIMESLICE",
+        "NVA06C_CTRL_TIMESLICE_PARAMS",
+    ),
+    ("NVA06C_CTRL_CMD_PREEMPT", "NVA06C_CTRL_PREEMPT_PARAMS"),
+    (
+        "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL",
+        "NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS",
+    ),
+    (
+        "NVA06C_CTRL_CMD_MAKE_REALTIME",
+        "NVA06C_CTRL_MAKE_REALTIME_PARAMS",
+    ),
+    (
+        "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE",
+        "NVA06F_CTRL_GPFIFO_SCHEDULE_PARAMS",
+    ),
+    (
+        "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN",
+        "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS",
+    ),
+    ("NVC56F_CTRL_CMD_GET_KMB", "NVC56F_CTRL_CMD_GET_KMB_PARAMS"),
+    (
+        "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES",
+        "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES_PARAMS",
+    ),
+    (
+        "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_GPUS_STATE",
+        "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_GPUS_STATE_PARAMS",
+    ),
+    (
+        "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_NUM_SECURE_CHANNELS",
+        "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_NUM_SECURE_CHANNELS_PARAMS",
+    ),
+    (
+        "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_KEY_ROTATION_STATE",
+        "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_KEY_ROTATION_STATE_PARAMS",
+    ),
+];
+
+/// The C expression for a dispatch-table row's number: its NVIDIA macro,
+/// except for the three controls the open headers name no macro for. The
+/// privileged SET_COMPUTE_POLICY_CONFIG is built from its params' message
+/// id (as in [`constants`]); the two compute-mode reservation controls take
+/// no params and have no message id in the headers, so only their
+/// interface is checked here, their message ids (0x45, 0x46) coming from
+/// RM's export table (`g_subdevice_nvoc.c:512,527` at 595.45.04).
+pub fn dispatch_c_expr(name: &str) -> String {
+    match name {
+        "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG" => {
+            "((NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG & ~0xffU) | NV2080_CTRL_GPU_SET_COMPUTE_POLICY_CONFIG_PARAMS_MESSAGE_ID)".to_string()
+        }
+        "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION" => {
+            "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & ~0xffU) | 0x45U)".to_string()
+        }
+        "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION" => {
+            "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & ~0xffU) | 0x46U)".to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// The dispatch table (`src/nv/table.rs`): every row's number by its NVIDIA
+/// name, and the params size of every row that takes params.
+fn dispatch_table(t: &mut Table) {
+    let size_of = |name: &str| {
+        DISPATCH_PARAMS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, ty)| format!("sizeof({ty})"))
+    };
+    for r in table::CLASSES {
+        let item = format!("table::CLASSES[{}]", r.name);
+        t.konst(
+            &dispatch_c_expr(r.name),
+            r.class.into(),
+            &format!("{item}.class"),
+        );
+        if let Some(e) = size_of(r.name) {
+            t.konst(&e, r.params_size.into(), &format!("{item}.params_size"));
+        }
+    }
+    for r in table::CONTROLS {
+        let item = format!("table::CONTROLS[{}]", r.name);
+        t.konst(
+            &dispatch_c_expr(r.name),
+            r.cmd.into(),
+            &format!("{item}.cmd"),
+        );
+        if let Some(e) = size_of(r.name) {
+            t.konst(&e, r.params_size.into(), &format!("{item}.params_size"));
+        }
     }
 }
 

@@ -129,3 +129,43 @@ fn facts_files_parse_strictly() {
     assert!(parse_facts("a\tx\n").is_err());
     assert!(parse_facts("a\t1\na\t1\n").is_err());
 }
+
+#[test]
+fn every_dispatch_row_is_checked() {
+    // Every row of the dispatch table has its number checked, and every row
+    // that takes params its size: a row added without its C type would
+    // otherwise go unchecked.
+    use vgpu_conformance::{dispatch_c_expr, DISPATCH_PARAMS};
+    use vgpu_logic::nv::table::{CLASSES, CONTROLS};
+    let t = table();
+    let has = |e: &str| t.rows.iter().any(|r| r.expr == e);
+    let rows = CLASSES
+        .iter()
+        .map(|r| (r.name, r.params_size))
+        .chain(CONTROLS.iter().map(|r| (r.name, r.params_size)));
+    let mut names = Vec::new();
+    for (name, size) in rows {
+        assert!(
+            has(&dispatch_c_expr(name)),
+            "{name}: its number is not checked"
+        );
+        let ty = DISPATCH_PARAMS.iter().find(|(n, _)| *n == name);
+        match ty {
+            Some((_, ty)) => {
+                assert!(size != 0, "{name}: params size 0 but C type {ty}");
+                assert!(
+                    has(&format!("sizeof({ty})")),
+                    "{name}: sizeof({ty}) not checked"
+                );
+            }
+            None => assert_eq!(size, 0, "{name}: params size {size} has no C type to check"),
+        }
+        names.push(name);
+    }
+    for (n, _) in DISPATCH_PARAMS {
+        assert!(
+            names.contains(n),
+            "DISPATCH_PARAMS names {n}, which is no row"
+        );
+    }
+}

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The dispatch table of RM classes and control commands: every class a
+//! container may allocate (`hClass` of RM_ALLOC) and every control it may
+//! send (`cmd` of RM_CONTROL), one row each, with what vgpu does with it.
+//!
+//! core-only: this file uses nothing but `core`, contains no `unsafe` and
+//! cannot panic. It is data for the dispatcher of issue 15 ("one table",
+//! "default deny"); nothing in the module consults it yet.
+//!
+//! Rows. The rows are the classes and controls that gVisor's nvproxy admits
+//! for its compute and utility capabilities at driver 590.48.01 (the table
+//! its unsupported 595.71.05 inherits unchanged), plus the few that vgpu
+//! already decides itself although nvproxy leaves them out (FB_GET_INFO V1,
+//! SET_INTERLEAVE_LEVEL, and, as explicit denials, MAKE_REALTIME,
+//! FB_GET_FB_REGION_INFO and SET_COMPUTE_POLICY_CONFIG). A number absent
+//! from the table is refused. Every row's number, and its params size where
+//! it has params, is checked against NVIDIA's headers at 595.45.04 by the
+//! conformance check (`userspace/conformance`); every admitted row is argued
+//! in `docs/dispatch-table.md`, which also cites the sources of each row.
+//!
+//! `params_size` is the exact size RM checks for the row (controls: the
+//! control's params, `paramsSize` must equal it; classes: the alloc params
+//! RM copies, whatever `paramsSize` says), and 0 where the control or class
+//! takes no params.
+//!
+//! Rows marked `TODO(issue 21)` are admitted although vgpu does not yet do
+//! everything they need (a rewrite, a check or a charge): denying them would
+//! break a CUDA program or nvidia-smi. The docs say what each needs.
+
+// An ABI table shared with the host crate, used by the module only once the
+// dispatcher is wired in: the same lint settings as `abi.rs`.
+#![allow(dead_code, unreachable_pub)]
+
+use super::abi::{class, ctrl};
+
+/// What vgpu does with a class or control a container sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Forwarded as the caller wrote it: vgpu reads only the RM_ALLOC or
+    /// RM_CONTROL header.
+    Forward,
+    /// Forwarded from a copy vgpu checked (and, for fds, translated): the
+    /// driver reads vgpu's copy, not the caller's memory.
+    Bounce,
+    /// Executed by vgpu itself on its own copy, through the driver's
+    /// kernel-client interface, with accounting (devices, VRAM, TSGs,
+    /// channels).
+    Served,
+    /// Forwarded or executed with vgpu changing the request or the answer
+    /// (FB sizes, client handles, a tenant's scheduling calls).
+    Rewritten,
+    /// Refused: forwarding it would show a container another tenant's data
+    /// or change another tenant's GPU state, and vgpu has no rewrite yet.
+    Denied,
+}
+
+impl Policy {
+    /// Whether a container may use the row (anything but [`Policy::Denied`]).
+    pub const fn admits(self) -> bool {
+        !matches!(self, Policy::Denied)
+    }
+
+    /// The policy's name, as `docs/dispatch-table.md` writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Forward => "Forward",
+            Policy::Bounce => "Bounce",
+            Policy::Served => "Served",
+            Policy::Rewritten => "Rewritten",
+            Policy::Denied => "Denied",
+        }
+    }
+}
+
+/// The group a row belongs to, for the docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// Clients and system-wide queries (`NV0000_*`).
+    Client,
+    /// Sharing objects between clients and processes (export/import by fd,
+    /// share policy).
+    Sharing,
+    /// Devices and device-wide objects (`NV0080_*`).
+    Device,
+    /// A subdevice's static GPU information (`NV2080_CTRL_CMD_GPU_*` etc.).
+    GpuInfo,
+    /// Framebuffer, memory objects and address spaces.
+    Memory,
+    /// FIFO: TSGs, channels, doorbells, scheduling.
+    Fifo,
+    /// Engine objects (compute, copy) and their GR and CE queries.
+    Engine,
+    /// Events and notifications.
+    Event,
+    /// Performance, power, clocks, thermal and timers.
+    Perf,
+    /// PCI, NVLink, P2P, RDMA and fabric.
+    Interconnect,
+    /// Debuggers, diagnostics and the RC watchdog.
+    Debugging,
+    /// Confidential computing.
+    Security,
+}
+
+impl Family {
+    /// Every family, in the order the docs list them.
+    pub const ALL: &'static [Family] = &[
+        Family::Client,
+        Family::Sharing,
+        Family::Device,
+        Family::GpuInfo,
+        Family::Memory,
+        Family::Fifo,
+        Family::Engine,
+        Family::Event,
+        Family::Perf,
+        Family::Interconnect,
+        Family::Debugging,
+        Family::Security,
+    ];
+
+    /// The heading the docs give the family.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Family::Client => "Clients and system queries",
+            Family::Sharing => "Sharing between clients",
+            Family::Device => "Devices",
+            Family::GpuInfo => "Subdevice GPU information",
+            Family::Memory => "FB and memory",
+            Family::Fifo => "FIFO: TSGs, channels, doorbells",
+            Family::Engine => "Engines: compute, copy, GR",
+            Family::Event => "Events",
+            Family::Perf => "Perf, power, clocks, timers",
+            Family::Interconnect => "PCI, NVLink, P2P, fabric",
+            Family::Debugging => "Debugging and diagnostics",
+            Family::Security => "Confidential computing",
+        }
+    }
+}
+
+/// One RM class (`hClass` of RM_ALLOC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassRow {
+    /// The class number.
+    pub class: u32,
+    /// NVIDIA's name for it (the macro in `class/clXXXX.h` or `nvos.h`).
+    pub name: &'static str,
+    /// Size of the alloc params RM copies for it; 0: it takes none.
+    pub params_size: u32,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// Its group in the docs.
+    pub family: Family,
+}
+
+/// One RM control command (`cmd` of RM_CONTROL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlRow {
+    /// The command number; its top 16 bits name the class or interface it
+    /// is sent to.
+    pub cmd: u32,
+    /// NVIDIA's name for it (the `*_CTRL_CMD_*` macro).
+    pub name: &'static str,
+    /// The exact `paramsSize` RM accepts; 0: it takes no params.
+    pub params_size: u32,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// Its group in the docs.
+    pub family: Family,
+}
+
+use Family as F;
+use Policy as P;
+
+/// A class row (keeps the table one line a row).
+const fn cl(
+    class: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+) -> ClassRow {
+    ClassRow {
+        class,
+        name,
+        params_size,
+        policy,
+        family,
+    }
+}
+
+/// A control row.
+const fn ct(
+    cmd: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+) -> ControlRow {
+    ControlRow {
+        cmd,
+        name,
+        params_size,
+        policy,
+        family,
+    }
+}
+
+/// Every class a container may name, by number. Sources per row in
+/// `docs/dispatch-table.md`.
+#[rustfmt::skip]
+pub const CLASSES: &[ClassRow] = &[
+    cl(class::NV01_ROOT, "NV01_ROOT", 4, P::Rewritten, F::Client),
+    cl(class::NV01_ROOT_NON_PRIV, "NV01_ROOT_NON_PRIV", 4, P::Rewritten, F::Client),
+    cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
+    cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory),
+    cl(class::NV01_ROOT_CLIENT, "NV01_ROOT_CLIENT", 4, P::Rewritten, F::Client),
+    // TODO(issue 21): check that hParentClient is one of this container's clients and translate
+    //   the fd; today forwarded unchecked.
+    cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
+    cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device),
+    // TODO(issue 21): the page shows the real VRAM size and free memory vgpu hides, i.e. other
+    //   tenants' use, and no ioctl passes when it is read: map a vgpu shadow page with the vGPU's
+    //   figures, or deny the class once libcuda is seen to tolerate it (nvproxy admits it for
+    //   compute, so CUDA allocates it).
+    cl(0x00de, "RM_USER_SHARED_DATA", 8, P::Bounce, F::Perf),
+    // TODO(issue 21): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
+    //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
+    cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
+    // TODO(issue 21): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
+    cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect),
+    cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device),
+    cl(0x2081, "NV2081_BINAPI", 4, P::Forward, F::Device),
+    cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
+    cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
+    cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
+    // TODO(issue 21): charge page-table VRAM (not charged today).
+    cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
+    // TODO(issue 21): check that hAppClient is 0 or one of this container's clients; today
+    //   forwarded unchecked.
+    cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging),
+    cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),
+    // TODO(issue 21): charge its RM-internal VRAM (not charged today).
+    cl(class::FERMI_CONTEXT_SHARE_A, "FERMI_CONTEXT_SHARE_A", 12, P::Forward, F::Fifo),
+    cl(0x90e6, "GF100_SUBDEVICE_MASTER", 0, P::Forward, F::Device),
+    // TODO(issue 21): charge page-table VRAM (not charged today).
+    cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory),
+    cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo),
+    cl(class::TURING_USERMODE_A, "TURING_USERMODE_A", 0, P::Forward, F::Fifo),
+    cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
+    cl(class::AMPERE_DMA_COPY_A, "AMPERE_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(class::AMPERE_COMPUTE_A, "AMPERE_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(class::BLACKWELL_USERMODE_A, "BLACKWELL_USERMODE_A", 2, P::Forward, F::Fifo),
+    cl(class::AMPERE_DMA_COPY_B, "AMPERE_DMA_COPY_B", 8, P::Forward, F::Engine),
+    cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine),
+    cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    cl(class::HOPPER_DMA_COPY_A, "HOPPER_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    cl(0xc9b5, "BLACKWELL_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo),
+    cl(0xcab5, "BLACKWELL_DMA_COPY_B", 8, P::Forward, F::Engine),
+    cl(0xcb33, "NV_CONFIDENTIAL_COMPUTE", 4, P::Forward, F::Security),
+    cl(0xcba2, "HOPPER_SEC2_WORK_LAUNCH_A", 0, P::Forward, F::Security),
+    cl(class::HOPPER_COMPUTE_A, "HOPPER_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(0xcdc0, "BLACKWELL_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(0xcec0, "BLACKWELL_COMPUTE_B", 16, P::Forward, F::Engine),
+];
+
+/// Every control a container may send, by number. Sources per row in
+/// `docs/dispatch-table.md`.
+#[rustfmt::skip]
+pub const CONTROLS: &[ControlRow] = &[
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
+    ct(0x0000_0102, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Forward, F::Interconnect),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(0x0000_012b, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2", 8348, P::Forward, F::Interconnect),
+    ct(0x0000_0136, "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS", 4, P::Forward, F::Interconnect),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
+    ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
+    // TODO(issue 21): list only the container's GPUs, as CARD_INFO does.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Forward, F::Client),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
+    // TODO(issue 21): list only the container's GPUs.
+    ct(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Forward, F::Client),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Forward, F::Client),
+    // TODO(issue 21): list only the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Forward, F::Client),
+    // TODO(issue 21): check that every id is a GPU of the container's vGPUs; today forwarded
+    //   unchecked.
+    ct(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client),
+    // TODO(issue 21): check that every id is a GPU of the container's vGPUs.
+    ct(0x0000_0216, "NV0000_CTRL_CMD_GPU_DETACH_IDS", 128, P::Bounce, F::Client),
+    ct(0x0000_021b, "NV0000_CTRL_CMD_GPU_GET_PCI_INFO", 12, P::Forward, F::Client),
+    // TODO(issue 21): answer only for the container's GPUs.
+    ct(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Forward, F::Client),
+    ct(0x0000_0279, "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE", 12, P::Forward, F::Client),
+    ct(0x0000_027b, "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE", 4, P::Forward, F::Client),
+    // TODO(issue 21): list only the container's GPUs.
+    ct(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Forward, F::Client),
+    // TODO(issue 21): check that the id is a GPU of the container's vGPUs.
+    ct(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client),
+    // TODO(issue 21): check that the id is a GPU of the container's vGPUs.
+    ct(0x0000_0290, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", 4, P::Bounce, F::Client),
+    ct(0x0000_0a04, "NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO", 2244, P::Forward, F::Perf),
+    ct(0x0000_0d01, "NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE", 12, P::Forward, F::Memory),
+    ct(0x0000_0d04, "NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY", 12, P::Forward, F::Sharing),
+    // TODO(issue 21): translate the proxy fd to the real file; today a proxy fd fails in the
+    //   driver.
+    ct(0x0000_3d05, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD", 24, P::Bounce, F::Sharing),
+    // TODO(issue 21): translate the fd and refuse an export made by another container, charging
+    //   imports as DUPs are.
+    ct(0x0000_3d06, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD", 20, P::Bounce, F::Sharing),
+    // TODO(issue 21): translate the fd.
+    ct(0x0000_3d08, "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO", 80, P::Bounce, F::Sharing),
+    // TODO(issue 21): translate the fd.
+    ct(0x0000_3d0b, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD", 2128, P::Bounce, F::Sharing),
+    // TODO(issue 21): translate the fd and refuse another container's export, charging as DUPs
+    //   are.
+    ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Bounce, F::Sharing),
+    ct(ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, "NV0041_CTRL_CMD_GET_SURFACE_INFO", 16, P::Forward, F::Memory),
+    ct(0x0080_0201, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST", 16, P::Forward, F::Device),
+    ct(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device),
+    ct(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device),
+    ct(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device),
+    ct(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device),
+    // TODO(issue 21): verify on hardware that it cannot change another tenant's TPC partition.
+    ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
+    ct(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory),
+    ct(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo),
+    ct(0x0080_170d, "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST", 24, P::Forward, F::Fifo),
+    ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
+    ct(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory),
+    ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
+    // TODO(issue 21): refuse the mask bit NV00DE_RUSD_POLL_PROC_UTIL (other tenants' processes);
+    //   today forwarded unchecked.
+    ct(0x00de_0001, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Bounce, F::Perf),
+    // TODO(issue 21): allow with NV_MEMORY_FABRIC.
+    ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
+    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0101, "NV00FD_CTRL_CMD_GET_INFO", 32, P::Denied, F::Interconnect),
+    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0102, "NV00FD_CTRL_CMD_ATTACH_MEM", 40, P::Denied, F::Interconnect),
+    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC, translating the fd.
+    ct(0x00fd_0104, "NV00FD_CTRL_CMD_ATTACH_GPU", 16, P::Denied, F::Interconnect),
+    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0105, "NV00FD_CTRL_CMD_DETACH_MEM", 24, P::Denied, F::Interconnect),
+    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo),
+    ct(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo),
+    ct(0x2080_0111, "NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING", 64, P::Forward, F::GpuInfo),
+    ct(0x2080_0119, "NV2080_CTRL_CMD_GPU_GET_SIMULATION_INFO", 4, P::Forward, F::GpuInfo),
+    ct(0x2080_012f, "NV2080_CTRL_CMD_GPU_QUERY_ECC_STATUS", 1664, P::Forward, F::GpuInfo),
+    ct(0x2080_0131, "NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES", 4, P::Forward, F::GpuInfo),
+    ct(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo),
+    ct(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo),
+    ct(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo),
+    // TODO(issue 21): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
+    //   one tenant cannot lock others out.
+    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo),
+    ct(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo),
+    ct(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo),
+    ct(0x2080_0157, "NV2080_CTRL_CMD_GPU_QUERY_INFOROM_ECC_SUPPORT", 0, P::Forward, F::GpuInfo),
+    ct(0x2080_0170, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2", 340, P::Forward, F::GpuInfo),
+    ct(0x2080_018b, "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS", 40, P::Forward, F::GpuInfo),
+    // TODO(issue 21): serve it with the container's own processes (nvidia-smi's process list).
+    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, "NV2080_CTRL_CMD_GPU_GET_PIDS", 3812, P::Denied, F::GpuInfo),
+    // TODO(issue 21): serve it for the container's own processes from the ledger.
+    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO, "NV2080_CTRL_CMD_GPU_GET_PID_INFO", 14408, P::Denied, F::GpuInfo),
+    ct(ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG", 8, P::Denied, F::GpuInfo),
+    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG", 260, P::Forward, F::GpuInfo),
+    ct(0x2080_019f, "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO", 400, P::Forward, F::GpuInfo),
+    ct(0x2080_01a3, "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO", 56, P::Forward, F::Interconnect),
+    // TODO(issue 21): check which GPU-wide notifiers (e.g. Xid of other channels) a tenant can
+    //   arm.
+    ct(0x2080_0301, "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION", 20, P::Forward, F::Event),
+    ct(0x2080_0403, "NV2080_CTRL_CMD_TIMER_GET_TIME", 8, P::Forward, F::Perf),
+    ct(0x2080_0406, "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO", 264, P::Forward, F::Perf),
+    ct(0x2080_0407, "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ", 1, P::Forward, F::Perf),
+    // TODO(issue 21): admit only those opcodes (bounce and check the list).
+    ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
+    ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
+    ct(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo),
+    ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
+    // TODO(issue 21): refuse WFI compute preemption, which would let a long kernel outlast the
+    //   vGPU's window.
+    ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
+    ct(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine),
+    ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
+    ct(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine),
+    ct(0x2080_122a, "NV2080_CTRL_CMD_GR_GET_GPC_MASK", 24, P::Forward, F::Engine),
+    ct(0x2080_122b, "NV2080_CTRL_CMD_GR_GET_TPC_MASK", 24, P::Forward, F::Engine),
+    ct(0x2080_1230, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER", 32, P::Forward, F::Engine),
+    ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
+    ct(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory),
+    ct(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory),
+    // TODO(issue 21): rewrite the regions to the ceiling.
+    ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
+    ct(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory),
+    ct(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory),
+    ct(0x2080_1701, "NV2080_CTRL_CMD_MC_GET_ARCH_INFO", 16, P::Forward, F::GpuInfo),
+    ct(0x2080_1702, "NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS", 4, P::Forward, F::Fifo),
+    ct(0x2080_1801, "NV2080_CTRL_CMD_BUS_GET_PCI_INFO", 16, P::Forward, F::Interconnect),
+    ct(0x2080_1802, "NV2080_CTRL_CMD_BUS_GET_INFO", 16, P::Forward, F::Interconnect),
+    ct(0x2080_1803, "NV2080_CTRL_CMD_BUS_GET_PCI_BAR_INFO", 200, P::Forward, F::Interconnect),
+    ct(0x2080_1823, "NV2080_CTRL_CMD_BUS_GET_INFO_V2", 420, P::Forward, F::Interconnect),
+    ct(0x2080_182a, "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS", 112, P::Forward, F::Interconnect),
+    ct(0x2080_182b, "NV2080_CTRL_CMD_BUS_GET_C2C_INFO", 28, P::Forward, F::Interconnect),
+    // TODO(issue 21): confirm on hardware that boost requests are per client and cleared at its
+    //   exit.
+    ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
+    ct(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf),
+    // TODO(issue 21): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
+    ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
+    ct(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging),
+    ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),
+    // TODO(issue 21): refuse or serve it: while any tenant holds it, hangs of other tenants'
+    //   channels are not caught by the watchdog.
+    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Forward, F::Debugging),
+    ct(0x2080_2a03, "NV2080_CTRL_CMD_CE_GET_CAPS_V2", 8, P::Forward, F::Engine),
+    ct(0x2080_2a0a, "NV2080_CTRL_CMD_CE_GET_ALL_CAPS", 136, P::Forward, F::Engine),
+    ct(0x2080_3001, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS", 48, P::Forward, F::Interconnect),
+    ct(0x2080_3002, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_STATUS", 13864, P::Forward, F::Interconnect),
+    ct(0x2080_3125, "NV2080_CTRL_CMD_FLCN_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine),
+    ct(0x2080_3601, "NV2080_CTRL_CMD_GSP_GET_FEATURES", 72, P::Forward, F::GpuInfo),
+    ct(0x2080_3801, "NV2080_CTRL_CMD_GRMGR_GET_GR_FS_INFO", 1928, P::Forward, F::Engine),
+    ct(0x208f_1105, "NV208F_CTRL_CMD_GPU_VERIFY_INFOROM", 8, P::Forward, F::Debugging),
+    ct(0x503c_0102, "NV503C_CTRL_CMD_REGISTER_VA_SPACE", 16, P::Forward, F::Interconnect),
+    ct(0x503c_0104, "NV503C_CTRL_CMD_REGISTER_VIDMEM", 32, P::Forward, F::Interconnect),
+    ct(0x503c_0105, "NV503C_CTRL_CMD_UNREGISTER_VIDMEM", 4, P::Forward, F::Interconnect),
+    ct(0x83de_0307, "NV83DE_CTRL_CMD_DEBUG_SET_MODE_MMU_DEBUG", 4, P::Forward, F::Debugging),
+    ct(0x83de_0309, "NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK", 4, P::Forward, F::Debugging),
+    ct(0x83de_030c, "NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES", 4824, P::Forward, F::Debugging),
+    ct(0x83de_0310, "NV83DE_CTRL_CMD_DEBUG_CLEAR_ALL_SM_ERROR_STATES", 8, P::Forward, F::Debugging),
+    ct(0x83de_0315, "NV83DE_CTRL_CMD_DEBUG_READ_MEMORY", 24, P::Forward, F::Debugging),
+    ct(0x83de_0317, "NV83DE_CTRL_CMD_DEBUG_SUSPEND_CONTEXT", 8, P::Forward, F::Debugging),
+    ct(0x83de_0318, "NV83DE_CTRL_CMD_DEBUG_RESUME_CONTEXT", 0, P::Forward, F::Debugging),
+    ct(0x83de_031f, "NV83DE_CTRL_CMD_DEBUG_SET_MODE_ERRBAR_DEBUG", 4, P::Forward, F::Debugging),
+    ct(0x906f_0101, "NV906F_CTRL_GET_CLASS_ENGINEID", 16, P::Forward, F::Fifo),
+    ct(0x906f_0102, "NV906F_CTRL_CMD_RESET_CHANNEL", 16, P::Forward, F::Fifo),
+    ct(0x90e6_0102, "NV90E6_CTRL_CMD_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK", 8, P::Forward, F::GpuInfo),
+    ct(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_PREEMPT, "NVA06C_CTRL_CMD_PREEMPT", 8, P::Forward, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo),
+    ct(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo),
+    ct(ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN", 4, P::Forward, F::Fifo),
+    ct(0xc56f_010b, "NVC56F_CTRL_CMD_GET_KMB", 144, P::Forward, F::Security),
+    ct(0xcb33_0101, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES", 6, P::Forward, F::Security),
+    ct(0xcb33_0104, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_GPUS_STATE", 1, P::Forward, F::Security),
+    ct(0xcb33_010b, "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_NUM_SECURE_CHANNELS", 12, P::Forward, F::Security),
+    ct(0xcb33_010c, "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_KEY_ROTATION_STATE", 8, P::Forward, F::Security),
+];
+
+/// The row of class `c`, if the table has one.
+pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
+    let mut rest = CLASSES;
+    while let [row, tail @ ..] = rest {
+        if row.class == c {
+            return Some(row);
+        }
+        rest = tail;
+    }
+    None
+}
+
+/// The row of control `cmd`, if the table has one.
+pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
+    let mut rest = CONTROLS;
+    while let [row, tail @ ..] = rest {
+        if row.cmd == cmd {
+            return Some(row);
+        }
+        rest = tail;
+    }
+    None
+}
+
+/// What vgpu does with class `c`: its row's policy, [`Policy::Denied`] for
+/// a class the table lacks (default deny).
+pub const fn class_policy(c: u32) -> Policy {
+    match class_row(c) {
+        Some(r) => r.policy,
+        None => Policy::Denied,
+    }
+}
+
+/// What vgpu does with control `cmd`: its row's policy, [`Policy::Denied`]
+/// for a control the table lacks (default deny).
+pub const fn control_policy(cmd: u32) -> Policy {
+    match control_row(cmd) {
+        Some(r) => r.policy,
+        None => Policy::Denied,
+    }
+}

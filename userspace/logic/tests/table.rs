@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The dispatch table of RM classes and controls (`src/nv/table.rs`)
+//! checked as data: unique numbers and names, controls addressed to classes
+//! the table knows, sizes that agree with the `wire_struct!` layouts, the
+//! policies vgpu applies today, and every row argued in
+//! `docs/dispatch-table.md`. Numbers and sizes against NVIDIA's headers are
+//! the conformance check's (`userspace/conformance`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use vgpu_logic::nv::abi::{self, class, ctrl};
+use vgpu_logic::nv::table::{
+    class_policy, class_row, control_policy, control_row, Family, Policy, CLASSES, CONTROLS,
+};
+
+/// Interfaces a control may be addressed to that are not themselves class
+/// rows: the GPFIFO channel interfaces every channel class accepts
+/// (`NV906F_*` of GF100_CHANNEL_GPFIFO, `NVA06F_*` of KEPLER_CHANNEL_GPFIFO_A,
+/// `NVC36F_*` of VOLTA_CHANNEL_GPFIFO_A).
+const CHANNEL_INTERFACES: &[u32] = &[0x906f, 0xa06f, 0xc36f];
+
+#[test]
+fn numbers_are_unique_and_sorted() {
+    for w in CLASSES.windows(2) {
+        assert!(
+            w[0].class < w[1].class,
+            "{} ({:#x}) then {} ({:#x}): duplicate or out of order",
+            w[0].name,
+            w[0].class,
+            w[1].name,
+            w[1].class
+        );
+    }
+    for w in CONTROLS.windows(2) {
+        assert!(
+            w[0].cmd < w[1].cmd,
+            "{} ({:#x}) then {} ({:#x}): duplicate or out of order",
+            w[0].name,
+            w[0].cmd,
+            w[1].name,
+            w[1].cmd
+        );
+    }
+}
+
+#[test]
+fn names_are_unique_and_look_like_nvidia_names() {
+    let mut seen = BTreeSet::new();
+    let names = CLASSES
+        .iter()
+        .map(|r| r.name)
+        .chain(CONTROLS.iter().map(|r| r.name));
+    for n in names {
+        assert!(seen.insert(n), "{n} is named twice");
+        assert!(
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+            "{n} is not a C macro name"
+        );
+    }
+    for r in CONTROLS {
+        assert!(
+            r.name.contains("_CTRL_"),
+            "{}: not a control macro name",
+            r.name
+        );
+    }
+}
+
+#[test]
+fn every_control_is_addressed_to_a_known_class_or_interface() {
+    for r in CONTROLS {
+        let c = ctrl::class_of(r.cmd);
+        assert!(
+            class_row(c).is_some() || CHANNEL_INTERFACES.contains(&c),
+            "{} ({:#010x}): class {c:#06x} is neither a class row nor a known interface",
+            r.name,
+            r.cmd
+        );
+        // The macro's prefix names the same class: NV2080_CTRL_* on 0x2080.
+        let prefix = format!("NV{c:04X}_");
+        let named = r.name.starts_with(&prefix)
+            || (c == 0xcb33 && r.name.starts_with("NV_CONF_COMPUTE_CTRL_"));
+        assert!(
+            named,
+            "{} ({:#010x}): name does not say class {c:#06x}",
+            r.name, r.cmd
+        );
+    }
+}
+
+#[test]
+fn controls_of_denied_classes_are_denied() {
+    for r in CONTROLS {
+        if let Some(c) = class_row(ctrl::class_of(r.cmd)) {
+            if c.policy == Policy::Denied {
+                assert_eq!(
+                    r.policy,
+                    Policy::Denied,
+                    "{} on denied class {}",
+                    r.name,
+                    c.name
+                );
+            }
+        }
+    }
+}
+
+/// The `wire_struct!` layouts vgpu already has for table rows.
+fn control_layouts() -> Vec<(u32, usize)> {
+    vec![
+        (
+            ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+            abi::GpuGetAttachedIdsParams::SIZE,
+        ),
+        (
+            ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+            abi::GpuGetIdInfoV2Params::SIZE,
+        ),
+        (
+            ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO,
+            abi::GetSurfaceInfoParams::SIZE,
+        ),
+        (
+            ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2,
+            abi::ClassListV2Params::SIZE,
+        ),
+        (
+            ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2,
+            abi::GpuGetInfoV2Params::SIZE,
+        ),
+        (
+            ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO,
+            abi::GidInfoParams::SIZE,
+        ),
+        (
+            ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+            abi::FifoDisableChannelsParams::SIZE,
+        ),
+        (
+            ctrl::NV2080_CTRL_CMD_FB_GET_INFO,
+            abi::FbGetInfoV1Params::SIZE,
+        ),
+        (
+            ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+            abi::FbGetInfoV2Params::SIZE,
+        ),
+        (
+            ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+            abi::GpfifoScheduleParams::SIZE,
+        ),
+        (
+            ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
+            abi::TimesliceParams::SIZE,
+        ),
+        (ctrl::NVA06C_CTRL_CMD_PREEMPT, abi::PreemptParams::SIZE),
+        (
+            ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+            abi::InterleaveLevelParams::SIZE,
+        ),
+        (
+            ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME,
+            abi::MakeRealtimeParams::SIZE,
+        ),
+        (
+            ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
+            abi::GpfifoScheduleParams::SIZE,
+        ),
+        (
+            ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+            abi::WorkSubmitTokenParams::SIZE,
+        ),
+    ]
+}
+
+fn class_layouts() -> Vec<(u32, usize)> {
+    let mut v = vec![
+        (class::NV01_EVENT_OS_EVENT, abi::EventAllocParams::SIZE),
+        (class::NV01_DEVICE_0, abi::DeviceAllocParams::SIZE),
+        (class::NV20_SUBDEVICE_0, abi::SubdeviceAllocParams::SIZE),
+        (class::NV01_MEMORY_SYSTEM, abi::MemoryAllocationParams::SIZE),
+        (
+            class::NV01_MEMORY_LOCAL_USER,
+            abi::MemoryAllocationParams::SIZE,
+        ),
+        (
+            class::NV50_MEMORY_VIRTUAL,
+            abi::MemoryAllocationParams::SIZE,
+        ),
+        (class::FERMI_CONTEXT_SHARE_A, abi::CtxShareAllocParams::SIZE),
+        (class::FERMI_VASPACE_A, abi::VaSpaceAllocParams::SIZE),
+        (
+            class::KEPLER_CHANNEL_GROUP_A,
+            abi::ChannelGroupAllocParams::SIZE,
+        ),
+        (class::HOPPER_USERMODE_A, abi::UsermodeAllocParams::SIZE),
+        (class::BLACKWELL_USERMODE_A, abi::UsermodeAllocParams::SIZE),
+    ];
+    for r in CLASSES.iter().filter(|r| class::is_channel_class(r.class)) {
+        v.push((r.class, abi::ChannelAllocParams::SIZE));
+    }
+    v
+}
+
+#[test]
+fn sizes_agree_with_the_wire_structs() {
+    for (cmd, size) in control_layouts() {
+        let r = control_row(cmd).unwrap_or_else(|| panic!("{cmd:#010x} has a layout but no row"));
+        assert!(r.params_size != 0, "{}: size not given", r.name);
+        assert_eq!(
+            r.params_size as usize, size,
+            "{}: table vs wire_struct",
+            r.name
+        );
+    }
+    for (c, size) in class_layouts() {
+        let r = class_row(c).unwrap_or_else(|| panic!("{c:#06x} has a layout but no row"));
+        assert!(r.params_size != 0, "{}: size not given", r.name);
+        assert_eq!(
+            r.params_size as usize, size,
+            "{}: table vs wire_struct",
+            r.name
+        );
+    }
+    // Every size fits a control's params (at most 1 MiB, `nvidia-abi.md`).
+    for r in CONTROLS {
+        assert!(
+            (r.params_size as usize) <= abi::CONTROL_PARAMS_MAX,
+            "{}",
+            r.name
+        );
+    }
+}
+
+#[test]
+fn policies_are_what_vgpu_does_today() {
+    // src/ctl.rs: clients are forwarded under a handle vgpu picks and
+    // verified (Rewritten); devices, subdevices, VRAM, TSGs and channels
+    // are executed by vgpu with accounting (Served).
+    for r in CLASSES {
+        let expected = if class::is_client_class(r.class) {
+            Some(Policy::Rewritten)
+        } else if matches!(
+            r.class,
+            class::NV01_DEVICE_0
+                | class::NV20_SUBDEVICE_0
+                | class::NV01_MEMORY_LOCAL_USER
+                | class::KEPLER_CHANNEL_GROUP_A
+        ) || class::is_channel_class(r.class)
+        {
+            Some(Policy::Served)
+        } else {
+            None
+        };
+        match expected {
+            Some(p) => assert_eq!(r.policy, p, "{}", r.name),
+            None => assert!(
+                !matches!(r.policy, Policy::Served | Policy::Rewritten),
+                "{}: vgpu does not serve or rewrite it today",
+                r.name
+            ),
+        }
+    }
+    // src/ctl.rs's control match: FB info rewritten, scheduling calls
+    // decided on vgpu's copy, MAKE_REALTIME refused.
+    let rewritten = [
+        ctrl::NV2080_CTRL_CMD_FB_GET_INFO,
+        ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+        ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+        ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+        ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
+        ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
+        ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+    ];
+    for r in CONTROLS {
+        if rewritten.contains(&r.cmd) {
+            assert_eq!(r.policy, Policy::Rewritten, "{}", r.name);
+        } else {
+            assert!(
+                !matches!(r.policy, Policy::Served | Policy::Rewritten),
+                "{}: vgpu does not serve or rewrite it today",
+                r.name
+            );
+        }
+    }
+    assert_eq!(
+        control_policy(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME),
+        Policy::Denied
+    );
+    // The leaks the fact sheet names are denied until vgpu serves them.
+    for cmd in [
+        ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+        ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+        ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
+        ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG,
+    ] {
+        assert_eq!(control_policy(cmd), Policy::Denied, "{cmd:#010x}");
+    }
+}
+
+#[test]
+fn what_cuda_needs_is_admitted() {
+    // The minimal client sequence of `nvidia-abi.md` (what libcuda and
+    // tinygrad send) must not be refused.
+    for c in [
+        class::NV01_ROOT_CLIENT,
+        class::NV01_DEVICE_0,
+        class::NV20_SUBDEVICE_0,
+        class::NV01_MEMORY_LOCAL_USER,
+        class::NV01_MEMORY_SYSTEM,
+        class::FERMI_VASPACE_A,
+        class::KEPLER_CHANNEL_GROUP_A,
+        class::FERMI_CONTEXT_SHARE_A,
+        class::AMPERE_CHANNEL_GPFIFO_A,
+        class::HOPPER_CHANNEL_GPFIFO_A,
+        class::TURING_USERMODE_A,
+        class::HOPPER_USERMODE_A,
+        class::AMPERE_COMPUTE_A,
+        class::HOPPER_COMPUTE_A,
+        class::AMPERE_DMA_COPY_B,
+        class::NV01_EVENT_OS_EVENT,
+    ] {
+        assert!(class_policy(c).admits(), "class {c:#06x}");
+    }
+    for cmd in [
+        ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+        ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+        ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2,
+        ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2,
+        ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO,
+        ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+        ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO,
+        ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+        ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+    ] {
+        assert!(control_policy(cmd).admits(), "control {cmd:#010x}");
+    }
+}
+
+#[test]
+fn default_deny() {
+    assert_eq!(
+        class_policy(class::NV01_MEMORY_LOCAL_PHYSICAL),
+        Policy::Denied
+    );
+    assert_eq!(control_policy(0x0080_028b), Policy::Denied);
+    assert_eq!(control_policy(0xdead_beef), Policy::Denied);
+    assert!(class_row(0xffff_ffff).is_none() && control_row(0).is_none());
+    for r in CLASSES {
+        assert_eq!(class_row(r.class), Some(r));
+        assert_eq!(class_policy(r.class), r.policy);
+    }
+    for r in CONTROLS {
+        assert_eq!(control_row(r.cmd), Some(r));
+        assert_eq!(control_policy(r.cmd), r.policy);
+    }
+}
+
+/// The rows of `docs/dispatch-table.md`: number -> (name, policy, size).
+fn doc_rows() -> BTreeMap<u32, (String, String, u32)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/dispatch-table.md");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut rows = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("| `0x")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let unquote = |s: &str| s.trim_matches('`').to_string();
+        let num = u32::from_str_radix(unquote(cells[1]).trim_start_matches("0x"), 16)
+            .unwrap_or_else(|_| panic!("bad number in {line}"));
+        let size = cells[4]
+            .parse()
+            .unwrap_or_else(|_| panic!("bad size in {line}"));
+        let row = (unquote(cells[2]), cells[3].to_string(), size);
+        assert!(
+            rows.insert(num, row).is_none(),
+            "{num:#x} twice in the docs"
+        );
+    }
+    rows
+}
+
+#[test]
+fn every_row_is_argued_in_the_docs() {
+    let doc = doc_rows();
+    let rows = CLASSES
+        .iter()
+        .map(|r| (r.class, r.name, r.policy, r.params_size))
+        .chain(
+            CONTROLS
+                .iter()
+                .map(|r| (r.cmd, r.name, r.policy, r.params_size)),
+        );
+    let mut n = 0;
+    for (num, name, policy, size) in rows {
+        n += 1;
+        let Some((dname, dpolicy, dsize)) = doc.get(&num) else {
+            // Forwarded rows must be argued; denied ones are listed too.
+            panic!(
+                "{name} ({num:#x}, {}) is not in docs/dispatch-table.md",
+                policy.name()
+            );
+        };
+        assert_eq!(dname, name, "{num:#x}");
+        assert_eq!(dpolicy, policy.name(), "{name}");
+        assert_eq!(*dsize, size, "{name}");
+    }
+    assert_eq!(doc.len(), n, "the docs have rows the table lacks");
+}
+
+#[test]
+fn families_cover_the_table() {
+    let used: BTreeSet<_> = CLASSES
+        .iter()
+        .map(|r| r.family.title())
+        .chain(CONTROLS.iter().map(|r| r.family.title()))
+        .collect();
+    for f in Family::ALL {
+        assert!(used.contains(f.title()), "{f:?} is empty");
+    }
+    assert_eq!(used.len(), Family::ALL.len());
+}
