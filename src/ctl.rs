@@ -24,7 +24,9 @@ use crate::kapi::{
 };
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
+use crate::deny;
 use crate::nv::ioctl::{self, Escape, CARD_INFO_SIZE};
+use crate::nv::table;
 use crate::proxy::Call;
 use crate::sched::{Enrolled, Watched};
 use crate::tracker::{Charge, Kind, Obj, Tracker};
@@ -104,6 +106,11 @@ pub(crate) struct Ctl {
 type Handled = Result<Option<isize>>;
 
 impl Ctl {
+    /// Counts a call refused by default deny on each of the file's vGPUs.
+    fn count_denied(&self) {
+        self.vgpus.iter().for_each(|v| v.count_denied());
+    }
+
     /// The vGPU this file has on GPU `gpu`.
     fn vgpu_on(&self, gpu: u32) -> Option<&Arc<Vgpu>> {
         self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
@@ -151,7 +158,16 @@ impl Ctl {
                 a.p_alloc_parms,
             )
         };
+        // Default deny: a class the table does not admit is refused the way
+        // RM refuses a class it does not have (`rs_server.c:4149` at
+        // 595.45.04), before anything reaches the driver.
+        let known = table::class_row(h_class).is_some();
+        let admitted = table::class_policy(h_class).admits();
         let result = match h_class {
+            c if !deny::admits(deny::Family::Class, c, known, admitted) => {
+                self.count_denied();
+                Err(NV_ERR_INVALID_CLASS)
+            }
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT => {
                 return self.alloc_client(this, rm, real, call, blk, h_new);
             }
@@ -534,6 +550,18 @@ impl Ctl {
                 | ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL
         ) {
             a.status = self.sched_status(rm, &a)?;
+            user::write(addr, &a.to_bytes())?;
+            return Ok(Some(0));
+        }
+        // Default deny: a control the table does not admit is refused the
+        // way RM refuses a command it does not have (`NV_ERR_NOT_SUPPORTED`,
+        // `rs_resource.c:131` at 595.45.04), before anything reaches the
+        // driver.
+        let known = table::control_row(a.cmd).is_some();
+        let admitted = table::control_policy(a.cmd).admits();
+        if !deny::admits(deny::Family::Control, a.cmd, known, admitted) {
+            self.count_denied();
+            a.status = NV_ERR_NOT_SUPPORTED;
             user::write(addr, &a.to_bytes())?;
             return Ok(Some(0));
         }

@@ -78,6 +78,18 @@ impl Drop for ProxyFile {
 /// The file operations of vgpu's nodes.
 pub(crate) struct ProxyFops;
 
+impl ProxyFile {
+    /// Counts a call refused by default deny on the file's vGPUs: the ctl
+    /// file's container's, or the GPU node's own.
+    fn count_denied(&self) {
+        if let Some(c) = &self.ctl {
+            c.vgpus.iter().for_each(|v| v.count_denied());
+        } else if let Some(v) = &self.vgpu {
+            v.count_denied();
+        }
+    }
+}
+
 #[vtable]
 impl FileOperations for ProxyFops {
     type OwnerModule = crate::VgpuModule;
@@ -151,7 +163,13 @@ impl FileOperations for ProxyFops {
         if let Some(u) = &me.uvm {
             return crate::uvm::ioctl(&me, u, cmd, arg);
         }
-        let call = Call::decode(cmd, arg)?;
+        let call = Call::decode(cmd, arg).inspect_err(|_| {
+            // An escape vgpu does not know never reaches the driver, which
+            // answers unknown escapes with EINVAL too; it is counted.
+            if matches!(ioctl::decode(cmd), Err(ioctl::DecodeError::UnknownEscape(_))) {
+                me.count_denied();
+            }
+        })?;
         // A GPU node takes the GPU-node escapes only. The driver would serve
         // the RM calls there too, for the ctl file it is registered to, but
         // they must go through /dev/vgpuctl, where they are accounted and

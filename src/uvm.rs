@@ -299,10 +299,18 @@ fn forward(me: &ProxyFile, c: Command, addr: u64, blk: &mut [u8]) -> Result<isiz
 /// Serves an ioctl on a `/dev/vgpu-uvm` file. Every block vgpu decides on
 /// reaches the driver from vgpu's copy ([`forward`]).
 pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result<isize> {
-    // Unknown numbers never reach the driver; it answers them this way too.
-    let c = Command::decode(cmd).ok_or(ENOSYS)?;
-    let addr = arg as u64;
     let vgpus = &u.space.vgpus;
+    // Default deny: a number vgpu does not know never reaches the driver,
+    // which answers unknown numbers with ENOSYS too; unless the operator
+    // forwards unknown numbers (`unknown_calls=1`), as the caller wrote them.
+    let Some(c) = Command::decode(cmd) else {
+        if crate::deny::admits(crate::deny::Family::Uvm, cmd, false, false) {
+            return me.real.ioctl(cmd, arg);
+        }
+        vgpus.iter().for_each(|v| v.count_denied());
+        return Err(ENOSYS);
+    };
+    let addr = arg as u64;
     match c {
         Command::Initialize => {
             let mut blk = block(c, addr)?;

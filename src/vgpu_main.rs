@@ -16,6 +16,7 @@ use kernel::{prelude::*, str::CString, sync::Arc, types::ScopeGuard};
 pub mod compute;
 pub mod config;
 mod ctl;
+mod deny;
 pub mod ledger;
 pub mod nv;
 mod proxy;
@@ -44,6 +45,12 @@ module! {
     authors: ["vgpu developers"],
     description: "Per-container virtual NVIDIA GPUs: memory ceilings and compute shares (NVIDIA driver 595.45.04)",
     license: "GPL",
+    params: {
+        unknown_calls: u32 {
+            default: 0,
+            description: "RM classes, RM controls and UVM commands not in vgpu's tables: 0 refuse (default), 1 forward and log once (a driver newer than the tables; at the operator's risk)",
+        },
+    },
 }
 
 /// How many numbers vgpu's character range holds: `/dev/vgpuctl`, the
@@ -175,6 +182,8 @@ impl kernel::Module for VgpuModule {
         unsafe { STATE.init() };
         // SAFETY: called once, before any file can be opened.
         unsafe { ctl::init_clients() };
+        // SAFETY: called once, before any file can be opened.
+        unsafe { deny::init() };
         // First of all, the driver's release: every layout vgpu uses below
         // (CARD_INFO, the kernel-client blocks) is that of the release its
         // tables were checked against. This logs why it failed (e.g. a

@@ -48,6 +48,8 @@ pub(crate) struct Config {
     pub(crate) refused: u64,
     /// Bytes of `memory` charged for managed (nvidia-uvm) mappings.
     pub(crate) managed: u64,
+    /// Calls of its container refused by default deny (`src/deny.rs`).
+    pub(crate) denied: u64,
 }
 
 /// One vGPU.
@@ -96,6 +98,11 @@ impl Vgpu {
         }
         cfg.refused += 1;
         false
+    }
+
+    /// Counts a call of its container refused by default deny.
+    pub(crate) fn count_denied(&self) {
+        self.config.lock().denied += 1;
     }
 
     /// Drops its list of nvidia-uvm spaces (it is going away): the spaces
@@ -188,6 +195,7 @@ impl Vgpus {
                     memory: Ledger::new(u64::MAX),
                     cgroup: KVec::new(),
                     refused: 0,
+                    denied: 0,
                     managed: 0,
                 }),
                 users <- new_mutex!(0),
@@ -299,6 +307,7 @@ const F_COMPUTE_THROTTLED_US: usize = 7;
 const F_COMPUTE_TSGS: usize = 8;
 const F_MEMORY_REFUSED: usize = 9;
 const F_MEMORY_MANAGED: usize = 10;
+const F_CALLS_DENIED: usize = 11;
 
 impl DeviceFiles for VgpuFiles {
     type Data = Vgpu;
@@ -348,6 +357,10 @@ impl DeviceFiles for VgpuFiles {
             name: c"memory_managed",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"calls_denied",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
@@ -369,6 +382,7 @@ impl DeviceFiles for VgpuFiles {
             F_MEMORY_USED => writeln!(out, "{}", cfg.memory.used()),
             F_MEMORY_REFUSED => writeln!(out, "{}", cfg.refused),
             F_MEMORY_MANAGED => writeln!(out, "{}", cfg.managed),
+            F_CALLS_DENIED => writeln!(out, "{}", cfg.denied),
             F_CGROUP => {
                 let s = core::str::from_utf8(&cfg.cgroup).unwrap_or("?");
                 writeln!(out, "{s}")

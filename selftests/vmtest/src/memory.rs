@@ -22,6 +22,10 @@ pub const TESTS: &[Test] = &[
         run: setup,
     },
     Test {
+        name: "unknown_numbers_are_refused_and_counted",
+        run: unknown_numbers_are_refused_and_counted,
+    },
+    Test {
         name: "each_stops_exactly_at_its_ceiling",
         run: each_stops_exactly_at_its_ceiling,
     },
@@ -122,6 +126,70 @@ fn setup() -> Outcome {
 
 fn session(vgpu: u32) -> Result<Session, String> {
     Session::vgpu(vgpu)
+}
+
+/// `calls_denied` of vGPU `id`.
+pub(crate) fn calls_denied(id: u32) -> Result<u64, String> {
+    let s = read_file(&format!("/sys/class/vgpu/vgpu{id}/calls_denied"))?;
+    s.trim().parse().map_err(|_| format!("calls_denied: {s:?}"))
+}
+
+/// Default deny: numbers the dispatch table does not admit never reach the
+/// driver. Each is answered as RM answers what it does not have, counted on
+/// the container's vGPU, and an unknown one is named once in the log.
+fn unknown_numbers_are_refused_and_counted() -> Outcome {
+    use nvclient::abi::{class, ctrl, status::*};
+    use nvclient::Error::{Os, Rm};
+    let before = calls_denied(0)?;
+    as_container("/ma", || {
+        let s = session(0)?;
+        let mut p = [0u8; 4096];
+        // A control no row admits (RM: NOT_SUPPORTED, rs_resource.c:131).
+        let r = s
+            .ctl
+            .control(s.client, s.subdevice, 0x2080_0dea, &mut p[..16]);
+        ensure!(r == Err(Rm(NV_ERR_NOT_SUPPORTED)), "unknown control: {r:?}");
+        // A row the table denies: other tenants' processes.
+        let r = s.ctl.control(
+            s.client,
+            s.subdevice,
+            ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+            &mut p,
+        );
+        ensure!(r == Err(Rm(NV_ERR_NOT_SUPPORTED)), "GPU_GET_PIDS: {r:?}");
+        // A class no row admits, and one the table denies (fabric memory,
+        // which the ledger does not charge): RM's INVALID_CLASS.
+        let r = s.ctl.alloc(s.client, s.device, 0, 0xdead, &mut []);
+        ensure!(r == Err(Rm(NV_ERR_INVALID_CLASS)), "unknown class: {r:?}");
+        let r = s
+            .ctl
+            .alloc(s.client, s.device, 0, class::NV_MEMORY_FABRIC, &mut p[..64]);
+        ensure!(r == Err(Rm(NV_ERR_INVALID_CLASS)), "fabric memory: {r:?}");
+        // An escape vgpu does not know: EINVAL, as from the driver.
+        let mut b = [0u8; 8];
+        let r = s.ctl.node().ioctl_direct(0x01, &mut b);
+        ensure!(r == Err(Os(libc::EINVAL)), "unknown escape: {r:?}");
+        Ok(())
+    })?;
+    let after = calls_denied(0)?;
+    ensure!(
+        after == before + 5,
+        "calls_denied {before} before, {after} after five refusals"
+    );
+    ensure!(
+        calls_denied(1)? == 0,
+        "the other container's vGPU counted them"
+    );
+    let log = sh("dmesg")?;
+    ensure!(
+        log.contains("control 0x20800dea is not in vgpu's tables for driver 595.45.04: refused (reported once)"),
+        "the unknown control is not named in the kernel log"
+    );
+    ensure!(
+        log.contains("class 0xdead is not in vgpu's tables"),
+        "the unknown class is not named in the kernel log"
+    );
+    Ok(())
 }
 
 /// Allocates `chunk`-byte VRAM objects until refused; returns the total.

@@ -61,6 +61,10 @@ pub const TESTS: &[Test] = &[
         name: "load_unload_cycles",
         run: load_unload_cycles,
     },
+    Test {
+        name: "unknown_calls_forwarded_on_request",
+        run: unknown_calls_forwarded_on_request,
+    },
 ];
 
 const CTL: &str = "/dev/vgpuctl";
@@ -288,6 +292,60 @@ fn load_unload_cycles() -> Outcome {
     ensure!(
         !module_loaded("nvidia"),
         "modprobe -r left the unused driver loaded"
+    );
+    Ok(())
+}
+
+fn unknown_calls_forwarded_on_request() -> Outcome {
+    // unknown_calls=1: a number vgpu's tables do not know is forwarded as
+    // written (the double answers it) and logged, not counted; what the
+    // tables deny stays refused and counted.
+    use nvclient::abi::{ctrl, status::NV_ERR_NOT_SUPPORTED};
+    sh("modprobe nvidia")?;
+    sh("modprobe vgpu unknown_calls=1")?;
+    std::fs::create_dir_all("/sys/fs/cgroup/mx").map_err(|e| format!("mkdir: {e}"))?;
+    let w = |f: &str, v: &str| crate::sys::write_file(f, v).map_err(|e| format!("{f}: errno {e}"));
+    w("/sys/class/vgpu/create", "0")?;
+    w("/sys/class/vgpu/vgpu0/gpu", "0")?;
+    w("/sys/class/vgpu/vgpu0/cgroup", "/mx")?;
+    let r = crate::sys::as_container("/mx", || {
+        let s = crate::session::Session::vgpu(0)?;
+        let mut p = [0u8; 4096];
+        let r = s
+            .ctl
+            .control(s.client, s.subdevice, 0x2080_0deb, &mut p[..16]);
+        ensure!(
+            r == Err(nvclient::Error::Rm(NV_ERR_NOT_SUPPORTED)),
+            "unknown control, forwarded: {r:?}"
+        );
+        let r = s.ctl.control(
+            s.client,
+            s.subdevice,
+            ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+            &mut p,
+        );
+        ensure!(
+            r == Err(nvclient::Error::Rm(NV_ERR_NOT_SUPPORTED)),
+            "GPU_GET_PIDS: {r:?}"
+        );
+        Ok(())
+    });
+    let denied = crate::memory::calls_denied(0);
+    let log = sh("dmesg")?;
+    w("/sys/class/vgpu/remove", "0")?;
+    sh("rmmod vgpu")?;
+    sh("rmmod nvidia")?;
+    r?;
+    let denied = denied?;
+    ensure!(
+        denied == 1,
+        "calls_denied {denied}: want 1 (the denied row, not the forwarded unknown one)"
+    );
+    ensure!(
+        log.contains(
+            "control 0x20800deb is not in vgpu's tables for driver 595.45.04: forwarded (unknown_calls=1)"
+        ),
+        "the forwarded control is not named in the kernel log"
     );
     Ok(())
 }

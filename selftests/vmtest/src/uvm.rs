@@ -140,6 +140,7 @@ fn setup() -> Outcome {
 }
 
 fn node() -> Outcome {
+    let denied0 = crate::memory::calls_denied(0)?;
     // No vGPU for the caller's cgroup: no UVM node either.
     as_container("/un", || {
         want_os(Uvm::open(UVM), libc::EACCES, "open from /un")
@@ -148,6 +149,7 @@ fn node() -> Outcome {
         let u = Uvm::open(UVM).map_err(|e| format!("open: {e:?}"))?;
         // UVM_MEM_MAP (35) is declared but not routed on Linux: ENOSYS.
         let mut b = [0u8; 64];
+        // Refused by vgpu (default deny) and counted on the vGPU.
         want_os(u.call(35, &mut b), libc::ENOSYS, "unknown command")?;
         want_os(
             u.call_raw(0x3000_0001, 8),
@@ -181,7 +183,13 @@ fn node() -> Outcome {
         mm.mm_initialize(u.fd())
             .map_err(|e| format!("MM_INITIALIZE: {e:?}"))?;
         Ok(())
-    })
+    })?;
+    let denied = crate::memory::calls_denied(0)?;
+    ensure!(
+        denied == denied0 + 1,
+        "calls_denied {denied0} before, {denied} after one unknown UVM command"
+    );
+    Ok(())
 }
 
 /// A thread keeps writing 0 (HMM on) into the flags of the INITIALIZE block

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Default deny: what vgpu does with an RM class, RM control or UVM command
+//! that its dispatch table (`src/nv/table.rs`, `src/nv/uvm.rs`) does not
+//! admit.
+//!
+//! A number the table denies is refused whatever the operator set. A number
+//! the table does not know is refused too, unless the module parameter
+//! `unknown_calls` is 1 (an operator running a driver newer than the tables,
+//! who accepts the risk): then it is forwarded as the caller wrote it. Either
+//! way the kernel log names each number once (at most [`LOGGED_MAX`]
+//! distinct numbers, so a tenant cannot flood the log), and every refusal is
+//! counted on the caller's vGPUs (sysfs `calls_denied`).
+
+use kernel::prelude::*;
+
+/// What a number is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// An RM allocation class (RM_ALLOC's `hClass`).
+    Class,
+    /// An RM control command (RM_CONTROL's `cmd`).
+    Control,
+    /// An nvidia-uvm ioctl command.
+    Uvm,
+}
+
+impl Family {
+    fn name(self) -> &'static str {
+        match self {
+            Family::Class => "class",
+            Family::Control => "control",
+            Family::Uvm => "UVM command",
+        }
+    }
+}
+
+/// How many distinct numbers the log names; later ones are counted only.
+pub(crate) const LOGGED_MAX: usize = 64;
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised in `init` when the module loads, before any file
+    // can be opened.
+    unsafe(uninit) static LOGGED: Mutex<KVec<(Family, u32)>> = KVec::new();
+}
+
+/// Sets up the log's memory; call once at load.
+///
+/// # Safety
+///
+/// Called once, before any other function of this file.
+pub(crate) unsafe fn init() {
+    // SAFETY: the caller's contract.
+    unsafe { LOGGED.init() };
+}
+
+/// Whether an unknown number is forwarded (module parameter
+/// `unknown_calls` = 1) rather than refused.
+fn forward_unknown() -> bool {
+    crate::module_parameters::unknown_calls.value() == 1
+}
+
+/// Logs `number` of `family` once: `verdict` says what vgpu did with it.
+fn log_once(family: Family, number: u32, verdict: &str) {
+    let mut logged = LOGGED.lock();
+    if logged.len() >= LOGGED_MAX || logged.contains(&(family, number)) {
+        return;
+    }
+    if logged.push((family, number), GFP_KERNEL).is_err() {
+        return;
+    }
+    drop(logged);
+    pr_warn!(
+        "{} {number:#x} is not in vgpu's tables for driver {}: {verdict} (reported once)\n",
+        family.name(),
+        crate::nv::RELEASE
+    );
+}
+
+/// The verdict on a number: `known` whether the table has a row for it,
+/// `admitted` whether that row admits it. Returns whether the call may go
+/// on; logs unknown numbers once.
+pub(crate) fn admits(family: Family, number: u32, known: bool, admitted: bool) -> bool {
+    if known {
+        return admitted;
+    }
+    if forward_unknown() {
+        log_once(family, number, "forwarded (unknown_calls=1)");
+        true
+    } else {
+        log_once(family, number, "refused");
+        false
+    }
+}
