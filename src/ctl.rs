@@ -16,6 +16,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
+use crate::deny;
 use crate::kapi::{
     mm::Scratch,
     realfile::{RealFile, RealNode},
@@ -24,7 +25,6 @@ use crate::kapi::{
 };
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
-use crate::deny;
 use crate::nv::ioctl::{self, Escape, CARD_INFO_SIZE};
 use crate::nv::table;
 use crate::proxy::Call;

@@ -166,7 +166,10 @@ impl FileOperations for ProxyFops {
         let call = Call::decode(cmd, arg).inspect_err(|_| {
             // An escape vgpu does not know never reaches the driver, which
             // answers unknown escapes with EINVAL too; it is counted.
-            if matches!(ioctl::decode(cmd), Err(ioctl::DecodeError::UnknownEscape(_))) {
+            if matches!(
+                ioctl::decode(cmd),
+                Err(ioctl::DecodeError::UnknownEscape(_))
+            ) {
                 me.count_denied();
             }
         })?;
