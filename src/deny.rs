@@ -54,6 +54,12 @@ pub(crate) unsafe fn init() {
     unsafe { LOGGED.init() };
 }
 
+/// Forgets the numbers logged (frees the list): call when the module
+/// unloads.
+pub(crate) fn clear() {
+    drop(core::mem::take(&mut *LOGGED.lock()));
+}
+
 /// Whether an unknown number is forwarded (module parameter
 /// `unknown_calls` = 1) rather than refused.
 fn forward_unknown() -> bool {

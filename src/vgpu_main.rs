@@ -323,6 +323,7 @@ impl Drop for VgpuModule {
         self.state.remove_gpu_nodes();
         self.state.vgpus.clear();
         ctl::clear_clients();
+        deny::clear();
         STATE.lock().take();
     }
 }
