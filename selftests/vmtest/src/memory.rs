@@ -606,6 +606,25 @@ fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
     })
 }
 
+/// RM_ALLOC of VRAM in the NVOS21 layout with params at `ptr` and
+/// `paramsSize` `psize`: the status RM (or vgpu) answered.
+fn vram_nvos21(s: &Session, ptr: u64, psize: u32) -> Result<u32, String> {
+    use nvclient::abi::{class, Nvos21};
+    let mut blk = Nvos21 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        h_class: class::NV01_MEMORY_LOCAL_USER,
+        p_alloc_parms: ptr,
+        params_size: psize,
+        ..Default::default()
+    }
+    .to_bytes();
+    s.ctl
+        .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
+        .map_err(|e| format!("ioctl: {e:?}"))?;
+    Ok(Nvos21::decode(&blk).status)
+}
+
 /// vgpu charges the size RM really allocates: RM rounds VRAM to 2 MiB
 /// pages from 2 MiB up (`mem_mgr.c:1760-1765` at 595.45.04) and reads the
 /// class's own params whatever `paramsSize` says (`resource_desc.c:181-214`),
@@ -613,7 +632,7 @@ fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
 /// charge smaller than the allocation, and a request that fits only before
 /// rounding is refused at the ceiling.
 fn charges_what_rm_allocates() -> Outcome {
-    use nvclient::abi::{class, MemoryAllocationParams, Nvos21};
+    use nvclient::abi::MemoryAllocationParams;
     as_container("/ma", || {
         let s = session(0)?;
         let m = s
@@ -629,19 +648,7 @@ fn charges_what_rm_allocates() -> Outcome {
         for psize in [8u32, 4096] {
             let mp = nvclient::vram_params(s.client, 3 * MIB).to_bytes();
             buf[..mp.len()].copy_from_slice(&mp);
-            let mut blk = Nvos21 {
-                h_root: s.client,
-                h_object_parent: s.device,
-                h_class: class::NV01_MEMORY_LOCAL_USER,
-                p_alloc_parms: buf.as_mut_ptr() as u64,
-                params_size: psize,
-                ..Default::default()
-            }
-            .to_bytes();
-            s.ctl
-                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
-                .map_err(|e| format!("ioctl: {e:?}"))?;
-            let st = Nvos21::decode(&blk).status;
+            let st = vram_nvos21(&s, buf.as_mut_ptr() as u64, psize)?;
             ensure!(st == status::NV_OK, "paramsSize {psize}: status {st:#x}");
             let back = MemoryAllocationParams::decode(&buf[..MemoryAllocationParams::SIZE]);
             ensure!(
@@ -664,19 +671,7 @@ fn charges_what_rm_allocates() -> Outcome {
             (0x10u64, status::NV_ERR_INVALID_ADDRESS),
             (0, status::NV_ERR_INVALID_ARGUMENT),
         ] {
-            let mut blk = Nvos21 {
-                h_root: s.client,
-                h_object_parent: s.device,
-                h_class: class::NV01_MEMORY_LOCAL_USER,
-                p_alloc_parms: ptr,
-                params_size: MemoryAllocationParams::SIZE as u32,
-                ..Default::default()
-            }
-            .to_bytes();
-            s.ctl
-                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
-                .map_err(|e| format!("ioctl: {e:?}"))?;
-            let st = Nvos21::decode(&blk).status;
+            let st = vram_nvos21(&s, ptr, MemoryAllocationParams::SIZE as u32)?;
             ensure!(
                 st == want,
                 "params at {ptr:#x}: status {st:#x}, want {want:#x}"

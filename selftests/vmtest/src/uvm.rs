@@ -417,6 +417,12 @@ fn managed_ceiling() -> Outcome {
         let _ = big;
         Ok(())
     })?;
+    all_returned(res0)
+}
+
+/// After the container exited: nothing charged to vGPU 0 and the double's
+/// managed residency back at `res0`.
+fn all_returned(res0: u64) -> Outcome {
     ensure!(
         sysfs(0, "memory_used")? == 0,
         "charged after the container exited: {}",
@@ -696,13 +702,7 @@ fn range_groups_under_ceiling() -> Outcome {
         drop(m);
         Ok(())
     })?;
-    ensure!(
-        sysfs(0, "memory_used")? == 0,
-        "charged after the container exited: {}",
-        sysfs(0, "memory_used")?
-    );
-    ensure!(resident0()? == res0, "managed VRAM left resident");
-    Ok(())
+    all_returned(res0)
 }
 
 /// Container B's range group, its managed memory resident: container A
