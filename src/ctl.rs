@@ -161,8 +161,8 @@ impl Ctl {
         // Default deny: a class the table does not admit is refused the way
         // RM refuses a class it does not have (`rs_server.c:4149` at
         // 595.45.04), before anything reaches the driver.
-        let known = table::class_row(h_class).is_some();
-        let admitted = table::class_policy(h_class).admits();
+        let row = table::class_row(h_class);
+        let (known, admitted) = (row.is_some(), row.is_some_and(|r| r.policy.admits()));
         let result = match h_class {
             c if !deny::admits(deny::Family::Class, c, known, admitted) => {
                 self.count_denied();
@@ -557,8 +557,8 @@ impl Ctl {
         // way RM refuses a command it does not have (`NV_ERR_NOT_SUPPORTED`,
         // `rs_resource.c:131` at 595.45.04), before anything reaches the
         // driver.
-        let known = table::control_row(a.cmd).is_some();
-        let admitted = table::control_policy(a.cmd).admits();
+        let row = table::control_row(a.cmd);
+        let (known, admitted) = (row.is_some(), row.is_some_and(|r| r.policy.admits()));
         if !deny::admits(deny::Family::Control, a.cmd, known, admitted) {
             self.count_denied();
             a.status = NV_ERR_NOT_SUPPORTED;

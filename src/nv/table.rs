@@ -466,29 +466,64 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0xcb33_010c, "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_KEY_ROTATION_STATE", 8, P::Forward, F::Security),
 ];
 
-/// The row of class `c`, if the table has one.
+/// The row of class `c`, if the table has one (binary search: the rows
+/// are in number order, checked at compile time below).
 pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
-    let mut rest = CLASSES;
-    while let [row, tail @ ..] = rest {
+    let (mut lo, mut hi) = (0, CLASSES.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let row = &CLASSES[mid];
         if row.class == c {
             return Some(row);
         }
-        rest = tail;
+        if row.class < c {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
     None
 }
 
-/// The row of control `cmd`, if the table has one.
+/// The row of control `cmd`, if the table has one (binary search, as
+/// [`class_row`]).
 pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
-    let mut rest = CONTROLS;
-    while let [row, tail @ ..] = rest {
+    let (mut lo, mut hi) = (0, CONTROLS.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let row = &CONTROLS[mid];
         if row.cmd == cmd {
             return Some(row);
         }
-        rest = tail;
+        if row.cmd < cmd {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
     None
 }
+
+// Both tables are in strictly increasing number order: what the lookups
+// rely on, and no number twice.
+const _: () = {
+    let mut i = 1;
+    while i < CLASSES.len() {
+        assert!(
+            CLASSES[i - 1].class < CLASSES[i].class,
+            "CLASSES out of order"
+        );
+        i += 1;
+    }
+    let mut i = 1;
+    while i < CONTROLS.len() {
+        assert!(
+            CONTROLS[i - 1].cmd < CONTROLS[i].cmd,
+            "CONTROLS out of order"
+        );
+        i += 1;
+    }
+};
 
 /// What vgpu does with class `c`: its row's policy, [`Policy::Denied`] for
 /// a class the table lacks (default deny).
