@@ -196,9 +196,11 @@ fn nodes_are_the_drivers_numbers() -> Outcome {
     }
     ensure!(!exists("/dev/nvidia3"), "/dev/nvidia3 exists with gpus=3");
     sh("rmmod nvidia")?;
+    let path = sh("modinfo -F filename nvidia")?;
+    let r = crate::sys::finit_module(path.trim(), "gpus=9");
     ensure!(
-        sh("modprobe nvidia gpus=9").is_err(),
-        "gpus=9 loaded (at most 8)"
+        r == Err(libc::EINVAL),
+        "gpus=9 (at most 8): {r:?}, want EINVAL"
     );
     ensure!(!module_loaded("nvidia"), "loaded after a refused load");
     Ok(())

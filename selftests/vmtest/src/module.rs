@@ -3,7 +3,7 @@
 //! The module's life cycle: load, nodes and class, refusals, unload.
 
 use crate::ensure;
-use crate::sys::{delete_module, errno, exists, is_chardev, module_loaded, sh, Fd};
+use crate::sys::{delete_module, errno, exists, finit_module, is_chardev, module_loaded, sh, Fd};
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
 
@@ -88,32 +88,13 @@ fn load_refused_without_driver() -> Outcome {
     Ok(())
 }
 
-/// `finit_module` of `path` with no parameters: `Err(errno)` on failure.
-fn finit_module(path: &str) -> Result<(), i32> {
-    let f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(0))?;
-    // SAFETY: a valid fd and an empty NUL-terminated parameter string.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_finit_module,
-            std::os::fd::AsRawFd::as_raw_fd(&f),
-            c"".as_ptr(),
-            0,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
-}
-
 fn load_refused_on_another_release() -> Outcome {
     // The double claims to be 570.211.01, whose kernel-client blocks differ
     // from the 595.45.04 ones vgpu was checked against (NVOS21 alloc, a
     // 56-byte union): vgpu must not load, and must say why.
     sh("modprobe nvidia release=3")?;
     let path = sh("modinfo -F filename vgpu")?;
-    let r = finit_module(path.trim());
+    let r = finit_module(path.trim(), "");
     let log = sh("dmesg")?;
     let unloaded = sh("rmmod nvidia");
     ensure!(

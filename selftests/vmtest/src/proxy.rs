@@ -430,7 +430,11 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
         );
         // SAFETY: as above.
         let r = unsafe { libc::mremap(p, len, 2 * len, libc::MREMAP_MAYMOVE) };
-        ensure!(r == libc::MAP_FAILED, "mremap moved it");
+        ensure!(
+            r == libc::MAP_FAILED && errno() == libc::EPERM,
+            "mremap: {r:?}, errno {}",
+            errno()
+        );
         // SAFETY: as above: MAP_FIXED over the area must fail.
         let r = unsafe {
             libc::mmap(
@@ -442,16 +446,32 @@ fn bounce_area_is_vgpus_alone() -> Outcome {
                 0,
             )
         };
-        ensure!(r == libc::MAP_FAILED, "MAP_FIXED replaced it");
+        ensure!(
+            r == libc::MAP_FAILED && errno() == libc::EPERM,
+            "MAP_FIXED: {r:?}, errno {}",
+            errno()
+        );
         // SAFETY: as above.
         let r = unsafe { libc::madvise(p, len, libc::MADV_DOFORK) };
-        ensure!(r == -1, "MADV_DOFORK accepted");
+        let e = errno();
+        if r == -1 && e == libc::ENOSYS {
+            // The test kernels are built without CONFIG_ADVISE_SYSCALLS:
+            // nothing is shown here (said, not passed silently).
+            println!("# proxy: madvise is not built into this kernel: MADV_DOFORK not tried");
+        } else {
+            // VM_IO areas refuse MADV_DOFORK (mm/madvise.c).
+            ensure!(r == -1 && e == libc::EINVAL, "MADV_DOFORK: {r}, errno {e}");
+        }
         let mem = std::fs::OpenOptions::new()
             .write(true)
             .open("/proc/self/mem")
             .map_err(|e| format!("/proc/self/mem: {e}"))?;
         let w = std::os::unix::fs::FileExt::write_at(&mem, &[0xff], start as u64);
-        ensure!(w.is_err(), "/proc/self/mem wrote into it");
+        let werr = w.as_ref().map_err(|e| e.raw_os_error());
+        ensure!(
+            werr == Err(Some(libc::EIO)),
+            "/proc/self/mem write: {werr:?}"
+        );
         // A child does not inherit it (it gets its own on its first call).
         let code = in_child(|| i32::from(bounce_area().is_ok()))?;
         ensure!(code == 0, "the area was inherited");

@@ -359,6 +359,8 @@ pub fn as_container(cg: &str, f: impl FnOnce() -> Outcome) -> Outcome {
             Ok(()) => 0,
             Err(why) => {
                 println!("#   in {cg}: {why}");
+                // The child leaves with _exit: flush, or the reason is lost.
+                let _ = std::io::Write::flush(&mut std::io::stdout());
                 1
             }
         }
@@ -453,6 +455,28 @@ pub fn delete_module(name: &str) -> Result<(), i32> {
     let c = std::ffi::CString::new(name).map_err(|_| libc::EINVAL)?;
     // SAFETY: a valid NUL-terminated module name and flags.
     let r = unsafe { libc::syscall(libc::SYS_delete_module, c.as_ptr(), libc::O_NONBLOCK) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// `finit_module` of the module file at `path` with parameters `params`
+/// (`insmod path params`): `Err(errno)` on failure, so a test can name the
+/// refusal it expects.
+pub fn finit_module(path: &str, params: &str) -> Result<(), i32> {
+    let f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(0))?;
+    let p = std::ffi::CString::new(params).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a valid fd and a NUL-terminated parameter string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_finit_module,
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            p.as_ptr(),
+            0,
+        )
+    };
     if r == 0 {
         Ok(())
     } else {

@@ -923,9 +923,11 @@ fn managed_mmap_rules() -> Outcome {
         .ctx("managed range of a multi-process VA space")?;
     drop(ms);
     m.unmap().ctx("munmap")?;
+    // No range there any more: NV_ERR_INVALID_ADDRESS (uvm_va_range.c:766).
+    let r = f.uvm.validate_va_range(a, l as u64);
     ensure!(
-        f.uvm.validate_va_range(a, l as u64).is_err(),
-        "a range left behind"
+        r == Err(nvclient::Error::Rm(NV_ERR_INVALID_ADDRESS)),
+        "a range left behind: VALIDATE gives {r:?}"
     );
     Ok(())
 }
