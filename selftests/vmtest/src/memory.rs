@@ -428,39 +428,54 @@ fn sigkill_gives_back() -> Outcome {
     Ok(())
 }
 
+/// The size in the alloc params the driver would read flips between 64 KiB
+/// and 8 GiB (past the 1 GiB ceiling) while the container allocates with
+/// that very block: vgpu decides and allocates from its own copy, so every
+/// byte the driver holds was charged, and both sizes were seen (some calls
+/// allocated, some were refused over the ceiling).
 fn racing_size_cannot_pass_the_ceiling() -> Outcome {
+    use nvclient::abi::{class, status::*, Nvos21};
     as_container("/ma", || {
         let s = session(0)?;
-        // One thread flips the size in a shared params block between a
-        // small and a huge value while another allocates with that block.
-        let mut params = nvclient::vram_params(s.client, 64 << 10);
-        let p: *mut nvclient::abi::MemoryAllocationParams = &mut params;
-        let addr = p as usize;
-        let size = addr + 64;
-        let mut big = false;
-        let flip = move || {
-            big = !big;
-            // SAFETY: the block lives on the allocating thread's stack
-            // until `while_racing` has joined this thread; racing writes
-            // are the point of the test.
-            unsafe { (size as *mut u64).write_volatile(if big { 8 * GIB } else { 64 << 10 }) };
-        };
-        while_racing(flip, || {
-            for _ in 0..400 {
-                // SAFETY: as above; the allocating thread reads a copy each
-                // time.
-                let mp = unsafe { std::ptr::read_volatile(p) };
-                let _ = s.ctl.alloc_memory(
-                    s.client,
-                    s.device,
-                    0,
-                    nvclient::abi::class::NV01_MEMORY_LOCAL_USER,
-                    mp,
-                );
+        let mut mp = Box::new(nvclient::vram_params(s.client, 64 << 10).to_bytes());
+        let fresh = vram_block(&s, class::NV01_MEMORY_LOCAL_USER, &mut mp[..]);
+        let mut blk = Box::new(fresh);
+        // The params' `size`, the word the driver would read.
+        let word = mp.as_mut_ptr() as usize + 64;
+        let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), Nvos21::SIZE);
+        let fd = s.ctl.node().fd();
+        let p = blk.as_mut_ptr();
+        // RM writes its choices back into the params (rounded size, page
+        // attributes): each call starts from the same params, the racer
+        // keeps flipping the size in them.
+        let (fresh_mp, pm) = (*mp, mp.as_mut_ptr());
+        let (mut allocated, mut refused) = (0, 0);
+        race_then_compare(word, 64 << 10, 8 * GIB, 300, || {
+            // SAFETY: `pm` is the live params buffer above (the racer writes
+            // only its size word, with single aligned stores).
+            unsafe { std::ptr::copy_nonoverlapping(fresh_mp.as_ptr(), pm, fresh_mp.len()) };
+            // SAFETY: `p` is the live block above, written only here; its
+            // params pointer is `mp`, which the racer flips.
+            unsafe { std::ptr::copy_nonoverlapping(fresh.as_ptr(), p, fresh.len()) };
+            // SAFETY: as above.
+            let rc = unsafe { libc::ioctl(fd, req as _, p) };
+            ensure!(rc == 0, "RM_ALLOC: errno {}", crate::sys::errno());
+            // SAFETY: as above; read back after the call.
+            let st = Nvos21::decode(unsafe { std::slice::from_raw_parts(p, Nvos21::SIZE) }).status;
+            match st {
+                NV_OK => allocated += 1,
+                NV_ERR_NO_MEMORY => refused += 1,
+                st => return Err(format!("RM_ALLOC: status {st:#x}")),
             }
+            Ok(())
         })?;
+        ensure!(
+            allocated > 0 && refused > 0,
+            "the flip never reached a call: {allocated} allocated, {refused} refused"
+        );
         let u = used(0)?;
         ensure!(u <= GIB, "used {u} past the 1 GiB ceiling");
+        let _ = (&mut mp, &mut blk);
         Ok(())
     })?;
     ensure!(used(0)? == 0, "charged after exit: {}", used(0)?);
