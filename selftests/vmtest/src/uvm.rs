@@ -534,13 +534,20 @@ fn sigkill_mid_migration() -> Outcome {
             let _ = c.u.uvm.migrate(m.addr(), m.len() as u64, &CPU_UUID);
         })
     })?;
-    std::thread::sleep(Duration::from_millis(30));
-    ensure!(
-        sysfs(0, "memory_managed")? == 48 * MIB,
-        "charged while migrating: {}",
-        sysfs(0, "memory_managed")?
-    );
+    // Kill it while managed VRAM is resident: a migration is under way.
+    let t0 = Instant::now();
+    let mut at_kill = 0;
+    while t0.elapsed() < Duration::from_secs(10) {
+        at_kill = resident0()?.saturating_sub(res0);
+        if at_kill > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let managed = sysfs(0, "memory_managed")?;
     drop(h);
+    ensure!(at_kill > 0, "no migration was running at the kill");
+    ensure!(managed == 48 * MIB, "charged while migrating: {managed}");
     ensure!(
         sysfs(0, "memory_used")? == 0 && sysfs(0, "memory_managed")? == 0,
         "charged after SIGKILL: used {}, managed {}",
