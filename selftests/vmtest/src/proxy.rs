@@ -522,24 +522,28 @@ fn threads_outnumber_bounce_slots() -> Outcome {
             .map_err(|e| format!("vram: {e:?}"))?;
         write_file("/sys/kernel/debug/nvidia-double/map_delay_ms", "10")
             .map_err(|e| format!("map_delay_ms: errno {e}"))?;
+        // Calls in flight at once, as the callers see them: more than the
+        // area's 8 slots must have been, or nothing here outnumbered them.
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let in_flight = std::sync::Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
         let threads: Vec<_> = (0..12)
             .map(|_| {
-                let s = s.clone();
+                let (s, in_flight) = (s.clone(), in_flight.clone());
                 std::thread::spawn(move || -> Result<(), String> {
                     for _ in 0..4 {
-                        let m = s
-                            .ctl
-                            .map_memory(
-                                "/dev/vgpu0",
-                                s.client,
-                                s.device,
-                                vram.handle,
-                                0,
-                                1 << 20,
-                                0,
-                            )
-                            .map_err(|e| format!("map: {e:?}"))?;
-                        drop(m);
+                        let now = in_flight.0.fetch_add(1, SeqCst) + 1;
+                        in_flight.1.fetch_max(now, SeqCst);
+                        let m = s.ctl.map_memory(
+                            "/dev/vgpu0",
+                            s.client,
+                            s.device,
+                            vram.handle,
+                            0,
+                            1 << 20,
+                            0,
+                        );
+                        in_flight.0.fetch_sub(1, SeqCst);
+                        drop(m.map_err(|e| format!("map: {e:?}"))?);
                     }
                     Ok(())
                 })
@@ -551,6 +555,11 @@ fn threads_outnumber_bounce_slots() -> Outcome {
         for r in results {
             r.map_err(|_| "a mapping thread panicked")??;
         }
+        let most = in_flight.1.load(SeqCst);
+        ensure!(
+            most > 8,
+            "at most {most} calls were in flight at once: the slots were never outnumbered"
+        );
         let areas = read_file("/proc/self/maps")?
             .lines()
             .filter(|l| l.ends_with("[vgpu-bounce]"))
