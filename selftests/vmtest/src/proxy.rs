@@ -305,8 +305,10 @@ fn private_files_unreachable() -> Outcome {
                 }
             })
         };
+        let getfd_longest_us = Arc::new(AtomicU64::new(0));
         let getfd = {
-            let (stop, taken) = (stop.clone(), taken.clone());
+            let (stop, taken, getfd_longest_us) =
+                (stop.clone(), taken.clone(), getfd_longest_us.clone());
             std::thread::spawn(move || {
                 // SAFETY: plain system calls on our own thread's pid.
                 let pidfd =
@@ -316,10 +318,12 @@ fn private_files_unreachable() -> Outcome {
                 }
                 while !stop.load(Relaxed) {
                     for n in 0..4 {
+                        let t = Instant::now();
                         // SAFETY: pidfd_getfd on our own process; a new fd
                         // comes back or -1.
                         let fd =
                             unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, n, 0) as i32 };
+                        getfd_longest_us.fetch_max(t.elapsed().as_micros() as u64, Relaxed);
                         if fd >= 0 {
                             if is_real(fd) {
                                 taken.fetch_add(1, Relaxed);
@@ -364,6 +368,12 @@ fn private_files_unreachable() -> Outcome {
         ensure!(
             longest >= 20_000,
             "no /proc fd open ever waited for a call ({longest} us): the race was not run"
+        );
+        // pidfd_getfd takes the same lock: it too waited for a call.
+        let getfd_longest = getfd_longest_us.load(Relaxed);
+        ensure!(
+            getfd_longest >= 20_000,
+            "no pidfd_getfd ever waited for a call ({getfd_longest} us): the race was not run"
         );
         ensure!(
             taken.load(Relaxed) == 0,
