@@ -161,10 +161,9 @@ impl Ctl {
         // Default deny: a class the table does not admit is refused the way
         // RM refuses a class it does not have (`rs_server.c:4149` at
         // 595.45.04), before anything reaches the driver.
-        let row = table::class_row(h_class);
-        let (known, admitted) = (row.is_some(), row.is_some_and(|r| r.policy.admits()));
+        let row = table::class_row(h_class).map(|r| r.policy);
         let result = match h_class {
-            c if !deny::admits(deny::Family::Class, c, known, admitted) => {
+            c if !deny::admits(deny::Family::Class, c, row) => {
                 self.count_denied();
                 Err(NV_ERR_INVALID_CLASS)
             }
@@ -557,9 +556,8 @@ impl Ctl {
         // way RM refuses a command it does not have (`NV_ERR_NOT_SUPPORTED`,
         // `rs_resource.c:131` at 595.45.04), before anything reaches the
         // driver.
-        let row = table::control_row(a.cmd);
-        let (known, admitted) = (row.is_some(), row.is_some_and(|r| r.policy.admits()));
-        if !deny::admits(deny::Family::Control, a.cmd, known, admitted) {
+        let row = table::control_row(a.cmd).map(|r| r.policy);
+        if !deny::admits(deny::Family::Control, a.cmd, row) {
             self.count_denied();
             a.status = NV_ERR_NOT_SUPPORTED;
             user::write(addr, &a.to_bytes())?;

@@ -14,6 +14,8 @@
 
 use kernel::prelude::*;
 
+use crate::nv::table::Policy;
+
 /// What a number is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
@@ -83,12 +85,11 @@ fn log_once(family: Family, number: u32, verdict: &str) {
     );
 }
 
-/// The verdict on a number: `known` whether the table has a row for it,
-/// `admitted` whether that row admits it. Returns whether the call may go
-/// on; logs unknown numbers once.
-pub(crate) fn admits(family: Family, number: u32, known: bool, admitted: bool) -> bool {
-    if known {
-        return admitted;
+/// The verdict on a number whose table row has policy `row` (`None`: no
+/// row). Returns whether the call may go on; logs unknown numbers once.
+pub(crate) fn admits(family: Family, number: u32, row: Option<Policy>) -> bool {
+    if let Some(policy) = row {
+        return policy.admits();
     }
     if forward_unknown() {
         log_once(family, number, "forwarded (unknown_calls=1)");

@@ -304,7 +304,7 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
     // which answers unknown numbers with ENOSYS too; unless the operator
     // forwards unknown numbers (`unknown_calls=1`), as the caller wrote them.
     let Some(c) = Command::decode(cmd) else {
-        if crate::deny::admits(crate::deny::Family::Uvm, cmd, false, false) {
+        if crate::deny::admits(crate::deny::Family::Uvm, cmd, None) {
             return me.real.ioctl(cmd, arg);
         }
         vgpus.iter().for_each(|v| v.count_denied());

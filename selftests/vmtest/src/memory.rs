@@ -857,7 +857,6 @@ fn heap_alloc_other(s: &Session, function: u32) -> Result<(u32, u64), String> {
 }
 
 fn ceiling_spans_processes_and_layouts() -> Outcome {
-    use nvclient::abi::{class, Nvos21};
     // Two processes of container A share its 1 GiB: one holds 768 MiB, the
     // other gets only what is left, through the 32-byte NVOS21 layout.
     let holder = Holder::spawn(|| {
@@ -876,19 +875,7 @@ fn ceiling_spans_processes_and_layouts() -> Outcome {
         let s = session(0)?;
         let alloc21 = |size: u64| -> Result<u32, String> {
             let mut mp = nvclient::vram_params(s.client, size).to_bytes();
-            let mut blk = Nvos21 {
-                h_root: s.client,
-                h_object_parent: s.device,
-                h_class: class::NV01_MEMORY_LOCAL_USER,
-                p_alloc_parms: mp.as_mut_ptr() as u64,
-                params_size: mp.len() as u32,
-                ..Default::default()
-            }
-            .to_bytes();
-            s.ctl
-                .ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk)
-                .map_err(|e| format!("ioctl: {e:?}"))?;
-            Ok(Nvos21::decode(&blk).status)
+            vram_nvos21(&s, mp.as_mut_ptr() as u64, mp.len() as u32)
         };
         let st = alloc21(512 * MIB)?;
         ensure!(
