@@ -4,9 +4,16 @@
 //! container may allocate (`hClass` of RM_ALLOC) and every control it may
 //! send (`cmd` of RM_CONTROL), one row each, with what vgpu does with it.
 //!
+//! It also holds the rows of the two other families a container sends: the
+//! frontend escapes of `/dev/nvidiactl` and `/dev/nvidiaN` ([`ESCAPES`]) and
+//! the nvidia-uvm commands ([`UVM`]). Each of those rows names the handler
+//! vgpu runs for it ([`EscapeHandler`], [`UvmHandler`]); the module's
+//! dispatcher (`src/proxy.rs`, `src/uvm/mod.rs`) picks the handler from the
+//! row and nothing else. Class and control rows are consulted by the
+//! RM_ALLOC and RM_CONTROL handlers.
+//!
 //! core-only: this file uses nothing but `core`, contains no `unsafe` and
-//! cannot panic. It is data for the dispatcher of issue 15 ("one table",
-//! "default deny"); nothing in the module consults it yet.
+//! cannot panic.
 //!
 //! Rows. The rows are the classes and controls that gVisor's nvproxy admits
 //! for its compute and utility capabilities at driver 590.48.01 (the table
@@ -28,11 +35,13 @@
 //! everything they need (a rewrite, a check or a charge): denying them would
 //! break a CUDA program or nvidia-smi. The docs say what each needs.
 
-// An ABI table shared with the host crate, used by the module only once the
-// dispatcher is wired in: the same lint settings as `abi.rs`.
+// An ABI table shared with the host crate: the same lint settings as
+// `abi.rs`.
 #![allow(dead_code, unreachable_pub)]
 
-use super::abi::{class, ctrl};
+use super::abi::{self, class, ctrl, WireField};
+use super::ioctl::{Escape, Node, SizeRule};
+use super::uvm::{self as uvmabi, Command};
 
 /// What vgpu does with a class or control a container sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -542,3 +551,334 @@ pub const fn control_policy(cmd: u32) -> Policy {
         None => Policy::Denied,
     }
 }
+
+/// Where vgpu admits an escape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nodes {
+    /// `/dev/vgpuctl` only.
+    Ctl,
+    /// `/dev/vgpuN` only.
+    Gpu,
+    /// Both.
+    Both,
+}
+
+impl Nodes {
+    /// Whether a call on a ctl node (`ctl`) or a GPU node (`!ctl`) is
+    /// admitted.
+    pub const fn admits(self, ctl: bool) -> bool {
+        match self {
+            Nodes::Ctl => ctl,
+            Nodes::Gpu => !ctl,
+            Nodes::Both => true,
+        }
+    }
+}
+
+/// What vgpu runs for an escape (the module's dispatcher matches on this,
+/// and on nothing else of the call, to choose a handler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EscapeHandler {
+    /// Forwarded; an fd in the block ([`EscapeRow::fd_at`]) that names one
+    /// of vgpu's files is translated to that file's real file.
+    Forward,
+    /// RM_ALLOC_MEMORY: forwarded (fd translated); on a GPU node the heap
+    /// size class 0x40 reports is the vGPU's ceiling.
+    AllocMemory,
+    /// RM_ALLOC: classes by their rows ([`CLASSES`]).
+    Alloc,
+    /// RM_FREE: executed by vgpu on its verified clients (refunds).
+    Free,
+    /// RM_CONTROL: controls by their rows ([`CONTROLS`]).
+    Control,
+    /// RM_DUP_OBJECT: within a container only, charges shared.
+    Dup,
+    /// RM_VID_HEAP_CONTROL: allocations accounted, INFO rewritten.
+    VidHeap,
+    /// CARD_INFO: only the container's GPUs, from vgpu's records.
+    CardInfo,
+}
+
+/// One frontend escape (the `_IOC_NR` of an ioctl on an RM node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EscapeRow {
+    /// The escape.
+    pub escape: Escape,
+    /// Its `_IOC_NR`.
+    pub nr: u8,
+    /// The driver's size check.
+    pub size: SizeRule,
+    /// The node the driver serves it on.
+    pub driver_node: Node,
+    /// The nodes vgpu admits it on (a call on another is `EPERM`).
+    pub nodes: Nodes,
+    /// Where the block holds an fd the driver looks up in the caller's
+    /// table.
+    pub fd_at: Option<usize>,
+    /// Where the block's RM status is (`None`: none, or two layouts).
+    pub status_at: Option<usize>,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// The handler.
+    pub handler: EscapeHandler,
+}
+
+/// The offset of field `name` in `fields`, if it has one.
+const fn find_field(fields: &[WireField], name: &str) -> Option<usize> {
+    let mut i = 0;
+    while i < fields.len() {
+        let (a, b) = (fields[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return Some(fields[i].offset);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The layout of an escape's block, where it has one vgpu declares.
+const fn escape_fields(e: Escape) -> Option<&'static [WireField]> {
+    Some(match e {
+        Escape::RmFree => abi::Nvos00::FIELDS,
+        Escape::RmControl => abi::Nvos54::FIELDS,
+        Escape::RmDupObject => abi::Nvos55::FIELDS,
+        Escape::RmShare => abi::Nvos57::FIELDS,
+        Escape::RmVidHeapControl => abi::Nvos32::FIELDS,
+        Escape::RmUnmapMemory => abi::Nvos34::FIELDS,
+        Escape::AllocOsEvent | Escape::FreeOsEvent => abi::OsEvent::FIELDS,
+        _ => return None,
+    })
+}
+
+/// An escape row: the facts from [`Escape`] and the block layouts, the
+/// decision from the arguments.
+const fn esc(escape: Escape, nodes: Nodes, policy: Policy, handler: EscapeHandler) -> EscapeRow {
+    EscapeRow {
+        escape,
+        nr: escape.nr(),
+        size: escape.size_rule(),
+        driver_node: escape.node(),
+        nodes,
+        fd_at: escape.embedded_fd(),
+        status_at: match escape_fields(escape) {
+            Some(f) => find_field(f, "status"),
+            None => None,
+        },
+        policy,
+        handler,
+    }
+}
+
+use EscapeHandler as H;
+
+/// Every escape a container may send, in `nr` order. RM escapes (the
+/// driver's ctl node) are admitted on `/dev/vgpuctl` only: the driver would
+/// serve them on a GPU node too, for the ctl file it is registered to, but
+/// they must pass vgpu's accounting and rewrites there. Reasons per row in
+/// `docs/dispatch-table.md`, "Escapes".
+#[rustfmt::skip]
+pub const ESCAPES: &[EscapeRow] = &[
+    esc(Escape::RmAllocMemory, Nodes::Both, P::Rewritten, H::AllocMemory),
+    esc(Escape::RmFree, Nodes::Ctl, P::Served, H::Free),
+    esc(Escape::RmControl, Nodes::Ctl, P::Bounce, H::Control),
+    esc(Escape::RmAlloc, Nodes::Ctl, P::Served, H::Alloc),
+    esc(Escape::RmDupObject, Nodes::Ctl, P::Bounce, H::Dup),
+    esc(Escape::RmShare, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::RmIdleChannels, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::RmVidHeapControl, Nodes::Ctl, P::Served, H::VidHeap),
+    esc(Escape::RmMapMemory, Nodes::Ctl, P::Bounce, H::Forward),
+    esc(Escape::RmUnmapMemory, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::RmMapMemoryDma, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::RmUnmapMemoryDma, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::RmUpdateDeviceMappingInfo, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::CardInfo, Nodes::Ctl, P::Served, H::CardInfo),
+    // The driver takes REGISTER_FD on either node (`escape.c:942-944` at
+    // 595.45.04); a ctl file registered to another would create clients
+    // that outlive the file vgpu charges them to: GPU nodes only (libcuda
+    // registers GPU files only).
+    esc(Escape::RegisterFd, Nodes::Gpu, P::Bounce, H::Forward),
+    esc(Escape::AllocOsEvent, Nodes::Both, P::Bounce, H::Forward),
+    esc(Escape::FreeOsEvent, Nodes::Both, P::Bounce, H::Forward),
+    esc(Escape::StatusCode, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::CheckVersionStr, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::IoctlXferCmd, Nodes::Both, P::Bounce, H::Forward),
+    esc(Escape::AttachGpusToFd, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::SysParams, Nodes::Ctl, P::Forward, H::Forward),
+    esc(Escape::NumaInfo, Nodes::Both, P::Forward, H::Forward),
+    esc(Escape::ExportToDmabufFd, Nodes::Both, P::Forward, H::Forward),
+    esc(Escape::WaitOpenComplete, Nodes::Both, P::Forward, H::Forward),
+];
+
+/// The row of escape `e`. Every [`Escape`] has one (checked at compile time
+/// below), so a lookup never fails for an escape that decoded.
+pub const fn escape_row(e: Escape) -> &'static EscapeRow {
+    let mut i = 0;
+    while i < ESCAPES.len() {
+        if ESCAPES[i].nr == e.nr() {
+            return &ESCAPES[i];
+        }
+        i += 1;
+    }
+    // Unreachable: every escape has a row (the assertion below).
+    &ESCAPES[0]
+}
+
+/// What vgpu runs for a UVM command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UvmHandler {
+    /// Forwarded as the caller wrote it.
+    Forward,
+    /// UVM_INITIALIZE: `DISABLE_HMM` forced on.
+    Initialize,
+    /// UVM_MM_INITIALIZE: the fd translated to the primary's real file.
+    MmInitialize,
+    /// UVM_REGISTER_GPU: the container's GPU, through its vGPU node.
+    RegisterGpu,
+    /// An RM client in the block ([`UvmRow::client_at`]) must be the
+    /// container's; forwarded from vgpu's copy.
+    ClientChecked,
+    /// UVM_MAP_EXTERNAL_ALLOCATION: client checked; the memory's charge is
+    /// held while UVM maps it.
+    MapExternal,
+    /// UVM_FREE: forwarded from vgpu's copy; held charges at its base go.
+    Free,
+    /// UVM_MAP_DYNAMIC_PARALLELISM_REGION: its page-table bound charged.
+    DpRegion,
+}
+
+/// One nvidia-uvm ioctl command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UvmRow {
+    /// The command.
+    pub command: Command,
+    /// Its number (the whole ioctl request word).
+    pub number: u32,
+    /// Its block's size (the driver copies exactly this much).
+    pub size: usize,
+    /// Where the block's `rmStatus` is (`None`: no block).
+    pub status_at: Option<usize>,
+    /// Where the block holds an fd.
+    pub fd_at: Option<usize>,
+    /// Where the block names an RM client (`hClient`).
+    pub client_at: Option<usize>,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// The handler.
+    pub handler: UvmHandler,
+}
+
+/// A UVM row: the facts from [`Command`] and its block's layout.
+const fn uvm(command: Command, policy: Policy, handler: UvmHandler) -> UvmRow {
+    UvmRow {
+        command,
+        number: command.number(),
+        size: command.size(),
+        status_at: command.status_offset(),
+        fd_at: command.embedded_fd(),
+        client_at: match command.fields() {
+            Some(f) => find_field(f, "h_client"),
+            None => None,
+        },
+        policy,
+        handler,
+    }
+}
+
+use UvmHandler as U;
+
+/// Every UVM command a container may send, in number order. Reasons per row
+/// in `docs/dispatch-table.md`, "UVM commands", and `docs/uvm-abi.md`.
+#[rustfmt::skip]
+pub const UVM: &[UvmRow] = &[
+    uvm(Command::CreateRangeGroup, P::Forward, U::Forward),
+    uvm(Command::DestroyRangeGroup, P::Forward, U::Forward),
+    uvm(Command::RegisterGpuVaspace, P::Bounce, U::ClientChecked),
+    uvm(Command::UnregisterGpuVaspace, P::Forward, U::Forward),
+    uvm(Command::RegisterChannel, P::Bounce, U::ClientChecked),
+    uvm(Command::UnregisterChannel, P::Bounce, U::ClientChecked),
+    uvm(Command::EnablePeerAccess, P::Forward, U::Forward),
+    uvm(Command::DisablePeerAccess, P::Forward, U::Forward),
+    uvm(Command::SetRangeGroup, P::Forward, U::Forward),
+    uvm(Command::MapExternalAllocation, P::Bounce, U::MapExternal),
+    uvm(Command::Free, P::Bounce, U::Free),
+    uvm(Command::RegisterGpu, P::Bounce, U::RegisterGpu),
+    uvm(Command::UnregisterGpu, P::Forward, U::Forward),
+    uvm(Command::PageableMemAccess, P::Forward, U::Forward),
+    uvm(Command::SetPreferredLocation, P::Forward, U::Forward),
+    uvm(Command::UnsetPreferredLocation, P::Forward, U::Forward),
+    uvm(Command::EnableReadDuplication, P::Forward, U::Forward),
+    uvm(Command::DisableReadDuplication, P::Forward, U::Forward),
+    uvm(Command::SetAccessedBy, P::Forward, U::Forward),
+    uvm(Command::UnsetAccessedBy, P::Forward, U::Forward),
+    uvm(Command::Migrate, P::Forward, U::Forward),
+    uvm(Command::MigrateRangeGroup, P::Forward, U::Forward),
+    uvm(Command::ToolsReadProcessMemory, P::Forward, U::Forward),
+    uvm(Command::ToolsWriteProcessMemory, P::Forward, U::Forward),
+    uvm(Command::MapDynamicParallelismRegion, P::Bounce, U::DpRegion),
+    uvm(Command::UnmapExternal, P::Forward, U::Forward),
+    uvm(Command::AllocSemaphorePool, P::Forward, U::Forward),
+    uvm(Command::ValidateVaRange, P::Forward, U::Forward),
+    uvm(Command::CreateExternalRange, P::Forward, U::Forward),
+    uvm(Command::MmInitialize, P::Bounce, U::MmInitialize),
+    uvm(Command::Initialize, P::Rewritten, U::Initialize),
+    uvm(Command::Deinitialize, P::Forward, U::Forward),
+];
+
+/// The row of UVM command number `number`, if the table has one.
+pub const fn uvm_row(number: u32) -> Option<&'static UvmRow> {
+    let (mut lo, mut hi) = (0, UVM.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let row = &UVM[mid];
+        if row.number == number {
+            return Some(row);
+        }
+        if row.number < number {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    None
+}
+
+// Every escape and every UVM command vgpu knows has exactly one row; the
+// rows are in number order (the lookups rely on it).
+const _: () = {
+    let mut i = 0;
+    while i < Escape::ALL.len() {
+        let e = Escape::ALL[i];
+        assert!(escape_row(e).nr == e.nr(), "an escape has no row");
+        i += 1;
+    }
+    assert!(ESCAPES.len() == Escape::ALL.len(), "an escape row twice");
+    let mut i = 1;
+    while i < ESCAPES.len() {
+        assert!(ESCAPES[i - 1].nr < ESCAPES[i].nr, "ESCAPES out of order");
+        i += 1;
+    }
+    assert!(UVM.len() == uvmabi::COMMANDS.len(), "a UVM command row missing or twice");
+    let mut i = 1;
+    while i < UVM.len() {
+        assert!(UVM[i - 1].number < UVM[i].number, "UVM out of order");
+        i += 1;
+    }
+    let mut i = 0;
+    while i < uvmabi::COMMANDS.len() {
+        let c = uvmabi::COMMANDS[i];
+        assert!(
+            match uvm_row(c.number()) {
+                Some(r) => r.number == c.number(),
+                None => false,
+            },
+            "a UVM command has no row"
+        );
+        i += 1;
+    }
+};

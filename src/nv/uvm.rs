@@ -18,7 +18,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use super::abi::{
-    fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut, FieldLayout, Wire,
+    field_offset, fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut,
+    FieldLayout, Wire, WireField,
 };
 
 /// A processor UUID (`NvProcessorUuid`): 16 bytes, alignment 1. For a GPU
@@ -259,37 +260,49 @@ impl Command {
         }
     }
 
-    /// Where the block's `rmStatus` is (`None`: no block).
-    pub const fn status_offset(self) -> Option<usize> {
+    /// Its block's layout (`None`: no block).
+    pub const fn fields(self) -> Option<&'static [WireField]> {
         Some(match self {
             Command::Deinitialize => return None,
-            Command::Initialize
-            | Command::UnregisterChannel
-            | Command::Free
-            | Command::CreateRangeGroup
-            | Command::DestroyRangeGroup => 8,
-            Command::MmInitialize | Command::PageableMemAccess => 4,
-            Command::RegisterGpu | Command::SetPreferredLocation => 36,
-            Command::UnregisterGpu | Command::UnregisterGpuVaspace => 16,
-            Command::RegisterGpuVaspace => 28,
-            Command::RegisterChannel => 48,
-            Command::EnablePeerAccess | Command::DisablePeerAccess => 32,
-            Command::MapExternalAllocation => 9260,
+            Command::Initialize => InitializeParams::FIELDS,
+            Command::MmInitialize => MmInitializeParams::FIELDS,
+            Command::RegisterGpu => RegisterGpuParams::FIELDS,
+            Command::UnregisterGpu | Command::UnregisterGpuVaspace => GpuParams::FIELDS,
+            Command::RegisterGpuVaspace => RegisterGpuVaspaceParams::FIELDS,
+            Command::RegisterChannel => RegisterChannelParams::FIELDS,
+            Command::UnregisterChannel => UnregisterChannelParams::FIELDS,
+            Command::EnablePeerAccess | Command::DisablePeerAccess => PeerAccessParams::FIELDS,
+            Command::MapExternalAllocation => MapExternalAllocationParams::FIELDS,
+            Command::Free => FreeParams::FIELDS,
+            Command::PageableMemAccess => PageableMemAccessParams::FIELDS,
+            Command::SetPreferredLocation => SetPreferredLocationParams::FIELDS,
             Command::UnsetPreferredLocation
             | Command::EnableReadDuplication
             | Command::DisableReadDuplication
             | Command::ValidateVaRange
-            | Command::CreateExternalRange => 16,
+            | Command::CreateExternalRange => RangeParams::FIELDS,
             Command::SetAccessedBy
             | Command::UnsetAccessedBy
             | Command::UnmapExternal
-            | Command::MapDynamicParallelismRegion
-            | Command::ToolsReadProcessMemory
-            | Command::ToolsWriteProcessMemory => 32,
-            Command::Migrate => 72,
-            Command::AllocSemaphorePool => 9240,
-            Command::SetRangeGroup | Command::MigrateRangeGroup => 24,
+            | Command::MapDynamicParallelismRegion => RangeGpuParams::FIELDS,
+            Command::Migrate => MigrateParams::FIELDS,
+            Command::AllocSemaphorePool => AllocSemaphorePoolParams::FIELDS,
+            Command::CreateRangeGroup | Command::DestroyRangeGroup => RangeGroupParams::FIELDS,
+            Command::SetRangeGroup => SetRangeGroupParams::FIELDS,
+            Command::MigrateRangeGroup => MigrateRangeGroupParams::FIELDS,
+            Command::ToolsReadProcessMemory | Command::ToolsWriteProcessMemory => {
+                ToolsProcessMemoryParams::FIELDS
+            }
         })
+    }
+
+    /// Where the block's `rmStatus` is (`None`: no block): its layout's
+    /// `rm_status` field.
+    pub const fn status_offset(self) -> Option<usize> {
+        match self.fields() {
+            Some(f) => Some(field_offset(f, "rm_status")),
+            None => None,
+        }
     }
 
     /// Where the block holds an fd the driver looks up in the caller's
@@ -298,8 +311,8 @@ impl Command {
     /// name the GPU file the driver's fd-table check must find).
     pub const fn embedded_fd(self) -> Option<usize> {
         match self {
-            Command::MmInitialize => Some(0),
-            Command::RegisterGpu => Some(24),
+            Command::MmInitialize => Some(field_offset(MmInitializeParams::FIELDS, "uvm_fd")),
+            Command::RegisterGpu => Some(field_offset(RegisterGpuParams::FIELDS, "rm_ctrl_fd")),
             _ => None,
         }
     }
