@@ -12,6 +12,7 @@
 //! distinct numbers, so a tenant cannot flood the log), and every refusal is
 //! counted on the caller's vGPUs (sysfs `calls_denied`).
 
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
 use crate::nv::table::Policy;
@@ -46,14 +47,20 @@ kernel::sync::global_lock! {
     unsafe(uninit) static LOGGED: Mutex<KVec<(Family, u32)>> = KVec::new();
 }
 
-/// Sets up the log's memory; call once at load.
+/// Whether an unknown number is forwarded (module parameter
+/// `unknown_calls` = 1, read once at load) rather than refused.
+static FORWARD_UNKNOWN: AtomicBool = AtomicBool::new(false);
+
+/// Sets up the log's memory and the operator's choice (`forward_unknown`:
+/// the module parameter `unknown_calls` is 1); call once at load.
 ///
 /// # Safety
 ///
 /// Called once, before any other function of this file.
-pub(crate) unsafe fn init() {
+pub(crate) unsafe fn init(forward_unknown: bool) {
     // SAFETY: the caller's contract.
     unsafe { LOGGED.init() };
+    FORWARD_UNKNOWN.store(forward_unknown, Ordering::Relaxed);
 }
 
 /// Forgets the numbers logged (frees the list): call when the module
@@ -62,10 +69,9 @@ pub(crate) fn clear() {
     drop(core::mem::take(&mut *LOGGED.lock()));
 }
 
-/// Whether an unknown number is forwarded (module parameter
-/// `unknown_calls` = 1) rather than refused.
+/// Whether an unknown number is forwarded rather than refused.
 fn forward_unknown() -> bool {
-    crate::module_parameters::unknown_calls.value() == 1
+    FORWARD_UNKNOWN.load(Ordering::Relaxed)
 }
 
 /// Logs `number` of `family` once: `verdict` says what vgpu did with it.

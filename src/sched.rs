@@ -31,116 +31,19 @@ use kernel::{
     time::{Instant, Monotonic},
 };
 
+use core::fmt::Write;
+
 use crate::compute::{self, Policy, Tenant};
 use crate::kapi::{
     chrdev::Node,
     kthread::{self, Stop, Worker},
     rmops::RmOps,
+    sysfs::{DeviceFiles, Emit, FileSpec},
 };
-use crate::nv::abi::{self, ctrl, status::NV_OK};
-use crate::vgpus::Vgpu;
-
-/// A TSG, or a channel outside a TSG, of one of a vGPU's tenants.
-#[derive(Clone, Copy)]
-struct Entry {
-    id: u64,
-    client: u32,
-    handle: u32,
-    tsg: bool,
-    /// Whether its owner wants it enabled.
-    wanted: bool,
-}
-
-/// A vGPU's compute share, what it runs, and its counters.
-pub(crate) struct Compute {
-    /// Share of the GPU, in percent.
-    pub(crate) share: u8,
-    entries: KVec<Entry>,
-    next_id: u64,
-    /// Time its window was open, in ns.
-    pub(crate) granted_ns: u64,
-    /// Time it had work but another vGPU's window (or the idle window) was
-    /// open, in ns.
-    pub(crate) throttled_ns: u64,
-    /// Forwarded calls waiting for its window.
-    waiting: u32,
-    /// The USERD of its channels that vgpu could map.
-    watches: KVec<Watch>,
-}
-
-/// USERD offset of `GPGet`, the GPU's read index (Volta to Hopper GPFIFO
-/// classes; Blackwell's USERD has none: see the design notes).
-const USERD_GP_GET: usize = crate::nv::abi::userd::GP_GET;
-/// USERD offset of `GPPut`, the client's write index.
-const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
-/// Bytes of USERD vgpu maps: up to and including `GPPut`.
-const USERD_WATCHED: u64 = 0x90;
-
-/// A channel's USERD mapped into the kernel: `addr` stays valid while the
-/// watch is in its vGPU's list (see [`Watched`]).
-struct Watch {
-    id: u64,
-    /// The schedule entry (TSG or bare channel) the channel runs in.
-    entry: u64,
-    addr: usize,
-}
-
-impl Watch {
-    /// Whether the channel has work the GPU has not fetched.
-    fn pending(&self) -> bool {
-        // SAFETY: `addr` maps at least `USERD_WATCHED` bytes, 4-aligned
-        // (checked in `Watched::new`), and stays mapped while this watch is
-        // in its vGPU's list, which the caller holds locked; volatile, as
-        // the GPU and the client write these words.
-        let (get, put) = unsafe {
-            (
-                core::ptr::read_volatile((self.addr + USERD_GP_GET) as *const u32),
-                core::ptr::read_volatile((self.addr + USERD_GP_PUT) as *const u32),
-            )
-        };
-        get != put
-    }
-}
-
-impl Compute {
-    /// A vGPU's starting state: the default share, nothing running.
-    pub(crate) fn new() -> Self {
-        Self {
-            share: compute::DEFAULT_SHARE,
-            entries: KVec::new(),
-            next_id: 1,
-            granted_ns: 0,
-            throttled_ns: 0,
-            waiting: 0,
-            watches: KVec::new(),
-        }
-    }
-
-    /// Whether entry `id` has work: `Some(true)` if one of its channels has
-    /// GPFIFO entries the GPU has not fetched, `Some(false)` if none has,
-    /// `None` if vgpu watches none of its channels.
-    fn pending(&self, id: u64) -> Option<bool> {
-        let mut watched = self.watches.iter().filter(|w| w.entry == id).peekable();
-        watched.peek()?;
-        Some(watched.any(Watch::pending))
-    }
-
-    /// Whether it has work: a forwarded call waiting for its window, or a
-    /// TSG (or channel outside a TSG) its owner enabled whose channels have
-    /// work queued (or whose channels vgpu cannot watch).
-    pub(crate) fn busy(&self) -> bool {
-        self.waiting > 0
-            || self
-                .entries
-                .iter()
-                .any(|e| e.wanted && self.pending(e.id) != Some(false))
-    }
-
-    /// How many TSGs and channels outside TSGs it has.
-    pub(crate) fn objects(&self) -> usize {
-        self.entries.len()
-    }
-}
+use crate::nv::abi::{self, ctrl};
+use crate::status::RmResult;
+use crate::vgpu::{Entry, Vgpu, Watch, USERD_WATCHED};
+use crate::vgpus::{errno, Vgpus};
 
 /// A TSG or channel enrolled in its vGPU's schedule, shared by the handles
 /// that reach it (the TSG and its channels); leaves the schedule when the
@@ -207,6 +110,7 @@ impl Drop for Enrolled {
 /// (`GPGet != GPPut`). The duplicate keeps the memory alive whatever the
 /// container frees; dropping this unmaps it and frees the duplicate.
 pub(crate) struct Watched {
+    rm: RmOps,
     vgpu: Arc<Vgpu>,
     id: u64,
     kclient: u32,
@@ -231,20 +135,26 @@ impl Watched {
         h_userd: u32,
         offset: u64,
     ) -> Result<Option<Arc<Self>>> {
+        use crate::status::Fail;
         let kdevice = gpu.kdevice;
-        let Ok(h_dup) = rm.dup(kclient, kdevice, 0, client, h_userd)? else {
-            return Ok(None);
+        let h_dup = match rm.dup(kclient, kdevice, 0, client, h_userd) {
+            Ok(h) => h,
+            Err(Fail::Rm(_)) => return Ok(None),
+            Err(Fail::Os(e)) => return Err(e),
         };
-        let addr = match rm.map_memory(kclient, kdevice, h_dup, offset, USERD_WATCHED)? {
+        let addr = match rm.map_memory(kclient, kdevice, h_dup, offset, USERD_WATCHED) {
             Ok(a) if a % 4 == 0 => a,
             Ok(a) => {
                 let _ = rm.unmap_memory(kclient, kdevice, h_dup, a);
                 let _ = rm.free(kclient, kdevice, h_dup);
                 return Ok(None);
             }
-            Err(_) => {
+            Err(e) => {
                 let _ = rm.free(kclient, kdevice, h_dup);
-                return Ok(None);
+                return match e {
+                    Fail::Rm(_) => Ok(None),
+                    Fail::Os(e) => Err(e),
+                };
             }
         };
         let undo = || {
@@ -264,6 +174,7 @@ impl Watched {
         };
         match Arc::new(
             Watched {
+                rm: *rm,
                 vgpu: vgpu.clone(),
                 id,
                 kclient,
@@ -288,14 +199,10 @@ impl Drop for Watched {
         let id = self.id;
         // Out of the list first: nobody reads the address after this.
         self.vgpu.compute.lock().watches.retain(|w| w.id != id);
-        // Without the module state (never, while a file is open) the
-        // client's free at unload takes the mapping and duplicate with it.
-        if let Ok(state) = crate::state() {
-            let _ = state
-                .rm
-                .unmap_memory(self.kclient, self.kdevice, self.h_dup, self.addr);
-            let _ = state.rm.free(self.kclient, self.kdevice, self.h_dup);
-        }
+        let _ = self
+            .rm
+            .unmap_memory(self.kclient, self.kdevice, self.h_dup, self.addr);
+        let _ = self.rm.free(self.kclient, self.kdevice, self.h_dup);
     }
 }
 
@@ -352,7 +259,7 @@ pub(crate) struct GpuSched {
 }
 
 /// A TSG-level GPFIFO_SCHEDULE or its channel form, on kernel copies.
-fn schedule(rm: &RmOps, client: u32, handle: u32, tsg: bool, enable: bool) -> Result<u32> {
+fn schedule(rm: &RmOps, client: u32, handle: u32, tsg: bool, enable: bool) -> RmResult {
     let mut p = abi::GpfifoScheduleParams {
         b_enable: u8::from(enable),
         ..Default::default()
@@ -435,25 +342,25 @@ impl GpuSched {
     /// disabled; `apply` makes the call to the driver. A disable is applied
     /// at once, an enable only while `vgpu`'s window is open (else it is
     /// recorded, answered `NV_OK`, and applied when the window opens).
-    /// Returns the RM status.
     pub(crate) fn request(
         &self,
         vgpu: &Arc<Vgpu>,
         ids: &[u64],
         enable: bool,
-        apply: impl FnOnce() -> Result<u32>,
-    ) -> Result<u32> {
+        apply: impl FnOnce() -> RmResult,
+    ) -> RmResult {
         let run = self.run.lock();
         let open = run.is(Some(vgpu));
-        let st = if !enable || open { apply()? } else { NV_OK };
-        if st == NV_OK {
-            let mut c = vgpu.compute.lock();
-            for e in c.entries.iter_mut().filter(|e| ids.contains(&e.id)) {
-                e.wanted = enable;
-            }
+        if !enable || open {
+            apply()?;
         }
+        let mut c = vgpu.compute.lock();
+        for e in c.entries.iter_mut().filter(|e| ids.contains(&e.id)) {
+            e.wanted = enable;
+        }
+        drop(c);
         drop(run);
-        Ok(st)
+        Ok(())
     }
 
     /// Runs `call` (a forwarded ioctl of one of `vgpu`'s tenants) so that it
@@ -571,18 +478,20 @@ struct Carry {
 #[pin_data]
 pub(crate) struct SchedWorker {
     gpu: Arc<GpuSched>,
-    state: Arc<crate::State>,
+    vgpus: Arc<Vgpus>,
+    rm: RmOps,
     #[pin]
     carry: Mutex<Carry>,
 }
 
 impl SchedWorker {
-    /// A scheduler for `gpu`, over the module's vGPUs.
-    pub(crate) fn new(gpu: Arc<GpuSched>, state: Arc<crate::State>) -> Result<Arc<Self>> {
+    /// A scheduler for `gpu`, over the vGPUs `vgpus`, acting through `rm`.
+    pub(crate) fn new(gpu: Arc<GpuSched>, vgpus: Arc<Vgpus>, rm: RmOps) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 gpu,
-                state,
+                vgpus,
+                rm,
                 carry <- new_mutex!(Carry {
                     generation: u64::MAX,
                     seen: KVec::new(),
@@ -598,8 +507,8 @@ impl SchedWorker {
     fn period(&self, stop: &Stop) -> Result {
         let settings = self.gpu.settings();
         let period_ns = u64::from(settings.period_us) * 1000;
-        let rm = &self.state.rm;
-        let vgpus = self.state.vgpus.on_gpu(self.gpu.gpu)?;
+        let rm = &self.rm;
+        let vgpus = self.vgpus.on_gpu(self.gpu.gpu)?;
         let mut tenants = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
         for v in vgpus.iter() {
             let c = v.compute.lock();
@@ -712,5 +621,51 @@ impl Worker for SchedWorker {
             let us = u64::from(self.gpu.settings().period_us);
             kthread::sleep_us(us.min(2000));
         }
+    }
+}
+
+/// The files of `/sys/class/vgpu/gpuK/`: GPU `K`'s scheduling settings.
+pub(crate) struct GpuFiles;
+
+const G_POLICY: usize = 0;
+const G_PERIOD_US: usize = 1;
+
+impl DeviceFiles for GpuFiles {
+    type Data = GpuSched;
+
+    const FILES: &'static [FileSpec] = &[
+        FileSpec {
+            name: c"compute_policy",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"compute_period_us",
+            mode: 0o644,
+        },
+    ];
+
+    fn show(g: &GpuSched, index: usize, out: &mut Emit<'_>) -> Result {
+        let s = g.settings();
+        match index {
+            G_POLICY => writeln!(out, "{}", s.policy.name()),
+            G_PERIOD_US => writeln!(out, "{}", s.period_us),
+            _ => return Err(EINVAL),
+        }
+        .map_err(|_| EFBIG)
+    }
+
+    fn store(g: &GpuSched, index: usize, input: &[u8]) -> Result {
+        match index {
+            G_POLICY => {
+                let p = compute::parse_policy(input).map_err(errno)?;
+                g.update(|s| s.policy = p);
+            }
+            G_PERIOD_US => {
+                let us = compute::parse_period_us(input).map_err(errno)?;
+                g.update(|s| s.period_us = us);
+            }
+            _ => return Err(EPERM),
+        }
+        Ok(())
     }
 }

@@ -8,22 +8,35 @@
 //! position to enforce a memory ceiling and a compute share per vGPU. It is
 //! configured at run time through `/sys/class/vgpu/`.
 //!
-//! Layout: [`nv`] holds the driver's ABI as pure, host-tested logic; [`kapi`]
-//! holds the safe wrappers over kernel APIs; the rest is the driver.
+//! Layout, bottom up (a module uses only those below it; `docs/layers.md`
+//! draws it): [`nv`], [`config`], [`ledger`] and [`compute`] are the
+//! driver's ABI and pure logic, built on the host too; [`kapi`] holds the
+//! safe wrappers over kernel APIs; `vgpu` is one vGPU (settings, ledger,
+//! compute state), `vgpus` the table of them and their sysfs files,
+//! `sched` the per-GPU compute scheduler, `objects` what a ctl file
+//! created, `host` the host's GPUs and vgpu's own driver client; the
+//! handlers (`rm/`, one file per escape family, and `uvm/`) act on those;
+//! `file` is an open file's state and `proxy` the dispatcher that picks a
+//! handler from the dispatch table; this file holds the module.
 
 use kernel::{prelude::*, str::CString, sync::Arc, types::ScopeGuard};
 
+mod call;
 pub mod compute;
 pub mod config;
-mod ctl;
 mod deny;
+mod file;
+mod host;
 pub mod ledger;
 pub mod nv;
+mod objects;
 mod proxy;
+mod rm;
 mod sched;
-mod tracker;
+mod status;
 pub mod uapi;
 mod uvm;
+mod vgpu;
 mod vgpus;
 
 // Shared with the driver double; each crate uses a subset of the glue.
@@ -36,7 +49,7 @@ use kapi::{
     kthread::Thread,
     realfile::RealNode,
     rmops::RmOps,
-    sysfs::{ClassFilesReg, DeviceFilesGroup},
+    sysfs::{ClassFiles, ClassFilesReg, DeviceFilesGroup, Emit, FileSpec},
 };
 
 module! {
@@ -63,7 +76,7 @@ const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 /// The real UVM node, resolved when the module loads if it exists.
 const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 
-/// Module-wide state that open files and sysfs files reach.
+/// Module-wide state that opens and sysfs writes reach.
 pub(crate) struct State {
     /// The real driver's nodes.
     pub(crate) backend: proxy::Backend,
@@ -71,44 +84,9 @@ pub(crate) struct State {
     pub(crate) vgpus: Arc<vgpus::Vgpus>,
     /// `/sys/class/vgpu`.
     pub(crate) class: Class,
-    /// The driver's kernel-client interface.
-    pub(crate) rm: RmOps,
-    /// Each GPU's compute scheduler, in GPU order.
-    pub(crate) scheds: KVec<Arc<sched::GpuSched>>,
-    /// vgpu's own client in the driver (kernel privilege), with a device per
-    /// GPU: it holds the duplicates of the USERD memory the schedulers read.
-    pub(crate) kclient: u32,
-    /// Each GPU's UUID (binary GID), as UVM names GPUs; GPUs whose UUID the
-    /// driver would not tell are missing.
-    pub(crate) uuids: KVec<(u32, nv::uvm::Uuid)>,
-    /// The host's CARD_INFO records, read at load.
-    pub(crate) cards: ctl::Cards,
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        // Frees its devices, duplicates and kernel mappings with it.
-        let _ = self.rm.free(self.kclient, self.kclient, self.kclient);
-    }
-}
-
-impl State {
-    /// The GPU with UUID `uuid`.
-    pub(crate) fn gpu_of_uuid(&self, uuid: &nv::uvm::Uuid) -> Option<u32> {
-        self.uuids.iter().find(|(_, u)| u == uuid).map(|(g, _)| *g)
-    }
-
-    /// GPU `gpu`'s scheduler.
-    pub(crate) fn sched(&self, gpu: u32) -> Option<&Arc<sched::GpuSched>> {
-        self.scheds.iter().find(|g| g.gpu == gpu)
-    }
-
-    /// Removes the `gpuK` directories (before their file group goes).
-    fn remove_gpu_nodes(&self) {
-        for g in self.scheds.iter() {
-            drop(g.node.lock().take());
-        }
-    }
+    /// The host's GPUs, the driver's kernel-client interface and vgpu's own
+    /// client in the driver.
+    pub(crate) host: Arc<host::Host>,
 }
 
 kernel::sync::global_lock! {
@@ -121,45 +99,49 @@ pub(crate) fn state() -> Result<Arc<State>> {
     STATE.lock().as_ref().cloned().ok_or(ENODEV)
 }
 
+/// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
+/// sysfs entry points that need the module state).
+pub(crate) struct ClassCtl;
+
+impl ClassFiles for ClassCtl {
+    const FILES: &'static [FileSpec] = &[
+        FileSpec {
+            name: c"create",
+            mode: 0o200,
+        },
+        FileSpec {
+            name: c"remove",
+            mode: 0o200,
+        },
+    ];
+
+    fn show(_index: usize, _out: &mut Emit<'_>) -> Result {
+        Err(EPERM)
+    }
+
+    fn store(index: usize, input: &[u8]) -> Result {
+        let id = config::parse_index(input, vgpus::MAX_VGPU).map_err(vgpus::errno)?;
+        let state = state()?;
+        match index {
+            0 => state.vgpus.create(&state.class, id),
+            _ => state.vgpus.remove(id),
+        }
+    }
+}
+
 /// The loaded module. `Drop` takes down the class files, stops the
 /// schedulers, removes the `gpuK` directories and the vGPUs; the fields then
 /// drop in order: the `gpuK` file group, the control node, the cdev (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
-    ctl_files: Option<ClassFilesReg<vgpus::ClassCtl>>,
+    ctl_files: Option<ClassFilesReg<ClassCtl>>,
     schedulers: KVec<Thread>,
-    _gpu_files: DeviceFilesGroup<vgpus::GpuFiles>,
+    _gpu_files: DeviceFilesGroup<sched::GpuFiles>,
     _ctl_node: Node,
     _uvm_node: Node,
-    _cdev: Cdev<proxy::ProxyFops>,
+    _cdev: Cdev<file::ProxyFops>,
     _region: Region,
     state: Arc<State>,
-}
-
-/// GPU `gpu`'s UUID, asked of the driver through vgpu's client (a
-/// subdevice of its device `kdevice`, freed again).
-fn gpu_uuid(rm: &RmOps, kclient: u32, kdevice: u32) -> Result<nv::uvm::Uuid> {
-    use nv::abi::{
-        class, ctrl, GidInfoParams, SubdeviceAllocParams, Wire, GID_FLAGS_FORMAT_BINARY,
-    };
-    let mut sp = SubdeviceAllocParams::default().to_bytes();
-    let sub = rm
-        .alloc(kclient, kdevice, 0, class::NV20_SUBDEVICE_0, &mut sp)?
-        .map_err(|_| EIO)?;
-    let mut p = GidInfoParams {
-        flags: GID_FLAGS_FORMAT_BINARY,
-        ..Default::default()
-    }
-    .to_bytes();
-    let st = rm.control(kclient, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut p);
-    let _ = rm.free(kclient, kdevice, sub);
-    let p = GidInfoParams::decode(&p);
-    if st? != nv::abi::status::NV_OK || p.length != 16 {
-        return Err(EIO);
-    }
-    let mut uuid = [0u8; 16];
-    uuid.copy_from_slice(&p.data[..16]);
-    Ok(uuid)
 }
 
 /// Resolves `/dev/nvidia0` .. `/dev/nvidia31`, those that exist.
@@ -181,9 +163,9 @@ impl kernel::Module for VgpuModule {
         // SAFETY: called once, before anything else uses `STATE`.
         unsafe { STATE.init() };
         // SAFETY: called once, before any file can be opened.
-        unsafe { ctl::init_clients() };
+        unsafe { rm::clients::init() };
         // SAFETY: called once, before any file can be opened.
-        unsafe { deny::init() };
+        unsafe { deny::init(module_parameters::unknown_calls.value() == 1) };
         // First of all, the driver's release: every layout vgpu uses below
         // (CARD_INFO, the kernel-client blocks) is that of the release its
         // tables were checked against. This logs why it failed (e.g. a
@@ -197,65 +179,28 @@ impl kernel::Module for VgpuModule {
             pr_err!("{NVIDIACTL:?} is not the NVIDIA control node (195:255)\n");
             return Err(ENODEV);
         }
-        let cards = ctl::Cards::read(&ctl).inspect_err(|e| {
-            pr_err!("cannot read CARD_INFO from {NVIDIACTL:?} ({e:?})\n");
-        })?;
         let gpus = resolve_gpus()?;
         let mut indices = KVec::new();
+        let mut backable = vgpu::GpuSet::default();
         for (k, _) in gpus.iter() {
             indices.push(*k, GFP_KERNEL)?;
+            backable.insert(*k);
         }
+        // From here on, dropping the host frees vgpu's client in the driver.
+        let host = Arc::new(host::Host::new(rm, &ctl, &indices)?, GFP_KERNEL)?;
         let region = Region::dynamic(MINORS, c"vgpu")?;
-        let mut backed = KVec::with_capacity(indices.len(), GFP_KERNEL)?;
-        backed.extend_from_slice(&indices, GFP_KERNEL)?;
-        let vgpus = vgpus::Vgpus::new(region.base().major(), backed)?;
+        let vgpus = vgpus::Vgpus::new(region.base().major(), backable)?;
         let class = Class::new(c"vgpu")?;
-        let kclient = rm
-            .alloc(0, 0, 0, nv::abi::class::NV01_ROOT, &mut [])?
-            .map_err(|st| {
-                pr_err!("the NVIDIA driver refused vgpu a client (status {st:#x})\n");
-                EIO
-            })?;
-        let free_kclient = ScopeGuard::new(|| {
-            let _ = rm.free(kclient, kclient, kclient);
-        });
-        let mut scheds = KVec::new();
-        let mut uuids = KVec::new();
-        for k in indices.iter() {
-            let mut p = nv::abi::DeviceAllocParams {
-                device_id: *k,
-                ..Default::default()
-            }
-            .to_bytes();
-            let kdevice = rm
-                .alloc(kclient, kclient, 0, nv::abi::class::NV01_DEVICE_0, &mut p)?
-                .map_err(|st| {
-                    pr_err!("the NVIDIA driver refused vgpu GPU {k} (status {st:#x})\n");
-                    EIO
-                })?;
-            match gpu_uuid(&rm, kclient, kdevice) {
-                Ok(u) => uuids.push((*k, u), GFP_KERNEL)?,
-                Err(e) => pr_warn!("GPU {k}: no UUID from the driver ({e:?}): no UVM on it\n"),
-            }
-            scheds.push(sched::GpuSched::new(*k, kdevice)?, GFP_KERNEL)?;
-        }
         let uvm = RealNode::resolve(NVIDIA_UVM).ok();
         if uvm.is_none() {
             pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
         }
-        free_kclient.dismiss();
-        // From here on, dropping the state (or this value, should the
-        // allocation fail) frees the client.
         let state = Arc::new(
             State {
                 backend: proxy::Backend { ctl, gpus, uvm },
                 vgpus,
                 class,
-                rm,
-                scheds,
-                kclient,
-                uuids,
-                cards,
+                host,
             },
             GFP_KERNEL,
         )?;
@@ -263,7 +208,7 @@ impl kernel::Module for VgpuModule {
         // Until `init` succeeds, a failure must not leave the state behind.
         let unset = ScopeGuard::new(|| drop(STATE.lock().take()));
 
-        let cdev = Cdev::<proxy::ProxyFops>::new(region.base(), MINORS)?;
+        let cdev = Cdev::<file::ProxyFops>::new(region.base(), MINORS)?;
         let ctl_node = Node::new(
             &state.class,
             DevT::new(region.base().major(), proxy::CTL_MINOR),
@@ -274,11 +219,11 @@ impl kernel::Module for VgpuModule {
             DevT::new(region.base().major(), uvm::UVM_MINOR),
             c"vgpu-uvm",
         )?;
-        let gpu_files = DeviceFilesGroup::<vgpus::GpuFiles>::new()?;
+        let gpu_files = DeviceFilesGroup::<sched::GpuFiles>::new()?;
         // Until `init` succeeds, a failure must take the directories down
         // before their file group goes.
-        let nodes = ScopeGuard::new(|| state.remove_gpu_nodes());
-        for g in state.scheds.iter() {
+        let nodes = ScopeGuard::new(|| state.host.remove_gpu_nodes());
+        for g in state.host.gpus.iter().map(|g| &g.sched) {
             let cname = CString::try_from_fmt(fmt!("gpu{}", g.gpu))?;
             // No device number: a directory of settings, no /dev node. The
             // state (and so the scheduler) outlives the node.
@@ -292,9 +237,9 @@ impl kernel::Module for VgpuModule {
             *g.node.lock() = Some(node);
         }
         let mut schedulers = KVec::new();
-        for g in state.scheds.iter() {
+        for g in state.host.gpus.iter().map(|g| &g.sched) {
             let cname = CString::try_from_fmt(fmt!("vgpu-sched{:02}", g.gpu))?;
-            let worker = sched::SchedWorker::new(g.clone(), state.clone())?;
+            let worker = sched::SchedWorker::new(g.clone(), state.vgpus.clone(), state.host.rm)?;
             schedulers.push(Thread::spawn(&cname, worker)?, GFP_KERNEL)?;
         }
         let ctl_files = ClassFilesReg::new(&state.class)?;
@@ -320,9 +265,9 @@ impl Drop for VgpuModule {
         // remove after the class files go, then the vGPUs go.
         drop(self.ctl_files.take());
         self.schedulers.clear();
-        self.state.remove_gpu_nodes();
+        self.state.host.remove_gpu_nodes();
         self.state.vgpus.clear();
-        ctl::clear_clients();
+        rm::clients::clear();
         deny::clear();
         STATE.lock().take();
     }

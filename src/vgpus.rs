@@ -21,94 +21,19 @@ use crate::config::{self, ParseError};
 use crate::kapi::{
     chrdev::{DevT, Node},
     class::Class,
-    sysfs::{ClassFiles, DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
+    sysfs::{DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
 };
 use crate::ledger::Ledger;
-use crate::sched::{Compute, GpuSched};
+use crate::vgpu::{Compute, Config, GpuSet, Vgpu};
 
 /// vGPU numbers run from 0 to `MAX_VGPU`; vGPU `N` is minor `N + 1`.
 pub(crate) const MAX_VGPU: u32 = 254;
 
-fn errno(e: ParseError) -> Error {
+/// The errno a sysfs write that does not parse fails with.
+pub(crate) fn errno(e: ParseError) -> Error {
     match e {
         ParseError::Invalid => EINVAL,
         ParseError::Range => ERANGE,
-    }
-}
-
-/// A vGPU's settings.
-pub(crate) struct Config {
-    /// Index of the backing GPU (its `/dev/nvidiaK` minor), once set.
-    pub(crate) gpu: Option<u32>,
-    /// Memory ceiling (`u64::MAX`: none) and what is charged against it.
-    pub(crate) memory: Ledger,
-    /// The cgroup v2 path it is bound to; empty: unbound (nobody may open).
-    pub(crate) cgroup: KVec<u8>,
-    /// VRAM allocations refused for passing the memory limit.
-    pub(crate) refused: u64,
-    /// Bytes of `memory` charged for managed (nvidia-uvm) mappings.
-    pub(crate) managed: u64,
-    /// Calls of its container refused by default deny (`src/deny.rs`).
-    pub(crate) denied: u64,
-}
-
-/// One vGPU.
-#[pin_data]
-pub(crate) struct Vgpu {
-    /// Its number.
-    pub(crate) id: u32,
-    /// Settings.
-    #[pin]
-    pub(crate) config: Mutex<Config>,
-    /// Open proxy files of `/dev/vgpuN`.
-    #[pin]
-    pub(crate) users: Mutex<u32>,
-    /// Compute share, the TSGs it schedules, counters.
-    #[pin]
-    pub(crate) compute: Mutex<Compute>,
-    /// Its node and sysfs directory, until removed.
-    #[pin]
-    node: Mutex<Option<Node>>,
-    /// The nvidia-uvm spaces that hold charges on it (see [`crate::uvm`]).
-    #[pin]
-    pub(crate) uvm_spaces: Mutex<KVec<Arc<crate::uvm::Space>>>,
-}
-
-impl Vgpu {
-    /// Whether the calling task's cgroup may open this vGPU.
-    pub(crate) fn admits_current(&self) -> Result<bool> {
-        let mut buf = KVec::with_capacity(config::CGROUP_PATH_MAX + 1, GFP_KERNEL)?;
-        buf.resize(config::CGROUP_PATH_MAX + 1, 0, GFP_KERNEL)?;
-        let len = crate::kapi::cgroup::current_path(&mut buf)?;
-        let cfg = self.config.lock();
-        Ok(config::cgroup_contains(&cfg.cgroup, &buf[..len]))
-    }
-
-    /// Charges `bytes` of VRAM. Over the ceiling, managed mappings that are
-    /// gone are refunded first and the charge is tried once more; a refusal
-    /// is counted. Takes mmap locks: call with no vgpu lock held.
-    pub(crate) fn charge(&self, bytes: u64) -> bool {
-        if self.config.lock().memory.reserve(bytes).is_ok() {
-            return true;
-        }
-        crate::uvm::reconcile_vgpu(self);
-        let mut cfg = self.config.lock();
-        if cfg.memory.reserve(bytes).is_ok() {
-            return true;
-        }
-        cfg.refused += 1;
-        false
-    }
-
-    /// Counts a call of its container refused by default deny.
-    pub(crate) fn count_denied(&self) {
-        self.config.lock().denied += 1;
-    }
-
-    /// Drops its list of nvidia-uvm spaces (it is going away): the spaces
-    /// hold the vGPU too.
-    fn forget_spaces(&self) {
-        drop(core::mem::take(&mut *self.uvm_spaces.lock()));
     }
 }
 
@@ -120,12 +45,12 @@ pub(crate) struct Vgpus {
     files: DeviceFilesGroup<VgpuFiles>,
     major: u32,
     /// GPUs that have a real node (`/dev/nvidiaK` resolved at load).
-    gpus: KVec<u32>,
+    gpus: GpuSet,
 }
 
 impl Vgpus {
     /// An empty table for nodes under `major`, over the real GPUs `gpus`.
-    pub(crate) fn new(major: u32, gpus: KVec<u32>) -> Result<Arc<Self>> {
+    pub(crate) fn new(major: u32, gpus: GpuSet) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 table <- new_mutex!(KVec::new()),
@@ -201,7 +126,8 @@ impl Vgpus {
                 users <- new_mutex!(0),
                 compute <- new_mutex!(Compute::new()),
                 node <- new_mutex!(None),
-                uvm_spaces <- new_mutex!(KVec::new()),
+                reclaimers <- new_mutex!(KVec::new()),
+                backable: self.gpus,
             }),
             GFP_KERNEL,
         )?;
@@ -225,7 +151,7 @@ impl Vgpus {
     pub(crate) fn remove(&self, id: u32) -> Result {
         // Managed mappings that are gone no longer hold it.
         if let Some(v) = self.get(id) {
-            crate::uvm::reconcile_vgpu(&v);
+            v.reclaim();
         }
         let mut table = self.table.lock();
         let i = table.iter().position(|v| v.id == id).ok_or(ENOENT)?;
@@ -246,7 +172,7 @@ impl Vgpus {
         let v = table.remove(i).map_err(|_| ENOENT)?;
         // Device and files go while we still hold the vGPU.
         drop(v.node.lock().take());
-        v.forget_spaces();
+        v.forget_reclaimers();
         Ok(())
     }
 
@@ -255,40 +181,7 @@ impl Vgpus {
         let table = core::mem::take(&mut *self.table.lock());
         for v in table.iter() {
             drop(v.node.lock().take());
-            v.forget_spaces();
-        }
-    }
-
-    fn has_gpu(&self, gpu: u32) -> bool {
-        self.gpus.contains(&gpu)
-    }
-}
-
-/// `/sys/class/vgpu/{create,remove}`.
-pub(crate) struct ClassCtl;
-
-impl ClassFiles for ClassCtl {
-    const FILES: &'static [FileSpec] = &[
-        FileSpec {
-            name: c"create",
-            mode: 0o200,
-        },
-        FileSpec {
-            name: c"remove",
-            mode: 0o200,
-        },
-    ];
-
-    fn show(_index: usize, _out: &mut Emit<'_>) -> Result {
-        Err(EPERM)
-    }
-
-    fn store(index: usize, input: &[u8]) -> Result {
-        let id = config::parse_index(input, MAX_VGPU).map_err(errno)?;
-        let state = crate::state()?;
-        match index {
-            0 => state.vgpus.create(&state.class, id),
-            _ => state.vgpus.remove(id),
+            v.forget_reclaimers();
         }
     }
 }
@@ -367,7 +260,7 @@ impl DeviceFiles for VgpuFiles {
         if matches!(index, F_MEMORY_USED | F_MEMORY_MANAGED) {
             // Exact at every reading: managed mappings that are gone are
             // refunded first.
-            crate::uvm::reconcile_vgpu(v);
+            v.reclaim();
         }
         let cfg = v.config.lock();
         let r = match index {
@@ -410,7 +303,7 @@ impl DeviceFiles for VgpuFiles {
         match index {
             F_GPU => {
                 let g = config::parse_index(input, 247).map_err(errno)?;
-                if !crate::state()?.vgpus.has_gpu(g) {
+                if !v.backable.contains(g) {
                     return Err(ENODEV);
                 }
                 // The backing GPU cannot change under open files, nor
@@ -444,48 +337,3 @@ impl DeviceFiles for VgpuFiles {
     }
 }
 
-/// The files of `/sys/class/vgpu/gpuK/`: GPU `K`'s scheduling settings.
-pub(crate) struct GpuFiles;
-
-const G_POLICY: usize = 0;
-const G_PERIOD_US: usize = 1;
-
-impl DeviceFiles for GpuFiles {
-    type Data = GpuSched;
-
-    const FILES: &'static [FileSpec] = &[
-        FileSpec {
-            name: c"compute_policy",
-            mode: 0o644,
-        },
-        FileSpec {
-            name: c"compute_period_us",
-            mode: 0o644,
-        },
-    ];
-
-    fn show(g: &GpuSched, index: usize, out: &mut Emit<'_>) -> Result {
-        let s = g.settings();
-        match index {
-            G_POLICY => writeln!(out, "{}", s.policy.name()),
-            G_PERIOD_US => writeln!(out, "{}", s.period_us),
-            _ => return Err(EINVAL),
-        }
-        .map_err(|_| EFBIG)
-    }
-
-    fn store(g: &GpuSched, index: usize, input: &[u8]) -> Result {
-        match index {
-            G_POLICY => {
-                let p = compute::parse_policy(input).map_err(errno)?;
-                g.update(|s| s.policy = p);
-            }
-            G_PERIOD_US => {
-                let us = compute::parse_period_us(input).map_err(errno)?;
-                g.update(|s| s.period_us = us);
-            }
-            _ => return Err(EPERM),
-        }
-        Ok(())
-    }
-}

@@ -12,6 +12,8 @@ use kernel::prelude::*;
 pub mod nv;
 #[path = "../../src/kapi/rmops.rs"]
 mod rmops;
+#[path = "../../src/status.rs"]
+mod status;
 
 module! {
     type: KclientTest,
@@ -33,11 +35,12 @@ impl kernel::Module for KclientTest {
 mod tests {
     use crate::nv::abi::{self, class, ctrl, fb_info, status::*, surface_info, Wire};
     use crate::rmops::RmOps;
+    use crate::status::{status, Fail};
     use kernel::prelude::*;
 
     fn heap_free_kib(ops: &RmOps, client: u32, subdev: u32) -> Result<u32> {
         let mut q = abi::FbGetInfoV2Params::new(&[fb_info::HEAP_FREE]).to_bytes();
-        let st = ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, &mut q)?;
+        let st = status(ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, &mut q))?;
         if st != NV_OK {
             return Err(EIO);
         }
@@ -49,15 +52,15 @@ mod tests {
     /// A client with device 0 and its subdevice, allocated at kernel privilege.
     fn client_device(ops: &RmOps) -> Result<(u32, u32, u32)> {
         let client = ops
-            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])
             .map_err(|_| EIO)?;
         let mut dp = abi::DeviceAllocParams::default().to_bytes();
         let dev = ops
-            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)?
+            .alloc(client, client, 0, class::NV01_DEVICE_0, &mut dp)
             .map_err(|_| EIO)?;
         let mut sp = abi::SubdeviceAllocParams::default().to_bytes();
         let sub = ops
-            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)?
+            .alloc(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)
             .map_err(|_| EIO)?;
         Ok((client, dev, sub))
     }
@@ -71,7 +74,7 @@ mod tests {
         }
         .to_bytes();
         let mem = ops
-            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)?
+            .alloc(client, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut mp)
             .map_err(|_| EIO)?;
         Ok((mem, mp))
     }
@@ -108,12 +111,12 @@ mod tests {
             list_ptr: list.as_mut_ptr() as u64,
         }
         .to_bytes();
-        let st = ops.control(client, mem, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q)?;
+        let st = status(ops.control(client, mem, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q))?;
         assert_eq!(st, NV_OK);
         assert_eq!(abi::InfoEntry::decode(&list).data, (1 << 20) / 4096);
         // Freeing the client frees its memory.
-        assert_eq!(ops.free(client, client, client)?, NV_OK);
-        assert_eq!(ops.free(client, client, client)?, NV_ERR_INVALID_CLIENT);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_ERR_INVALID_CLIENT);
         Ok(())
     }
 
@@ -127,7 +130,7 @@ mod tests {
             ..Default::default()
         }
         .to_bytes();
-        let st = ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q)?;
+        let st = status(ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q))?;
         assert_eq!(st, NV_OK);
         let g = abi::GidInfoParams::decode(&q);
         assert_eq!(g.length, 16);
@@ -136,12 +139,12 @@ mod tests {
         assert_eq!(g.data[15], 1);
         // The text form.
         let mut q = abi::GidInfoParams::default().to_bytes();
-        let st = ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q)?;
+        let st = status(ops.control(client, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut q))?;
         assert_eq!(st, NV_OK);
         let g = abi::GidInfoParams::decode(&q);
         assert_eq!(g.length, 41);
         assert_eq!(&g.data[..13], b"GPU-d00b1e5e-");
-        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
         Ok(())
     }
 
@@ -151,14 +154,14 @@ mod tests {
         let (client, dev, sub) = client_device(&ops)?;
         let before = heap_free_kib(&ops, client, sub)?;
         let (mem, _) = vram_1mib(&ops, client, dev)?;
-        let copy = ops.dup(client, dev, 0, client, mem)?.map_err(|_| EIO)?;
+        let copy = ops.dup(client, dev, 0, client, mem).map_err(|_| EIO)?;
         assert!(copy != mem);
         assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
-        assert_eq!(ops.free(client, dev, mem)?, NV_OK);
+        assert_eq!(status(ops.free(client, dev, mem))?, NV_OK);
         assert_eq!(heap_free_kib(&ops, client, sub)?, before - 1024);
-        assert_eq!(ops.free(client, dev, copy)?, NV_OK);
+        assert_eq!(status(ops.free(client, dev, copy))?, NV_OK);
         assert_eq!(heap_free_kib(&ops, client, sub)?, before);
-        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
         Ok(())
     }
 
@@ -175,10 +178,10 @@ mod tests {
         }
         .to_bytes();
         let mem = ops
-            .alloc(client, dev, 0, class::NV01_MEMORY_SYSTEM, &mut mp)?
+            .alloc(client, dev, 0, class::NV01_MEMORY_SYSTEM, &mut mp)
             .map_err(|_| EIO)?;
-        let copy = ops.dup(client, dev, 0, client, mem)?.map_err(|_| EIO)?;
-        let addr = ops.map_memory(client, dev, copy, 0x1000, 0x90)?;
+        let copy = ops.dup(client, dev, 0, client, mem).map_err(|_| EIO)?;
+        let addr = ops.map_memory(client, dev, copy, 0x1000, 0x90);
         let Ok(addr) = addr else {
             return Err(EIO);
         };
@@ -187,30 +190,54 @@ mod tests {
         assert_eq!(word, 0);
         // Within one page only; a bad handle is refused.
         assert_eq!(
-            ops.map_memory(client, dev, copy, 0xff8, 0x90)?,
-            Err(NV_ERR_NOT_SUPPORTED)
+            ops.map_memory(client, dev, copy, 0xff8, 0x90),
+            Err(Fail::Rm(NV_ERR_NOT_SUPPORTED))
         );
         assert_eq!(
-            ops.map_memory(client, dev, 0xbad, 0, 0x90)?,
-            Err(NV_ERR_INVALID_OBJECT_HANDLE)
+            ops.map_memory(client, dev, 0xbad, 0, 0x90),
+            Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE))
         );
         // Freeing the original keeps the copy's mapping; unmapping twice fails.
-        assert_eq!(ops.free(client, dev, mem)?, NV_OK);
-        assert_eq!(ops.unmap_memory(client, dev, copy, addr)?, NV_OK);
+        assert_eq!(status(ops.free(client, dev, mem))?, NV_OK);
+        assert_eq!(status(ops.unmap_memory(client, dev, copy, addr))?, NV_OK);
         assert_eq!(
-            ops.unmap_memory(client, dev, copy, addr)?,
+            status(ops.unmap_memory(client, dev, copy, addr))?,
             NV_ERR_INVALID_ARGUMENT
         );
         // Freeing the mapped handle takes its mapping with it.
         let again = ops
-            .map_memory(client, dev, copy, 0, 0x90)?
+            .map_memory(client, dev, copy, 0, 0x90)
             .map_err(|_| EIO)?;
-        assert_eq!(ops.free(client, dev, copy)?, NV_OK);
+        assert_eq!(status(ops.free(client, dev, copy))?, NV_OK);
         assert_eq!(
-            ops.unmap_memory(client, dev, copy, again)?,
+            status(ops.unmap_memory(client, dev, copy, again))?,
             NV_ERR_INVALID_ARGUMENT
         );
-        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
+        Ok(())
+    }
+
+    #[test]
+    fn an_object_guard_frees_unless_kept() -> Result {
+        let ops = RmOps::get()?;
+        let (client, dev, sub) = client_device(&ops)?;
+        // One subdevice 0 at a time: the helper's goes first.
+        assert_eq!(status(ops.free(client, dev, sub))?, NV_OK);
+        let mut sp = abi::SubdeviceAllocParams { sub_device_id: 0 }.to_bytes();
+        let dropped = ops
+            .alloc_object(client, dev, 0, class::NV20_SUBDEVICE_0, &mut [0; 4])
+            .map_err(|_| EIO)?;
+        let h = dropped.handle();
+        drop(dropped);
+        // Gone with the guard: a second free finds nothing
+        // (`serverFreeResource`: NV_ERR_OBJECT_NOT_FOUND).
+        assert_eq!(status(ops.free(client, dev, h))?, NV_ERR_OBJECT_NOT_FOUND);
+        let kept = ops
+            .alloc_object(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)
+            .map_err(|_| EIO)?
+            .keep();
+        assert_eq!(status(ops.free(client, dev, kept))?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
         Ok(())
     }
 
@@ -218,15 +245,15 @@ mod tests {
     fn refusals_come_back_as_statuses() -> Result {
         let ops = RmOps::get()?;
         assert_eq!(
-            ops.alloc(0x1234, 0x1234, 0, class::NV01_DEVICE_0, &mut [0; 56])?,
-            Err(NV_ERR_INVALID_CLIENT)
+            ops.alloc(0x1234, 0x1234, 0, class::NV01_DEVICE_0, &mut [0; 56]),
+            Err(Fail::Rm(NV_ERR_INVALID_CLIENT))
         );
         let client = ops
-            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])?
+            .alloc(0, 0, 0, class::NV01_ROOT, &mut [])
             .map_err(|_| EIO)?;
         assert_eq!(
-            ops.alloc(client, client, 0, 0xdead, &mut [])?,
-            Err(NV_ERR_INVALID_CLASS)
+            ops.alloc(client, client, 0, 0xdead, &mut []),
+            Err(Fail::Rm(NV_ERR_INVALID_CLASS))
         );
         // An op the union has no member for never reaches the driver.
         let mut b = [0u8; 16];
@@ -240,7 +267,7 @@ mod tests {
         let mut b = [0u8; 16];
         ops.raw_op(crate::nv::rmops::op::BIND_CONTEXT_DMA, &mut b)?;
         assert_eq!(abi::Nvos00::decode(&b).status, NV_ERR_NOT_SUPPORTED);
-        assert_eq!(ops.free(client, client, client)?, NV_OK);
+        assert_eq!(status(ops.free(client, client, client))?, NV_OK);
         Ok(())
     }
 }

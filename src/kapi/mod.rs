@@ -20,6 +20,7 @@ pub(crate) mod class;
 pub(crate) mod fdtable;
 pub(crate) mod kthread;
 pub(crate) mod mm;
+pub(crate) mod random;
 pub(crate) mod realfile;
 pub(crate) mod rmops;
 pub(crate) mod sysfs;

@@ -18,6 +18,8 @@
 
 use kernel::prelude::*;
 
+use crate::status::{check, Fail, RmResult};
+
 use crate::nv::{
     self,
     abi::{self, status::NV_OK, Wire},
@@ -35,6 +37,8 @@ extern "C" {
 /// The function pointers are the driver's own, from a successful
 /// `nvidia_get_rm_ops` for release [`nv::RELEASE`]; they stay valid while
 /// vgpu is loaded, since vgpu's symbol dependency pins `nvidia.ko`.
+/// A copy is as good as the original (the pointers are the driver's).
+#[derive(Clone, Copy)]
 pub(crate) struct RmOps {
     alloc_stack: ops::AllocStackFn,
     free_stack: ops::FreeStackFn,
@@ -126,14 +130,13 @@ impl RmOps {
     }
 
     /// NV04_CONTROL on `(h_client, h_object)` with `params` (kernel copy).
-    /// Returns the RM status.
     pub(crate) fn control(
         &self,
         h_client: u32,
         h_object: u32,
         cmd: u32,
         params: &mut [u8],
-    ) -> Result<u32> {
+    ) -> RmResult {
         let mut a = abi::Nvos54 {
             h_client,
             h_object,
@@ -145,12 +148,12 @@ impl RmOps {
         let mut b = a.to_bytes();
         self.call(op::CONTROL, &mut b)?;
         a = abi::Nvos54::decode(&b);
-        Ok(a.status)
+        check(a.status)
     }
 
     /// NV04_ALLOC of class `class` under `h_parent` of client `h_root`
     /// (`h_root == 0` and a root class: a new client). `h_new` 0 lets RM
-    /// choose. Returns the handle, or the RM status as `Err`.
+    /// choose. Returns the handle.
     pub(crate) fn alloc(
         &self,
         h_root: u32,
@@ -158,7 +161,7 @@ impl RmOps {
         h_new: u32,
         class: u32,
         params: &mut [u8],
-    ) -> Result<core::result::Result<u32, u32>> {
+    ) -> RmResult<u32> {
         let mut a = ops::Alloc {
             h_root,
             h_object_parent: h_parent,
@@ -177,16 +180,33 @@ impl RmOps {
         let mut b = a.to_bytes();
         self.call(op::ALLOC, &mut b)?;
         a = ops::Alloc::decode(&b);
-        Ok(if a.status == NV_OK {
-            Ok(a.h_object_new)
-        } else {
-            Err(a.status)
+        check(a.status).map(|()| a.h_object_new)
+    }
+
+    /// As [`RmOps::alloc`], the object held by a guard that frees it unless
+    /// kept.
+    pub(crate) fn alloc_object(
+        &self,
+        h_root: u32,
+        h_parent: u32,
+        h_new: u32,
+        class: u32,
+        params: &mut [u8],
+    ) -> RmResult<RmObject<'_>> {
+        let handle = self.alloc(h_root, h_parent, h_new, class, params)?;
+        // INVARIANT: `handle` was just allocated under `h_parent` of
+        // `h_root` through `self`.
+        Ok(RmObject {
+            rm: self,
+            client: h_root,
+            parent: h_parent,
+            handle,
         })
     }
 
     /// NV04_DUP_OBJECT: a handle `h_new` (0: RM picks) under `h_parent` of
     /// client `h_client` for object `h_obj_src` of client `h_client_src`.
-    /// Returns the handle, or the RM status as `Err`.
+    /// Returns the new handle.
     pub(crate) fn dup(
         &self,
         h_client: u32,
@@ -194,7 +214,7 @@ impl RmOps {
         h_new: u32,
         h_client_src: u32,
         h_obj_src: u32,
-    ) -> Result<core::result::Result<u32, u32>> {
+    ) -> RmResult<u32> {
         let a = abi::Nvos55 {
             h_client,
             h_parent,
@@ -207,16 +227,11 @@ impl RmOps {
         let mut b = a.to_bytes();
         self.call(op::DUP, &mut b)?;
         let a = abi::Nvos55::decode(&b);
-        Ok(if a.status == NV_OK {
-            Ok(a.h_object)
-        } else {
-            Err(a.status)
-        })
+        check(a.status).map(|()| a.h_object)
     }
 
     /// NV01_FREE of `h_obj` (the client itself when `h_obj == h_root`).
-    /// Returns the RM status.
-    pub(crate) fn free(&self, h_root: u32, h_parent: u32, h_obj: u32) -> Result<u32> {
+    pub(crate) fn free(&self, h_root: u32, h_parent: u32, h_obj: u32) -> RmResult {
         let a = abi::Nvos00 {
             h_root,
             h_object_parent: h_parent,
@@ -225,12 +240,12 @@ impl RmOps {
         };
         let mut b = a.to_bytes();
         self.call(op::FREE, &mut b)?;
-        Ok(abi::Nvos00::decode(&b).status)
+        check(abi::Nvos00::decode(&b).status)
     }
 
     /// NV04_MAP_MEMORY at kernel privilege: the kernel address of `length`
     /// bytes at `offset` of memory `h_memory` (under `h_device` of client
-    /// `h_client`), or the RM status as `Err`. The address stays valid until
+    /// `h_client`). The address stays valid until
     /// [`RmOps::unmap_memory`] or until `h_memory` is freed.
     pub(crate) fn map_memory(
         &self,
@@ -239,7 +254,7 @@ impl RmOps {
         h_memory: u32,
         offset: u64,
         length: u64,
-    ) -> Result<core::result::Result<usize, u32>> {
+    ) -> RmResult<usize> {
         let a = abi::Nvos33 {
             h_client,
             h_device,
@@ -251,22 +266,21 @@ impl RmOps {
         let mut b = a.to_bytes();
         self.call(op::MAP_MEMORY, &mut b)?;
         let a = abi::Nvos33::decode(&b);
-        Ok(match (a.status, usize::try_from(a.p_linear_address)) {
+        match (a.status, usize::try_from(a.p_linear_address)) {
             (NV_OK, Ok(addr)) if addr != 0 => Ok(addr),
-            (NV_OK, _) => Err(abi::status::NV_ERR_INVALID_ADDRESS),
-            (st, _) => Err(st),
-        })
+            (NV_OK, _) => Err(Fail::Rm(abi::status::NV_ERR_INVALID_ADDRESS)),
+            (st, _) => Err(Fail::Rm(st)),
+        }
     }
 
-    /// NV04_UNMAP_MEMORY of an address [`RmOps::map_memory`] gave. Returns
-    /// the RM status.
+    /// NV04_UNMAP_MEMORY of an address [`RmOps::map_memory`] gave.
     pub(crate) fn unmap_memory(
         &self,
         h_client: u32,
         h_device: u32,
         h_memory: u32,
         addr: usize,
-    ) -> Result<u32> {
+    ) -> RmResult {
         let a = abi::Nvos34 {
             h_client,
             h_device,
@@ -276,11 +290,48 @@ impl RmOps {
         };
         let mut b = a.to_bytes();
         self.call(op::UNMAP_MEMORY, &mut b)?;
-        Ok(abi::Nvos34::decode(&b).status)
+        check(abi::Nvos34::decode(&b).status)
     }
 
     /// An arbitrary op with its union member's block, for testing refusals.
     pub(crate) fn raw_op(&self, op: u32, params: &mut [u8]) -> Result {
         self.call(op, params)
+    }
+}
+
+/// An RM object allocated through the kernel interface, freed when the guard
+/// drops unless [`RmObject::keep`] hands its handle on: the unwinding of a
+/// failed allocation step is the guard's drop, not a hand-written `free`.
+///
+/// # Invariants
+///
+/// `handle` was allocated under `parent` of client `client` through `rm`,
+/// and nothing has freed it through this guard yet.
+pub(crate) struct RmObject<'a> {
+    rm: &'a RmOps,
+    client: u32,
+    parent: u32,
+    handle: u32,
+}
+
+impl RmObject<'_> {
+    /// Its handle.
+    pub(crate) fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// Keeps the object: it is no longer freed by this guard.
+    pub(crate) fn keep(self) -> u32 {
+        let h = self.handle;
+        core::mem::forget(self);
+        h
+    }
+}
+
+impl Drop for RmObject<'_> {
+    fn drop(&mut self) {
+        // By the type invariant the object exists and is this guard's to
+        // free; a failure leaves it to the client's free.
+        let _ = self.rm.free(self.client, self.parent, self.handle);
     }
 }

@@ -177,6 +177,24 @@ pub struct ControlRow {
     pub policy: Policy,
     /// Its group in the docs.
     pub family: Family,
+    /// The handler the RM_CONTROL handler runs for it.
+    pub handler: ControlHandler,
+}
+
+/// What the RM_CONTROL handler runs for a control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlHandler {
+    /// Forwarded from vgpu's copy of the RM_CONTROL block (inside the
+    /// caller's compute window), or refused by default deny.
+    Forward,
+    /// FB_GET_INFO (V1, V2): run on kernel copies, sizes rewritten to the
+    /// vGPU.
+    FbInfo,
+    /// A tenant's scheduling call (GPFIFO_SCHEDULE, FIFO_DISABLE_CHANNELS,
+    /// SET_TIMESLICE, SET_INTERLEAVE_LEVEL): decided against the vGPU's
+    /// schedule and executed on kernel copies; MAKE_REALTIME refused with
+    /// NV_ERR_INSUFFICIENT_PERMISSIONS.
+    Schedule,
 }
 
 use Family as F;
@@ -213,8 +231,26 @@ const fn ct(
         params_size,
         policy,
         family,
+        handler: ControlHandler::Forward,
     }
 }
+
+/// A control row with its own handler.
+const fn cth(
+    cmd: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+    handler: ControlHandler,
+) -> ControlRow {
+    ControlRow {
+        handler,
+        ..ct(cmd, name, params_size, policy, family)
+    }
+}
+
+use ControlHandler as C;
 
 /// Every class a container may name, by number. Sources per row in
 /// `docs/dispatch-table.md`.
@@ -400,7 +436,7 @@ pub const CONTROLS: &[ControlRow] = &[
     // TODO(issue 21): admit only those opcodes (bounce and check the list).
     ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
-    ct(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo),
+    cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::Schedule),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
     // TODO(issue 21): refuse WFI compute preemption, which would let a long kernel outlast the
     //   vGPU's window.
@@ -412,8 +448,8 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x2080_122b, "NV2080_CTRL_CMD_GR_GET_TPC_MASK", 24, P::Forward, F::Engine),
     ct(0x2080_1230, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER", 32, P::Forward, F::Engine),
     ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
-    ct(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory),
-    ct(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory),
+    cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory, C::FbInfo),
+    cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory, C::FbInfo),
     // TODO(issue 21): rewrite the regions to the ceiling.
     ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
     ct(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory),
@@ -459,14 +495,14 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x906f_0101, "NV906F_CTRL_GET_CLASS_ENGINEID", 16, P::Forward, F::Fifo),
     ct(0x906f_0102, "NV906F_CTRL_CMD_RESET_CHANNEL", 16, P::Forward, F::Fifo),
     ct(0x90e6_0102, "NV90E6_CTRL_CMD_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK", 8, P::Forward, F::GpuInfo),
-    ct(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo),
-    ct(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo),
+    cth(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::Schedule),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo, C::Schedule),
     ct(ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, "NVA06C_CTRL_CMD_GET_TIMESLICE", 8, P::Forward, F::Fifo),
     ct(ctrl::NVA06C_CTRL_CMD_PREEMPT, "NVA06C_CTRL_CMD_PREEMPT", 8, P::Forward, F::Fifo),
     ct(ctrl::NVA06C_CTRL_CMD_GET_INFO, "NVA06C_CTRL_CMD_GET_INFO", 4, P::Forward, F::Fifo),
-    ct(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo),
-    ct(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo),
-    ct(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo, C::Schedule),
+    cth(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo, C::Schedule),
+    cth(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::Schedule),
     ct(ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN", 4, P::Forward, F::Fifo),
     ct(0xc56f_010b, "NVC56F_CTRL_CMD_GET_KMB", 144, P::Forward, F::Security),
     ct(0xcb33_0101, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES", 6, P::Forward, F::Security),

@@ -6,14 +6,14 @@
 //! vGPU's ledger and the schedule entry each TSG or channel holds.
 //!
 //! Only entries vgpu verified with the driver itself are recorded, so the
-//! tracker never names another file's client. A charge goes back to its
+//! record never names another file's client. A charge goes back to its
 //! ledger when the last handle to its memory goes: with the object, an
 //! ancestor, the client or the file.
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::sched::{Enrolled, Watched};
-use crate::vgpus::Vgpu;
+use crate::vgpu::Vgpu;
 
 /// A memory object's charge, shared by every handle to the same memory
 /// (the original and its DUPs): refunded when the last of them goes.
@@ -76,11 +76,11 @@ pub(crate) struct Client {
 
 /// The clients of one ctl file.
 #[derive(Default)]
-pub(crate) struct Tracker {
+pub(crate) struct Objects {
     clients: KVec<Client>,
 }
 
-impl Tracker {
+impl Objects {
     /// Records a verified client.
     pub(crate) fn add_client(&mut self, handle: u32) -> Result {
         self.clients.push(
@@ -156,5 +156,63 @@ impl Tracker {
                 break;
             }
         }
+    }
+}
+
+/// VRAM reserved on a vGPU's ledger for an allocation in progress: given
+/// back when dropped, unless it became a [`Charge`] first.
+pub(crate) struct Reservation {
+    vgpu: Arc<Vgpu>,
+    bytes: u64,
+}
+
+impl Reservation {
+    /// Reserves `bytes` on `vgpu` (see [`Vgpu::charge`]); `None` past its
+    /// ceiling (counted as refused).
+    pub(crate) fn new(vgpu: &Arc<Vgpu>, bytes: u64) -> Option<Self> {
+        vgpu.charge(bytes).then(|| Self {
+            vgpu: vgpu.clone(),
+            bytes,
+        })
+    }
+
+    /// Settles the reservation to `actual`, what the driver allocated.
+    /// `false` if the growth does not fit under the ceiling: the ledger then
+    /// gave the reservation back (counted as refused).
+    pub(crate) fn settle(&mut self, actual: u64) -> bool {
+        let mut cfg = self.vgpu.config.lock();
+        match cfg.memory.settle(self.bytes, actual) {
+            Ok(()) => {
+                self.bytes = actual;
+                true
+            }
+            Err(_) => {
+                cfg.refused += 1;
+                self.bytes = 0;
+                false
+            }
+        }
+    }
+
+    /// The reservation as the charge of an object, shared by its handles.
+    pub(crate) fn into_charge(self) -> Result<Arc<Charge>> {
+        let charge = Arc::new(
+            Charge {
+                vgpu: self.vgpu.clone(),
+                bytes: self.bytes,
+            },
+            GFP_KERNEL,
+        )?;
+        // The charge holds the bytes now: this reservation gives none back
+        // when it drops.
+        let mut this = self;
+        this.bytes = 0;
+        Ok(charge)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.vgpu.config.lock().memory.release(self.bytes);
     }
 }

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An ioctl on one of vgpu's RM nodes, decoded as the driver decodes it,
+//! with its row of the dispatch table, and the two ways of forwarding it.
+
+use kernel::prelude::*;
+
+use crate::kapi::{realfile::RealFile, user};
+use crate::nv::ioctl::{self, Escape, Xfer};
+use crate::nv::table::{self, EscapeRow};
+
+/// An ioctl on a vgpu RM node, decoded as the driver decodes it (XFER
+/// unwrapped).
+pub(crate) struct Call {
+    /// The caller's request word.
+    cmd: u32,
+    /// The caller's argument.
+    arg: usize,
+    /// The XFER header the caller sent, if it sent one.
+    xfer: Option<[u8; Xfer::SIZE]>,
+    /// The escape the driver would run.
+    pub(crate) escape: Escape,
+    /// User address of the escape's block.
+    pub(crate) addr: u64,
+    /// Size of the escape's block.
+    pub(crate) size: usize,
+    /// The escape's row of the dispatch table.
+    pub(crate) row: &'static EscapeRow,
+}
+
+impl Call {
+    /// Decodes `cmd`: unknown escapes and wrong sizes are `EINVAL`, as the
+    /// driver answers them, and never reach it.
+    pub(crate) fn decode(cmd: u32, arg: usize) -> Result<Self> {
+        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
+        if command.escape != Escape::IoctlXferCmd {
+            return Ok(Self {
+                cmd,
+                arg,
+                xfer: None,
+                escape: command.escape,
+                addr: arg as u64,
+                size: command.size,
+                row: table::escape_row(command.escape),
+            });
+        }
+        let mut hdr = [0u8; Xfer::SIZE];
+        user::read(arg as u64, &mut hdr)?;
+        let x = Xfer::from_bytes(&hdr);
+        let inner = x.inner().map_err(|_| EINVAL)?;
+        Ok(Self {
+            cmd,
+            arg,
+            xfer: Some(hdr),
+            escape: inner.escape,
+            addr: x.ptr,
+            size: inner.size,
+            row: table::escape_row(inner.escape),
+        })
+    }
+
+    /// The escape as a plain request word for its block (no XFER).
+    pub(crate) fn direct_cmd(&self) -> u32 {
+        ioctl::nv_iowr(self.escape.nr(), self.size)
+    }
+
+    /// Forwards the call as the caller made it. An XFER header goes from the
+    /// copy vgpu decoded, so the driver runs the escape vgpu saw (its block
+    /// is read from the caller's memory: vgpu decided nothing on it).
+    pub(crate) fn forward(&self, real: &RealFile) -> Result<isize> {
+        match self.xfer {
+            Some(mut hdr) => real.ioctl_block(self.cmd, &mut hdr),
+            None => real.ioctl(self.cmd, self.arg),
+        }
+    }
+
+    /// Forwards the call with `blk`, vgpu's copy of its block, as the block
+    /// the driver reads (from a bounce slot, so no other thread can change
+    /// it first); the driver's answer goes to the caller's block and stays
+    /// in `blk`. Blocks of the escapes vgpu decides on are small, so the
+    /// call goes as a plain request even if the caller wrapped it in XFER.
+    pub(crate) fn forward_block(&self, real: &RealFile, blk: &mut [u8]) -> Result<isize> {
+        if blk.len() != self.size {
+            return Err(EINVAL);
+        }
+        let r = real.ioctl_block(self.direct_cmd(), blk)?;
+        user::write(self.addr, blk)?;
+        Ok(r)
+    }
+}

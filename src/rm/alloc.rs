@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RM_ALLOC: clients are forwarded and verified; devices, subdevices, VRAM,
+//! TSGs and channels (the classes the table marks `Served`) are decided and
+//! accounted on kernel copies and executed through the kernel-client
+//! interface; other admitted classes are forwarded from vgpu's copy of the
+//! block, so the driver allocates the class vgpu saw.
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::{clients, CtlFile, Ctx};
+use crate::deny;
+use crate::kapi::{rmops::RmOps, user};
+use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
+use crate::nv::table::{self, Policy};
+use crate::objects::{Kind, Obj, Reservation};
+use crate::sched::{Enrolled, Watched};
+use crate::status::{Fail, RmResult};
+
+/// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
+/// apart from the driver's own (`0xC1D0_0000` up).
+const CLIENT_HANDLE_BASE: u32 = 0xc1e0_0000;
+
+/// The fields of an RM_ALLOC block vgpu decides on, from either layout.
+struct Header {
+    h_root: u32,
+    h_parent: u32,
+    h_new: u32,
+    h_class: u32,
+    pparams: u64,
+}
+
+impl Header {
+    /// Decodes NVOS21 (32 bytes) or NVOS64 (48 bytes).
+    fn decode(blk: &[u8]) -> Self {
+        if blk.len() == abi::Nvos21::SIZE {
+            let a = abi::Nvos21::decode(blk);
+            Self {
+                h_root: a.h_root,
+                h_parent: a.h_object_parent,
+                h_new: a.h_object_new,
+                h_class: a.h_class,
+                pparams: a.p_alloc_parms,
+            }
+        } else {
+            let a = abi::Nvos64::decode(blk);
+            Self {
+                h_root: a.h_root,
+                h_parent: a.h_object_parent,
+                h_new: a.h_object_new,
+                h_class: a.h_class,
+                pparams: a.p_alloc_parms,
+            }
+        }
+    }
+}
+
+/// Writes `handle` and `status` into the caller's block `blk` at `addr`.
+fn answer(addr: u64, blk: &[u8], handle: u32, status: u32) -> Result<isize> {
+    if blk.len() == abi::Nvos21::SIZE {
+        let mut a = abi::Nvos21::decode(blk);
+        a.h_object_new = handle;
+        a.status = status;
+        user::write(addr, &a.to_bytes())?;
+    } else {
+        let mut a = abi::Nvos64::decode(blk);
+        a.h_object_new = handle;
+        a.status = status;
+        user::write(addr, &a.to_bytes())?;
+    }
+    Ok(0)
+}
+
+/// RM_ALLOC, by the class's row: `Rewritten` (clients), `Served` (accounted
+/// classes), any other admitted row forwarded from vgpu's copy.
+pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
+    let (addr, size) = (cx.call.addr, cx.call.size);
+    let mut buf = [0u8; abi::Nvos64::SIZE];
+    let blk = buf.get_mut(..size).ok_or(EINVAL)?;
+    user::read(addr, blk)?;
+    // `paramsSize` is not read: RM ignores it (see `accounted`).
+    let h = Header::decode(blk);
+    let policy = table::class_row(h.h_class).map(|r| r.policy);
+    // Default deny: a class the table does not admit is refused the way RM
+    // refuses a class it does not have (`rs_server.c:4149` at 595.45.04),
+    // before anything reaches the driver.
+    if !deny::admits(deny::Family::Class, h.h_class, policy) {
+        cx.file.count_denied();
+        return answer(addr, blk, h.h_new, NV_ERR_INVALID_CLASS);
+    }
+    let result = match policy {
+        Some(Policy::Rewritten) => return client(cx, blk, h.h_new),
+        Some(Policy::Served) => accounted(cx, &h),
+        _ => return cx.call.forward_block(cx.real, blk),
+    };
+    match result {
+        Ok(handle) => answer(addr, blk, handle, NV_OK),
+        Err(Fail::Rm(st)) => answer(addr, blk, h.h_new, st),
+        Err(Fail::Os(e)) => Err(e),
+    }
+}
+
+/// A client: forwarded (the driver binds it to this file's real ctl file),
+/// under a handle vgpu picks when the caller lets RM pick, then verified
+/// through the kernel interface before it is recorded.
+fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
+    let rm = &cx.host.rm;
+    let handle = if h_new != 0 {
+        h_new
+    } else {
+        CLIENT_HANDLE_BASE | (crate::kapi::random::u32() & 0xf_ffff)
+    };
+    // A handle that already exists (another file's client) must never be
+    // recorded as this file's.
+    let exists = |h: u32| -> Result<bool> {
+        let mut q = abi::GpuGetAttachedIdsParams::default().to_bytes();
+        match rm.control(h, h, ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &mut q) {
+            Ok(()) => Ok(true),
+            Err(Fail::Rm(_)) => Ok(false),
+            Err(Fail::Os(e)) => Err(e),
+        }
+    };
+    let fresh = !exists(handle)?;
+    // The new handle's field, at the same offset in both layouts.
+    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
+    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
+    blk.get_mut(H_NEW..H_NEW + 4)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&handle.to_ne_bytes());
+    let r = cx.call.forward_block(cx.real, blk)?;
+    // Did the driver create `handle`, and does it answer for it? A client
+    // that was raced to another handle is never recorded.
+    if fresh && exists(handle)? {
+        let mut objects = cx.file.objects.lock();
+        if !objects.has_client(handle) {
+            objects.add_client(handle)?;
+            drop(objects);
+            if let Err(e) = clients::record(handle, cx.file) {
+                cx.file.objects.lock().freed(handle, handle);
+                return Err(e);
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Devices, subdevices, memory, TSGs and channels: decided on kernel copies,
+/// executed through the kernel interface. Returns the new handle.
+fn accounted(cx: &Ctx<'_>, h: &Header) -> RmResult<u32> {
+    if !cx.file.has_client(h.h_root) {
+        return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
+    }
+    // RM copies the class's own params, whatever `paramsSize` says (at
+    // 595.45.04: `rmapiGetClassAllocParamSize`, `resource_desc.c:181-214`;
+    // `rmapiParamsCopyInit`, `param_copy.c:297-320`), so vgpu reads,
+    // decides on and passes on exactly that many bytes: a short or long
+    // `paramsSize` changes nothing, the charge included.
+    let (want, optional) = match h.h_class {
+        // RS_OPTIONAL (`resource_list.h:175,449`).
+        class::NV01_DEVICE_0 => (abi::DeviceAllocParams::SIZE, true),
+        class::NV20_SUBDEVICE_0 => (abi::SubdeviceAllocParams::SIZE, true),
+        // RS_REQUIRED (`resource_list.h:484,505`, channels 283-392).
+        class::KEPLER_CHANNEL_GROUP_A => (abi::ChannelGroupAllocParams::SIZE, false),
+        c if class::is_channel_class(c) => (abi::ChannelAllocParams::SIZE, false),
+        _ => (abi::MemoryAllocationParams::SIZE, false),
+    };
+    // Channel params are the largest of the accounted classes'.
+    let mut buf = [0u8; abi::ChannelAllocParams::SIZE];
+    let params = buf.get_mut(..want).ok_or(EINVAL)?;
+    if h.pparams == 0 {
+        if !optional {
+            // A required pointer that is NULL (`param_copy.c:314-315`).
+            return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
+        }
+        // NULL optional params: the class's defaults, passed on as NULL.
+        return execute(cx, h, &mut []);
+    }
+    if user::read(h.pparams, params).is_err() {
+        // `os_memcpy_from_user` (`os-interface.c:522-529`).
+        return Err(Fail::Rm(NV_ERR_INVALID_ADDRESS));
+    }
+    let handle = execute(cx, h, params)?;
+    // In/out params (the rounded size) back to the caller.
+    user::write(h.pparams, params)?;
+    Ok(handle)
+}
+
+/// What an accounted allocation is, decided before the driver sees it.
+struct Plan {
+    gpu: u32,
+    kind: Kind,
+    /// VRAM: the vGPU charged and the floor reserved.
+    vram: Option<(Arc<crate::vgpu::Vgpu>, u64)>,
+    /// A channel in a TSG: the TSG's schedule entry.
+    in_tsg: Option<Arc<Enrolled>>,
+}
+
+/// Decides what allocating `h` from `params` is on this file.
+fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
+    let plan = |gpu, kind| Plan {
+        gpu,
+        kind,
+        vram: None,
+        in_tsg: None,
+    };
+    if h.h_class == class::NV01_DEVICE_0 {
+        if h.h_parent != h.h_root {
+            return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT));
+        }
+        // The device instance is the GPU's index (its minor); no params (a
+        // NULL pointer) is RM's default, device 0.
+        let gpu = if params.is_empty() {
+            0
+        } else {
+            abi::DeviceAllocParams::decode(params).device_id
+        };
+        if file.vgpu_on(gpu).is_none() {
+            return Err(EACCES.into());
+        }
+        return Ok(plan(gpu, Kind::Device));
+    }
+    let (gpu, pkind, psched) = {
+        let objects = file.objects.lock();
+        let Some(parent) = objects.obj(h.h_root, h.h_parent) else {
+            return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT));
+        };
+        (parent.gpu, parent.kind, parent.sched.clone())
+    };
+    let channel = class::is_channel_class(h.h_class);
+    Ok(match h.h_class {
+        class::NV20_SUBDEVICE_0 => plan(gpu, Kind::Subdevice),
+        class::KEPLER_CHANNEL_GROUP_A if pkind == Kind::Device => plan(gpu, Kind::Tsg),
+        _ if channel && pkind == Kind::Device => plan(gpu, Kind::Channel),
+        _ if channel && pkind == Kind::Tsg => Plan {
+            in_tsg: psched,
+            ..plan(gpu, Kind::Channel)
+        },
+        class::KEPLER_CHANNEL_GROUP_A => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
+        _ if channel => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
+        _ => {
+            let mp = abi::MemoryAllocationParams::decode(params);
+            let vram = if mp.allocates_vram() {
+                let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
+                // Reserved: at least what RM will allocate, its page-rounded
+                // size (settled after the call).
+                Some((v, crate::ledger::vram_floor(mp.size, mp.attr, mp.attr2)))
+            } else {
+                None
+            };
+            Plan {
+                vram,
+                ..plan(gpu, Kind::Memory)
+            }
+        }
+    })
+}
+
+/// Allocates `h` from kernel copies `params` (the class's alloc params,
+/// updated in place): the decision, the charge, the call through the kernel
+/// interface, the settling and the record. Every step that fails unwinds
+/// what came before by dropping its guard (the reservation, the RM object,
+/// the schedule entry).
+fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
+    let rm = &cx.host.rm;
+    let file = cx.file;
+    let p = plan(file, h, params)?;
+    // A TSG, or a channel outside one, runs on this file's vGPU there.
+    let sched_on = match (p.kind, &p.in_tsg) {
+        (Kind::Tsg, _) | (Kind::Channel, None) => Some(file.vgpu_on(p.gpu).ok_or(EACCES)?.clone()),
+        _ => None,
+    };
+    let mut reserved = match &p.vram {
+        Some((v, floor)) => Some(Reservation::new(v, *floor).ok_or(Fail::Rm(NV_ERR_NO_MEMORY))?),
+        None => None,
+    };
+    let object = rm.alloc_object(h.h_root, h.h_parent, h.h_new, h.h_class, params)?;
+    let handle = object.handle();
+    let mut charge = None;
+    if let (Some(r), Some((_, floor))) = (reserved.as_mut(), &p.vram) {
+        // The size the driver really allocated: it wrote it into our kernel
+        // copy of the params, which no user thread can touch. Should a
+        // driver not report it there, ask (GET_SURFACE_INFO).
+        let reported = abi::MemoryAllocationParams::decode(params).size;
+        let actual = if reported >= *floor {
+            reported
+        } else {
+            surface_size(rm, h.h_root, handle).unwrap_or(*floor)
+        };
+        if !r.settle(actual) {
+            return Err(Fail::Rm(NV_ERR_NO_MEMORY));
+        }
+    }
+    if let Some(r) = reserved.take() {
+        charge = Some(r.into_charge()?);
+    }
+    let sched = match sched_on {
+        Some(v) => Some(Enrolled::new(&v, h.h_root, handle, p.kind == Kind::Tsg)?),
+        None => p.in_tsg,
+    };
+    let watch = match (p.kind, &sched) {
+        (Kind::Channel, Some(e)) => watch_userd(cx, p.gpu, h.h_root, e, params)?,
+        _ => None,
+    };
+    let obj = Obj {
+        handle,
+        parent: h.h_parent,
+        gpu: p.gpu,
+        kind: p.kind,
+        charge,
+        sched,
+        watch,
+    };
+    file.objects.lock().add_obj(h.h_root, obj)?;
+    Ok(object.keep())
+}
+
+/// Watches the USERD a new channel names (its first), so that the scheduler
+/// can tell when the channel has work queued.
+fn watch_userd(
+    cx: &Ctx<'_>,
+    gpu: u32,
+    client: u32,
+    entry: &Arc<Enrolled>,
+    params: &[u8],
+) -> Result<Option<Arc<Watched>>> {
+    let p = abi::ChannelAllocParams::decode(params);
+    let (h_userd, offset) = (p.h_userd_memory[0], p.userd_offset[0]);
+    if h_userd == 0 {
+        return Ok(None);
+    }
+    let Some(g) = cx.host.sched(gpu) else {
+        return Ok(None);
+    };
+    Watched::new(
+        &cx.host.rm,
+        cx.host.kclient,
+        g,
+        entry.vgpu(),
+        entry.id(),
+        client,
+        h_userd,
+        offset,
+    )
+}
+
+/// The physical size of memory object `h` of client `client`, in bytes.
+fn surface_size(rm: &RmOps, client: u32, h: u32) -> RmResult<u64> {
+    let mut list = [0u8; 2 * abi::InfoEntry::SIZE];
+    abi::InfoEntry {
+        index: surface_info::PHYS_SIZE_LO,
+        data: 0,
+    }
+    .encode(&mut list[..8]);
+    abi::InfoEntry {
+        index: surface_info::PHYS_SIZE_HI,
+        data: 0,
+    }
+    .encode(&mut list[8..]);
+    let mut q = abi::GetSurfaceInfoParams {
+        list_size: 2,
+        list_ptr: list.as_mut_ptr() as u64,
+    }
+    .to_bytes();
+    rm.control(client, h, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q)?;
+    let lo = abi::InfoEntry::decode(&list[..8]).data;
+    let hi = abi::InfoEntry::decode(&list[8..]).data;
+    Ok(u64::from(hi) << 32 | u64::from(lo))
+}
+
+/// Allocates VRAM for VID_HEAP (an NV01_MEMORY_LOCAL_USER of `params` under
+/// `h_parent` of `h_root`, `h_new` or RM's pick), accounted as any other.
+pub(super) fn heap_memory(
+    cx: &Ctx<'_>,
+    h_root: u32,
+    h_parent: u32,
+    h_new: u32,
+    params: &mut [u8],
+) -> RmResult<u32> {
+    if !cx.file.has_client(h_root) {
+        return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
+    }
+    let h = Header {
+        h_root,
+        h_parent,
+        h_new,
+        h_class: class::NV01_MEMORY_LOCAL_USER,
+        pparams: 0,
+    };
+    execute(cx, &h, params)
+}

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RM_CONTROL, by the control's row of the dispatch table: FB info is run
+//! on kernel copies and rewritten to the vGPU (`FbInfo`); a tenant's
+//! scheduling calls are decided against the vGPU's schedule (`Schedule`);
+//! every other admitted control is forwarded from vgpu's copy of the block
+//! inside the caller's compute window; anything else is refused (default
+//! deny).
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::{control_params, CtlFile, Ctx};
+use crate::deny;
+use crate::host::Host;
+use crate::kapi::{rmops::RmOps, user};
+use crate::ledger::fb_info_kib;
+use crate::nv::abi::{self, ctrl, status::*, Wire};
+use crate::nv::table::{self, ControlHandler};
+use crate::objects::Kind;
+use crate::status::{self, Fail, RmResult};
+use crate::vgpu::Vgpu;
+
+/// RM_CONTROL.
+pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
+    let addr = cx.call.addr;
+    let mut blk = [0u8; abi::Nvos54::SIZE];
+    user::read(addr, &mut blk)?;
+    let mut a = abi::Nvos54::decode(&blk);
+    let row = table::control_row(a.cmd);
+    match row.map(|r| r.handler) {
+        Some(ControlHandler::Schedule) => {
+            a.status = status::status(schedule(cx, &a))?;
+            user::write(addr, &a.to_bytes())?;
+            return Ok(0);
+        }
+        Some(ControlHandler::FbInfo) => {
+            if let Some(st) = fb_info(cx, &a)? {
+                a.status = st;
+                user::write(addr, &a.to_bytes())?;
+                return Ok(0);
+            }
+            // Not this file's vGPU, or malformed: the driver answers.
+        }
+        Some(ControlHandler::Forward) | None => {
+            // Default deny: a control the table does not admit is refused
+            // the way RM refuses a command it does not have
+            // (`NV_ERR_NOT_SUPPORTED`, `rs_resource.c:131` at 595.45.04),
+            // before anything reaches the driver.
+            if !deny::admits(deny::Family::Control, a.cmd, row.map(|r| r.policy)) {
+                cx.file.count_denied();
+                a.status = NV_ERR_NOT_SUPPORTED;
+                user::write(addr, &a.to_bytes())?;
+                return Ok(0);
+            }
+        }
+    }
+    forwarded(cx.host, cx.file, || cx.call.forward_block(cx.real, &mut blk))
+}
+
+/// FB_GET_INFO (V1 or V2), well formed, on a subdevice of this file's
+/// vGPU: run as V2 on kernel copies through the kernel interface (no other
+/// thread can change the request, or the answer before it is rewritten),
+/// the sizes and free memory rewritten to the vGPU. Returns the RM status;
+/// `None` if the request is not on this file's vGPU or is malformed, for
+/// the driver to answer as it does.
+fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
+    use abi::{fb_info::MAX_LIST_SIZE, FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
+    const ENTRY: usize = abi::InfoEntry::SIZE;
+    let v = {
+        let objects = cx.file.objects.lock();
+        match objects.obj(a.h_client, a.h_object) {
+            Some(o) if o.kind == Kind::Subdevice => cx.file.vgpu_on(o.gpu).cloned(),
+            _ => None,
+        }
+    };
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    let mut p = KVec::from_elem(0u8, V2::SIZE, GFP_KERNEL)?;
+    // `n` entries, and where the caller's list is: V1's by pointer, V2's at
+    // byte 4 of its params (after `list_size`, which RM leaves as it was).
+    // The answer is that list.
+    let (n, list_at) = if a.cmd == ctrl::NV2080_CTRL_CMD_FB_GET_INFO {
+        let mut b = [0u8; V1::SIZE];
+        if a.params_size as usize != V1::SIZE || user::read(a.params, &mut b).is_err() {
+            return Ok(None);
+        }
+        let q = V1::decode(&b);
+        let n = q.list_size as usize;
+        if n == 0 || n > MAX_LIST_SIZE || q.list_ptr == 0 {
+            return Ok(None);
+        }
+        if user::read(q.list_ptr, &mut p[4..4 + n * ENTRY]).is_err() {
+            return Ok(None);
+        }
+        (n, q.list_ptr)
+    } else {
+        if a.params_size as usize != V2::SIZE || user::read(a.params, &mut p).is_err() {
+            return Ok(None);
+        }
+        let n = u32::from_ne_bytes([p[0], p[1], p[2], p[3]]) as usize;
+        if n > MAX_LIST_SIZE {
+            return Ok(None);
+        }
+        (n, a.params + 4)
+    };
+    p[..4].copy_from_slice(&(n as u32).to_ne_bytes());
+    let r = cx.host.rm.control(
+        a.h_client,
+        a.h_object,
+        ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
+        &mut p,
+    );
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let ledger = v.config.lock().memory;
+    let list = &mut p[4..4 + n * ENTRY];
+    for chunk in list.chunks_exact_mut(ENTRY) {
+        let mut e = abi::InfoEntry::decode(chunk);
+        e.data = fb_info_kib(e.index, e.data, &ledger);
+        e.encode(chunk);
+    }
+    Ok(Some(match user::write(list_at, list) {
+        Ok(()) => NV_OK,
+        Err(_) => NV_ERR_INVALID_ARGUMENT,
+    }))
+}
+
+/// A tenant's scheduling control, decided and executed on kernel copies
+/// (never forwarded, so no other thread can change what the driver acts
+/// on).
+///
+/// - GPFIFO_SCHEDULE (TSG or channel) and FIFO_DISABLE_CHANNELS on this
+///   file's own TSGs and channels: a disable applies at once, an enable
+///   only within the vGPU's window (else it is recorded and applied when
+///   the window opens). Any other target is refused.
+/// - MAKE_REALTIME is refused: a realtime TSG could preempt other vGPUs'
+///   windows, and nothing a container runs needs it.
+/// - SET_TIMESLICE and SET_INTERLEAVE_LEVEL are applied to this file's own
+///   TSGs only: only one vGPU's TSGs are enabled at a time, so they order
+///   that vGPU's work inside its own window.
+fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+    let (file, rm) = (cx.file, &cx.host.rm);
+    if !file.has_client(a.h_client) {
+        return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
+    }
+    let params = |p: &mut [u8]| control_params(a, p).map_err(Fail::Rm);
+    match a.cmd {
+        ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME => Err(Fail::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)),
+        ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS => disable_channels(cx, a),
+        ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE | ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL => {
+            let size = if a.cmd == ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE {
+                abi::TimesliceParams::SIZE
+            } else {
+                abi::InterleaveLevelParams::SIZE
+            };
+            let mut p = [0u8; abi::TimesliceParams::SIZE];
+            let p = &mut p[..size];
+            params(p)?;
+            let own_tsg = file
+                .objects
+                .lock()
+                .obj(a.h_client, a.h_object)
+                .is_some_and(|o| o.kind == Kind::Tsg && o.sched.is_some());
+            if !own_tsg {
+                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+            }
+            rm.control(a.h_client, a.h_object, a.cmd, p)
+        }
+        _ => {
+            let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
+            params(&mut p)?;
+            let kind = if a.cmd == ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE {
+                Kind::Tsg
+            } else {
+                Kind::Channel
+            };
+            let target = file
+                .objects
+                .lock()
+                .obj(a.h_client, a.h_object)
+                .filter(|o| o.kind == kind)
+                .and_then(|o| Some((o.gpu, o.sched.clone()?)));
+            let Some((gpu, e)) = target else {
+                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+            };
+            let Some(g) = cx.host.sched(gpu) else {
+                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+            };
+            let enable = abi::GpfifoScheduleParams::decode(&p).b_enable != 0;
+            g.request(e.vgpu(), &[e.id()], enable, || {
+                rm.control(a.h_client, a.h_object, a.cmd, &mut p)
+            })
+        }
+    }
+}
+
+/// FIFO_DISABLE_CHANNELS on a subdevice: every listed channel must be one
+/// of this file's on that GPU, or nothing happens.
+fn disable_channels(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+    let mut p = KVec::from_elem(0u8, abi::FifoDisableChannelsParams::SIZE, GFP_KERNEL)?;
+    control_params(a, &mut p).map_err(Fail::Rm)?;
+    let q = abi::FifoDisableChannelsParams::decode(&p);
+    // The event pointer would be read at kernel privilege: refused.
+    if q.num_channels as usize > abi::DISABLE_CHANNELS_MAX_ENTRIES
+        || q.p_runlist_preempt_event != 0
+    {
+        return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
+    }
+    let mut ids = KVec::new();
+    let mut vgpu = None;
+    let gpu = {
+        let t = cx.file.objects.lock();
+        let gpu = match t.obj(a.h_client, a.h_object) {
+            Some(o) if o.kind == Kind::Subdevice => o.gpu,
+            _ => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
+        };
+        for (client, h) in q.entries() {
+            let e = t
+                .obj(client, h)
+                .filter(|o| o.gpu == gpu && matches!(o.kind, Kind::Channel | Kind::Tsg))
+                .and_then(|o| o.sched.clone());
+            let Some(e) = e else {
+                return Err(Fail::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS));
+            };
+            ids.push(e.id(), GFP_KERNEL)?;
+            vgpu = Some(e.vgpu().clone());
+        }
+        gpu
+    };
+    let (Some(v), Some(g)) = (vgpu, cx.host.sched(gpu)) else {
+        // No channels listed: nothing to do.
+        return Ok(());
+    };
+    g.request(&v, &ids, q.b_disable == 0, || {
+        cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut p)
+    })
+}
+
+/// Forwards a control. A control is read from the caller's memory twice
+/// (by vgpu, then by the driver), so another thread may turn it into a
+/// scheduling call on the way: it runs under the rules of
+/// [`crate::sched::GpuSched::in_window`] for this file's first vGPU that
+/// has TSGs (or its first vGPU), and the file's other vGPUs, on other GPUs,
+/// have their TSGs disabled again afterwards unless their window is open.
+fn forwarded(host: &Host, file: &CtlFile, call: impl FnOnce() -> Result<isize>) -> Result<isize> {
+    let rm: &RmOps = &host.rm;
+    let sched_of = |v: &Arc<Vgpu>| {
+        let gpu = v.config.lock().gpu;
+        gpu.and_then(|g| host.sched(g))
+    };
+    let first = file
+        .vgpus
+        .iter()
+        .find(|v| v.compute.lock().objects() > 0)
+        .or(file.vgpus.first());
+    let Some((first, g)) = first.and_then(|v| Some((v, sched_of(v)?))) else {
+        return call();
+    };
+    let r = g.in_window(rm, first, call)?;
+    for v in file.vgpus.iter().filter(|v| !Arc::ptr_eq(v, first)) {
+        if let Some(g) = sched_of(v) {
+            g.restop(rm, v)?;
+        }
+    }
+    r
+}

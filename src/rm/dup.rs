@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RM_DUP_OBJECT, within a container only.
+
+use kernel::{prelude::*, sync::Arc};
+
+use super::{clients, Ctx};
+use crate::kapi::user;
+use crate::nv::abi::{self, status::*, Wire};
+use crate::objects::{Charge, Kind, Obj, Objects};
+
+/// DUP: into one of this file's verified clients, from one of them or
+/// from a client another `/dev/vgpuctl` file of the same container
+/// verified, as long as the memory's vGPU is the caller's too. Refused
+/// here: DUPs from any other client (another container's, or one vgpu
+/// never verified) and of TSGs and channels (a second handle would
+/// outlive the one the schedule knows). What passes is forwarded from
+/// vgpu's kernel copy of the block, so the driver applies its own rules
+/// to the caller, as to any user client: its share policy lets a user
+/// client dup only objects of clients its own process created, unless
+/// their owner shared them (`rs_client.c:535-547`, `sharing.c:347-353`
+/// at 595.45.04). vgpu never runs a tenant's DUP at kernel privilege,
+/// which would skip that check. A copy of charged memory shares the
+/// original's charge, so the memory is charged once and refunded when
+/// its last handle goes.
+pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
+    let file = cx.file;
+    let addr = cx.call.addr;
+    let mut blk = [0u8; abi::Nvos55::SIZE];
+    user::read(addr, &mut blk)?;
+    let a = abi::Nvos55::decode(&blk);
+    let refuse = |mut a: abi::Nvos55| -> Result<isize> {
+        a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
+        user::write(addr, &a.to_bytes())?;
+        Ok(0)
+    };
+    if !file.objects.lock().has_client(a.h_client) {
+        return refuse(a);
+    }
+    type Src = Option<(u32, Kind, Option<Arc<Charge>>, bool)>;
+    let look = |t: &Objects| -> Src {
+        t.obj(a.h_client_src, a.h_object_src)
+            .map(|o| (o.gpu, o.kind, o.charge.clone(), o.sched.is_some()))
+    };
+    let src = if file.objects.lock().has_client(a.h_client_src) {
+        look(&file.objects.lock())
+    } else {
+        let Some(other) = clients::owner_of(a.h_client_src) else {
+            return refuse(a);
+        };
+        // The same container: the two files share their vGPUs.
+        if !file.shares_vgpus(&other.vgpus) {
+            return refuse(a);
+        }
+        let src = look(&other.objects.lock());
+        if let Some((gpu, ..)) = src {
+            // The memory's vGPU must be this file's on that GPU too.
+            let theirs = other.vgpu_on(gpu);
+            let mine = file.vgpu_on(gpu);
+            if !matches!((theirs, mine), (Some(t), Some(m)) if Arc::ptr_eq(t, m)) {
+                return refuse(a);
+            }
+        }
+        src
+    };
+    if src.as_ref().is_some_and(|s| s.3) {
+        return refuse(a);
+    }
+    // The driver acts on `blk`, vgpu's copy, and answers in it.
+    let r = cx.call.forward_block(cx.real, &mut blk)?;
+    let out = abi::Nvos55::decode(&blk);
+    if out.status == NV_OK {
+        if let Some((gpu, kind, charge, _)) = src {
+            let obj = Obj {
+                handle: out.h_object,
+                parent: a.h_parent,
+                gpu,
+                kind,
+                charge,
+                sched: None,
+                watch: None,
+            };
+            if let Err(e) = file.objects.lock().add_obj(a.h_client, obj) {
+                let _ = cx.host.rm.free(a.h_client, a.h_parent, out.h_object);
+                return Err(e);
+            }
+        }
+    }
+    Ok(r)
+}
+
