@@ -22,10 +22,7 @@ use kernel::{
 use crate::call::Call;
 use crate::file::{self, ProxyFile, ProxyFops, Role};
 use crate::kapi::user;
-use crate::kapi::{
-    chrdev::{DevT, FileOperations, Poll},
-    realfile::RealNode,
-};
+use crate::kapi::chrdev::{DevT, FileOperations, Poll};
 use crate::nv::ioctl;
 use crate::nv::table::EscapeHandler;
 use crate::objects::Objects;
@@ -36,26 +33,9 @@ use crate::vgpu::Vgpu;
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
 pub(crate) const CTL_MINOR: u32 = 0;
 
-/// The real driver's nodes vgpu forwards to.
-pub(crate) struct Backend {
-    /// `/dev/nvidiactl`.
-    pub(crate) ctl: RealNode,
-    /// `/dev/nvidiaK` for each GPU index `K` found at load.
-    pub(crate) gpus: KVec<(u32, RealNode)>,
-    /// `/dev/nvidia-uvm`, if it existed at load.
-    pub(crate) uvm: Option<RealNode>,
-}
-
-impl Backend {
-    /// The real node of GPU `gpu`.
-    pub(crate) fn gpu(&self, gpu: u32) -> Option<&RealNode> {
-        self.gpus.iter().find(|(k, _)| *k == gpu).map(|(_, n)| n)
-    }
-}
-
 /// Opens the proxy file of `dev` for `file`'s opener.
 fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
-    let state = crate::state()?;
+    let state = crate::state::get()?;
     let host = state.host.clone();
     let made = |real, role| Arc::new(ProxyFile { real, role, host }, GFP_KERNEL);
     if dev.minor() == CTL_MINOR {

@@ -166,7 +166,6 @@ impl Vgpu {
     }
 }
 
-
 /// A TSG, or a channel outside a TSG, of one of a vGPU's tenants.
 #[derive(Clone, Copy)]
 pub(crate) struct Entry {
@@ -276,4 +275,3 @@ impl Compute {
         self.entries.len()
     }
 }
-

@@ -33,6 +33,7 @@ mod objects;
 mod proxy;
 mod rm;
 mod sched;
+mod state;
 mod status;
 pub mod uapi;
 mod uvm;
@@ -76,29 +77,6 @@ const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 /// The real UVM node, resolved when the module loads if it exists.
 const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 
-/// Module-wide state that opens and sysfs writes reach.
-pub(crate) struct State {
-    /// The real driver's nodes.
-    pub(crate) backend: proxy::Backend,
-    /// The vGPUs.
-    pub(crate) vgpus: Arc<vgpus::Vgpus>,
-    /// `/sys/class/vgpu`.
-    pub(crate) class: Class,
-    /// The host's GPUs, the driver's kernel-client interface and vgpu's own
-    /// client in the driver.
-    pub(crate) host: Arc<host::Host>,
-}
-
-kernel::sync::global_lock! {
-    // SAFETY: initialised in `VgpuModule::init` before any node exists.
-    unsafe(uninit) static STATE: Mutex<Option<Arc<State>>> = None;
-}
-
-/// The module state, while loaded.
-pub(crate) fn state() -> Result<Arc<State>> {
-    STATE.lock().as_ref().cloned().ok_or(ENODEV)
-}
-
 /// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
 /// sysfs entry points that need the module state).
 pub(crate) struct ClassCtl;
@@ -121,7 +99,7 @@ impl ClassFiles for ClassCtl {
 
     fn store(index: usize, input: &[u8]) -> Result {
         let id = config::parse_index(input, vgpus::MAX_VGPU).map_err(vgpus::errno)?;
-        let state = state()?;
+        let state = state::get()?;
         match index {
             0 => state.vgpus.create(&state.class, id),
             _ => state.vgpus.remove(id),
@@ -141,7 +119,7 @@ pub struct VgpuModule {
     _uvm_node: Node,
     _cdev: Cdev<file::ProxyFops>,
     _region: Region,
-    state: Arc<State>,
+    state: Arc<state::State>,
 }
 
 /// Resolves `/dev/nvidia0` .. `/dev/nvidia31`, those that exist.
@@ -160,8 +138,8 @@ fn resolve_gpus() -> Result<KVec<(u32, RealNode)>> {
 
 impl kernel::Module for VgpuModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: called once, before anything else uses `STATE`.
-        unsafe { STATE.init() };
+        // SAFETY: called once, before anything else uses the state.
+        unsafe { state::init() };
         // SAFETY: called once, before any file can be opened.
         unsafe { rm::clients::init() };
         // SAFETY: called once, before any file can be opened.
@@ -196,17 +174,17 @@ impl kernel::Module for VgpuModule {
             pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
         }
         let state = Arc::new(
-            State {
-                backend: proxy::Backend { ctl, gpus, uvm },
+            state::State {
+                backend: state::Backend { ctl, gpus, uvm },
                 vgpus,
                 class,
                 host,
             },
             GFP_KERNEL,
         )?;
-        *STATE.lock() = Some(state.clone());
+        state::set(Some(state.clone()));
         // Until `init` succeeds, a failure must not leave the state behind.
-        let unset = ScopeGuard::new(|| drop(STATE.lock().take()));
+        let unset = ScopeGuard::new(|| state::set(None));
 
         let cdev = Cdev::<file::ProxyFops>::new(region.base(), MINORS)?;
         let ctl_node = Node::new(
@@ -269,7 +247,7 @@ impl Drop for VgpuModule {
         self.state.vgpus.clear();
         rm::clients::clear();
         deny::clear();
-        STATE.lock().take();
+        state::set(None);
     }
 }
 

@@ -116,7 +116,10 @@ mod tests {
         assert_eq!(abi::InfoEntry::decode(&list).data, (1 << 20) / 4096);
         // Freeing the client frees its memory.
         assert_eq!(status(ops.free(client, client, client))?, NV_OK);
-        assert_eq!(status(ops.free(client, client, client))?, NV_ERR_INVALID_CLIENT);
+        assert_eq!(
+            status(ops.free(client, client, client))?,
+            NV_ERR_INVALID_CLIENT
+        );
         Ok(())
     }
 

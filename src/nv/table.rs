@@ -899,7 +899,10 @@ const _: () = {
         assert!(ESCAPES[i - 1].nr < ESCAPES[i].nr, "ESCAPES out of order");
         i += 1;
     }
-    assert!(UVM.len() == uvmabi::COMMANDS.len(), "a UVM command row missing or twice");
+    assert!(
+        UVM.len() == uvmabi::COMMANDS.len(),
+        "a UVM command row missing or twice"
+    );
     let mut i = 1;
     while i < UVM.len() {
         assert!(UVM[i - 1].number < UVM[i].number, "UVM out of order");

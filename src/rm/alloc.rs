@@ -8,7 +8,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{clients, CtlFile, Ctx};
+use super::clients;
+use super::ctx::{CtlFile, Ctx};
 use crate::deny;
 use crate::kapi::{rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};

@@ -8,7 +8,7 @@
 
 use kernel::prelude::*;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::kapi::user;
 use crate::nv::abi::{self, Wire};
 use crate::nv::ioctl::CARD_INFO_SIZE;

@@ -7,7 +7,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::CtlFile;
+use super::ctx::CtlFile;
 use crate::objects::Charge;
 use crate::vgpu::Vgpu;
 

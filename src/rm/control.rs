@@ -9,7 +9,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{control_params, CtlFile, Ctx};
+use super::ctx::{control_params, CtlFile, Ctx};
 use crate::deny;
 use crate::host::Host;
 use crate::kapi::{rmops::RmOps, user};
@@ -54,7 +54,9 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
             }
         }
     }
-    forwarded(cx.host, cx.file, || cx.call.forward_block(cx.real, &mut blk))
+    forwarded(cx.host, cx.file, || {
+        cx.call.forward_block(cx.real, &mut blk)
+    })
 }
 
 /// FB_GET_INFO (V1 or V2), well formed, on a subdevice of this file's
@@ -203,8 +205,7 @@ fn disable_channels(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
     control_params(a, &mut p).map_err(Fail::Rm)?;
     let q = abi::FifoDisableChannelsParams::decode(&p);
     // The event pointer would be read at kernel privilege: refused.
-    if q.num_channels as usize > abi::DISABLE_CHANNELS_MAX_ENTRIES
-        || q.p_runlist_preempt_event != 0
+    if q.num_channels as usize > abi::DISABLE_CHANNELS_MAX_ENTRIES || q.p_runlist_preempt_event != 0
     {
         return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
     }

@@ -4,7 +4,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::{clients, Ctx};
+use super::clients;
+use super::ctx::Ctx;
 use crate::kapi::user;
 use crate::nv::abi::{self, status::*, Wire};
 use crate::objects::{Charge, Kind, Obj, Objects};
@@ -88,4 +89,3 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
     }
     Ok(r)
 }
-

@@ -6,7 +6,8 @@
 
 use kernel::prelude::*;
 
-use super::{clients, Ctx};
+use super::clients;
+use super::ctx::Ctx;
 use crate::kapi::user;
 use crate::nv::abi::{self, Wire};
 use crate::status;
@@ -22,10 +23,7 @@ pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
         // client behind vgpu's back.
         return cx.call.forward_block(cx.real, &mut blk);
     }
-    let r = cx
-        .host
-        .rm
-        .free(a.h_root, a.h_object_parent, a.h_object_old);
+    let r = cx.host.rm.free(a.h_root, a.h_object_parent, a.h_object_old);
     if r.is_ok() {
         cx.file.objects.lock().freed(a.h_root, a.h_object_old);
         if a.h_object_old == a.h_root {

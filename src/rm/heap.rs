@@ -9,7 +9,8 @@
 
 use kernel::prelude::*;
 
-use super::{alloc, Ctx};
+use super::alloc;
+use super::ctx::Ctx;
 use crate::kapi::user;
 use crate::nv::abi::{self, status::*, Wire};
 use crate::status::{self, Fail};

@@ -236,7 +236,6 @@ impl Drop for UvmFile {
     }
 }
 
-
 impl Reclaim for Space {
     fn reclaim(&self) -> bool {
         self.reconcile()
