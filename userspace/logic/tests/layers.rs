@@ -129,13 +129,9 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             } else {
                 // `super::x` from `a/b.rs` is `a::x` (a sibling, or an item
                 // of the parent `a/mod.rs`).
+                // `super::x` from `a/mod.rs` is the root's `x`.
                 let mut parent = me.clone();
-                let from_mod_rs = f.ends_with("mod.rs");
-                if !from_mod_rs {
-                    parent.pop();
-                } else {
-                    parent.pop();
-                }
+                parent.pop();
                 parent.extend(path);
                 parent
             };
