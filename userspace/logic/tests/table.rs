@@ -420,3 +420,126 @@ fn families_cover_the_table() {
     }
     assert_eq!(used.len(), Family::ALL.len());
 }
+
+#[test]
+fn control_handlers_match_the_policies() {
+    use vgpu_logic::nv::table::ControlHandler;
+    for r in CONTROLS {
+        match r.handler {
+            ControlHandler::Forward => assert!(
+                !matches!(r.policy, Policy::Served | Policy::Rewritten),
+                "{}: a rewritten row needs its own handler",
+                r.name
+            ),
+            // MAKE_REALTIME is the one denied row with a handler: the
+            // scheduling handler refuses it with its own status.
+            _ => assert!(
+                r.policy == Policy::Rewritten || r.cmd == ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME,
+                "{}: a handler on a row that is not rewritten",
+                r.name
+            ),
+        }
+    }
+}
+
+#[test]
+fn escape_rows_cover_every_escape_once() {
+    use vgpu_logic::nv::ioctl::{Escape, Node};
+    use vgpu_logic::nv::table::{escape_row, EscapeHandler, Nodes, ESCAPES};
+    assert_eq!(ESCAPES.len(), Escape::ALL.len());
+    for e in Escape::ALL {
+        let r = escape_row(*e);
+        assert_eq!(r.escape, *e);
+        assert_eq!(r.nr, e.nr());
+        assert_eq!(r.fd_at, e.embedded_fd(), "{e:?}");
+        assert_eq!(r.size, e.size_rule(), "{e:?}");
+        // The driver's RM escapes are admitted on the ctl node only.
+        if e.node() == Node::Ctl {
+            assert_eq!(r.nodes, Nodes::Ctl, "{e:?}");
+        }
+        // A handler of vgpu's own is a decision: not a plain forward.
+        if !matches!(r.handler, EscapeHandler::Forward) {
+            assert_ne!(r.policy, Policy::Forward, "{e:?}");
+        }
+    }
+    assert_eq!(escape_row(Escape::RegisterFd).nodes, Nodes::Gpu);
+    // Status offsets come from the layouts.
+    assert_eq!(
+        escape_row(Escape::RmControl).status_at,
+        Some(abi::field_offset(abi::Nvos54::FIELDS, "status"))
+    );
+    assert_eq!(
+        escape_row(Escape::RmFree).status_at,
+        Some(abi::field_offset(abi::Nvos00::FIELDS, "status"))
+    );
+}
+
+#[test]
+fn uvm_rows_cover_every_command_once() {
+    use vgpu_logic::nv::table::{uvm_row, UvmHandler, UVM};
+    use vgpu_logic::nv::uvm::{Command, COMMANDS};
+    assert_eq!(UVM.len(), COMMANDS.len());
+    for c in COMMANDS {
+        let r = uvm_row(c.number()).unwrap_or_else(|| panic!("{c:?} has no row"));
+        assert_eq!(r.command, c);
+        assert_eq!(r.size, c.size());
+        assert_eq!(r.status_at, c.status_offset());
+        // Every block that names an RM client has it checked.
+        if r.client_at.is_some() {
+            assert!(
+                matches!(
+                    r.handler,
+                    UvmHandler::ClientChecked | UvmHandler::MapExternal | UvmHandler::RegisterGpu
+                ),
+                "{c:?} names a client vgpu does not check"
+            );
+        }
+        // Every block with an fd has it translated.
+        if r.fd_at.is_some() {
+            assert!(
+                matches!(
+                    r.handler,
+                    UvmHandler::MmInitialize | UvmHandler::RegisterGpu
+                ),
+                "{c:?}"
+            );
+        }
+    }
+    assert_eq!(
+        uvm_row(Command::RegisterChannel.number()).and_then(|r| r.client_at),
+        Some(20)
+    );
+    assert!(uvm_row(0x1234).is_none());
+}
+
+#[test]
+fn escape_and_uvm_rows_are_argued_in_the_docs() {
+    use vgpu_logic::nv::table::{ESCAPES, UVM};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/dispatch-table.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows: BTreeMap<String, Vec<String>> = text
+        .lines()
+        .filter(|l| l.starts_with("| `") && !l.starts_with("| `0x"))
+        .map(|l| {
+            let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+            (cells[1].trim_matches('`').to_string(), cells)
+        })
+        .collect();
+    for r in ESCAPES {
+        let name = format!("{:?}", r.escape);
+        let cells = rows
+            .get(&name)
+            .unwrap_or_else(|| panic!("escape {name} is not in the docs"));
+        assert_eq!(cells[4], r.policy.name(), "{name}");
+        assert_eq!(cells[5], format!("{:?}", r.handler), "{name}");
+        assert!(cells[6].len() > 20, "{name}: no reason given");
+    }
+    for r in UVM {
+        let name = format!("{:?}", r.command);
+        let cells = rows
+            .get(&name)
+            .unwrap_or_else(|| panic!("UVM command {name} is not in the docs"));
+        assert_eq!(cells[3], r.policy.name(), "{name}");
+        assert_eq!(cells[4], format!("{:?}", r.handler), "{name}");
+    }
+}
