@@ -555,7 +555,9 @@ void vgpu_bounce_put(struct vgpu_bounce *b, unsigned int slot)
 	b->busy &= ~BIT(slot);
 	b->dirty |= BIT(slot);
 	spin_unlock(&b->lock);
-	wake_up(&b->wait);
+	/* Pairs with the barrier in wait_event's prepare_to_wait. */
+	if (wq_has_sleeper(&b->wait))
+		wake_up(&b->wait);
 }
 
 /*

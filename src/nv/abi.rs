@@ -77,7 +77,13 @@ macro_rules! wire_int {
             const ZERO: Self = 0;
 
             fn decode(b: &[u8]) -> Self {
-                let mut a = [0u8; core::mem::size_of::<$t>()];
+                const N: usize = core::mem::size_of::<$t>();
+                // The common case, whole: one bounds check and a load (a
+                // hot path: every block vgpu decides on is decoded).
+                if let Some(Ok(a)) = b.get(..N).map(<[u8; N]>::try_from) {
+                    return <$t>::from_ne_bytes(a);
+                }
+                let mut a = [0u8; N];
                 for (d, s) in a.iter_mut().zip(b) {
                     *d = *s;
                 }
@@ -85,6 +91,11 @@ macro_rules! wire_int {
             }
 
             fn encode(&self, out: &mut [u8]) {
+                const N: usize = core::mem::size_of::<$t>();
+                if let Some(d) = out.get_mut(..N) {
+                    d.copy_from_slice(&self.to_ne_bytes());
+                    return;
+                }
                 for (d, s) in out.iter_mut().zip(self.to_ne_bytes()) {
                     *d = s;
                 }

@@ -14,6 +14,8 @@ use vgpu_logic::uapi::*;
 
 const VGPUS_RS: &str = include_str!("../../../src/vgpus.rs");
 const MAIN_RS: &str = include_str!("../../../src/vgpu_main.rs");
+/// `/sys/class/vgpu/gpuK/` files live with the scheduler.
+const SCHED_RS: &str = include_str!("../../../src/sched.rs");
 const UAPI_RS: &str = include_str!("../../../src/uapi.rs");
 
 fn top() -> PathBuf {
@@ -159,7 +161,13 @@ fn names_agree_with_the_module() {
         VGPU_GPU_ATTR_COMPUTE_POLICY,
         VGPU_GPU_ATTR_COMPUTE_PERIOD_US,
     ] {
-        assert!(VGPUS_RS.contains(&format!("name: c\"{f}\"")), "{f}");
+        let decl = format!("name: c\"{f}\"");
+        assert!(
+            [VGPUS_RS, MAIN_RS, SCHED_RS]
+                .iter()
+                .any(|s| s.contains(&decl)),
+            "{f}"
+        );
     }
     assert!(MAIN_RS.contains(&format!("fmt!(\"{VGPU_SYSFS_GPU_DIR_PREFIX}{{}}\"")));
     // The class, the per-vGPU directory and nodes, /dev/vgpuctl.
