@@ -10,7 +10,10 @@
 //! ledger when the last handle to its memory goes: with the object, an
 //! ancestor, the client or the file.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, UniqueArc},
+};
 
 use crate::sched::{Enrolled, Watched};
 use crate::vgpu::Vgpu;
@@ -27,6 +30,37 @@ pub(crate) struct Charge {
 impl Drop for Charge {
     fn drop(&mut self) {
         self.vgpu.config.lock().memory.release(self.bytes);
+    }
+}
+
+/// The charge an object holds: its own until another holder must share it
+/// (a DUP of the memory, or UVM mapping it), then shared. Most memory is
+/// never shared, so most allocations need no second heap object.
+pub(crate) enum Held {
+    /// Held by this object alone.
+    Own(Charge),
+    /// Shared with DUPs or UVM mappings; refunded when the last goes.
+    Shared(Arc<Charge>),
+}
+
+/// A shared handle to the charge in `slot`, moving an owned charge to the
+/// heap the first time (`slot` then holds it shared). `Ok(None)`: no
+/// charge.
+pub(crate) fn share(slot: &mut Option<Held>) -> Result<Option<Arc<Charge>>> {
+    match slot {
+        None => Ok(None),
+        Some(Held::Shared(a)) => Ok(Some(a.clone())),
+        Some(Held::Own(_)) => {
+            // Allocated before the charge moves, so a failure leaves it held
+            // where it was.
+            let uninit = UniqueArc::<Charge>::new_uninit(GFP_KERNEL)?;
+            let Some(Held::Own(c)) = slot.take() else {
+                return Ok(None);
+            };
+            let a: Arc<Charge> = uninit.write(c).into();
+            *slot = Some(Held::Shared(a.clone()));
+            Ok(Some(a))
+        }
     }
 }
 
@@ -56,7 +90,7 @@ pub(crate) struct Obj {
     /// What it is.
     pub(crate) kind: Kind,
     /// For VRAM, what it is charged (shared with its DUPs).
-    pub(crate) charge: Option<Arc<Charge>>,
+    pub(crate) charge: Option<Held>,
     /// For a TSG or channel, its place in the schedule (a channel in a TSG
     /// shares its TSG's).
     pub(crate) sched: Option<Arc<Enrolled>>,
@@ -100,6 +134,16 @@ impl Objects {
 
     fn client_mut(&mut self, handle: u32) -> Option<&mut Client> {
         self.clients.iter_mut().find(|c| c.handle == handle)
+    }
+
+    /// The accounted object `handle` of client `client`, to change.
+    pub(crate) fn obj_mut(&mut self, client: u32, handle: u32) -> Option<&mut Obj> {
+        self.clients
+            .iter_mut()
+            .find(|c| c.handle == client)?
+            .objs
+            .iter_mut()
+            .find(|o| o.handle == handle)
     }
 
     /// The accounted object `handle` of client `client`.
@@ -194,20 +238,17 @@ impl Reservation {
         }
     }
 
-    /// The reservation as the charge of an object, shared by its handles.
-    pub(crate) fn into_charge(self) -> Result<Arc<Charge>> {
-        let charge = Arc::new(
-            Charge {
-                vgpu: self.vgpu.clone(),
-                bytes: self.bytes,
-            },
-            GFP_KERNEL,
-        )?;
+    /// The reservation as the charge of an object.
+    pub(crate) fn into_charge(self) -> Charge {
+        let charge = Charge {
+            vgpu: self.vgpu.clone(),
+            bytes: self.bytes,
+        };
         // The charge holds the bytes now: this reservation gives none back
         // when it drops.
         let mut this = self;
         this.bytes = 0;
-        Ok(charge)
+        charge
     }
 }
 

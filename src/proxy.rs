@@ -21,8 +21,8 @@ use kernel::{
 
 use crate::call::Call;
 use crate::file::{self, ProxyFile, ProxyFops, Role};
-use crate::kapi::user;
 use crate::kapi::chrdev::{DevT, FileOperations, Poll};
+use crate::kapi::user;
 use crate::nv::ioctl;
 use crate::nv::table::EscapeHandler;
 use crate::objects::Objects;

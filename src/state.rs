@@ -68,4 +68,3 @@ pub(crate) fn set(state: Option<Arc<State>>) {
 pub(crate) fn get() -> Result<Arc<State>> {
     STATE.lock().as_ref().cloned().ok_or(ENODEV)
 }
-

@@ -14,7 +14,7 @@ use crate::deny;
 use crate::kapi::{rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
 use crate::nv::table::{self, Policy};
-use crate::objects::{Kind, Obj, Reservation};
+use crate::objects::{Held, Kind, Obj, Reservation};
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
 
@@ -56,19 +56,23 @@ impl Header {
     }
 }
 
-/// Writes `handle` and `status` into the caller's block `blk` at `addr`.
-fn answer(addr: u64, blk: &[u8], handle: u32, status: u32) -> Result<isize> {
-    if blk.len() == abi::Nvos21::SIZE {
-        let mut a = abi::Nvos21::decode(blk);
-        a.h_object_new = handle;
-        a.status = status;
-        user::write(addr, &a.to_bytes())?;
+/// Writes `handle` and `status` into the caller's block `blk` at `addr`
+/// (the two fields patched in vgpu's copy, which goes back whole).
+fn answer(addr: u64, blk: &mut [u8], handle: u32, status: u32) -> Result<isize> {
+    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
+    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
+    let status_at = if blk.len() == abi::Nvos21::SIZE {
+        abi::field_offset(abi::Nvos21::FIELDS, "status")
     } else {
-        let mut a = abi::Nvos64::decode(blk);
-        a.h_object_new = handle;
-        a.status = status;
-        user::write(addr, &a.to_bytes())?;
-    }
+        abi::field_offset(abi::Nvos64::FIELDS, "status")
+    };
+    blk.get_mut(H_NEW..H_NEW + 4)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&handle.to_ne_bytes());
+    blk.get_mut(status_at..status_at + 4)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&status.to_ne_bytes());
+    user::write(addr, blk)?;
     Ok(0)
 }
 
@@ -124,7 +128,6 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
     let fresh = !exists(handle)?;
     // The new handle's field, at the same offset in both layouts.
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
-    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
     blk.get_mut(H_NEW..H_NEW + 4)
         .ok_or(EINVAL)?
         .copy_from_slice(&handle.to_ne_bytes());
@@ -292,7 +295,7 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         }
     }
     if let Some(r) = reserved.take() {
-        charge = Some(r.into_charge()?);
+        charge = Some(Held::Own(r.into_charge()));
     }
     let sched = match sched_on {
         Some(v) => Some(Enrolled::new(&v, h.h_root, handle, p.kind == Kind::Tsg)?),

@@ -72,6 +72,8 @@ pub(crate) fn client_in(handle: u32, vgpus: &[Arc<Vgpu>]) -> bool {
 /// if vgpu charged it.
 pub(crate) fn charge_of(h_client: u32, h_memory: u32) -> Option<Arc<Charge>> {
     let owner = owner_of(h_client)?;
-    let objects = owner.objects.lock();
-    objects.obj(h_client, h_memory)?.charge.clone()
+    let mut objects = owner.objects.lock();
+    crate::objects::share(&mut objects.obj_mut(h_client, h_memory)?.charge)
+        .ok()
+        .flatten()
 }

@@ -8,7 +8,7 @@ use super::clients;
 use super::ctx::Ctx;
 use crate::kapi::user;
 use crate::nv::abi::{self, status::*, Wire};
-use crate::objects::{Charge, Kind, Obj, Objects};
+use crate::objects::{Charge, Held, Kind, Obj, Objects};
 
 /// DUP: into one of this file's verified clients, from one of them or
 /// from a client another `/dev/vgpuctl` file of the same container
@@ -39,12 +39,16 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
         return refuse(a);
     }
     type Src = Option<(u32, Kind, Option<Arc<Charge>>, bool)>;
-    let look = |t: &Objects| -> Src {
-        t.obj(a.h_client_src, a.h_object_src)
-            .map(|o| (o.gpu, o.kind, o.charge.clone(), o.sched.is_some()))
+    // The source's charge is shared from here on (the copy will hold it).
+    let look = |t: &mut Objects| -> Result<Src> {
+        let Some(o) = t.obj_mut(a.h_client_src, a.h_object_src) else {
+            return Ok(None);
+        };
+        let charge = crate::objects::share(&mut o.charge)?;
+        Ok(Some((o.gpu, o.kind, charge, o.sched.is_some())))
     };
     let src = if file.objects.lock().has_client(a.h_client_src) {
-        look(&file.objects.lock())
+        look(&mut file.objects.lock())?
     } else {
         let Some(other) = clients::owner_of(a.h_client_src) else {
             return refuse(a);
@@ -53,7 +57,7 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
         if !file.shares_vgpus(&other.vgpus) {
             return refuse(a);
         }
-        let src = look(&other.objects.lock());
+        let src = look(&mut other.objects.lock())?;
         if let Some((gpu, ..)) = src {
             // The memory's vGPU must be this file's on that GPU too.
             let theirs = other.vgpu_on(gpu);
@@ -77,7 +81,7 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
                 parent: a.h_parent,
                 gpu,
                 kind,
-                charge,
+                charge: charge.map(Held::Shared),
                 sched: None,
                 watch: None,
             };

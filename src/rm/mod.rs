@@ -41,4 +41,3 @@ pub(crate) fn dispatch(cx: &Ctx<'_>, h: EscapeHandler) -> Result<isize> {
         EscapeHandler::Forward | EscapeHandler::AllocMemory => cx.call.forward(cx.real),
     }
 }
-
