@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `/dev/vgpu-uvm`: the container's nvidia-uvm node, and managed memory
-//! under the vGPU ceilings (`src/uvm.rs`, `docs/design-notes.md` "UVM").
+//! under the vGPU ceilings (`src/uvm/`, `docs/design-notes.md` "UVM").
 //!
 //! One fake GPU 0 (512 MiB) carries two vGPUs: 0 (64 MiB, cgroup /ua) and
 //! 1 (96 MiB, cgroup /ub); GPU 1 has no vGPU. What the double really holds
