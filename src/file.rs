@@ -13,7 +13,8 @@ use kernel::{
 
 use crate::host::Host;
 use crate::kapi::{chrdev, realfile::RealFile};
-use crate::rm::{clients, CtlFile};
+use crate::objects::CtlFile;
+use crate::rm::clients;
 use crate::uvm::space::UvmFile;
 use crate::vgpu::Vgpu;
 
@@ -76,7 +77,7 @@ impl Drop for ProxyFile {
             }
             // Its clients leave the module-wide index; its objects go (and
             // are refunded) with the last reference to the `CtlFile`.
-            Role::Ctl(c) => clients::forget_file(c),
+            Role::Ctl(c) => clients::forget_file(&self.host, c),
             Role::Uvm(_) => {}
         }
     }

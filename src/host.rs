@@ -6,7 +6,12 @@
 //!
 //! Handlers reach this through their context, never through a global.
 
-use kernel::{prelude::*, sync::Arc, types::ScopeGuard};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    types::ScopeGuard,
+    xarray::{AllocKind, XArray},
+};
 
 use crate::kapi::{mm::Scratch, realfile::RealNode, rmops::RmOps, user};
 use crate::nv::{
@@ -14,6 +19,7 @@ use crate::nv::{
     abi::{self, Wire},
     ioctl::{self, Escape, CARD_INFO_SIZE},
 };
+use crate::objects::CtlFile;
 use crate::sched::GpuSched;
 
 /// One GPU of the host.
@@ -38,6 +44,9 @@ pub(crate) struct Host {
     pub(crate) gpus: KVec<HostGpu>,
     /// The host's CARD_INFO records.
     pub(crate) cards: Cards,
+    /// Verified clients by handle: the `/dev/vgpuctl` file that verified
+    /// each (`src/rm/clients.rs`).
+    pub(crate) clients: Pin<KBox<XArray<Arc<CtlFile>>>>,
 }
 
 impl Drop for Host {
@@ -92,12 +101,14 @@ impl Host {
                 GFP_KERNEL,
             )?;
         }
+        let clients = KBox::pin_init(XArray::new(AllocKind::Alloc), GFP_KERNEL)?;
         free_kclient.dismiss();
         Ok(Self {
             rm,
             kclient,
             gpus,
             cards,
+            clients,
         })
     }
 

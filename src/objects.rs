@@ -12,11 +12,45 @@
 
 use kernel::{
     prelude::*,
-    sync::{Arc, UniqueArc},
+    sync::{Arc, Mutex, UniqueArc},
 };
 
 use crate::sched::{Enrolled, Watched};
 use crate::vgpu::Vgpu;
+
+/// The state of one `/dev/vgpuctl` file.
+#[pin_data]
+pub(crate) struct CtlFile {
+    /// The opener's vGPUs, fixed at open (its cgroup's nearest bound ancestor).
+    pub(crate) vgpus: KVec<Arc<Vgpu>>,
+    /// Clients and objects created through this file.
+    #[pin]
+    pub(crate) objects: Mutex<Objects>,
+}
+
+impl CtlFile {
+    /// Counts a call refused by default deny on each of the file's vGPUs.
+    pub(crate) fn count_denied(&self) {
+        self.vgpus.iter().for_each(|v| v.count_denied());
+    }
+
+    /// The vGPU this file has on GPU `gpu`.
+    pub(crate) fn vgpu_on(&self, gpu: u32) -> Option<&Arc<Vgpu>> {
+        self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
+    }
+
+    /// Whether `h` is one of this file's verified clients.
+    pub(crate) fn has_client(&self, h: u32) -> bool {
+        self.objects.lock().has_client(h)
+    }
+
+    /// Whether this file and `other` share a vGPU (the same container).
+    pub(crate) fn shares_vgpus(&self, other: &[Arc<Vgpu>]) -> bool {
+        self.vgpus
+            .iter()
+            .any(|v| other.iter().any(|w| Arc::ptr_eq(v, w)))
+    }
+}
 
 /// A memory object's charge, shared by every handle to the same memory
 /// (the original and its DUPs): refunded when the last of them goes.
@@ -127,6 +161,11 @@ impl Objects {
         Ok(())
     }
 
+    /// The handles of this file's verified clients.
+    pub(crate) fn client_handles(&self) -> impl Iterator<Item = u32> + '_ {
+        self.clients.iter().map(|c| c.handle)
+    }
+
     /// Whether `handle` is one of this file's verified clients.
     pub(crate) fn has_client(&self, handle: u32) -> bool {
         self.clients.iter().any(|c| c.handle == handle)
@@ -185,20 +224,30 @@ impl Objects {
             }
             return;
         }
-        // Drop objects whose handle or parent is gone, until none is left.
+        // Drop objects whose handle or parent is gone, pass by pass (one
+        // pass per level of the tree: device, its children, channels in
+        // TSGs), `gone` kept sorted for binary search: O(n log n) a pass.
         let mut gone: KVec<u32> = KVec::new();
         if gone.push(handle, GFP_KERNEL).is_err() {
             return;
         }
-        while let Some(i) = c
-            .objs
-            .iter()
-            .position(|o| gone.contains(&o.handle) || gone.contains(&o.parent))
-        {
-            let Ok(o) = c.objs.remove(i) else { break };
-            if gone.push(o.handle, GFP_KERNEL).is_err() {
+        loop {
+            let mut found: KVec<u32> = KVec::new();
+            for o in c.objs.iter() {
+                let is_gone = |h: u32| gone.binary_search(&h).is_ok();
+                if !is_gone(o.handle) && is_gone(o.parent) {
+                    // A failed push leaves the rest for the client's free.
+                    let _ = found.push(o.handle, GFP_KERNEL);
+                }
+            }
+            c.objs.retain(|o| gone.binary_search(&o.handle).is_err());
+            if found.is_empty() {
                 break;
             }
+            if gone.extend_from_slice(&found, GFP_KERNEL).is_err() {
+                break;
+            }
+            gone.sort_unstable();
         }
     }
 }

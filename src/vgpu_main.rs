@@ -141,8 +141,6 @@ impl kernel::Module for VgpuModule {
         // SAFETY: called once, before anything else uses the state.
         unsafe { state::init() };
         // SAFETY: called once, before any file can be opened.
-        unsafe { rm::clients::init() };
-        // SAFETY: called once, before any file can be opened.
         unsafe { deny::init(module_parameters::unknown_calls.value() == 1) };
         // First of all, the driver's release: every layout vgpu uses below
         // (CARD_INFO, the kernel-client blocks) is that of the release its
@@ -245,7 +243,6 @@ impl Drop for VgpuModule {
         self.schedulers.clear();
         self.state.host.remove_gpu_nodes();
         self.state.vgpus.clear();
-        rm::clients::clear();
         deny::clear();
         state::set(None);
     }

@@ -139,7 +139,7 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
         if !objects.has_client(handle) {
             objects.add_client(handle)?;
             drop(objects);
-            if let Err(e) = clients::record(handle, cx.file) {
+            if let Err(e) = clients::record(cx.host, handle, cx.file) {
                 cx.file.objects.lock().freed(handle, handle);
                 return Err(e);
             }

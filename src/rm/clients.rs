@@ -1,79 +1,74 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module-wide index of verified clients: which `/dev/vgpuctl` file
-//! verified each RM client handle. UVM calls name RM clients by handle (the
-//! driver looks them up globally), so `/dev/vgpu-uvm` asks here whether a
-//! client is its container's.
+//! The index of verified clients: which `/dev/vgpuctl` file verified each
+//! RM client handle (an `XArray` keyed by the handle, in [`Host`]). UVM
+//! calls name RM clients by handle (the driver looks them up globally), so
+//! `/dev/vgpu-uvm` asks here whether a client is its container's.
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::ctx::CtlFile;
-use crate::objects::Charge;
+use crate::host::Host;
+use crate::objects::{share, Charge, CtlFile};
 use crate::vgpu::Vgpu;
-
-kernel::sync::global_lock! {
-    // SAFETY: initialised by `init` in the module's `init`, before any file
-    // can be opened.
-    unsafe(uninit) static CLIENTS: Mutex<KVec<(u32, Arc<CtlFile>)>> = KVec::new();
-}
-
-/// Sets up the index (module `init`).
-///
-/// # Safety
-///
-/// Called once, before any `/dev/vgpuctl` file is opened.
-pub(crate) unsafe fn init() {
-    // SAFETY: see the function's safety section.
-    unsafe { CLIENTS.init() };
-}
-
-/// Empties the index and frees its storage (module unload: a static is
-/// never dropped).
-pub(crate) fn clear() {
-    drop(core::mem::take(&mut *CLIENTS.lock()));
-}
 
 /// Records that `file` verified client `handle` (a handle verified fresh
 /// is in no other entry; any stale entry for it goes).
-pub(super) fn record(handle: u32, file: &Arc<CtlFile>) -> Result {
-    let mut index = CLIENTS.lock();
-    index.retain(|(h, _)| *h != handle);
-    index.push((handle, file.clone()), GFP_KERNEL)?;
+pub(super) fn record(host: &Host, handle: u32, file: &Arc<CtlFile>) -> Result {
+    let mut index = host.clients.lock();
+    let old = index.store(handle as usize, file.clone(), GFP_KERNEL)?;
+    drop(index);
+    drop(old);
     Ok(())
 }
 
 /// Client `handle` was freed.
-pub(super) fn forget(handle: u32) {
-    CLIENTS.lock().retain(|(h, _)| *h != handle);
+pub(super) fn forget(host: &Host, handle: u32) {
+    let gone = host.clients.lock().remove(handle as usize);
+    drop(gone);
 }
 
 /// Removes every client of `file` from the index (its file is going away).
-pub(crate) fn forget_file(file: &Arc<CtlFile>) {
-    CLIENTS.lock().retain(|(_, c)| !Arc::ptr_eq(c, file));
+pub(crate) fn forget_file(host: &Host, file: &Arc<CtlFile>) {
+    let objects = file.objects.lock();
+    let mut index = host.clients.lock();
+    let mut gone = KVec::new();
+    for h in objects.client_handles() {
+        let mine = index
+            .get(h as usize)
+            .is_some_and(|c| core::ptr::eq(&*c, &**file));
+        if mine {
+            if let Some(c) = index.remove(h as usize) {
+                // Dropped below, outside the index's spinlock and the
+                // file's lock (the last reference may drop a file).
+                if gone.push(c, GFP_ATOMIC).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(index);
+    drop(objects);
+    drop(gone);
 }
 
 /// The file that verified client `handle`, if any.
-pub(super) fn owner_of(handle: u32) -> Option<Arc<CtlFile>> {
-    CLIENTS
-        .lock()
-        .iter()
-        .find(|(h, _)| *h == handle)
-        .map(|(_, c)| c.clone())
+pub(super) fn owner_of(host: &Host, handle: u32) -> Option<Arc<CtlFile>> {
+    host.clients.lock().get(handle as usize).map(|c| c.into())
 }
 
 /// Whether client `handle` was verified by a `/dev/vgpuctl` file of the
 /// container whose vGPUs are `vgpus` (one in common is enough: the sets are
 /// fixed per cgroup at open).
-pub(crate) fn client_in(handle: u32, vgpus: &[Arc<Vgpu>]) -> bool {
-    owner_of(handle).is_some_and(|c| c.shares_vgpus(vgpus))
+pub(crate) fn client_in(host: &Host, handle: u32, vgpus: &[Arc<Vgpu>]) -> bool {
+    owner_of(host, handle).is_some_and(|c| c.shares_vgpus(vgpus))
 }
 
 /// The charge of memory object `h_memory` of verified client `h_client`,
-/// if vgpu charged it.
-pub(crate) fn charge_of(h_client: u32, h_memory: u32) -> Option<Arc<Charge>> {
-    let owner = owner_of(h_client)?;
+/// if vgpu charged it (shared from now on: the caller holds it too).
+pub(crate) fn charge_of(host: &Host, h_client: u32, h_memory: u32) -> Option<Arc<Charge>> {
+    let owner = owner_of(host, h_client)?;
     let mut objects = owner.objects.lock();
-    crate::objects::share(&mut objects.obj_mut(h_client, h_memory)?.charge)
+    share(&mut objects.obj_mut(h_client, h_memory)?.charge)
         .ok()
         .flatten()
 }

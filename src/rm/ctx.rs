@@ -1,53 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The state of a `/dev/vgpuctl` file, and what a handler of one of its RM
-//! escapes is given.
+//! What a handler of an RM escape on a `/dev/vgpuctl` file is given.
 
-use kernel::{
-    prelude::*,
-    sync::{Arc, Mutex},
-};
+use kernel::sync::Arc;
 
 use crate::call::Call;
 use crate::host::Host;
 use crate::kapi::{realfile::RealFile, user};
 use crate::nv::abi::{self, status::*};
-use crate::objects::Objects;
-use crate::vgpu::Vgpu;
-
-/// The state of one `/dev/vgpuctl` file.
-#[pin_data]
-pub(crate) struct CtlFile {
-    /// The opener's vGPUs, fixed at open (its cgroup's nearest bound ancestor).
-    pub(crate) vgpus: KVec<Arc<Vgpu>>,
-    /// Clients and objects created through this file.
-    #[pin]
-    pub(crate) objects: Mutex<Objects>,
-}
-
-impl CtlFile {
-    /// Counts a call refused by default deny on each of the file's vGPUs.
-    pub(crate) fn count_denied(&self) {
-        self.vgpus.iter().for_each(|v| v.count_denied());
-    }
-
-    /// The vGPU this file has on GPU `gpu`.
-    pub(crate) fn vgpu_on(&self, gpu: u32) -> Option<&Arc<Vgpu>> {
-        self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
-    }
-
-    /// Whether `h` is one of this file's verified clients.
-    pub(crate) fn has_client(&self, h: u32) -> bool {
-        self.objects.lock().has_client(h)
-    }
-
-    /// Whether this file and `other` share a vGPU (the same container).
-    pub(crate) fn shares_vgpus(&self, other: &[Arc<Vgpu>]) -> bool {
-        self.vgpus
-            .iter()
-            .any(|v| other.iter().any(|w| Arc::ptr_eq(v, w)))
-    }
-}
+pub(crate) use crate::objects::CtlFile;
 
 /// What a handler of an RM escape is given.
 pub(crate) struct Ctx<'a> {

@@ -50,7 +50,7 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
     let src = if file.objects.lock().has_client(a.h_client_src) {
         look(&mut file.objects.lock())?
     } else {
-        let Some(other) = clients::owner_of(a.h_client_src) else {
+        let Some(other) = clients::owner_of(cx.host, a.h_client_src) else {
             return refuse(a);
         };
         // The same container: the two files share their vGPUs.

@@ -27,7 +27,7 @@ pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
     if r.is_ok() {
         cx.file.objects.lock().freed(a.h_root, a.h_object_old);
         if a.h_object_old == a.h_root {
-            clients::forget(a.h_root);
+            clients::forget(cx.host, a.h_root);
         }
     }
     a.status = status::status(r)?;

@@ -218,7 +218,7 @@ fn register_gpu(cx: &Ctx<'_>) -> Result<isize> {
     let Some(gpu) = container_gpu(cx.host, vgpus, &p.gpu_uuid) else {
         return cx.answer(NV_ERR_GPU_UUID_NOT_FOUND);
     };
-    if p.h_client != 0 && !clients::client_in(p.h_client, vgpus) {
+    if p.h_client != 0 && !clients::client_in(cx.host, p.h_client, vgpus) {
         return cx.answer(NV_ERR_INSUFFICIENT_PERMISSIONS);
     }
     let Some(node) = fdtable::current_find_file(|f| holds_node(f, vgpus, gpu)) else {
@@ -242,7 +242,7 @@ fn client_of(cx: &Ctx<'_>, blk: &[u8]) -> Result<u32> {
 /// vgpu's copy of the block.
 fn client_checked(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = cx.block()?;
-    if !clients::client_in(client_of(cx, &blk)?, cx.vgpus()) {
+    if !clients::client_in(cx.host, client_of(cx, &blk)?, cx.vgpus()) {
         return cx.answer(NV_ERR_INVALID_OBJECT_HANDLE);
     }
     cx.forward_block(&mut blk)
@@ -257,12 +257,12 @@ fn map_external(cx: &Ctx<'_>) -> Result<isize> {
     let base: u64 = decode(blk.get(mx::BASE..).ok_or(EINVAL)?)?;
     let h_client = client_of(cx, &blk)?;
     let h_memory: u32 = decode(blk.get(mx::H_MEMORY..).ok_or(EINVAL)?)?;
-    if !clients::client_in(h_client, cx.vgpus()) {
+    if !clients::client_in(cx.host, h_client, cx.vgpus()) {
         return cx.answer(NV_ERR_INVALID_OBJECT_HANDLE);
     }
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
-        if let Some(charge) = clients::charge_of(h_client, h_memory) {
+        if let Some(charge) = clients::charge_of(cx.host, h_client, h_memory) {
             hold_external(&cx.file.space, base, charge)?;
         }
     }
