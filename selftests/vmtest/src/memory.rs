@@ -455,7 +455,14 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
         // allocates it, so the comparison below sees it. (8 GiB, more than
         // the heap, would be refused by the driver itself, and a vgpu that
         // let the driver read the size again would pass.)
-        race_then_compare(word, 64 << 10, 2 * GIB, 300, || {
+        // The racer lands in the window between our restore and vgpu's
+        // read only now and then (about one call in a hundred under
+        // emulation on a busy host): up to 3000 calls, the rest skipped
+        // once both outcomes have been seen a few times.
+        race_then_compare(word, 64 << 10, 2 * GIB, 3000, || {
+            if allocated >= 3 && refused >= 3 {
+                return Ok(());
+            }
             // SAFETY: `pm` is the live params buffer above (the racer writes
             // only its size word, with single aligned stores).
             unsafe { std::ptr::copy_nonoverlapping(fresh_mp.as_ptr(), pm, fresh_mp.len()) };
