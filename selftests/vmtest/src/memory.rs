@@ -535,7 +535,7 @@ fn race_then_compare(
         // this thread; racing writes are the point.
         unsafe { (word as *mut u64).write_volatile(if flip { b } else { a }) };
     };
-    while_racing(flipper, || (0..attempts).try_for_each(|_| call()))??;
+    while_racing(flipper, || (0..attempts).try_for_each(|_| call()))?;
     let vram = free0 - obs.heap_free()?;
     let charged = used(0)? - used0;
     ensure!(
@@ -1152,7 +1152,7 @@ fn card_info_never_shows_foreign_gpus() -> Outcome {
                 }
                 Ok(())
             })
-        })??;
+        })?;
         let n = seen.load(Relaxed);
         ensure!(n == 0, "GPU 1's record was seen {n} times");
         let _ = &mut buf;

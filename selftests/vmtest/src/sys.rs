@@ -413,13 +413,16 @@ pub fn remove_uvm_nodes() {
 
 /// Runs `main` while another thread calls `racer` over and over: the racer
 /// has made its first call before `main` starts and keeps calling until
-/// `main` returns. Returns `main`'s value once the racer has stopped, or an
-/// error if the racer panicked or made no call while `main` ran (a race
-/// test whose racer never overlapped its calls tested nothing).
-pub fn while_racing<T>(
+/// `main` is done. `main` runs again, back to back, until the racer has
+/// made a call while it ran (at most [`RACE_ROUNDS`] rounds): under
+/// emulation on a busy host the racer's CPU can stall for longer than one
+/// round of calls. Returns once the racer has stopped: `main`'s first error,
+/// or an error if the racer panicked or made no call while `main` ran (a
+/// race test whose racer never overlapped its calls tested nothing).
+pub fn while_racing(
     mut racer: impl FnMut() + Send + 'static,
-    main: impl FnOnce() -> T,
-) -> Result<T, String> {
+    mut main: impl FnMut() -> Result<(), String>,
+) -> Result<(), String> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
     use std::sync::Arc;
     let stop = Arc::new(AtomicBool::new(false));
@@ -437,17 +440,30 @@ pub fn while_racing<T>(
         std::thread::yield_now();
     }
     let start = runs.load(SeqCst);
-    let r = main();
+    let mut r = Ok(());
+    for _ in 0..RACE_ROUNDS {
+        r = main();
+        if r.is_err() || runs.load(SeqCst) > start || thread.is_finished() {
+            break;
+        }
+    }
     let during = runs.load(SeqCst) - start;
     stop.store(true, SeqCst);
     if thread.join().is_err() {
         return Err("the racing thread panicked".into());
     }
+    r?;
     if during == 0 {
-        return Err("the racer made no call while the calls ran: nothing was raced".into());
+        return Err(format!(
+            "the racer made no call while the calls ran ({RACE_ROUNDS} rounds): nothing was raced"
+        ));
     }
-    Ok(r)
+    Ok(())
 }
+
+/// The most rounds of its calls [`while_racing`] runs waiting for the
+/// racer to overlap them.
+pub const RACE_ROUNDS: usize = 20;
 
 /// `rmmod name` as busybox does it (`delete_module(name, O_NONBLOCK)`):
 /// `Err(errno)` on failure, so a test can name the refusal it expects.

@@ -220,7 +220,7 @@ fn racing_flags_keep_hmm_off() -> Outcome {
                 }
             }
             Ok(())
-        })??;
+        })?;
         ensure!(hmm == 0, "{hmm} of 1000 VA spaces got HMM on");
         let _ = &mut blk;
         Ok(())
