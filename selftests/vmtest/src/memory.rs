@@ -535,7 +535,9 @@ fn race_then_compare(
         // this thread; racing writes are the point.
         unsafe { (word as *mut u64).write_volatile(if flip { b } else { a }) };
     };
-    while_racing(flipper, || (0..attempts).try_for_each(|_| call()))?;
+    while_racing(flipper, |race| {
+        (0..attempts).try_for_each(|_| race.call(&mut call))
+    })?;
     let vram = free0 - obs.heap_free()?;
     let charged = used(0)? - used0;
     ensure!(
@@ -1144,10 +1146,10 @@ fn card_info_never_shows_foreign_gpus() -> Outcome {
         };
         let req = nvclient::request(Escape::CardInfo.nr(), N * CARD_INFO_SIZE);
         let fd = ctl.node().fd();
-        while_racing(watch, || {
+        while_racing(watch, |race| {
             (0..300).try_for_each(|_| {
                 // SAFETY: `addr` is the live buffer of N records.
-                if unsafe { libc::ioctl(fd, req as _, addr) } != 0 {
+                if race.call(|| unsafe { libc::ioctl(fd, req as _, addr) }) != 0 {
                     return Err(format!("CARD_INFO: errno {}", crate::sys::errno()));
                 }
                 Ok(())
