@@ -8,6 +8,10 @@
 
 mod bench;
 mod compute;
+// Read by the host test `userspace/logic/tests/table.rs` (`include!`);
+// compiled here so that it stays valid Rust and rustfmt'd with the suites.
+#[allow(dead_code)]
+mod coverage;
 mod ctltool;
 mod demo;
 mod double;
@@ -16,6 +20,7 @@ mod kclient;
 mod memory;
 mod module;
 mod proxy;
+mod rewritten;
 mod session;
 mod sys;
 mod tap;
@@ -35,6 +40,7 @@ const SUITES: &[Suite] = &[
     ("proxy", proxy::TESTS),
     ("uvm", uvm::TESTS),
     ("compute", compute::TESTS),
+    ("rewritten", rewritten::TESTS),
     ("vgpuctl", ctltool::TESTS),
 ];
 

@@ -450,11 +450,17 @@ fn racing_size_cannot_pass_the_ceiling() -> Outcome {
         // keeps flipping the size in them.
         let (fresh_mp, pm) = (*mp, mp.as_mut_ptr());
         let (mut allocated, mut refused) = (0, 0);
-        // At least 300 calls, and on until both sizes reached a call (a
-        // loaded host may keep the racer off the CPU for a while), at most
-        // 3000.
-        race_then_compare(word, 64 << 10, 8 * GIB, 3000, || {
-            if allocated + refused >= 300 && allocated > 0 && refused > 0 {
+        // 2 GiB: past vGPU 0's 1 GiB ceiling, but within what the 8 GiB
+        // GPU's heap can give: a driver that read the flipped size
+        // allocates it, so the comparison below sees it. (8 GiB, more than
+        // the heap, would be refused by the driver itself, and a vgpu that
+        // let the driver read the size again would pass.)
+        // The racer lands in the window between our restore and vgpu's
+        // read only now and then (about one call in a hundred under
+        // emulation on a busy host): up to 3000 calls, the rest skipped
+        // once both outcomes have been seen a few times.
+        race_then_compare(word, 64 << 10, 2 * GIB, 3000, || {
+            if allocated >= 3 && refused >= 3 {
                 return Ok(());
             }
             // SAFETY: `pm` is the live params buffer above (the racer writes
@@ -529,7 +535,9 @@ fn race_then_compare(
         // this thread; racing writes are the point.
         unsafe { (word as *mut u64).write_volatile(if flip { b } else { a }) };
     };
-    while_racing(flipper, || (0..attempts).try_for_each(|_| call()))??;
+    while_racing(flipper, |race| {
+        (0..attempts).try_for_each(|_| race.call(&mut call))
+    })?;
     let vram = free0 - obs.heap_free()?;
     let charged = used(0)? - used0;
     ensure!(
@@ -1138,15 +1146,15 @@ fn card_info_never_shows_foreign_gpus() -> Outcome {
         };
         let req = nvclient::request(Escape::CardInfo.nr(), N * CARD_INFO_SIZE);
         let fd = ctl.node().fd();
-        while_racing(watch, || {
+        while_racing(watch, |race| {
             (0..300).try_for_each(|_| {
                 // SAFETY: `addr` is the live buffer of N records.
-                if unsafe { libc::ioctl(fd, req as _, addr) } != 0 {
+                if race.call(|| unsafe { libc::ioctl(fd, req as _, addr) }) != 0 {
                     return Err(format!("CARD_INFO: errno {}", crate::sys::errno()));
                 }
                 Ok(())
             })
-        })??;
+        })?;
         let n = seen.load(Relaxed);
         ensure!(n == 0, "GPU 1's record was seen {n} times");
         let _ = &mut buf;

@@ -411,24 +411,53 @@ pub fn remove_uvm_nodes() {
     let _ = std::fs::remove_file("/dev/nvidia-uvm-tools");
 }
 
-/// Runs `main` while another thread calls `racer` over and over: the racer
-/// has made its first call before `main` starts and keeps calling until
-/// `main` returns. Returns `main`'s value once the racer has stopped, or an
-/// error if the racer panicked or made no call while `main` ran (a race
-/// test whose racer never overlapped its calls tested nothing).
-pub fn while_racing<T>(
+/// The calls a race test makes, as [`while_racing`]'s racer sees them: a
+/// sequence number, odd while a call runs.
+pub struct Race {
+    seq: std::sync::atomic::AtomicU64,
+}
+
+impl Race {
+    /// Runs `f`, one of the calls being raced, marked as running.
+    pub fn call<R>(&self, f: impl FnOnce() -> R) -> R {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.seq.fetch_add(1, SeqCst);
+        let r = f();
+        self.seq.fetch_add(1, SeqCst);
+        r
+    }
+}
+
+/// Runs `main` while another thread calls `racer` over and over, and
+/// proves they overlapped: a racer call counts as overlapping when it began
+/// and ended inside one call `main` marked with [`Race::call`]. `main` runs
+/// again, back to back, until [`RACE_OVERLAPS`] racer calls overlapped
+/// (at most [`RACE_ROUNDS`] rounds): under emulation on a busy host the
+/// racer's CPU can stall for longer than one round of calls. Returns once
+/// the racer has stopped: `main`'s first error, or an error if the racer
+/// panicked or overlapped too few calls (a race test whose racer did not
+/// run during its calls tested nothing).
+pub fn while_racing(
     mut racer: impl FnMut() + Send + 'static,
-    main: impl FnOnce() -> T,
-) -> Result<T, String> {
+    mut main: impl FnMut(&Race) -> Result<(), String>,
+) -> Result<(), String> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
     use std::sync::Arc;
+    let race = Arc::new(Race {
+        seq: AtomicU64::new(0),
+    });
     let stop = Arc::new(AtomicBool::new(false));
-    let runs = Arc::new(AtomicU64::new(0));
+    let (runs, overlaps) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let thread = {
-        let (stop, runs) = (stop.clone(), runs.clone());
+        let (stop, runs, overlaps, race) =
+            (stop.clone(), runs.clone(), overlaps.clone(), race.clone());
         std::thread::spawn(move || {
             while !stop.load(SeqCst) {
+                let before = race.seq.load(SeqCst);
                 racer();
+                if race.seq.load(SeqCst) == before && before % 2 == 1 {
+                    overlaps.fetch_add(1, SeqCst);
+                }
                 runs.fetch_add(1, SeqCst);
             }
         })
@@ -436,18 +465,39 @@ pub fn while_racing<T>(
     while runs.load(SeqCst) == 0 && !thread.is_finished() {
         std::thread::yield_now();
     }
-    let start = runs.load(SeqCst);
-    let r = main();
-    let during = runs.load(SeqCst) - start;
+    let mut r = Ok(());
+    let mut rounds = 0;
+    while rounds < RACE_ROUNDS {
+        rounds += 1;
+        r = main(&race);
+        if r.is_err() || overlaps.load(SeqCst) >= RACE_OVERLAPS || thread.is_finished() {
+            break;
+        }
+    }
     stop.store(true, SeqCst);
-    if thread.join().is_err() {
+    let panicked = thread.join().is_err();
+    let n = overlaps.load(SeqCst);
+    println!(
+        "# race: {n} racer calls ran inside the calls ({} racer calls, {rounds} rounds)",
+        runs.load(SeqCst)
+    );
+    if panicked {
         return Err("the racing thread panicked".into());
     }
-    if during == 0 {
-        return Err("the racer made no call while the calls ran: nothing was raced".into());
+    r?;
+    if n < RACE_OVERLAPS {
+        return Err(format!(
+            "only {n} racer calls ran inside the calls in {rounds} rounds, want {RACE_OVERLAPS}: nothing was raced"
+        ));
     }
-    Ok(r)
+    Ok(())
 }
+
+/// Racer calls that must have run inside the raced calls.
+pub const RACE_OVERLAPS: u64 = 50;
+
+/// The most rounds of its calls [`while_racing`] runs to get them.
+pub const RACE_ROUNDS: usize = 20;
 
 /// `rmmod name` as busybox does it (`delete_module(name, O_NONBLOCK)`):
 /// `Err(errno)` on failure, so a test can name the refusal it expects.

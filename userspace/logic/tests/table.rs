@@ -543,3 +543,139 @@ fn escape_and_uvm_rows_are_argued_in_the_docs() {
         assert_eq!(cells[4], format!("{:?}", r.handler), "{name}");
     }
 }
+
+// The coverage map of the Rewritten rows: REWRITTEN_CLASSES and
+// REWRITTEN_CONTROLS, (number, name, ["suite.test", ...]).
+include!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../selftests/vmtest/src/coverage.rs"
+));
+
+/// The VM suites' sources: suite name -> the test names its `TESTS` list
+/// gives, from `selftests/vmtest/src/main.rs`'s `SUITES` and `ON_REQUEST`
+/// (`("memory", memory::TESTS)`) and each module's `name: "..."` entries.
+fn vm_tests() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../selftests/vmtest/src");
+    let read = |f: &str| {
+        let path = format!("{dir}/{f}");
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let main = read("main.rs");
+    let mut suites = BTreeMap::new();
+    for line in main.lines().map(str::trim) {
+        // ("memory", memory::TESTS), or the last of a one-line list.
+        let Some((_, rest)) = line.split_once("(\"") else {
+            continue;
+        };
+        let Some((suite, module)) = rest.split_once("\", ") else {
+            continue;
+        };
+        let module = module.strip_suffix(';').unwrap_or(module);
+        let Some(module) = module
+            .strip_suffix("::TESTS),")
+            .or_else(|| module.strip_suffix("::TESTS)]"))
+        else {
+            continue;
+        };
+        let src = read(&format!("{module}.rs"));
+        // The module's `pub const TESTS: &[Test] = ...;`: either `Test`
+        // literals (`name: "..."`) or the `tests![ident, ...]` shorthand.
+        let list = src
+            .split_once("pub const TESTS: &[Test] = ")
+            .and_then(|(_, t)| t.split_once("];"))
+            .map(|(t, _)| t)
+            .unwrap_or_else(|| panic!("{module}.rs: no TESTS list"));
+        let names: BTreeSet<String> = if let Some(idents) = list.strip_prefix("tests![") {
+            idents
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect()
+        } else {
+            list.split("name: \"")
+                .skip(1)
+                .filter_map(|t| t.split_once('"'))
+                .map(|(n, _)| n.to_string())
+                .collect()
+        };
+        assert!(!names.is_empty(), "{module}.rs: an empty TESTS list");
+        assert!(
+            suites.insert(suite.to_string(), names).is_none(),
+            "suite {suite} twice in main.rs"
+        );
+    }
+    assert!(
+        suites.len() >= 10,
+        "main.rs lists only {} suites: its format changed?",
+        suites.len()
+    );
+    suites
+}
+
+#[test]
+fn vm_tests_reads_the_suites() {
+    // The reader itself: known suites and tests are found, so a listed
+    // test that is missing cannot be missed because nothing was read.
+    let t = vm_tests();
+    assert!(t["memory"].contains("each_sees_its_own_size"));
+    assert!(t["compute"].contains("scheduling_calls_filtered"));
+    assert!(t["rewritten"].contains("setup"));
+    assert!(t["double"].contains("card_info"));
+    assert!(t.contains_key("bench"));
+    assert!(t["vgpuctl"].len() > 1 && t["kclient"].len() == 1);
+    assert!(!t["memory"].contains("no_such_test"));
+}
+
+#[test]
+fn every_rewritten_row_is_covered_by_a_vm_test() {
+    let suites = vm_tests();
+    let classes: Vec<(u32, &str, Policy)> = CLASSES
+        .iter()
+        .map(|r| (r.class, r.name, r.policy))
+        .collect();
+    let controls: Vec<(u32, &str, Policy)> =
+        CONTROLS.iter().map(|r| (r.cmd, r.name, r.policy)).collect();
+    for (kind, rows, covered) in [
+        ("class", &classes, REWRITTEN_CLASSES),
+        ("control", &controls, REWRITTEN_CONTROLS),
+    ] {
+        // Every Rewritten row has exactly one entry...
+        for (num, name, policy) in rows.iter() {
+            let entries: Vec<_> = covered.iter().filter(|e| e.0 == *num).collect();
+            if *policy == Policy::Rewritten {
+                assert_eq!(
+                    entries.len(),
+                    1,
+                    "Rewritten {kind} {name} ({num:#x}): {} entries in selftests/vmtest/src/coverage.rs, want 1",
+                    entries.len()
+                );
+                assert_eq!(entries[0].1, *name, "{kind} {num:#x}: named differently");
+                assert!(
+                    !entries[0].2.is_empty(),
+                    "Rewritten {kind} {name}: no covering VM test listed"
+                );
+            }
+        }
+        // ...every entry is a Rewritten row, and every test it lists
+        // exists in its suite's source.
+        for (num, name, tests) in covered.iter() {
+            let row = rows.iter().find(|r| r.0 == *num);
+            assert!(
+                matches!(row, Some((_, _, Policy::Rewritten))),
+                "coverage.rs lists {kind} {name} ({num:#x}), which is not a Rewritten row: {row:?}"
+            );
+            for t in tests.iter() {
+                let (suite, test) = t
+                    .split_once('.')
+                    .unwrap_or_else(|| panic!("{name}: {t:?} is not suite.test"));
+                let found = suites.get(suite).is_some_and(|s| s.contains(test));
+                assert!(
+                    found,
+                    "{name}: covering test {t} is not in selftests/vmtest (suites: {:?})",
+                    suites.keys().collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}
