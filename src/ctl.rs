@@ -215,8 +215,7 @@ impl Ctl {
         let handle = if h_new != 0 {
             h_new
         } else {
-            // SAFETY: `get_random_u32` has no preconditions.
-            CLIENT_HANDLE_BASE | (unsafe { kernel::bindings::get_random_u32() } & 0xf_ffff)
+            CLIENT_HANDLE_BASE | (crate::kapi::random::u32() & 0xf_ffff)
         };
         // A handle that already exists (another file's client) must never
         // be recorded as this file's.

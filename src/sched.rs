@@ -36,6 +36,7 @@ use crate::kapi::{
     chrdev::Node,
     kthread::{self, Stop, Worker},
     rmops::RmOps,
+    userd::UserdMap,
 };
 use crate::nv::abi::{self, ctrl, status::NV_OK};
 use crate::vgpus::Vgpu;
@@ -68,37 +69,24 @@ pub(crate) struct Compute {
     watches: KVec<Watch>,
 }
 
-/// USERD offset of `GPGet`, the GPU's read index (Volta to Hopper GPFIFO
-/// classes; Blackwell's USERD has none: see the design notes).
-const USERD_GP_GET: usize = crate::nv::abi::userd::GP_GET;
-/// USERD offset of `GPPut`, the client's write index.
-const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
-/// Bytes of USERD vgpu maps: up to and including `GPPut`.
-const USERD_WATCHED: u64 = 0x90;
+/// Bytes of USERD vgpu maps: up to and including `GPPut` (`GPGet` too on
+/// Volta to Hopper GPFIFO classes; Blackwell's USERD has none: see the
+/// design notes).
+const USERD_WATCHED: u64 = UserdMap::LEN as u64;
 
-/// A channel's USERD mapped into the kernel: `addr` stays valid while the
+/// A channel's USERD mapped into the kernel: `userd` stays mapped while the
 /// watch is in its vGPU's list (see [`Watched`]).
 struct Watch {
     id: u64,
     /// The schedule entry (TSG or bare channel) the channel runs in.
     entry: u64,
-    addr: usize,
+    userd: UserdMap,
 }
 
 impl Watch {
     /// Whether the channel has work the GPU has not fetched.
     fn pending(&self) -> bool {
-        // SAFETY: `addr` maps at least `USERD_WATCHED` bytes, 4-aligned
-        // (checked in `Watched::new`), and stays mapped while this watch is
-        // in its vGPU's list, which the caller holds locked; volatile, as
-        // the GPU and the client write these words.
-        let (get, put) = unsafe {
-            (
-                core::ptr::read_volatile((self.addr + USERD_GP_GET) as *const u32),
-                core::ptr::read_volatile((self.addr + USERD_GP_PUT) as *const u32),
-            )
-        };
-        get != put
+        self.userd.pending()
     }
 }
 
@@ -251,10 +239,14 @@ impl Watched {
             let _ = rm.unmap_memory(kclient, kdevice, h_dup, addr);
             let _ = rm.free(kclient, kdevice, h_dup);
         };
+        // SAFETY: `addr` maps `USERD_WATCHED` (`UserdMap::LEN`) bytes of the
+        // channel's USERD, 4-aligned (checked above); `Watched::drop` takes
+        // the watch holding `userd` out of the list before it unmaps them.
+        let userd = unsafe { UserdMap::new(addr) };
         let id = {
             let mut c = vgpu.compute.lock();
             let id = c.next_id;
-            if let Err(e) = c.watches.push(Watch { id, entry, addr }, GFP_KERNEL) {
+            if let Err(e) = c.watches.push(Watch { id, entry, userd }, GFP_KERNEL) {
                 drop(c);
                 undo();
                 return Err(e.into());
