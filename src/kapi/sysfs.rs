@@ -236,15 +236,15 @@ pub(crate) struct DeviceFilesGroup<T: DeviceFiles> {
 /// # Invariants
 ///
 /// Built by [`DeviceFilesGroup::new`] and not changed after: `groups` is a
-/// NULL-terminated list of `group`, whose `attrs` is `ptrs`, a
-/// NULL-terminated list of the `raw` attributes of `attrs`, each with the
+/// NULL-terminated list of `_group`, whose `attrs` is `_ptrs`, a
+/// NULL-terminated list of the `raw` attributes of `_attrs`, each with the
 /// callbacks of one `DeviceFilesGroup<T>` and its index in `T::FILES`. All
 /// are boxed or in vectors that are never resized, so the pointers stay
 /// valid while the value lives.
 struct GroupTables {
-    attrs: KVec<KBox<DevAttr>>,
-    ptrs: KVec<*mut bindings::attribute>,
-    group: KBox<Opaque<bindings::attribute_group>>,
+    _attrs: KVec<KBox<DevAttr>>,
+    _ptrs: KVec<*mut bindings::attribute>,
+    _group: KBox<Opaque<bindings::attribute_group>>,
     groups: KBox<[*const bindings::attribute_group; 2]>,
 }
 
@@ -326,9 +326,9 @@ impl<T: DeviceFiles> DeviceFilesGroup<T> {
         // INVARIANT: the lists are complete and never change from here on.
         let tables = Arc::new(
             GroupTables {
-                attrs,
-                ptrs,
-                group,
+                _attrs: attrs,
+                _ptrs: ptrs,
+                _group: group,
                 groups,
             },
             GFP_KERNEL,
@@ -354,9 +354,7 @@ impl Node {
         group: &DeviceFilesGroup<T>,
         data: Arc<T::Data>,
     ) -> Result<Self> {
-        let tables = &group.tables;
-        let _ = (&tables.attrs, &tables.ptrs, &tables.group);
-        let groups = tables.groups.as_ptr();
+        let groups = group.tables.groups.as_ptr();
         let raw_data = Arc::as_ptr(&data).cast_mut().cast::<c_void>();
         let keep: [Arc<dyn Send + Sync>; 2] = [group.tables.clone(), data];
         // SAFETY: `groups` is the group's NULL-terminated list, valid while
