@@ -39,6 +39,7 @@ use crate::kapi::{
     kthread::{self, Stop, Worker},
     rmops::RmOps,
     sysfs::{DeviceFiles, Emit, FileSpec},
+    userd::UserdMap,
 };
 use crate::nv::abi::{self, ctrl};
 use crate::status::RmResult;
@@ -161,10 +162,14 @@ impl Watched {
             let _ = rm.unmap_memory(kclient, kdevice, h_dup, addr);
             let _ = rm.free(kclient, kdevice, h_dup);
         };
+        // SAFETY: `addr` maps `USERD_WATCHED` (`UserdMap::LEN`) bytes of the
+        // channel's USERD, 4-aligned (checked above); `Watched::drop` takes
+        // the watch holding `userd` out of the list before it unmaps them.
+        let userd = unsafe { UserdMap::new(addr) };
         let id = {
             let mut c = vgpu.compute.lock();
             let id = c.next_id;
-            if let Err(e) = c.watches.push(Watch { id, entry, addr }, GFP_KERNEL) {
+            if let Err(e) = c.watches.push(Watch { id, entry, userd }, GFP_KERNEL) {
                 drop(c);
                 undo();
                 return Err(e.into());

@@ -15,9 +15,8 @@ use kernel::{
 
 use crate::compute;
 use crate::config;
-use crate::kapi::chrdev::Node;
+use crate::kapi::{chrdev::Node, userd::UserdMap};
 use crate::ledger::Ledger;
-use crate::nv::abi;
 
 /// Something that holds charges on a vGPU and can measure them again.
 pub(crate) trait Reclaim: Send + Sync {
@@ -200,39 +199,26 @@ pub(crate) struct Compute {
     pub(crate) watches: KVec<Watch>,
 }
 
-/// USERD offset of `GPGet`, the GPU's read index (Volta to Hopper GPFIFO
-/// classes; Blackwell's USERD has none: see the design notes).
-const USERD_GP_GET: usize = abi::userd::GP_GET;
-/// USERD offset of `GPPut`, the client's write index.
-const USERD_GP_PUT: usize = abi::userd::GP_PUT;
-/// Bytes of USERD vgpu maps: up to and including `GPPut`.
-pub(crate) const USERD_WATCHED: u64 = 0x90;
+/// Bytes of USERD vgpu maps: up to and including `GPPut` (`GPGet` too on
+/// Volta to Hopper GPFIFO classes; Blackwell's USERD has none: see the
+/// design notes).
+pub(crate) const USERD_WATCHED: u64 = UserdMap::LEN as u64;
 
-/// A channel's USERD mapped into the kernel: `addr` stays valid while the
-/// watch is in its vGPU's list (see [`Watched`]).
+/// A channel's USERD mapped into the kernel: `userd` stays mapped while the
+/// watch is in its vGPU's list (see [`crate::sched::Watched`]).
 pub(crate) struct Watch {
     /// Its number.
     pub(crate) id: u64,
     /// The schedule entry (TSG or bare channel) the channel runs in.
     pub(crate) entry: u64,
-    /// Kernel address of the mapping.
-    pub(crate) addr: usize,
+    /// The mapping.
+    pub(crate) userd: UserdMap,
 }
 
 impl Watch {
     /// Whether the channel has work the GPU has not fetched.
     fn pending(&self) -> bool {
-        // SAFETY: `addr` maps at least `USERD_WATCHED` bytes, 4-aligned
-        // (checked in `Watched::new`), and stays mapped while this watch is
-        // in its vGPU's list, which the caller holds locked; volatile, as
-        // the GPU and the client write these words.
-        let (get, put) = unsafe {
-            (
-                core::ptr::read_volatile((self.addr + USERD_GP_GET) as *const u32),
-                core::ptr::read_volatile((self.addr + USERD_GP_PUT) as *const u32),
-            )
-        };
-        get != put
+        self.userd.pending()
     }
 }
 

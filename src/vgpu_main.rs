@@ -148,6 +148,9 @@ impl kernel::Module for VgpuModule {
         // driver release vgpu was not checked against, named with the one
         // it was).
         let rm = RmOps::get()?;
+        // Rust reads task_struct fields: refuse a kernel whose bindgen
+        // layout of it is not the C compiler's (this logs the fields).
+        kapi::task::check_layout()?;
         let ctl = RealNode::resolve(NVIDIACTL).inspect_err(|e| {
             pr_err!("cannot open {NVIDIACTL:?} ({e:?}): load the NVIDIA driver first\n");
         })?;
@@ -202,14 +205,8 @@ impl kernel::Module for VgpuModule {
         for g in state.host.gpus.iter().map(|g| &g.sched) {
             let cname = CString::try_from_fmt(fmt!("gpu{}", g.gpu))?;
             // No device number: a directory of settings, no /dev node. The
-            // state (and so the scheduler) outlives the node.
-            let node = Node::with_groups(
-                &state.class,
-                DevT(0),
-                &cname,
-                Arc::as_ptr(g).cast_mut().cast(),
-                gpu_files.groups(),
-            )?;
+            // node holds the scheduler until `remove_gpu_nodes` drops it.
+            let node = Node::with_groups(&state.class, DevT(0), &cname, &gpu_files, g.clone())?;
             *g.node.lock() = Some(node);
         }
         let mut schedulers = KVec::new();

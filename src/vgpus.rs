@@ -133,14 +133,14 @@ impl Vgpus {
         )?;
         let cname = CString::try_from_fmt(fmt!("vgpu{id}"))?;
         table.reserve(1, GFP_KERNEL)?;
-        // The device's driver data is the vGPU: the table keeps it alive
-        // until `remove` has taken the device (and its files) down.
+        // The device's driver data is the vGPU, which the node holds until
+        // `remove` (or `clear`) takes it out and drops it.
         let node = Node::with_groups(
             class,
             DevT::new(self.major, id + 1),
             &cname,
-            Arc::as_ptr(&v).cast_mut().cast(),
-            self.files.groups(),
+            &self.files,
+            v.clone(),
         )?;
         *v.node.lock() = Some(node);
         table.push(v, GFP_KERNEL)?;

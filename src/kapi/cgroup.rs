@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The calling task's cgroup (v2, the default hierarchy).
+//!
+//! `task_dfl_cgroup()` is an inline function over an RCU-protected pointer
+//! and the kernel crate has no cgroup abstraction, so the path comes from
+//! `src/c/cgroup.c`.
 
 use kernel::prelude::*;
 
 extern "C" {
-    /// `src/helpers.c`.
+    /// `src/c/cgroup.c`.
     fn vgpu_current_cgroup_path(buf: *mut c_char, len: usize) -> c_int;
 }
 

@@ -26,7 +26,10 @@ use kernel::{
     mm::virt::VmaNew,
     module::{this_module, ModuleMetadata},
     prelude::*,
-    sync::poll::{PollCondVar, PollTable},
+    sync::{
+        poll::{PollCondVar, PollTable},
+        Arc,
+    },
     types::ForeignOwnable,
 };
 
@@ -260,6 +263,11 @@ impl<T: FileOperations> Vtable<T> {
 }
 
 /// The poll table of one `poll` call.
+///
+/// # Invariants
+///
+/// `raw` is the (null or valid) poll table the VFS passed to the `poll` call
+/// this value was made in, and `'a` does not outlive that call.
 pub(crate) struct Poll<'a> {
     raw: *mut bindings::poll_table,
     _call: PhantomData<&'a bindings::poll_table>,
@@ -268,13 +276,14 @@ pub(crate) struct Poll<'a> {
 impl Poll<'_> {
     /// Registers the caller on `cv`'s wait queue.
     pub(crate) fn register_wait(&self, file: &File, cv: &PollCondVar) {
-        // SAFETY: the VFS passed a null or valid poll table, valid for the
-        // call this `Poll` lives in.
+        // SAFETY: by the type invariants `raw` is the null or valid poll table
+        // of the call this `Poll` lives in, which is still running.
         let table = unsafe { PollTable::from_raw(self.raw) };
         table.register_wait(file, cv);
     }
 
-    /// The raw table, for forwarding the poll to another file.
+    /// The raw table, for forwarding the poll to another file: null or
+    /// valid for as long as `self` is.
     pub(crate) fn as_raw(&self) -> *mut bindings::poll_table {
         self.raw
     }
@@ -295,14 +304,21 @@ pub(crate) fn file_dev(file: &LocalFile) -> DevT {
 }
 
 /// A `struct cdev` serving a range of numbers with the operations `T`.
+///
+/// # Invariants
+///
+/// `raw` came from `cdev_alloc`, its `ops` are `T`'s vtable, and it was
+/// added with `cdev_add`: it is live and deleted only by `drop` (files open
+/// on it hold references of their own).
 pub(crate) struct Cdev<T: FileOperations> {
     raw: *mut bindings::cdev,
     _t: PhantomData<T>,
 }
 
-// SAFETY: the cdev is only touched by `cdev_add` (in `new`) and `cdev_del`
-// (in `drop`), both of which take the chrdev lock; the VFS uses it under its
-// own locking.
+// SAFETY: by the type invariants the cdev is live; it is only touched by
+// `cdev_add` (in `new`) and `cdev_del` (in `drop`), both of which take the
+// chrdev lock, so it may be deleted from any thread; the VFS uses it under
+// its own locking.
 unsafe impl<T: FileOperations> Send for Cdev<T> {}
 // SAFETY: no `&self` method touches the cdev.
 unsafe impl<T: FileOperations> Sync for Cdev<T> {}
@@ -330,6 +346,7 @@ impl<T: FileOperations> Cdev<T> {
             unsafe { bindings::kobject_put(&mut (*raw).kobj) };
             return Err(Error::from_errno(r));
         }
+        // INVARIANT: allocated, given `T`'s vtable and added above.
         Ok(Self {
             raw,
             _t: PhantomData,
@@ -339,21 +356,33 @@ impl<T: FileOperations> Cdev<T> {
 
 impl<T: FileOperations> Drop for Cdev<T> {
     fn drop(&mut self) {
-        // SAFETY: the cdev was added in `new` and is deleted once, here.
-        // Files already open keep their own reference to it.
+        // SAFETY: by the type invariants the cdev was added in `new` and not
+        // yet deleted; it is deleted once, here. Files already open keep
+        // their own reference to it.
         unsafe { bindings::cdev_del(self.raw) };
     }
 }
 
 /// A device in a class: devtmpfs shows it as `/dev/<name>`.
+///
+/// # Invariants
+///
+/// `raw` came from a successful `device_create` or
+/// `device_create_with_groups` and is unregistered only by `drop`. When the
+/// device has sysfs files, `_keep` holds what they use, their attribute
+/// group and the device's driver data, until after the device is
+/// unregistered (which drains the files' callbacks).
 pub(crate) struct Node {
     raw: *mut bindings::device,
+    _keep: Option<[Arc<dyn Send + Sync>; 2]>,
 }
 
-// SAFETY: the device is only created and unregistered, both under the driver
-// core's locking.
+// SAFETY: by the type invariants the device is registered; it is only
+// unregistered (in `drop`), under the driver core's locking, which any thread
+// may do; what `_keep` holds is `Send + Sync`.
 unsafe impl Send for Node {}
-// SAFETY: no `&self` method touches the device.
+// SAFETY: no `&self` method touches the device; what `_keep` holds is
+// `Send + Sync`.
 unsafe impl Sync for Node {}
 
 impl Node {
@@ -372,23 +401,33 @@ impl Node {
                 name.as_char_ptr(),
             )
         })?;
-        Ok(Self { raw })
+        // INVARIANT: `device_create` succeeded; the device has no files.
+        Ok(Self { raw, _keep: None })
     }
 
     /// Creates `/dev/<name>` for number `dev` in `class`, with the sysfs
-    /// files of `groups` (a NULL-terminated list) and driver data `data`,
-    /// which must outlive the node.
-    pub(crate) fn with_groups(
+    /// files of `groups` (a NULL-terminated list) and driver data `data`.
+    /// The node keeps `keep` until the device is gone. The typed, safe
+    /// interface is `Node::with_groups` (`sysfs.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `groups`, its groups and their attributes stay valid while `keep`
+    /// does, and their callbacks read the driver data as the type that
+    /// `data` points to, which `keep` keeps alive.
+    pub(super) unsafe fn with_raw_groups(
         class: &Class,
         dev: DevT,
         name: &CStr,
         data: *mut c_void,
         groups: *const *const bindings::attribute_group,
+        keep: [Arc<dyn Send + Sync>; 2],
     ) -> Result<Self> {
         // SAFETY: `class` is registered; `groups` is a valid NULL-terminated
-        // list that outlives the device (caller's contract), as does `data`;
-        // "%s" consumes the one NUL-terminated argument that follows, which
-        // the driver core copies.
+        // list whose callbacks fit `data`, both valid while `keep` is (the
+        // function's safety section), which the node holds until after the
+        // device is unregistered; "%s" consumes the one NUL-terminated
+        // argument that follows, which the driver core copies.
         let raw = from_err_ptr(unsafe {
             bindings::device_create_with_groups(
                 class.as_raw(),
@@ -400,13 +439,21 @@ impl Node {
                 name.as_char_ptr(),
             )
         })?;
-        Ok(Self { raw })
+        // INVARIANT: `device_create_with_groups` succeeded; `keep` holds what
+        // its files use.
+        Ok(Self {
+            raw,
+            _keep: Some(keep),
+        })
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
-        // SAFETY: the device was created in `new` and is unregistered once.
+        // SAFETY: by the type invariants the device was created in `new` or
+        // `with_raw_groups` and not yet unregistered; it is unregistered once,
+        // here, which removes its files and drains their callbacks before
+        // `_keep` (a field, dropped after this) lets their data go.
         unsafe { bindings::device_unregister(self.raw) };
     }
 }

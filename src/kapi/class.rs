@@ -8,12 +8,17 @@ use kernel::{bindings, error::from_err_ptr, prelude::*};
 ///
 /// Creating one makes `/sys/class/<name>/`; dropping it unregisters the class
 /// and removes the directory.
+///
+/// # Invariants
+///
+/// `raw` came from a successful `class_create` and has not been destroyed:
+/// it is a registered class, destroyed only by `drop`.
 pub(crate) struct Class {
     raw: *mut bindings::class,
 }
 
-// SAFETY: a `struct class` is reference-counted by the driver core and its
-// functions take their own locks, so the pointer may be used and dropped from
+// SAFETY: by the type invariants `raw` is a registered class, which the
+// driver core protects with its own locks: it may be used, and destroyed, from
 // any thread.
 unsafe impl Send for Class {}
 // SAFETY: `Class` offers no `&self` method that mutates the class without the
@@ -28,10 +33,12 @@ impl Class {
         // SAFETY: `name` is a NUL-terminated string that lives for `'static`,
         // as `class_create` requires (it keeps the pointer, not a copy).
         let raw = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })?;
+        // INVARIANT: `class_create` succeeded.
         Ok(Self { raw })
     }
 
-    /// The raw class, for registering devices in it.
+    /// The raw class, for registering devices in it: a registered class
+    /// while `self` lives.
     pub(crate) fn as_raw(&self) -> *mut bindings::class {
         self.raw
     }
@@ -39,8 +46,9 @@ impl Class {
 
 impl Drop for Class {
     fn drop(&mut self) {
-        // SAFETY: `self.raw` came from a successful `class_create` and is
-        // destroyed exactly once, here.
+        // SAFETY: by the type invariants `self.raw` came from a successful
+        // `class_create` and has not been destroyed; it is destroyed once,
+        // here.
         unsafe { bindings::class_destroy(self.raw) };
     }
 }

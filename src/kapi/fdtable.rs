@@ -17,10 +17,8 @@ use kernel::{
 /// Whether any open file in the calling task's fd table satisfies `pred`.
 ///
 /// Walks the table with `fget_task_next`, which hands out one referenced file
-/// at a time, so `pred` runs without any lock held. The walk never reads
-/// `task_struct` fields from Rust: bindgen's layout of `task_struct` does not
-/// match C's on the test kernels (`files` read 40 bytes early, landing in
-/// `comm`), so the table is reached only through C.
+/// at a time (taking the task's lock to reach `files`), so `pred` runs
+/// without any lock held.
 pub(crate) fn current_has_file<F: Fn(&File) -> bool>(pred: F) -> bool {
     let task = Task::current_raw();
     let mut fd: c_uint = 0;

@@ -2,8 +2,14 @@
 
 //! Kernel threads that run a loop until they are stopped.
 
-use core::marker::PhantomData;
-use kernel::{bindings, prelude::*, sync::Arc};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{
+    bindings,
+    error::from_err_ptr,
+    prelude::*,
+    sync::{aref::ARef, Arc},
+    task::Task,
+};
 
 extern "C" {
     fn kthread_create_on_node(
@@ -28,15 +34,15 @@ pub(crate) trait Worker: Send + Sync + 'static {
 /// A kernel thread calling [`Worker::turn`] until dropped.
 ///
 /// Dropping it asks the thread to stop and waits until it has.
+///
+/// # Invariants
+///
+/// `task` is a kernel thread made by [`Thread::spawn`], running `run`, that
+/// no one but `drop` stops; the `ARef` holds a reference to its task struct
+/// (so `kthread_stop` may be called on it even after the thread exited).
 pub(crate) struct Thread {
-    task: *mut bindings::task_struct,
+    task: ARef<Task>,
 }
-
-// SAFETY: the task pointer is only used to stop the thread, which any thread
-// may do once.
-unsafe impl Send for Thread {}
-// SAFETY: no `&self` method uses the task pointer.
-unsafe impl Sync for Thread {}
 
 /// The thread function: loops until `kthread_stop`.
 ///
@@ -71,32 +77,32 @@ impl Thread {
             )
         }
         .cast();
-        if task.is_null() || (task as isize) < 0 && (task as isize) >= -4095 {
-            // SAFETY: the thread was not created, so `data` was not consumed.
-            drop(unsafe { Arc::<W>::from_raw(data.cast()) });
-            return Err(if task.is_null() {
-                ENOMEM
-            } else {
-                Error::from_errno(task as isize as i32)
-            });
-        }
-        // Keep the task struct alive until `kthread_stop` has reaped it.
-        // SAFETY: `task` is a valid, new task.
-        unsafe { bindings::get_task_struct(task) };
-        // SAFETY: `task` is a valid, new kthread, not yet woken.
-        unsafe { bindings::wake_up_process(task) };
+        let new = match from_err_ptr(task).map(|t| NonNull::new(t.cast::<Task>())) {
+            Ok(Some(new)) => new,
+            r => {
+                // SAFETY: the thread was not created, so `data` was not
+                // consumed.
+                drop(unsafe { Arc::<W>::from_raw(data.cast()) });
+                return Err(r.err().unwrap_or(ENOMEM));
+            }
+        };
+        // SAFETY: `new` is a valid, new task (`Task` is a transparent wrapper
+        // of `task_struct`), alive at least until it is woken and exits;
+        // borrowed only to take a reference of our own.
+        let task: ARef<Task> = ARef::from(unsafe { new.as_ref() });
+        task.wake_up();
+        // INVARIANT: a new kthread running `run::<W>`, whose task struct the
+        // `ARef` keeps alive until `kthread_stop` has reaped it.
         Ok(Self { task })
     }
 }
 
 impl Drop for Thread {
     fn drop(&mut self) {
-        // SAFETY: `task` is our kthread, running `run` until it sees the stop
-        // request; we hold a reference to its task struct (taken in `spawn`).
-        unsafe {
-            kthread_stop(self.task.cast());
-            bindings::put_task_struct(self.task);
-        }
+        // SAFETY: by the type invariants `task` is our kthread, running `run`
+        // until it sees the stop request, stopped once, here; the `ARef`
+        // keeps its task struct alive past `kthread_stop` and puts it after.
+        unsafe { kthread_stop(self.task.as_ptr().cast()) };
     }
 }
 

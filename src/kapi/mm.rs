@@ -5,51 +5,71 @@
 //! vgpu charges a managed mapping of the nvidia-uvm file when it is made and
 //! refunds it once the mapping is gone, which it learns by looking at the
 //! address space it was made in ([`UserMm::mapped_bytes`]). The address
-//! space is held by an `mm_count` reference (`mmgrab`): that keeps the
-//! `mm_struct` itself, not the process's memory, alive.
-//!
-//! `task_struct` is reached only from C (`src/helpers.c`): bindgen's layout
-//! of it is not the compiler's on the test kernels.
+//! space is held by an `mm_count` reference (`ARef<Mm>`, `mmgrab`): that
+//! keeps the `mm_struct` itself, not the process's memory, alive; a walk
+//! takes a user reference (`mmget_not_zero`) and the mmap lock through
+//! `kernel::mm`. Only the VMA walk itself is C (`src/c/mm.c`): 7.3's
+//! `kernel::mm` has no VMA iterator.
 
-use kernel::prelude::*;
+use kernel::{
+    bindings, current,
+    mm::{Mm, MmWithUser},
+    prelude::*,
+    sync::aref::ARef,
+};
 
+use super::task;
+
+// The pointers are `c_void`: bindgen's `mm_struct` and `file` hold empty
+// structs, which `improper_ctypes` rejects in an `extern` block.
 extern "C" {
-    fn vgpu_mm_grab_current() -> *mut c_void;
-    fn vgpu_mm_grab(mm: *mut c_void);
-    fn vgpu_mm_drop(mm: *mut c_void);
-    fn vgpu_mapped_bytes(
+    /// `src/c/mm.c`.
+    fn vgpu_mm_mapped_bytes_locked(
         mm: *mut c_void,
         file: *const c_void,
         start: c_ulong,
         end: c_ulong,
     ) -> c_ulong;
-    fn vgpu_scratch_map(len: c_ulong) -> c_ulong;
-    fn vgpu_scratch_unmap(addr: c_ulong, len: c_ulong);
-    fn vgpu_mapped_bytes_in_mmap(
-        mm: *mut c_void,
-        file: *const c_void,
-        start: c_ulong,
-        end: c_ulong,
-    ) -> c_ulong;
+}
+
+/// Bytes of `[start, end)` in `mm` mapped from the file at address `file`,
+/// walked under the mmap lock the caller holds; `None` if the helper found
+/// the lock not held.
+///
+/// # Safety
+///
+/// `mm` has a user reference the caller holds for the call, and its mmap
+/// lock is held (for reading or writing) for the call.
+unsafe fn walk_locked(mm: &MmWithUser, file: usize, start: u64, end: u64) -> Option<u64> {
+    // SAFETY: `mm` is valid with users left and its mmap lock held (the
+    // function's safety section), as the walk requires; `file` is compared,
+    // never followed.
+    let n = unsafe {
+        vgpu_mm_mapped_bytes_locked(
+            mm.as_raw().cast(),
+            file as *const c_void,
+            start as c_ulong,
+            end as c_ulong,
+        )
+    };
+    (n != c_ulong::MAX).then_some(n as u64)
 }
 
 /// An address space, held by an `mm_count` reference.
+///
+/// `Clone` takes another reference (`mmgrab`); dropping one drops it
+/// (`mmdrop`), which may sleep.
+#[derive(Clone)]
 pub(crate) struct UserMm {
-    raw: *mut c_void,
+    mm: ARef<Mm>,
 }
-
-// SAFETY: an mm_count reference may be taken, used and dropped on any
-// thread; the helpers synchronise on the mm's own locks.
-unsafe impl Send for UserMm {}
-// SAFETY: `&UserMm` only reads through helpers that lock as needed.
-unsafe impl Sync for UserMm {}
 
 impl UserMm {
     /// The calling task's address space; `None` for a kernel thread.
     pub(crate) fn current() -> Option<Self> {
-        // SAFETY: no preconditions; a non-null result carries a reference.
-        let raw = unsafe { vgpu_mm_grab_current() };
-        (!raw.is_null()).then_some(Self { raw })
+        let task = current!();
+        let mm: &Mm = task.mm()?;
+        Some(Self { mm: ARef::from(mm) })
     }
 
     /// Bytes of `[start, end)` mapped from the file at `file` (an address,
@@ -57,72 +77,95 @@ impl UserMm {
     /// users left. Takes its mmap lock for reading: the caller must not
     /// hold it, nor any lock that an mmap handler takes.
     pub(crate) fn mapped_bytes(&self, file: usize, start: u64, end: u64) -> u64 {
-        // SAFETY: `raw` is valid while we hold our reference; the helper
-        // takes a user reference only if one is left and locks the mm.
-        let n = unsafe {
-            vgpu_mapped_bytes(
-                self.raw,
-                file as *const c_void,
-                start as c_ulong,
-                end as c_ulong,
-            )
+        let Some(mm) = self.mm.mmget_not_zero() else {
+            return 0;
         };
-        n as u64
+        let locked = mm.mmap_read_lock();
+        // SAFETY: we hold a user reference on `mm` and, in `locked`, its
+        // mmap lock for reading.
+        let bytes = unsafe { walk_locked(&mm, file, start, end) }.unwrap_or(0);
+        drop(locked);
+        // The user reference goes (`mmput`) after the lock.
+        drop(mm);
+        bytes
     }
 
     /// As [`Self::mapped_bytes`], from inside an mmap handler (whose caller
-    /// holds the calling task's mmap lock): the caller's own address space
-    /// is walked under that lock, another only if its lock is free at once.
-    /// `None` when it cannot tell.
+    /// holds the calling task's mmap lock for writing): the caller's own
+    /// address space is walked under that lock, another only if its lock is
+    /// free at once (two tasks mapping at once must not wait for each
+    /// other). `None` when it cannot tell.
     pub(crate) fn mapped_bytes_in_mmap(&self, file: usize, start: u64, end: u64) -> Option<u64> {
-        // SAFETY: `raw` is valid while we hold our reference; the helper
-        // walks the caller's own VMAs only under the mmap lock the mmap
-        // handler's caller holds, and another mm's only under a lock it
-        // took without waiting.
-        let n = unsafe {
-            vgpu_mapped_bytes_in_mmap(
-                self.raw,
-                file as *const c_void,
-                start as c_ulong,
-                end as c_ulong,
-            )
+        let task = current!();
+        if let Some(own) = task.mm() {
+            if core::ptr::eq(own.as_raw(), self.mm.as_raw()) {
+                // SAFETY: `own` is the calling task's mm, whose user
+                // reference the task holds while it runs; the mmap handler's
+                // caller holds its mmap lock for writing (the helper checks
+                // that it is held, and answers `None` if not).
+                return unsafe { walk_locked(own, file, start, end) };
+            }
+        }
+        let Some(mm) = self.mm.mmget_not_zero() else {
+            return Some(0);
         };
-        (n != c_ulong::MAX).then_some(n as u64)
+        // A last `mmput` must not tear an address space down under the
+        // caller's own mmap lock: drop the user reference asynchronously.
+        let mm = MmWithUser::into_mmput_async(mm);
+        let _locked = mm.mmap_read_trylock()?;
+        // SAFETY: we hold a user reference on `mm` and, in `_locked`, its
+        // mmap lock for reading, both until after the walk.
+        Some(unsafe { walk_locked(&mm, file, start, end) }.unwrap_or(0))
     }
 }
 
-impl Clone for UserMm {
-    fn clone(&self) -> Self {
-        // SAFETY: we hold a reference, so the mm is valid to take another.
-        unsafe { vgpu_mm_grab(self.raw) };
-        Self { raw: self.raw }
-    }
-}
-
-impl Drop for UserMm {
-    fn drop(&mut self) {
-        // SAFETY: drops the reference this value holds, once.
-        unsafe { vgpu_mm_drop(self.raw) };
-    }
-}
+/// `PROT_READ` (`<uapi/asm-generic/mman-common.h>`; the mmap constants are
+/// not among the generated bindings).
+const PROT_READ: c_ulong = 0x1;
+/// `PROT_WRITE` (`<uapi/asm-generic/mman-common.h>`).
+const PROT_WRITE: c_ulong = 0x2;
+/// `MAP_PRIVATE` (`<uapi/linux/mman.h>`).
+const MAP_PRIVATE: c_ulong = 0x02;
+/// `MAP_ANONYMOUS` (`<uapi/asm-generic/mman-common.h>`).
+const MAP_ANONYMOUS: c_ulong = 0x20;
 
 /// Anonymous user memory in the calling task's address space, for a call
 /// vgpu makes to the driver itself while it loads (the loading task is
 /// trusted). Unmapped when dropped, which must happen in the same task.
+///
+/// # Invariants
+///
+/// `[addr, addr + len)` was mapped by [`Scratch::new`] in the address space
+/// of the task that made it, and is unmapped only by `drop`.
 pub(crate) struct Scratch {
     addr: c_ulong,
-    len: c_ulong,
+    len: usize,
 }
 
 impl Scratch {
     /// Maps `len` bytes; `EINVAL` in a task without an address space.
     pub(crate) fn new(len: usize) -> Result<Self> {
-        let len = len as c_ulong;
-        // SAFETY: no preconditions; the helper checks for an address space.
-        let addr = unsafe { vgpu_scratch_map(len) };
-        if addr >= (-4095i64) as c_ulong {
+        if !task::current_is_user() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the calling task is a user task with an address space
+        // (checked above); `vm_mmap` with no file maps fresh anonymous
+        // memory there, or returns a negative errno.
+        let addr = unsafe {
+            bindings::vm_mmap(
+                core::ptr::null_mut(),
+                0,
+                len as c_ulong,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS,
+                0,
+            )
+        };
+        if addr >= (-i64::from(bindings::MAX_ERRNO)) as c_ulong {
             return Err(Error::from_errno(addr as i64 as i32));
         }
+        // INVARIANT: `vm_mmap` mapped `len` bytes at `addr` in this task's
+        // address space.
         Ok(Self { addr, len })
     }
 
@@ -134,8 +177,9 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        // SAFETY: the range was mapped by `new` in this task's address
-        // space and is unmapped once.
-        unsafe { vgpu_scratch_unmap(self.addr, self.len) };
+        // SAFETY: by the type invariants the range was mapped by `new` in
+        // this task's address space (it is dropped in the same task) and is
+        // unmapped once, here.
+        unsafe { bindings::vm_munmap(self.addr, self.len) };
     }
 }

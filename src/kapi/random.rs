@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The kernel's random numbers.
+//! Random numbers from the kernel's CRNG.
 
-/// A random `u32` (`get_random_u32`).
+use kernel::bindings;
+
+/// A random `u32` (`get_random_u32`): uniformly distributed and
+/// cryptographically secure once the CRNG is seeded (the kernel seeds it
+/// before modules load on any machine with a usable entropy source).
 pub(crate) fn u32() -> u32 {
-    // SAFETY: `get_random_u32` has no preconditions.
-    unsafe { kernel::bindings::get_random_u32() }
+    // SAFETY: `get_random_u32` has no preconditions and may be called from
+    // any context.
+    unsafe { bindings::get_random_u32() }
 }

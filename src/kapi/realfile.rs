@@ -8,31 +8,34 @@
 //! credentials but without a lookup in the opener's namespace, and forwards
 //! ioctl, mmap and poll to it ([`RealFile`]).
 
+use core::ptr::NonNull;
 use kernel::{
     bindings,
     error::{from_err_ptr, to_result},
     fs::{File, LocalFile},
     mm::virt::VmaNew,
     prelude::*,
+    sync::aref::ARef,
 };
 
 use super::{
     bounce::Slot,
     chrdev::{DevT, Poll},
+    task,
 };
 
 /// `LOOKUP_FOLLOW` from `<linux/namei.h>`.
 const LOOKUP_FOLLOW: c_uint = 1;
 
+// The pointers are `c_void`: bindgen's `path` and `file` hold empty structs,
+// which `improper_ctypes` rejects in an `extern` block.
 extern "C" {
     /// `<linux/namei.h>`, not among the generated bindings.
     fn kern_path(name: *const c_char, flags: c_uint, path: *mut c_void) -> c_int;
-    /// `src/helpers.c`.
+    /// `src/c/mount.c`.
     fn vgpu_path_make_private(path: *mut c_void) -> c_int;
-    /// `src/helpers.c`.
+    /// `src/c/mount.c`.
     fn vgpu_path_put_private(path: *mut c_void);
-    /// `src/helpers.c`.
-    fn vgpu_open_as_current(path: *const c_void, flags: c_int) -> *mut c_void;
 }
 
 /// A resolved path to a device node of the real driver.
@@ -41,16 +44,24 @@ extern "C" {
 /// (where the kernel allows the clone): files opened on it work, but cannot
 /// be reopened by path, e.g. through `/proc/<pid>/fd`, should one ever be
 /// visible there.
+///
+/// # Invariants
+///
+/// `path` holds a reference to its mount and to its dentry, whose inode is a
+/// character device; if `private`, the mount is the private clone made by
+/// `vgpu_path_make_private` (released with `vgpu_path_put_private`), else
+/// the references are those `kern_path` took (released with `path_put`).
 pub(crate) struct RealNode {
     path: bindings::path,
     private: bool,
 }
 
-// SAFETY: a `struct path` is two reference-counted pointers; holding the
-// references may be done from any thread and `path_put` may run on any.
+// SAFETY: by the type invariants the path holds references of its own to
+// its mount and dentry; holding them may be done from any thread, and
+// `path_put` or `vgpu_path_put_private` may run on any.
 unsafe impl Send for RealNode {}
-// SAFETY: `&RealNode` only reads the path to open files on it, which the VFS
-// allows concurrently.
+// SAFETY: `&RealNode` only reads the path (fixed after `resolve`) to open
+// files on it, which the VFS allows concurrently.
 unsafe impl Sync for RealNode {}
 
 impl RealNode {
@@ -65,18 +76,23 @@ impl RealNode {
         // SAFETY: `name` is NUL-terminated; `path` is a valid place for the
         // result, which holds references on success.
         to_result(unsafe { kern_path(name.as_char_ptr(), LOOKUP_FOLLOW, (&raw mut path).cast()) })?;
+        // SAFETY: the path holds a reference to its dentry, whose inode of a
+        // resolved path is valid.
+        let mode = unsafe { (*(*path.dentry).d_inode).i_mode };
+        if u32::from(mode) & bindings::S_IFMT != bindings::S_IFCHR {
+            // SAFETY: drops the references `kern_path` took, once.
+            unsafe { bindings::path_put(&path) };
+            return Err(ENODEV);
+        }
+        // INVARIANT: `path` holds the references `kern_path` took, to a
+        // character device.
         let mut node = Self {
             path,
             private: false,
         };
-        // SAFETY: the path holds a reference to its dentry, whose inode of a
-        // resolved path is valid.
-        let mode = unsafe { (*(*node.path.dentry).d_inode).i_mode };
-        if u32::from(mode) & bindings::S_IFMT != bindings::S_IFCHR {
-            return Err(ENODEV);
-        }
         // SAFETY: `node.path` holds the references `kern_path` took; on
-        // success the helper has swapped its mount reference for the clone's.
+        // success the helper has swapped its mount reference for the clone's
+        // (INVARIANT: `private` then says so), on failure it left it alone.
         match unsafe { vgpu_path_make_private((&raw mut node.path).cast()) } {
             0 => node.private = true,
             e => pr_warn!("{name:?}: no private nodev mount for it ({e}); using the node's own\n"),
@@ -86,87 +102,94 @@ impl RealNode {
 
     /// The device number of the node.
     pub(crate) fn rdev(&self) -> DevT {
-        // SAFETY: as in `resolve`, the inode is valid while we hold the path.
+        // SAFETY: by the type invariants we hold the path's dentry, whose
+        // inode is valid while we do.
         DevT(unsafe { (*(*self.path.dentry).d_inode).i_rdev })
     }
 
     /// Opens a new file on the node with `opener`'s flags and credentials.
     pub(crate) fn open(&self, opener: &File) -> Result<RealFile> {
-        // SAFETY: `opener` is a valid open file; its flags and credentials
-        // are fixed for its life.
-        let (flags, cred) = unsafe {
-            let f = opener.as_ptr();
-            ((*f).f_flags, (*f).f_cred)
-        };
-        let flags =
-            flags as c_int & !(bindings::O_CREAT | bindings::O_TRUNC | bindings::O_EXCL) as c_int;
-        // SAFETY: `self.path` is a valid, referenced path; `cred` is a valid
-        // credential (the opener's), which `dentry_open` takes its own
-        // reference to.
-        let raw = from_err_ptr(unsafe { bindings::dentry_open(&self.path, flags, cred) })?;
-        Ok(RealFile { raw })
+        let flags = opener.flags() & !(bindings::O_CREAT | bindings::O_TRUNC | bindings::O_EXCL);
+        self.open_with(flags as c_int, opener.cred().as_ptr())
     }
-}
 
-impl RealNode {
     /// Opens a new file on the node for vgpu's own use while it loads,
     /// read-write, with the loading task's credentials.
     pub(crate) fn open_as_loader(&self) -> Result<RealFile> {
-        // SAFETY: `self.path` is a valid, referenced path; the helper opens
-        // it with the current task's credentials.
-        let raw = from_err_ptr(unsafe {
-            vgpu_open_as_current((&raw const self.path).cast(), bindings::O_RDWR as c_int)
-        })?;
-        Ok(RealFile { raw: raw.cast() })
+        task::with_current_cred(|cred| self.open_with(bindings::O_RDWR as c_int, cred.as_ptr()))
+    }
+
+    /// `dentry_open` on the node.
+    fn open_with(&self, flags: c_int, cred: *const bindings::cred) -> Result<RealFile> {
+        // SAFETY: by the type invariants `self.path` is a valid, referenced
+        // path; `cred` is a valid credential (the callers borrow it for the
+        // call), which `dentry_open` takes its own reference to.
+        let raw = from_err_ptr(unsafe { bindings::dentry_open(&self.path, flags, cred) })?;
+        // `dentry_open` returns a new file or an error, never NULL.
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: the new file's one reference passes to the `ARef`. It is in
+        // no fd table a user process can reach, so there is no `fdget_pos`
+        // call on it, as `File` requires.
+        let file = unsafe { ARef::from_raw(raw.cast()) };
+        Ok(RealFile { file })
     }
 }
 
 impl Drop for RealNode {
     fn drop(&mut self) {
         if self.private {
-            // SAFETY: the path was made private by `vgpu_path_make_private`
-            // and is released once, as it requires.
+            // SAFETY: by the type invariants the path was made private by
+            // `vgpu_path_make_private`; it is released once, as it requires.
             unsafe { vgpu_path_put_private((&raw mut self.path).cast()) };
         } else {
-            // SAFETY: the references were taken by `kern_path` and are
-            // dropped once.
+            // SAFETY: by the type invariants the references were taken by
+            // `kern_path`; they are dropped once.
             unsafe { bindings::path_put(&self.path) };
         }
     }
 }
 
 /// A private open file of the real driver, owned by one proxy file.
+///
+/// It is `Send` and `Sync` through [`File`]: the file is vgpu's own, opened
+/// by [`RealNode`], and never in a user process's fd table (the kernel's
+/// table holds it only for the duration of one call, see
+/// [`RealFile::ioctl_block_naming`]), so nothing calls `fdget_pos` on it.
 pub(crate) struct RealFile {
-    raw: *mut bindings::file,
+    file: ARef<File>,
 }
-
-// SAFETY: a `struct file` is reference-counted and its operations are
-// callable from any thread; we hold one reference.
-unsafe impl Send for RealFile {}
-// SAFETY: the driver's file operations synchronise concurrent callers
-// themselves, as for any file shared between threads.
-unsafe impl Sync for RealFile {}
 
 impl RealFile {
     /// The file, for comparisons and fd checks.
     pub(crate) fn file(&self) -> &LocalFile {
-        // SAFETY: we hold a reference, so the file is valid for our lifetime.
-        unsafe { LocalFile::from_raw_file(self.raw) }
+        &self.file
+    }
+
+    /// The raw file; valid while `self` is.
+    fn raw(&self) -> *mut bindings::file {
+        self.file.as_ptr()
+    }
+
+    /// The file's operations, fixed once it is open.
+    fn fops(&self) -> &bindings::file_operations {
+        // SAFETY: we hold a reference, so the file is valid for as long as
+        // `self`; `f_op` of an open file is set before it is returned by
+        // `dentry_open`, never changes, and points to operations that stay
+        // valid while the file is open (its owner module is pinned by it).
+        unsafe { &*(*self.raw()).f_op }
     }
 
     /// Forwards an ioctl. `arg` is the caller's own argument (user pointer):
     /// the driver copies from and to user memory itself.
     pub(crate) fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize> {
-        // SAFETY: `raw` is a valid file we hold; `f_op` is fixed once open.
-        let f = unsafe { (*self.raw).f_op };
-        // SAFETY: `f_op` of an open file points to valid operations.
-        let Some(op) = (unsafe { (*f).unlocked_ioctl }) else {
+        let Some(op) = self.fops().unlocked_ioctl else {
             return Err(ENOTTY);
         };
-        // SAFETY: calling the driver's own ioctl on its own file, from the
-        // task that made the system call, with that task's argument: the
-        // same context the VFS would call it in.
-        ioctl_result(unsafe { op(self.raw, cmd, arg as c_ulong) })
+        // SAFETY: calling the driver's own ioctl on its own file (valid while
+        // we hold `self.file`), from the task that made the system call,
+        // with that task's argument: the same context the VFS would call it
+        // in.
+        ioctl_result(unsafe { op(self.raw(), cmd, arg as c_ulong) })
     }
 
     /// Forwards an ioctl whose argument is the block `blk` (a kernel copy):
@@ -181,31 +204,26 @@ impl RealFile {
     /// driver's vm_ops find their state through it), then the driver sets
     /// the mapping up.
     pub(crate) fn mmap(&self, vma: &VmaNew) -> Result {
-        // SAFETY: as in `ioctl`.
-        let f = unsafe { (*self.raw).f_op };
-        // SAFETY: as in `ioctl`.
-        let Some(op) = (unsafe { (*f).mmap }) else {
+        let Some(op) = self.fops().mmap else {
             return Err(ENODEV);
         };
         // SAFETY: the VMA is under construction in the caller's mmap, not yet
-        // visible; `vma_set_file` takes a reference to the real file and drops
-        // the one to the proxy file, as the dma-buf exporters do.
-        unsafe { bindings::vma_set_file(vma.as_ptr(), self.raw) };
+        // visible; `vma_set_file` takes a reference to the real file (valid
+        // while we hold `self.file`) and drops the one to the proxy file, as
+        // the dma-buf exporters do.
+        unsafe { bindings::vma_set_file(vma.as_ptr(), self.raw()) };
         // SAFETY: calling the driver's mmap on its own file with a VMA whose
         // file is now that file: the context the VFS would call it in.
-        to_result(unsafe { op(self.raw, vma.as_ptr()) })
+        to_result(unsafe { op(self.raw(), vma.as_ptr()) })
     }
 
     /// Forwards a poll, registering the caller's poll table with the real
     /// file's wait queues.
     pub(crate) fn poll(&self, table: &Poll<'_>) -> u32 {
-        // SAFETY: as in `ioctl`.
-        let f = unsafe { (*self.raw).f_op };
-        // SAFETY: as in `ioctl`.
-        match unsafe { (*f).poll } {
-            // SAFETY: the real file is valid; the poll table is the caller's,
-            // valid for this call.
-            Some(op) => unsafe { op(self.raw, table.as_raw()) },
+        match self.fops().poll {
+            // SAFETY: the real file is valid while we hold `self.file`; the
+            // poll table is the caller's, valid for this call.
+            Some(op) => unsafe { op(self.raw(), table.as_raw()) },
             None => {
                 bindings::POLLIN | bindings::POLLOUT | bindings::POLLRDNORM | bindings::POLLWRNORM
             }
@@ -213,15 +231,8 @@ impl RealFile {
     }
 }
 
-impl Drop for RealFile {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference, dropped once.
-        unsafe { bindings::fput(self.raw) };
-    }
-}
-
 extern "C" {
-    /// `src/helpers.c`.
+    /// `src/c/privfd.c`.
     fn vgpu_ioctl_with_private_fd(
         on: *mut c_void,
         target: *mut c_void,
@@ -237,7 +248,7 @@ impl RealFile {
     /// with [`RealFile::ioctl_block`], its fd field set to an fd that names
     /// `target` in the kernel's own fd table, and the call runs where that
     /// table is the current one, so the real file never enters a user
-    /// process's table (see `src/helpers.c`). The answer comes back into
+    /// process's table (see `src/c/privfd.c`). The answer comes back into
     /// `blk`, where the fd field then holds the kernel-table fd; the caller
     /// puts its own back.
     pub(crate) fn ioctl_block_naming(
@@ -253,11 +264,20 @@ impl RealFile {
         bounced(blk, |slot| {
             let fd_field = slot.kernel_ptr(fd_off, 4)?.cast::<c_int>();
             let arg = slot.user_addr(0) as c_ulong;
-            // SAFETY: the files are valid while borrowed; `arg` (the slot's
-            // user address) and `fd_field` (its kernel address, through
-            // which the helper sets the fd) are valid while `slot` is held.
+            // SAFETY: both files are valid while borrowed (each `RealFile`
+            // holds a reference); `arg` (the slot's user address) and
+            // `fd_field` (its kernel address, 4 bytes inside the slot,
+            // through which the helper sets the fd) are valid while `slot` is
+            // held, which outlasts the call. The helper installs `target`
+            // with a reference of its own and closes it before returning.
             ioctl_result(unsafe {
-                vgpu_ioctl_with_private_fd(self.raw.cast(), target.raw.cast(), cmd, arg, fd_field)
+                vgpu_ioctl_with_private_fd(
+                    self.raw().cast(),
+                    target.raw().cast(),
+                    cmd,
+                    arg,
+                    fd_field,
+                )
             })
         })
     }

@@ -10,9 +10,12 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-use kernel::{bindings, error::to_result, page::PAGE_SIZE, prelude::*, types::Opaque};
+use kernel::{bindings, error::to_result, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
 
-use super::class::Class;
+use super::{
+    chrdev::{DevT, Node},
+    class::Class,
+};
 
 /// A sysfs file: its name and mode (for example `0o644`).
 pub(crate) struct FileSpec {
@@ -94,14 +97,22 @@ struct ClassAttr {
 }
 
 /// The class files of `T`, registered on a class until dropped.
+///
+/// # Invariants
+///
+/// `class` is the registered class the files were added to, which outlives
+/// `self` (the module keeps its [`Class`] longer); every attribute in
+/// `attrs` was added to it as a file (with `T`'s callbacks and its index in
+/// `T::FILES`) and is removed only by `drop`, before its box is freed.
 pub(crate) struct ClassFilesReg<T: ClassFiles> {
     class: *mut bindings::class,
     attrs: KVec<KBox<ClassAttr>>,
     _t: PhantomData<T>,
 }
 
-// SAFETY: the registration only adds and removes files, under the driver
-// core's locking; the attribute structures are not touched otherwise.
+// SAFETY: by the type invariants the class is registered; the registration
+// only adds and removes files, under the driver core's locking, which any
+// thread may do; the attribute structures are not touched otherwise.
 unsafe impl<T: ClassFiles> Send for ClassFilesReg<T> {}
 // SAFETY: no `&self` method.
 unsafe impl<T: ClassFiles> Sync for ClassFilesReg<T> {}
@@ -136,7 +147,8 @@ impl<T: ClassFiles> ClassFilesReg<T> {
         unsafe { store_from(buf, count, |b| T::store(index, b)) }
     }
 
-    /// Adds every file of `T` to `class`.
+    /// Adds every file of `T` to `class`, which must outlive the returned
+    /// registration (drop it before the class).
     pub(crate) fn new(class: &Class) -> Result<Self> {
         let mut reg = Self {
             class: class.as_raw(),
@@ -184,7 +196,8 @@ impl<T: ClassFiles> ClassFilesReg<T> {
 impl<T: ClassFiles> Drop for ClassFilesReg<T> {
     fn drop(&mut self) {
         for a in self.attrs.iter() {
-            // SAFETY: each attribute in `attrs` was added to `class` in `new`;
+            // SAFETY: by the type invariants each attribute in `attrs` was
+            // added to the still-registered `class` and not yet removed;
             // removal drains callbacks before the box is freed.
             unsafe { bindings::class_remove_file_ns(self.class, a.raw.get(), core::ptr::null()) };
         }
@@ -195,7 +208,7 @@ impl<T: ClassFiles> Drop for ClassFilesReg<T> {
 /// points to (set when the device is created with [`DeviceFilesGroup::groups`]).
 pub(crate) trait DeviceFiles: Sized + 'static {
     /// The per-device state the files show and change.
-    type Data: Send + Sync;
+    type Data: Send + Sync + 'static;
     /// The files, in index order.
     const FILES: &'static [FileSpec];
     /// Shows file `index` of the device whose data is `data`.
@@ -210,19 +223,36 @@ struct DevAttr {
     index: usize,
 }
 
-/// The attribute group of `T`, shared by every device created with it.
+/// The attribute group of `T`, shared by every device created with it
+/// ([`Node::with_groups`]).
 pub(crate) struct DeviceFilesGroup<T: DeviceFiles> {
-    attrs: KVec<KBox<DevAttr>>,
-    ptrs: KVec<*mut bindings::attribute>,
-    group: KBox<Opaque<bindings::attribute_group>>,
-    groups: KBox<[*const bindings::attribute_group; 2]>,
+    tables: Arc<GroupTables>,
     _t: PhantomData<T>,
 }
 
-// SAFETY: after `new` the structures are only read, by the driver core.
-unsafe impl<T: DeviceFiles> Send for DeviceFilesGroup<T> {}
+/// The structures of a [`DeviceFilesGroup`], shared with its devices' nodes,
+/// which keep them until their devices are gone.
+///
+/// # Invariants
+///
+/// Built by [`DeviceFilesGroup::new`] and not changed after: `groups` is a
+/// NULL-terminated list of `_group`, whose `attrs` is `_ptrs`, a
+/// NULL-terminated list of the `raw` attributes of `_attrs`, each with the
+/// callbacks of one `DeviceFilesGroup<T>` and its index in `T::FILES`. All
+/// are boxed or in vectors that are never resized, so the pointers stay
+/// valid while the value lives.
+struct GroupTables {
+    _attrs: KVec<KBox<DevAttr>>,
+    _ptrs: KVec<*mut bindings::attribute>,
+    _group: KBox<Opaque<bindings::attribute_group>>,
+    groups: KBox<[*const bindings::attribute_group; 2]>,
+}
+
+// SAFETY: by the type invariants the structures are not changed after they
+// are built; the driver core only reads them, from any thread.
+unsafe impl Send for GroupTables {}
 // SAFETY: as above.
-unsafe impl<T: DeviceFiles> Sync for DeviceFilesGroup<T> {}
+unsafe impl Sync for GroupTables {}
 
 impl<T: DeviceFiles> DeviceFilesGroup<T> {
     /// # Safety
@@ -293,18 +323,44 @@ impl<T: DeviceFiles> DeviceFilesGroup<T> {
         g.__bindgen_anon_2.attrs = ptrs.as_mut_ptr();
         let group = KBox::new(Opaque::new(g), GFP_KERNEL)?;
         let groups = KBox::new([group.get().cast_const(), core::ptr::null()], GFP_KERNEL)?;
+        // INVARIANT: the lists are complete and never change from here on.
+        let tables = Arc::new(
+            GroupTables {
+                _attrs: attrs,
+                _ptrs: ptrs,
+                _group: group,
+                groups,
+            },
+            GFP_KERNEL,
+        )?;
         Ok(Self {
-            attrs,
-            ptrs,
-            group,
-            groups,
+            tables,
             _t: PhantomData,
         })
     }
+}
 
-    /// The NULL-terminated group list for `device_create_with_groups`.
-    pub(crate) fn groups(&self) -> *const *const bindings::attribute_group {
-        let _ = (&self.attrs, &self.ptrs, &self.group);
-        self.groups.as_ptr()
+impl Node {
+    /// Creates `/dev/<name>` for number `dev` in `class` (no node for
+    /// `DevT(0)`, only the sysfs directory), with the files of `group`
+    /// serving `data`. The node holds `data` and the group's structures
+    /// until the device is gone, so the files never outlive what they use;
+    /// its owner must drop the node to let `data` go (a node stored inside
+    /// its own `data` is a cycle until taken out).
+    pub(crate) fn with_groups<T: DeviceFiles>(
+        class: &Class,
+        dev: DevT,
+        name: &CStr,
+        group: &DeviceFilesGroup<T>,
+        data: Arc<T::Data>,
+    ) -> Result<Self> {
+        let groups = group.tables.groups.as_ptr();
+        let raw_data = Arc::as_ptr(&data).cast_mut().cast::<c_void>();
+        let keep: [Arc<dyn Send + Sync>; 2] = [group.tables.clone(), data];
+        // SAFETY: `groups` is the group's NULL-terminated list, valid while
+        // its `GroupTables` is (its type invariants), which `keep` holds; its
+        // callbacks are `DeviceFilesGroup::<T>`'s, which read the driver data
+        // as a `T::Data`: `raw_data` points to one, kept alive by `keep`.
+        unsafe { Node::with_raw_groups(class, dev, name, raw_data, groups, keep) }
     }
 }
