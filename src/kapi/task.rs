@@ -138,6 +138,6 @@ mod tests {
     fn a_kunit_thread_is_not_a_user_task() {
         // KUnit runs each case in a kernel thread: no address space.
         assert!(!super::current_is_user());
-        assert!(crate::kapi::mm::UserMm::current().is_none());
+        assert!(kernel::current!().mm().is_none());
     }
 }
