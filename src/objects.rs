@@ -244,12 +244,25 @@ impl Objects {
             if found.is_empty() {
                 break;
             }
-            if gone.extend_from_slice(&found, GFP_KERNEL).is_err() {
-                break;
+            for h in found.iter() {
+                if insert_sorted(&mut gone, *h).is_err() {
+                    return;
+                }
             }
-            gone.sort_unstable();
         }
     }
+}
+
+/// Inserts `h` into the sorted `v` at its place (no `core` sort: its
+/// panic paths trip objtool in a kernel module).
+fn insert_sorted(v: &mut KVec<u32>, h: u32) -> Result {
+    v.push(h, GFP_KERNEL)?;
+    let mut i = v.len() - 1;
+    while i > 0 && v[i - 1] > v[i] {
+        v.swap(i - 1, i);
+        i -= 1;
+    }
+    Ok(())
 }
 
 /// VRAM reserved on a vGPU's ledger for an allocation in progress: given
