@@ -78,7 +78,9 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
     let Some(v) = v else {
         return Ok(None);
     };
-    let mut p = KVec::from_elem(0u8, V2::SIZE, GFP_KERNEL)?;
+    // On the stack (1 KiB): a heap buffer costs more than the rest of the
+    // rewrite (`make bench`, FB info).
+    let mut p = [0u8; V2::SIZE];
     // `n` entries, and where the caller's list is: V1's by pointer, V2's at
     // byte 4 of its params (after `list_size`, which RM leaves as it was).
     // The answer is that list.
