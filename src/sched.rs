@@ -29,6 +29,7 @@ use kernel::{
     prelude::*,
     sync::{Arc, CondVar, Mutex},
     time::{Instant, Monotonic},
+    types::ScopeGuard,
 };
 
 use core::fmt::Write;
@@ -138,30 +139,27 @@ impl Watched {
     ) -> Result<Option<Arc<Self>>> {
         use crate::status::Fail;
         let kdevice = gpu.kdevice;
-        let h_dup = match rm.dup(kclient, kdevice, 0, client, h_userd) {
-            Ok(h) => h,
+        // Freed when this returns, unless it is kept at the end.
+        let dup = match rm.dup_object(kclient, kdevice, 0, client, h_userd) {
+            Ok(o) => o,
             Err(Fail::Rm(_)) => return Ok(None),
             Err(Fail::Os(e)) => return Err(e),
         };
+        let h_dup = dup.handle();
         let addr = match rm.map_memory(kclient, kdevice, h_dup, offset, USERD_WATCHED) {
             Ok(a) if a % 4 == 0 => a,
             Ok(a) => {
                 let _ = rm.unmap_memory(kclient, kdevice, h_dup, a);
-                let _ = rm.free(kclient, kdevice, h_dup);
                 return Ok(None);
             }
-            Err(e) => {
-                let _ = rm.free(kclient, kdevice, h_dup);
-                return match e {
-                    Fail::Rm(_) => Ok(None),
-                    Fail::Os(e) => Err(e),
-                };
-            }
+            Err(Fail::Rm(_)) => return Ok(None),
+            Err(Fail::Os(e)) => return Err(e),
         };
-        let undo = || {
+        // Unmapped when this fails (before the duplicate goes: dropped
+        // first, as declared later).
+        let unmap = ScopeGuard::new(|| {
             let _ = rm.unmap_memory(kclient, kdevice, h_dup, addr);
-            let _ = rm.free(kclient, kdevice, h_dup);
-        };
+        });
         // SAFETY: `addr` maps `USERD_WATCHED` (`UserdMap::LEN`) bytes of the
         // channel's USERD, 4-aligned (checked above); `Watched::drop` takes
         // the watch holding `userd` out of the list before it unmaps them.
@@ -169,11 +167,7 @@ impl Watched {
         let id = {
             let mut c = vgpu.compute.lock();
             let id = c.next_id;
-            if let Err(e) = c.watches.push(Watch { id, entry, userd }, GFP_KERNEL) {
-                drop(c);
-                undo();
-                return Err(e.into());
-            }
+            c.watches.push(Watch { id, entry, userd }, GFP_KERNEL)?;
             c.next_id += 1;
             id
         };
@@ -189,10 +183,13 @@ impl Watched {
             },
             GFP_KERNEL,
         ) {
-            Ok(w) => Ok(Some(w)),
+            Ok(w) => {
+                unmap.dismiss();
+                dup.keep();
+                Ok(Some(w))
+            }
             Err(e) => {
                 vgpu.compute.lock().watches.retain(|w| w.id != id);
-                undo();
                 Err(e.into())
             }
         }

@@ -239,6 +239,19 @@ mod tests {
             .alloc_object(client, dev, 0, class::NV20_SUBDEVICE_0, &mut sp)
             .map_err(|_| EIO)?
             .keep();
+        // A duplicate's guard frees the duplicate, not the original.
+        let (mem, _) = vram_1mib(&ops, client, dev)?;
+        let copy = ops
+            .dup_object(client, dev, 0, client, mem)
+            .map_err(|_| EIO)?;
+        let h_copy = copy.handle();
+        assert!(h_copy != mem);
+        drop(copy);
+        assert_eq!(
+            status(ops.free(client, dev, h_copy))?,
+            NV_ERR_OBJECT_NOT_FOUND
+        );
+        assert_eq!(status(ops.free(client, dev, mem))?, NV_OK);
         assert_eq!(status(ops.free(client, dev, kept))?, NV_OK);
         assert_eq!(status(ops.free(client, client, client))?, NV_OK);
         Ok(())

@@ -230,6 +230,34 @@ impl RmOps {
         check(a.status).map(|()| a.h_object)
     }
 
+    /// As [`RmOps::dup`], the new handle held by a guard that frees it
+    /// unless kept.
+    pub(crate) fn dup_object(
+        &self,
+        h_client: u32,
+        h_parent: u32,
+        h_new: u32,
+        h_client_src: u32,
+        h_obj_src: u32,
+    ) -> RmResult<RmObject<'_>> {
+        let handle = self.dup(h_client, h_parent, h_new, h_client_src, h_obj_src)?;
+        Ok(self.guard(h_client, h_parent, handle))
+    }
+
+    /// A guard for object `handle` under `h_parent` of `h_client`, which the
+    /// caller just had the driver create (through this interface or, for a
+    /// tenant's DUP, through the tenant's own file) and has not handed on.
+    pub(crate) fn guard(&self, h_client: u32, h_parent: u32, handle: u32) -> RmObject<'_> {
+        // INVARIANT: the caller's contract: the object exists and is the
+        // caller's to free.
+        RmObject {
+            rm: self,
+            client: h_client,
+            parent: h_parent,
+            handle,
+        }
+    }
+
     /// NV01_FREE of `h_obj` (the client itself when `h_obj == h_root`).
     pub(crate) fn free(&self, h_root: u32, h_parent: u32, h_obj: u32) -> RmResult {
         let a = abi::Nvos00 {
@@ -305,8 +333,9 @@ impl RmOps {
 ///
 /// # Invariants
 ///
-/// `handle` was allocated under `parent` of client `client` through `rm`,
-/// and nothing has freed it through this guard yet.
+/// `handle` is an object under `parent` of client `client` that the
+/// guard's creator had the driver make and has not handed on, and nothing
+/// has freed it through this guard yet.
 pub(crate) struct RmObject<'a> {
     rm: &'a RmOps,
     client: u32,

@@ -85,10 +85,10 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
                 sched: None,
                 watch: None,
             };
-            if let Err(e) = file.objects.lock().add_obj(a.h_client, obj) {
-                let _ = cx.host.rm.free(a.h_client, a.h_parent, out.h_object);
-                return Err(e);
-            }
+            // The copy goes again if vgpu cannot record it.
+            let copy = cx.host.rm.guard(a.h_client, a.h_parent, out.h_object);
+            file.objects.lock().add_obj(a.h_client, obj)?;
+            copy.keep();
         }
     }
     Ok(r)
