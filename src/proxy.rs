@@ -28,7 +28,6 @@ use crate::nv::table::EscapeHandler;
 use crate::objects::Objects;
 use crate::rm::{self, CtlFile};
 use crate::uvm::{self, space::UvmFile, UVM_MINOR};
-use crate::vgpu::Vgpu;
 
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
 pub(crate) const CTL_MINOR: u32 = 0;
@@ -149,7 +148,6 @@ fn report_heap_limit(me: &ProxyFile, call: &Call, h: EscapeHandler) -> Result {
     let (EscapeHandler::AllocMemory, Some(v)) = (h, me.vgpu()) else {
         return Ok(());
     };
-    let v: &Vgpu = v;
     let mut b = [0u8; Nvos02WithFd::SIZE];
     user::read(call.addr, &mut b)?;
     let mut a = Nvos02WithFd::decode(&b);

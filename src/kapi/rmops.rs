@@ -194,14 +194,7 @@ impl RmOps {
         params: &mut [u8],
     ) -> RmResult<RmObject<'_>> {
         let handle = self.alloc(h_root, h_parent, h_new, class, params)?;
-        // INVARIANT: `handle` was just allocated under `h_parent` of
-        // `h_root` through `self`.
-        Ok(RmObject {
-            rm: self,
-            client: h_root,
-            parent: h_parent,
-            handle,
-        })
+        Ok(self.guard(h_root, h_parent, handle))
     }
 
     /// NV04_DUP_OBJECT: a handle `h_new` (0: RM picks) under `h_parent` of

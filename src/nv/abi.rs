@@ -140,10 +140,9 @@ pub struct WireField {
     pub size: usize,
 }
 
-/// The offset of field `name` in `fields` (a `wire_struct!`'s `FIELDS`).
-/// Evaluated at compile time where it names a constant: a name that is not
-/// a field fails the build.
-pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
+/// The offset of field `name` in `fields` (a `wire_struct!`'s `FIELDS`), if
+/// it has one.
+pub const fn find_field(fields: &[WireField], name: &str) -> Option<usize> {
     let mut i = 0;
     while i < fields.len() {
         let (a, b) = (fields[i].name.as_bytes(), name.as_bytes());
@@ -153,12 +152,29 @@ pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
                 j += 1;
             }
             if j == a.len() {
-                return fields[i].offset;
+                return Some(fields[i].offset);
             }
         }
         i += 1;
     }
-    panic!("no such field")
+    None
+}
+
+/// The offset of field `name` in `fields` (a `wire_struct!`'s `FIELDS`).
+/// Evaluated at compile time where it names a constant: a name that is not
+/// a field fails the build.
+pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
+    match find_field(fields, name) {
+        Some(off) => off,
+        None => panic!("no such field"),
+    }
+}
+
+/// One field of type `T` at byte `off` of a block, without decoding the
+/// rest (a whole decode of a large block costs hundreds of instructions on
+/// a hot path that needs one field).
+pub fn read_field<T: Wire>(b: &[u8], off: usize) -> T {
+    T::decode(tail(b, off))
 }
 
 /// Whether every field ends at or before `size`.

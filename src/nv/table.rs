@@ -39,7 +39,7 @@
 // `abi.rs`.
 #![allow(dead_code, unreachable_pub)]
 
-use super::abi::{self, class, ctrl, WireField};
+use super::abi::{self, class, ctrl, find_field, WireField};
 use super::ioctl::{Escape, Node, SizeRule};
 use super::uvm::{self as uvmabi, Command};
 
@@ -657,25 +657,6 @@ pub struct EscapeRow {
     pub policy: Policy,
     /// The handler.
     pub handler: EscapeHandler,
-}
-
-/// The offset of field `name` in `fields`, if it has one.
-const fn find_field(fields: &[WireField], name: &str) -> Option<usize> {
-    let mut i = 0;
-    while i < fields.len() {
-        let (a, b) = (fields[i].name.as_bytes(), name.as_bytes());
-        if a.len() == b.len() {
-            let mut j = 0;
-            while j < a.len() && a[j] == b[j] {
-                j += 1;
-            }
-            if j == a.len() {
-                return Some(fields[i].offset);
-            }
-        }
-        i += 1;
-    }
-    None
 }
 
 /// The layout of an escape's block, where it has one vgpu declares.

@@ -284,7 +284,9 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         // The size the driver really allocated: it wrote it into our kernel
         // copy of the params, which no user thread can touch. Should a
         // driver not report it there, ask (GET_SURFACE_INFO).
-        let reported = vram_size_of(params);
+        // One field, not the whole block (`make bench`: alloc).
+        const SIZE: usize = abi::field_offset(abi::MemoryAllocationParams::FIELDS, "size");
+        let reported: u64 = abi::read_field(params, SIZE);
         let actual = if reported >= *floor {
             reported
         } else {
@@ -369,16 +371,6 @@ fn surface_size(rm: &RmOps, client: u32, h: u32) -> RmResult<u64> {
     let lo = abi::InfoEntry::decode(&list[..8]).data;
     let hi = abi::InfoEntry::decode(&list[8..]).data;
     Ok(u64::from(hi) << 32 | u64::from(lo))
-}
-
-/// The `size` of memory alloc params `params` (the one field read after
-/// the call: no whole decode on the hot path).
-fn vram_size_of(params: &[u8]) -> u64 {
-    const SIZE: usize = abi::field_offset(abi::MemoryAllocationParams::FIELDS, "size");
-    params
-        .get(SIZE..SIZE + 8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_ne_bytes)
 }
 
 /// Allocates VRAM for VID_HEAP (an NV01_MEMORY_LOCAL_USER of `params` under

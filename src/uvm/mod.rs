@@ -230,8 +230,8 @@ fn register_gpu(cx: &Ctx<'_>) -> Result<isize> {
     cx.forward_naming(&pf.real, &mut blk, p.rm_ctrl_fd)
 }
 
-/// The RM client the block names (at the row's `client_at`); `None` if it
-/// names none.
+/// The RM client the block names (at the row's `client_at`); `EINVAL` for
+/// a row without one.
 fn client_of(cx: &Ctx<'_>, blk: &[u8]) -> Result<u32> {
     let off = cx.row.client_at.ok_or(EINVAL)?;
     decode(blk.get(off..).ok_or(EINVAL)?)
