@@ -10,7 +10,7 @@
 //! Two containers share one 4 GiB GPU: `/ra` with a 1 GiB vGPU 0 and `/rb`
 //! with a 2 GiB vGPU 1.
 
-use crate::compute::{Enable, Work};
+use crate::compute::{expect_rm, Enable, Work};
 use crate::ensure;
 use crate::session::Session;
 use crate::sys::{as_container, join_cgroup, read_file, sh, write_file, Holder, Looper, Shared};
@@ -334,16 +334,6 @@ fn fb_info_shows_the_ceiling_not_the_gpu() -> Outcome {
     })?;
     drop(other);
     Ok(())
-}
-
-fn expect_rm(r: Result<(), Error>, want: u32, what: &str) -> Outcome {
-    match r {
-        Err(Error::Rm(s)) if s == want => Ok(()),
-        other => Err(format!(
-            "{what}: {other:?}, want {} ({want:#x})",
-            status::name(want).unwrap_or("?")
-        )),
-    }
 }
 
 /// A tenant in `/ra` runs work on its TSG and publishes its handles, its
