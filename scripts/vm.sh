@@ -42,7 +42,7 @@ kdir="$VGPU_TOP/build/kernel-$variant"
 out="$VGPU_TOP/build/vm-$variant${icount:+-icount}"
 rm -rf "$out" && mkdir -p "$out"
 args=$(IFS=,; echo "${suites[*]:-}")
-append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args"
+append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args vgpu_variant=$variant"
 mem=1G; [ "$variant" = debug ] && mem=2G
 # --icount: one CPU whose clock advances one nanosecond per guest
 # instruction (and jumps over idle time), so a cost measured with the guest's

@@ -474,6 +474,10 @@ struct Carry {
     /// (vGPU number, debt in ns).
     debts: KVec<(u32, i64)>,
     idle_debt: i64,
+    /// The last window of the last period: its owner (`None`: the idle
+    /// window) and when it was settled. Its owner keeps the GPU until the
+    /// next switch, so the time in between is its too.
+    last: Option<(Option<u32>, Instant<Monotonic>)>,
 }
 
 /// The scheduler thread of one GPU.
@@ -499,6 +503,7 @@ impl SchedWorker {
                     seen: KVec::new(),
                     debts: KVec::new(),
                     idle_debt: 0,
+                    last: None,
                 }),
             }),
             GFP_KERNEL,
@@ -552,6 +557,30 @@ impl SchedWorker {
                 .any(|(v, t)| v.id == *id && *t > 0)
         });
 
+        // Between the last period's last window and this period's first
+        // switch, that window's owner kept the GPU: settle that time as part
+        // of its window (a debt it pays back), so preparing a period costs
+        // no tenant its share.
+        if let Some((owner, end)) = carry.last.take() {
+            let gap = (Instant::<Monotonic>::now() - end).as_nanos().max(0) as u64;
+            match owner.and_then(|id| vgpus.iter().position(|v| v.id == id)) {
+                Some(i) => {
+                    if let Some(d) = carry.debts.iter_mut().find(|(id, _)| *id == vgpus[i].id) {
+                        compute::settle(&mut d.1, 0, gap, period_ns);
+                    }
+                    self.account(&vgpus, &tenants, Some(i), gap);
+                }
+                None if owner.is_none() => {
+                    compute::settle(&mut carry.idle_debt, 0, gap, period_ns);
+                    self.account(&vgpus, &tenants, None, gap);
+                }
+                None => {}
+            }
+        }
+
+        // A window starts when its switch starts: what the switch costs is
+        // the incoming owner's, so a period lasts its length however long
+        // switches take, and every share stays a share of the wall clock.
         let mut mark = Instant::<Monotonic>::now();
         for (i, v) in vgpus.iter().enumerate() {
             let target = targets[i];
@@ -575,9 +604,10 @@ impl SchedWorker {
                 stop,
                 || !conserving || v.compute.lock().busy(),
             );
-            let now = Instant::<Monotonic>::now();
-            let actual = (now - mark).as_nanos().max(0) as u64;
-            mark = now;
+            let end = Instant::<Monotonic>::now();
+            let actual = (end - mark).as_nanos().max(0) as u64;
+            mark = end;
+            carry.last = Some((Some(v.id), end));
             compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
             if ended {
                 carry.debts[k].1 = carry.debts[k].1.min(0);
@@ -595,7 +625,9 @@ impl SchedWorker {
                 stop,
                 || true,
             );
-            let actual = (Instant::<Monotonic>::now() - mark).as_nanos().max(0) as u64;
+            let end = Instant::<Monotonic>::now();
+            let actual = (end - mark).as_nanos().max(0) as u64;
+            carry.last = Some((None, end));
             compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
             self.account(&vgpus, &tenants, None, actual);
         }

@@ -323,6 +323,38 @@ fn split(a: &Tenant, b: &Tenant, x: u32, y: u32, settle: Duration) -> Result<Vec
     Ok(shares(&[a, b], settle, Duration::from_millis(1500)))
 }
 
+/// The least of the GPU's time two saturating tenants must get together.
+/// Each switch of windows costs a few kernel-interface calls, which the
+/// incoming window pays: on the fast kernel about 1% of the GPU (sums of
+/// 98-99%); on the debug kernel, where KASAN and lockdep slow every call
+/// and the emulator may be loaded, 10-20% (sums of 80-90%).
+fn busy_floor() -> f64 {
+    if std::env::var("vgpu_variant").as_deref() == Ok("debug") {
+        70.0
+    } else {
+        90.0
+    }
+}
+
+/// Checks a split of two saturating tenants against shares `x` and `y`
+/// (adding up to 100): together they use at least [`busy_floor`] of the
+/// GPU, and each gets its share of what they used within 10 points.
+fn check_split(s: &[f64], x: f64, y: f64) -> Outcome {
+    let sum = s[0] + s[1];
+    let enough = sum >= busy_floor();
+    ensure!(
+        enough,
+        "{x}/{y} gave {s:?}: together {sum:.1}%, below {}%",
+        busy_floor()
+    );
+    let (rx, ry) = (s[0] * 100.0 / sum, s[1] * 100.0 / sum);
+    ensure!(
+        (rx - x).abs() <= 10.0 && (ry - y).abs() <= 10.0,
+        "{x}/{y} gave {s:?}: {rx:.1}/{ry:.1} of the time they used"
+    );
+    Ok(())
+}
+
 fn setup() -> Outcome {
     sh("modprobe nvidia gpus=1 vram0_mib=4096")?;
     sh("modprobe vgpu")?;
@@ -760,8 +792,11 @@ fn swapped_control_cannot_enable() -> Outcome {
     // call in flight. On the fast kernel that costs nothing measurable
     // (89.9% alone, 89.4% racing); on the debug kernel, where KASAN and
     // lockdep make each call much longer, about 20 points (87% alone,
-    // 64-68% racing). Two thirds of its share is the floor.
-    let other_ran = pct(other) >= 60.0;
+    // 64-68% racing; 80% alone and 61% racing with the emulator loaded).
+    // It must get most of its share alone, and two thirds of that racing.
+    let alone_ran = alone >= 70.0;
+    ensure!(alone_ran, "the 90% tenant got only {alone:.1}% alone");
+    let other_ran = pct(other) >= alone * 2.0 / 3.0;
     ensure!(
         other_ran,
         "the 90% tenant got only {:.1}% (alone {alone:.1}%)",
@@ -804,10 +839,10 @@ fn runtime_share_and_policy_change() -> Outcome {
     let near = |got: f64, want: f64| (got - want).abs() <= 10.0;
     let s = split(&a, &b, 50, 50, Duration::from_millis(200))?;
     println!("# 50/50: {:.1} / {:.1}", s[0], s[1]);
-    ensure!(near(s[0], 50.0) && near(s[1], 50.0), "50/50 gave {s:?}");
+    check_split(&s, 50.0, 50.0)?;
     let s = split(&a, &b, 20, 80, Duration::from_millis(200))?;
     println!("# 20/80: {:.1} / {:.1}", s[0], s[1]);
-    ensure!(near(s[0], 20.0) && near(s[1], 80.0), "20/80 gave {s:?}");
+    check_split(&s, 20.0, 80.0)?;
     // B's container stays, its TSG enabled, with nothing queued: idle.
     drop(b);
     let b = Tenant::spawn(Some("/cb"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, 0)?;
@@ -916,8 +951,7 @@ fn settings_race_with_the_scheduler() -> Outcome {
         Duration::from_millis(3000),
     );
     println!("# after the race, 50/50: {:.1} / {:.1}", s[0], s[1]);
-    let split_back = (s[0] - 50.0).abs() <= 10.0 && (s[1] - 50.0).abs() <= 10.0;
-    ensure!(split_back, "50/50 after the race gave {s:?}");
+    check_split(&s, 50.0, 50.0)?;
     drop((a, b));
     set_share(0, 100)?;
     set_share(1, 100)?;
