@@ -195,7 +195,19 @@ pub enum ControlHandler {
     /// schedule and executed on kernel copies; MAKE_REALTIME refused with
     /// NV_ERR_INSUFFICIENT_PERMISSIONS.
     Schedule,
+    /// A query of the GPU's fixed description, on the caller's own device or
+    /// subdevice: run on kernel copies through the kernel interface (no
+    /// bounce slot, no compute window), the answer copied back. Only for
+    /// controls RM marks non-privileged, whose params hold no pointer RM
+    /// follows and fit in [`KERNEL_PARAMS_MAX`] (the facts tests check all
+    /// three), and whose implementation decides nothing on the caller's
+    /// privilege (`docs/dispatch-table.md` argues each).
+    Kernel,
 }
+
+/// The largest params block a [`ControlHandler::Kernel`] control may have:
+/// the handler copies it onto its stack.
+pub const KERNEL_PARAMS_MAX: usize = 1024;
 
 use Family as F;
 use Policy as P;
@@ -375,17 +387,17 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Bounce, F::Sharing),
     ct(ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, "NV0041_CTRL_CMD_GET_SURFACE_INFO", 16, P::Forward, F::Memory),
     ct(0x0080_0201, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST", 16, P::Forward, F::Device),
-    ct(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device),
+    cth(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device, C::Kernel),
     ct(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device),
-    ct(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device),
-    ct(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device),
+    cth(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device, C::Kernel),
+    cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
     // TODO(issue 21): verify on hardware that it cannot change another tenant's TPC partition.
     ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
-    ct(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory),
-    ct(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo),
+    cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
+    cth(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo, C::Kernel),
     ct(0x0080_170d, "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST", 24, P::Forward, F::Fifo),
     ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
-    ct(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory),
+    cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
     // TODO(issue 21): refuse the mask bit NV00DE_RUSD_POLL_PROC_UTIL (other tenants' processes);
     //   today forwarded unchecked.
@@ -400,24 +412,24 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x00fd_0104, "NV00FD_CTRL_CMD_ATTACH_GPU", 16, P::Denied, F::Interconnect),
     // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0105, "NV00FD_CTRL_CMD_DETACH_MEM", 24, P::Denied, F::Interconnect),
-    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo),
-    ct(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo),
-    ct(0x2080_0111, "NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING", 64, P::Forward, F::GpuInfo),
-    ct(0x2080_0119, "NV2080_CTRL_CMD_GPU_GET_SIMULATION_INFO", 4, P::Forward, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0111, "NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING", 64, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0119, "NV2080_CTRL_CMD_GPU_GET_SIMULATION_INFO", 4, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_012f, "NV2080_CTRL_CMD_GPU_QUERY_ECC_STATUS", 1664, P::Forward, F::GpuInfo),
     ct(0x2080_0131, "NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES", 4, P::Forward, F::GpuInfo),
     ct(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo),
     ct(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo),
-    ct(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo),
+    cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
     // TODO(issue 21): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
     //   one tenant cannot lock others out.
     ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
     ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
-    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo),
     ct(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo),
     ct(0x2080_0157, "NV2080_CTRL_CMD_GPU_QUERY_INFOROM_ECC_SUPPORT", 0, P::Forward, F::GpuInfo),
-    ct(0x2080_0170, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2", 340, P::Forward, F::GpuInfo),
+    cth(0x2080_0170, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2", 340, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_018b, "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS", 40, P::Forward, F::GpuInfo),
     // TODO(issue 21): serve it with the container's own processes (nvidia-smi's process list).
     ct(ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, "NV2080_CTRL_CMD_GPU_GET_PIDS", 3812, P::Denied, F::GpuInfo),
@@ -443,7 +455,7 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
     ct(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine),
     ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
-    ct(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine),
+    cth(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine, C::Kernel),
     ct(0x2080_122a, "NV2080_CTRL_CMD_GR_GET_GPC_MASK", 24, P::Forward, F::Engine),
     ct(0x2080_122b, "NV2080_CTRL_CMD_GR_GET_TPC_MASK", 24, P::Forward, F::Engine),
     ct(0x2080_1230, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER", 32, P::Forward, F::Engine),
@@ -454,7 +466,7 @@ pub const CONTROLS: &[ControlRow] = &[
     ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
     ct(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory),
     ct(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory),
-    ct(0x2080_1701, "NV2080_CTRL_CMD_MC_GET_ARCH_INFO", 16, P::Forward, F::GpuInfo),
+    cth(0x2080_1701, "NV2080_CTRL_CMD_MC_GET_ARCH_INFO", 16, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_1702, "NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS", 4, P::Forward, F::Fifo),
     ct(0x2080_1801, "NV2080_CTRL_CMD_BUS_GET_PCI_INFO", 16, P::Forward, F::Interconnect),
     ct(0x2080_1802, "NV2080_CTRL_CMD_BUS_GET_INFO", 16, P::Forward, F::Interconnect),

@@ -3,9 +3,10 @@
 //! RM_CONTROL, by the control's row of the dispatch table: FB info is run
 //! on kernel copies and rewritten to the vGPU (`FbInfo`); a tenant's
 //! scheduling calls are decided against the vGPU's schedule (`Schedule`);
-//! every other admitted control is forwarded from vgpu's copy of the block
-//! inside the caller's compute window; anything else is refused (default
-//! deny).
+//! queries of the GPU's fixed description on the caller's own device or
+//! subdevice run on kernel copies (`Kernel`); every other admitted control
+//! is forwarded from vgpu's copy of the block inside the caller's compute
+//! window; anything else is refused (default deny).
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -15,7 +16,7 @@ use crate::host::Host;
 use crate::kapi::{rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, ctrl, status::*, Wire};
-use crate::nv::table::{self, ControlHandler};
+use crate::nv::table::{self, ControlHandler, ControlRow};
 use crate::objects::Kind;
 use crate::status::{self, Fail, RmResult};
 use crate::vgpu::Vgpu;
@@ -41,6 +42,14 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
             }
             // Not this file's vGPU, or malformed: the driver answers.
         }
+        Some(ControlHandler::Kernel) => {
+            if let Some(st) = on_kernel_copies(cx, &a, row)? {
+                a.status = st;
+                user::write(addr, &a.to_bytes())?;
+                return Ok(0);
+            }
+            // Not this file's object, or malformed: the driver answers.
+        }
         Some(ControlHandler::Forward) | None => {
             // Default deny: a control the table does not admit is refused
             // the way RM refuses a command it does not have
@@ -57,6 +66,60 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     forwarded(cx.host, cx.file, || {
         cx.call.forward_block(cx.real, &mut blk)
     })
+}
+
+/// A control of a [`ControlHandler::Kernel`] row, well formed, on this
+/// file's own device (`0x0080` controls) or subdevice (`0x2080`): its params
+/// are copied to the stack and the call goes through the kernel interface
+/// on that copy, so it needs no bounce slot (another thread can change
+/// neither the command nor the params the driver reads) and no compute
+/// window (it can become no other call). The params go back to the caller
+/// on success only, as RM copies them out (none of these rows has
+/// `RMCTRL_FLAGS_COPYOUT_ON_ERROR`). Returns the RM status; `None` if the
+/// call names an object this file did not make, its size is not the row's,
+/// or its params cannot be read, for the driver to answer as it does.
+///
+/// The kernel interface runs with kernel privilege, which skips RM's own
+/// check that a user client is the caller's (`rmclientValidate_IMPL`,
+/// `rmapi/client.c:785` at 595.45.04): the check that the device or
+/// subdevice is one this file made is what keeps a tenant on its own.
+fn on_kernel_copies(
+    cx: &Ctx<'_>,
+    a: &abi::Nvos54,
+    row: Option<&ControlRow>,
+) -> Result<Option<u32>> {
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let want = match a.cmd >> 16 {
+        0x0080 => Kind::Device,
+        0x2080 => Kind::Subdevice,
+        _ => return Ok(None),
+    };
+    let size = row.params_size as usize;
+    if a.params_size != row.params_size || size > table::KERNEL_PARAMS_MAX {
+        return Ok(None);
+    }
+    let owned = matches!(
+        cx.file.objects.lock().obj(a.h_client, a.h_object),
+        Some(o) if o.kind == want
+    );
+    if !owned {
+        return Ok(None);
+    }
+    let mut buf = [0u8; table::KERNEL_PARAMS_MAX];
+    let p = &mut buf[..size];
+    if size > 0 && user::read(a.params, p).is_err() {
+        return Ok(None);
+    }
+    let r = cx.host.rm.control(a.h_client, a.h_object, a.cmd, p);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    if size > 0 && user::write(a.params, p).is_err() {
+        return Ok(Some(NV_ERR_INVALID_ARGUMENT));
+    }
+    Ok(Some(NV_OK))
 }
 
 /// FB_GET_INFO (V1 or V2), well formed, on a subdevice of this file's

@@ -43,6 +43,10 @@ pub const TESTS: &[Test] = &[
         run: scheduling_another_containers_tsg_refused,
     },
     Test {
+        name: "kernel_copies_only_on_the_callers_objects",
+        run: kernel_copies_only_on_the_callers_objects,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -487,4 +491,77 @@ fn teardown() -> Outcome {
     sh("rmmod vgpu")?;
     sh("rmmod nvidia")?;
     Ok(())
+}
+
+fn kernel_copies_only_on_the_callers_objects() -> Outcome {
+    // GPU_GET_GID_INFO is a `Kernel` row: vgpu runs it through the kernel
+    // interface, whose kernel privilege skips RM's own check that a client
+    // is the caller's. On the caller's subdevice it is answered at once,
+    // even when the caller's vGPU has no window (share 0) and forwarded
+    // calls wait; on another container's it must be refused as the driver
+    // refuses it, not answered with that container's GPU.
+    let page = Shared::new()?;
+    let pg = &page;
+    let tenant = Looper::spawn(move || {
+        join_cgroup("/ra").map_err(|e| format!("join /ra: errno {e}"))?;
+        let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
+        pg.set(0, u64::from(s.client));
+        pg.set(1, u64::from(s.subdevice));
+        pg.set(2, 1);
+        Ok(move || {
+            let _s = &s;
+            sleep(Duration::from_millis(5));
+        })
+    })?;
+    let t0 = Instant::now();
+    while page.get(2) == 0 {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the /ra tenant never opened"
+        );
+        sleep(Duration::from_millis(5));
+    }
+    let (a_client, a_sub) = (page.get(0) as u32, page.get(1) as u32);
+    let direct = {
+        let d = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
+        d.ctl
+            .gpu_uuid_text(d.client, d.subdevice)
+            .map_err(|e| format!("GID directly: {e:?}"))?
+    };
+    let r = as_container("/rb", move || {
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        let (c, sub, ctl) = (w.s.client, w.s.subdevice, &w.s.ctl);
+        // No window: forwarded controls wait; this one must not.
+        set(&vgpu_file(1, "compute_share"), "0")?;
+        sleep(Duration::from_millis(120));
+        let t0 = Instant::now();
+        let own = ctl.gpu_uuid_text(c, sub);
+        let took = t0.elapsed();
+        set(&vgpu_file(1, "compute_share"), "100")?;
+        let own = own.map_err(|e| format!("GID of the caller's subdevice: {e:?}"))?;
+        ensure!(
+            own == direct,
+            "GID through vgpu {own:?}, directly {direct:?}"
+        );
+        ensure!(
+            took < Duration::from_millis(300),
+            "GID waited {took:?} for a window: not run on kernel copies"
+        );
+        // Another container's client and subdevice: the driver's answer.
+        expect_rm(
+            ctl.gid_info(a_client, a_sub, 0).map(|_| ()),
+            status::NV_ERR_INVALID_CLIENT,
+            "GPU_GET_GID_INFO on /ra's subdevice",
+        )?;
+        // A wrong params size is the driver's to answer: refused.
+        let mut short = [0u8; 8];
+        let r = ctl.control(c, sub, ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, &mut short);
+        ensure!(
+            matches!(r, Err(Error::Rm(_))),
+            "GID_INFO with 8 bytes of params: {r:?}"
+        );
+        Ok(())
+    });
+    drop(tenant);
+    r
 }

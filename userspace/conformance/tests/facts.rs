@@ -169,3 +169,107 @@ fn every_dispatch_row_is_checked() {
         );
     }
 }
+
+/// RMCTRL flag bits (`src/nvidia/inc/kernel/rmapi/control.h` at 595.45.04).
+mod rmctrl {
+    pub const PRIVILEGED: u64 = 0x4;
+    pub const NON_PRIVILEGED: u64 = 0x8;
+    pub const PRIVILEGED_IF_RS_ACCESS_DISABLED: u64 = 0x20;
+    pub const INTERNAL: u64 = 0x80;
+    pub const COPYOUT_ON_ERROR: u64 = 0x800;
+}
+
+/// Why control `name` may not run on kernel copies at `RELEASE`, if it may
+/// not. The kernel interface runs a call with kernel privilege and kernel
+/// params: such a control must be one RM lets any user make
+/// (NON_PRIVILEGED, nothing privileged or internal), whose params hold no
+/// pointer RM follows (it would follow it in kernel memory), and whose
+/// params RM copies out on success only (as the handler does).
+fn kernel_copies_refused(
+    f: &std::collections::BTreeMap<String, u64>,
+    name: &str,
+) -> Option<String> {
+    let Some(flags) = f.get(&format!("rmctrl_flags({name})")) else {
+        return Some(format!("{name}: no class exports it"));
+    };
+    if flags & rmctrl::NON_PRIVILEGED == 0 {
+        return Some(format!("{name}: not NON_PRIVILEGED ({flags:#x})"));
+    }
+    let bad = rmctrl::PRIVILEGED
+        | rmctrl::PRIVILEGED_IF_RS_ACCESS_DISABLED
+        | rmctrl::INTERNAL
+        | rmctrl::COPYOUT_ON_ERROR;
+    if flags & bad != 0 {
+        return Some(format!("{name}: flags {flags:#x}"));
+    }
+    if f.get(&format!("rmctrl_embedded_pointers({name})")) != Some(&0) {
+        return Some(format!("{name}: RM follows pointers in its params"));
+    }
+    None
+}
+
+#[test]
+fn controls_run_on_kernel_copies_are_plain_user_queries() {
+    use vgpu_logic::nv::table::{ControlHandler, CONTROLS};
+    let f = facts(RELEASE);
+    let rows: Vec<_> = CONTROLS
+        .iter()
+        .filter(|r| r.handler == ControlHandler::Kernel)
+        .collect();
+    assert!(
+        rows.len() >= 10,
+        "{} controls run on kernel copies",
+        rows.len()
+    );
+    let bad: Vec<_> = rows
+        .iter()
+        .filter_map(|r| kernel_copies_refused(&f, r.name))
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn the_kernel_copies_check_refuses_what_it_must() {
+    let f = facts(RELEASE);
+    // Params with pointers (two lists RM copies in).
+    let r = kernel_copies_refused(&f, "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST");
+    assert!(r.is_some_and(|r| r.contains("pointers")));
+    // Exported by no class (RM answers it itself, or not at all).
+    let r = kernel_copies_refused(&f, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION");
+    assert!(r.is_some_and(|r| r.contains("exports")));
+    // Privileged: a copy of the facts where GPU_GET_GID_INFO is exported
+    // privileged.
+    let mut g = f.clone();
+    let k = "rmctrl_flags(NV2080_CTRL_CMD_GPU_GET_GID_INFO)".to_string();
+    assert!(kernel_copies_refused(&g, "NV2080_CTRL_CMD_GPU_GET_GID_INFO").is_none());
+    *g.get_mut(&k).unwrap() |= rmctrl::PRIVILEGED;
+    assert!(kernel_copies_refused(&g, "NV2080_CTRL_CMD_GPU_GET_GID_INFO").is_some());
+}
+
+#[test]
+fn the_source_facts_are_not_vacuous() {
+    // Every control row has its source facts, and they say what the
+    // sources say of a known control.
+    use vgpu_logic::nv::table::CONTROLS;
+    let f = facts(RELEASE);
+    // Three rows have no macro of their own in the headers (their numbers
+    // are computed: `dispatch_c_expr`), so no fact is keyed by their name.
+    for r in CONTROLS
+        .iter()
+        .filter(|r| vgpu_conformance::dispatch_c_expr(r.name) == r.name)
+    {
+        assert!(
+            f.contains_key(&format!("rmctrl_embedded_pointers({})", r.name)),
+            "{}: no source facts",
+            r.name
+        );
+    }
+    // GPU_GET_PIDS is exported non-privileged (0x8) and nothing else: flags
+    // alone do not make a control safe on kernel copies (its
+    // implementation lists other processes to a privileged caller), which
+    // is why the Kernel rows are argued one by one in the docs.
+    assert_eq!(
+        f.get("rmctrl_flags(NV2080_CTRL_CMD_GPU_GET_PIDS)"),
+        Some(&0x8)
+    );
+}

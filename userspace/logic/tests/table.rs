@@ -431,6 +431,23 @@ fn control_handlers_match_the_policies() {
                 "{}: a rewritten row needs its own handler",
                 r.name
             ),
+            // Run on kernel copies, but forwarded as the caller sent it:
+            // only admitted rows, on a device or subdevice (the objects the
+            // handler checks the caller owns), small enough for its stack.
+            ControlHandler::Kernel => {
+                assert_eq!(r.policy, Policy::Forward, "{}", r.name);
+                assert!(
+                    matches!(r.cmd >> 16, 0x0080 | 0x2080),
+                    "{}: not a device or subdevice control",
+                    r.name
+                );
+                assert!(
+                    r.params_size as usize <= vgpu_logic::nv::table::KERNEL_PARAMS_MAX,
+                    "{}: {} bytes of params",
+                    r.name,
+                    r.params_size
+                );
+            }
             // MAKE_REALTIME is the one denied row with a handler: the
             // scheduling handler refuses it with its own status.
             _ => assert!(
