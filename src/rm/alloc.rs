@@ -151,7 +151,9 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
 /// Devices, subdevices, memory, TSGs and channels: decided on kernel copies,
 /// executed through the kernel interface. Returns the new handle.
 fn accounted(cx: &Ctx<'_>, h: &Header) -> RmResult<u32> {
-    if !cx.file.has_client(h.h_root) {
+    // A device is checked against the file's clients here; anything else
+    // when its parent is looked up (`plan`), under the same lock.
+    if h.h_class == class::NV01_DEVICE_0 && !cx.file.has_client(h.h_root) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
     }
     // RM copies the class's own params, whatever `paramsSize` says (at
@@ -168,9 +170,16 @@ fn accounted(cx: &Ctx<'_>, h: &Header) -> RmResult<u32> {
         c if class::is_channel_class(c) => (abi::ChannelAllocParams::SIZE, false),
         _ => (abi::MemoryAllocationParams::SIZE, false),
     };
-    // Channel params are the largest of the accounted classes'.
-    let mut buf = [0u8; abi::ChannelAllocParams::SIZE];
-    let params = buf.get_mut(..want).ok_or(EINVAL)?;
+    // Channel params are the largest of the accounted classes'; the rest
+    // fit in a memory class's, which is all most allocations need zeroed.
+    let mut small = [0u8; abi::MemoryAllocationParams::SIZE];
+    let mut large;
+    let params = if want <= small.len() {
+        &mut small[..want]
+    } else {
+        large = [0u8; abi::ChannelAllocParams::SIZE];
+        large.get_mut(..want).ok_or(EINVAL)?
+    };
     if h.pparams == 0 {
         if !optional {
             // A required pointer that is NULL (`param_copy.c:314-315`).
@@ -225,6 +234,9 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
     }
     let (gpu, pkind, psched) = {
         let objects = file.objects.lock();
+        if !objects.has_client(h.h_root) {
+            return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
+        }
         let Some(parent) = objects.obj(h.h_root, h.h_parent) else {
             return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT));
         };
@@ -382,9 +394,7 @@ pub(super) fn heap_memory(
     h_new: u32,
     params: &mut [u8],
 ) -> RmResult<u32> {
-    if !cx.file.has_client(h_root) {
-        return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
-    }
+    // `plan` checks the client, as for any other memory allocation.
     let h = Header {
         h_root,
         h_parent,
