@@ -35,10 +35,16 @@ def main():
         if line.startswith("#") or "\t" not in line:
             continue
         expr, value = line.split("\t", 1)
+        if not value.isdigit():
+            continue
         # A control's macro names its class, whose number is the
         # command's top half (NV906F_CTRL_GET_CLASS_ENGINEID: 0x906f....).
+        # Interfaces without a class number in their name (NV_CONF_COMPUTE)
+        # name their commands *_CTRL_CMD_*.
         m = re.fullmatch(r"NV([0-9A-F]{4})_CTRL_\w+", expr)
         if m and int(value) >> 16 == int(m.group(1), 16):
+            controls[expr] = int(value)
+        elif re.fullmatch(r"NV_\w+_CTRL_CMD_\w+", expr) and int(value) > 0xFFFF:
             controls[expr] = int(value)
 
     entry = re.compile(
@@ -61,7 +67,7 @@ def main():
     epc = root / "src/nvidia/src/kernel/rmapi/embedded_param_copy.c"
     if not epc.is_file():
         sys.exit(f"rmctrl-facts: {epc} is missing")
-    embedded = set(re.findall(r"case\s+(NV[0-9A-F]{4}_CTRL_\w+)\s*:", epc.read_text()))
+    embedded = set(re.findall(r"case\s+(NV\w*_CTRL_\w+)\s*:", epc.read_text()))
     if not embedded:
         sys.exit("rmctrl-facts: no controls with embedded pointers found")
 

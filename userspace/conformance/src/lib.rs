@@ -2016,7 +2016,9 @@ pub fn probe_source(t: &Table) -> String {
     s
 }
 
-/// A facts file: `expr<TAB>value` lines; `#` starts a comment line.
+/// A facts file: `expr<TAB>value` lines; `#` starts a comment line. The
+/// expressions the release lacks ([`ABSENT`]) are not in the map
+/// ([`absent_facts`] lists them).
 pub fn parse_facts(text: &str) -> Result<BTreeMap<String, u64>, String> {
     let mut m = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -2026,6 +2028,9 @@ pub fn parse_facts(text: &str) -> Result<BTreeMap<String, u64>, String> {
         let (k, v) = line
             .split_once('\t')
             .ok_or_else(|| format!("line {}: no tab", i + 1))?;
+        if v == ABSENT {
+            continue;
+        }
         let v: u64 = v
             .parse()
             .map_err(|_| format!("line {}: bad value {v:?}", i + 1))?;
@@ -2034,6 +2039,20 @@ pub fn parse_facts(text: &str) -> Result<BTreeMap<String, u64>, String> {
         }
     }
     Ok(m)
+}
+
+/// The value a facts file gives an expression the release does not have
+/// (the compiler rejected it: `scripts/probe-fit.py`).
+pub const ABSENT: &str = "absent";
+
+/// The expressions a facts file says the release does not have.
+pub fn absent_facts(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(_, v)| *v == ABSENT)
+        .map(|(k, _)| k.to_string())
+        .collect()
 }
 
 /// Every row whose value differs from the facts, or that the facts lack:
@@ -2058,3 +2077,68 @@ pub fn compare(t: &Table, facts: &BTreeMap<String, u64>) -> Vec<String> {
 
 /// The release the project's tables are for.
 pub const RELEASE: &str = nv::RELEASE;
+
+/// The newest release of each driver branch the conformance checker has a
+/// facts file for, newest first. vgpu's tables are written for the first.
+pub const RELEASES: &[&str] = &[
+    "595.45.04",
+    "590.48.01",
+    "580.142",
+    "570.211.01",
+    "550.163.01",
+    "535.288.01",
+];
+
+/// Where `release`'s facts differ from what the project's table says (its
+/// table is written for [`RELEASE`]): one line per expression, Markdown,
+/// with the project's value and the release's, or `absent`. `text` is the
+/// release's facts file.
+pub fn drift(t: &Table, text: &str) -> Result<Vec<String>, String> {
+    let facts = parse_facts(text)?;
+    let absent = absent_facts(text);
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &t.rows {
+        if !seen.insert(r.expr.clone()) {
+            continue;
+        }
+        let theirs = match facts.get(&r.expr) {
+            Some(&v) if v == r.value => continue,
+            Some(&v) => v.to_string(),
+            None if absent.contains(&r.expr) => ABSENT.to_string(),
+            None => return Err(format!("`{}` is not in the facts file", r.expr)),
+        };
+        out.push(format!("| `{}` | {} | {} |", r.expr, r.value, theirs));
+    }
+    Ok(out)
+}
+
+/// The generated part of `docs/driver-branches.md`: for every release of
+/// [`RELEASES`] after the first, the rows of the project's table whose
+/// value differs there. `facts` gives a release's facts file.
+pub fn support_matrix(t: &Table, facts: impl Fn(&str) -> String) -> Result<String, String> {
+    let mut s = String::new();
+    for rel in RELEASES.iter().skip(1) {
+        let lines = drift(t, &facts(rel))?;
+        s.push_str(&format!(
+            "### {rel}\n\n{} of the {} expressions vgpu checks differ from {RELEASE}.\n\n",
+            lines.len(),
+            t.rows
+                .iter()
+                .map(|r| r.expr.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        ));
+        if !lines.is_empty() {
+            s.push_str(&format!(
+                "| expression | {RELEASE} | {rel} |\n|---|---|---|\n"
+            ));
+            for l in lines {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            s.push('\n');
+        }
+    }
+    Ok(s)
+}

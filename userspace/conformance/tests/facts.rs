@@ -273,3 +273,48 @@ fn the_source_facts_are_not_vacuous() {
         Some(&0x8)
     );
 }
+
+#[test]
+fn every_branch_has_a_facts_file_and_the_matrix_is_current() {
+    // Each release's file parses and is whole (a probe that failed early
+    // would leave most expressions absent), and docs/driver-branches.md
+    // carries the section the files give.
+    let read = |rel: &str| {
+        let path = format!("{}/facts/{rel}.facts", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    for rel in vgpu_conformance::RELEASES {
+        let text = read(rel);
+        let present = parse_facts(&text).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let absent = vgpu_conformance::absent_facts(&text);
+        assert!(present.len() > 1500, "{rel}: {} facts", present.len());
+        assert!(absent.len() < 100, "{rel}: {} absent", absent.len());
+    }
+    assert_eq!(vgpu_conformance::RELEASES[0], RELEASE);
+    let want = vgpu_conformance::support_matrix(&table(), read).expect("matrix");
+    let doc_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/driver-branches.md");
+    let doc = std::fs::read_to_string(doc_path).expect("docs/driver-branches.md");
+    let begin = doc.find("<!-- matrix:begin").expect("matrix:begin marker");
+    let begin = begin + doc[begin..].find('\n').expect("marker line") + 1;
+    let end = doc.find("<!-- matrix:end -->").expect("matrix:end marker");
+    assert!(
+        doc[begin..end] == want,
+        "docs/driver-branches.md is stale: regenerate its matrix with \
+         `cargo run -q -p vgpu-conformance --bin matrix` (from userspace/)"
+    );
+}
+
+#[test]
+fn the_matrix_names_a_known_drift() {
+    // 570.211.01's kernel-client NV04_ALLOC block is an NVOS21 (32 bytes):
+    // the drift report must say so.
+    let path = format!("{}/facts/570.211.01.facts", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("570 facts");
+    let lines = vgpu_conformance::drift(&table(), &text).expect("drift");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("params.alloc)` | 48 | 32 |")),
+        "{lines:?}"
+    );
+}
