@@ -19,6 +19,7 @@
 //! `file` is an open file's state and `proxy` the dispatcher that picks a
 //! handler from the dispatch table; this file holds the module.
 
+use core::fmt::Write;
 use kernel::{prelude::*, str::CString, sync::Arc, types::ScopeGuard};
 
 mod call;
@@ -78,8 +79,13 @@ const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 
 /// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
-/// sysfs entry points that need the module state).
+/// sysfs entry points that need the module state), and `driver_version`,
+/// the NVIDIA driver release whose tables vgpu runs with.
 pub(crate) struct ClassCtl;
+
+const C_CREATE: usize = 0;
+const C_REMOVE: usize = 1;
+const C_DRIVER_VERSION: usize = 2;
 
 impl ClassFiles for ClassCtl {
     const FILES: &'static [FileSpec] = &[
@@ -91,18 +97,29 @@ impl ClassFiles for ClassCtl {
             name: c"remove",
             mode: 0o200,
         },
+        FileSpec {
+            name: c"driver_version",
+            mode: 0o444,
+        },
     ];
 
-    fn show(_index: usize, _out: &mut Emit<'_>) -> Result {
-        Err(EPERM)
+    fn show(index: usize, out: &mut Emit<'_>) -> Result {
+        match index {
+            C_DRIVER_VERSION => writeln!(out, "{}", nv::RELEASE).map_err(|_| EFBIG),
+            _ => Err(EPERM),
+        }
     }
 
     fn store(index: usize, input: &[u8]) -> Result {
+        if index == C_DRIVER_VERSION {
+            return Err(EPERM);
+        }
         let id = config::parse_index(input, vgpus::MAX_VGPU).map_err(vgpus::errno)?;
         let state = state::get()?;
         match index {
-            0 => state.vgpus.create(&state.class, id),
-            _ => state.vgpus.remove(id),
+            C_CREATE => state.vgpus.create(&state.class, id),
+            C_REMOVE => state.vgpus.remove(id),
+            _ => Err(EPERM),
         }
     }
 }

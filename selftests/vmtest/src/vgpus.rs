@@ -122,6 +122,9 @@ fn create_refusals() -> Outcome {
 }
 
 fn defaults() -> Outcome {
+    // The release vgpu's tables are for, and the double claims by default.
+    let release = read_file(&format!("{CLASS}/driver_version"))?;
+    ensure!(release == "595.45.04", "driver_version {release:?}");
     ensure!(read_file(&attr(0, "gpu"))?.is_empty(), "gpu set by default");
     ensure!(
         read_file(&attr(0, "memory_limit"))? == "max",
@@ -175,6 +178,12 @@ fn bad_writes_refused() -> Outcome {
         let r = write_file(&attr(0, f), v);
         ensure!(r == Err(want), "{f}={v:?}: {r:?}, want errno {want}");
     }
+    let r = write_file(&format!("{CLASS}/driver_version"), "580.142");
+    ensure!(
+        r == Err(libc::EACCES),
+        "driver_version=\"580.142\": {r:?}, want errno {}",
+        libc::EACCES
+    );
     // Nothing changed.
     ensure!(
         read_file(&attr(0, "gpu"))? == "1",
