@@ -105,7 +105,7 @@ impl ClassFiles for ClassCtl {
 
     fn show(index: usize, out: &mut Emit<'_>) -> Result {
         match index {
-            C_DRIVER_VERSION => writeln!(out, "{}", nv::RELEASE).map_err(|_| EFBIG),
+            C_DRIVER_VERSION => writeln!(out, "{}", nv::release::current().name).map_err(|_| EFBIG),
             _ => Err(EPERM),
         }
     }

@@ -121,8 +121,12 @@ pub(crate) const CTL_MINOR: u32 = 255;
 pub(crate) const MAX_GPUS: usize = 8;
 /// The releases the double can claim to be (module parameter `release`),
 /// newest first. Only the version string differs so far: the ABI the double
-/// speaks is 595.45.04's whichever it claims, which is enough to test that
-/// vgpu refuses a release it was not checked against.
+/// speaks is 595.45.04's whichever it claims. For 590.48.01 that is its ABI
+/// too, in all the double serves (what differs, `docs/driver-branches.md`:
+/// `nv_gpu_info_t.is_soc_disp`, padding in 590, which the double leaves 0,
+/// and GPU_GET_NAME_STRING's params, a control the double does not serve),
+/// so vgpu runs on it with its 590 tables. For the older ones it is enough
+/// to test that vgpu refuses a release it has no tables for.
 const RELEASES: [&CStr; 6] = [
     c"595.45.04",
     c"590.48.01",

@@ -9,9 +9,10 @@
 //! `kernel-open/common/inc/nv-modeset-interface.h` and
 //! `src/nvidia/arch/nvalloc/unix/include/nv-kernel-rmapi-ops.h`). On a
 //! mismatch it returns an error and points `version_string` at its own
-//! version. vgpu names only [`nv::RELEASE`], the release its tables were
-//! checked against (`src/nv/rmops.rs` holds the layouts, shared with the
-//! driver double), and refuses to run on any other.
+//! version. vgpu names only releases it has tables for
+//! ([`release::RELEASES`], each checked against that release's headers;
+//! `src/nv/rmops.rs` holds the layouts, shared with the driver double), and
+//! refuses to run on any other.
 //!
 //! Every call here copies its parameters into kernel memory it owns: the
 //! driver never sees a pointer into user memory through this interface.
@@ -21,8 +22,8 @@ use kernel::prelude::*;
 use crate::status::{check, Fail, RmResult};
 
 use crate::nv::{
-    self,
     abi::{self, status::NV_OK, Wire},
+    release,
     rmops::{self as ops, op, GpuInfo, OpsCmd, RmOpsTable, MAX_GPUS},
 };
 
@@ -35,7 +36,8 @@ extern "C" {
 /// # Invariants
 ///
 /// The function pointers are the driver's own, from a successful
-/// `nvidia_get_rm_ops` for release [`nv::RELEASE`]; they stay valid while
+/// `nvidia_get_rm_ops` for a release of [`release::RELEASES`] (the one
+/// [`release::current`] names); they stay valid while
 /// vgpu is loaded, since vgpu's symbol dependency pins `nvidia.ko`.
 /// A copy is as good as the original (the pointers are the driver's).
 #[derive(Clone, Copy)]
@@ -53,32 +55,52 @@ unsafe impl Send for RmOps {}
 unsafe impl Sync for RmOps {}
 
 impl RmOps {
-    /// Asks the driver for its table, naming the one release vgpu's tables
-    /// were checked against. The driver refuses any other name
+    /// Asks the driver for its table, naming the newest release vgpu has
+    /// tables for. The driver refuses any other name
     /// (`kernel-open/nvidia/nv-modeset-interface.c:162-166` at 595.45.04)
-    /// and reports its own; vgpu then logs both and fails with `ENODEV`. It
-    /// never asks again under the name the driver reported: its layouts
-    /// would be wrong for that release.
+    /// and reports its own. If vgpu has tables for that release too
+    /// ([`release::RELEASES`]), it selects them and asks again under that
+    /// name; otherwise it logs the driver's release and the supported ones
+    /// and fails with `ENODEV`. It never asks under a name it has no table
+    /// for: its layouts would be wrong for that release.
     pub(crate) fn get() -> Result<Self> {
-        let mut raw = RmOpsTable::asking(nv::RELEASE_CSTR.as_ptr());
+        let mut raw = RmOpsTable::asking(release::RELEASES[0].name_nul.as_ptr());
         // SAFETY: `raw` is a valid table whose version string is a static
         // NUL-terminated string.
-        let st = unsafe { nvidia_get_rm_ops(&mut raw) };
+        let mut st = unsafe { nvidia_get_rm_ops(&mut raw) };
+        let mut selected = 0;
         if st != NV_OK {
-            if raw.version_string.is_null() || raw.version_string == nv::RELEASE_CSTR.as_ptr() {
+            if raw.version_string.is_null()
+                || raw.version_string == release::RELEASES[0].name_nul.as_ptr()
+            {
                 pr_err!("the NVIDIA driver's kernel-client interface refused (status {st:#x})\n");
                 return Err(ENODEV);
             }
             // SAFETY: on a mismatch the driver points `version_string` at
             // its own static NUL-terminated version string.
             let theirs = unsafe { CStr::from_char_ptr(raw.version_string.cast()) };
-            pr_err!(
-                "NVIDIA driver {} is not supported: vgpu's ABI tables are checked against {} only\n",
-                theirs.to_str().unwrap_or("(unprintable)"),
-                nv::RELEASE
-            );
-            return Err(ENODEV);
+            let Some(i) = release::find(theirs.to_bytes()) else {
+                pr_err!(
+                    "NVIDIA driver {} is not supported: vgpu has ABI tables for {} only\n",
+                    theirs.to_str().unwrap_or("(unprintable)"),
+                    Supported
+                );
+                return Err(ENODEV);
+            };
+            raw = RmOpsTable::asking(release::RELEASES[i].name_nul.as_ptr());
+            // SAFETY: as above, with another static NUL-terminated string.
+            st = unsafe { nvidia_get_rm_ops(&mut raw) };
+            if st != NV_OK {
+                pr_err!("the NVIDIA driver's kernel-client interface refused (status {st:#x})\n");
+                return Err(ENODEV);
+            }
+            selected = i;
         }
+        release::select(selected);
+        pr_info!(
+            "NVIDIA driver {}: using vgpu's tables for it\n",
+            release::current().name
+        );
         match (raw.alloc_stack, raw.free_stack, raw.enumerate_gpus, raw.op) {
             (Some(alloc_stack), Some(free_stack), Some(enumerate_gpus), Some(op)) => Ok(Self {
                 alloc_stack,
@@ -109,7 +131,8 @@ impl RmOps {
     }
 
     /// Runs op `op` with `params` (its member of the ops union, exactly
-    /// that member's size at [`nv::RELEASE`]) and copies the block back.
+    /// that member's size, the same in every release of [`release::RELEASES`])
+    /// and copies the block back.
     fn call(&self, op: u32, params: &mut [u8]) -> Result {
         let mut cmd = OpsCmd::new(op, params).ok_or(EINVAL)?;
         let mut sp: *mut c_void = core::ptr::null_mut();
@@ -355,5 +378,20 @@ impl Drop for RmObject<'_> {
         // By the type invariant the object exists and is this guard's to
         // free; a failure leaves it to the client's free.
         let _ = self.rm.free(self.client, self.parent, self.handle);
+    }
+}
+
+/// The releases vgpu has tables for, for a log line: "a, b".
+struct Supported;
+
+impl kernel::fmt::Display for Supported {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        for (i, r) in release::RELEASES.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(r.name)?;
+        }
+        Ok(())
     }
 }

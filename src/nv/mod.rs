@@ -9,14 +9,17 @@
 #[macro_use]
 pub mod abi;
 pub mod ioctl;
+pub mod release;
 pub mod rmops;
 pub mod table;
 pub mod uvm;
 
-/// The NVIDIA driver release whose ABI every table in this folder was
-/// checked against (`userspace/conformance/facts/595.45.04.facts`, compiled
-/// from NVIDIA's headers at that tag). vgpu refuses to load on any other:
-/// layouts drift between releases, and a wrong one faults in the driver.
+/// The NVIDIA driver release whose ABI the tables in this folder are
+/// written for (`userspace/conformance/facts/595.45.04.facts`, compiled
+/// from NVIDIA's headers at that tag). Other releases vgpu supports are
+/// this one's tables with their differences ([`release::RELEASES`]); vgpu
+/// refuses to load on any release it has no table for: layouts drift
+/// between releases, and a wrong one faults in the driver.
 pub const RELEASE: &str = "595.45.04";
 
 /// [`RELEASE`], NUL-terminated, for `nvidia_get_rm_ops`.

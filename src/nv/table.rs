@@ -332,7 +332,12 @@ pub const CLASSES: &[ClassRow] = &[
 /// Every control a container may send, by number. Sources per row in
 /// `docs/dispatch-table.md`.
 #[rustfmt::skip]
-pub const CONTROLS: &[ControlRow] = &[
+pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
+
+/// [`CONTROLS`] as an array, so that a release's table can be a patched
+/// copy of it (`nv::release`).
+#[rustfmt::skip]
+pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(0x0000_0102, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     // TODO(issue 21): answer only for the container's GPUs.
@@ -542,13 +547,19 @@ pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
     None
 }
 
-/// The row of control `cmd`, if the table has one (binary search, as
-/// [`class_row`]).
+/// The row of control `cmd` in [`CONTROLS`] (the 595.45.04 table), if it
+/// has one (binary search, as [`class_row`]).
 pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
-    let (mut lo, mut hi) = (0, CONTROLS.len());
+    control_row_in(CONTROLS, cmd)
+}
+
+/// The row of control `cmd` in `rows` (a release's control table, in
+/// number order), if it has one.
+pub const fn control_row_in(rows: &'static [ControlRow], cmd: u32) -> Option<&'static ControlRow> {
+    let (mut lo, mut hi) = (0, rows.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let row = &CONTROLS[mid];
+        let row = &rows[mid];
         if row.cmd == cmd {
             return Some(row);
         }
@@ -559,6 +570,24 @@ pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
         }
     }
     None
+}
+
+/// `rows` with control `cmd`'s params size set to `size`: a release whose
+/// params block for `cmd` differs. `cmd` must be in `rows` (a host test
+/// checks every release's table against its facts file).
+pub const fn with_params_size<const N: usize>(
+    mut rows: [ControlRow; N],
+    cmd: u32,
+    size: u32,
+) -> [ControlRow; N] {
+    let mut i = 0;
+    while i < N {
+        if rows[i].cmd == cmd {
+            rows[i].params_size = size;
+        }
+        i += 1;
+    }
+    rows
 }
 
 // Both tables are in strictly increasing number order: what the lookups

@@ -16,6 +16,7 @@ use crate::host::Host;
 use crate::kapi::{rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, ctrl, status::*, Wire};
+use crate::nv::release;
 use crate::nv::table::{self, ControlHandler, ControlRow};
 use crate::objects::Kind;
 use crate::status::{self, Fail, RmResult};
@@ -27,7 +28,7 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = [0u8; abi::Nvos54::SIZE];
     user::read(addr, &mut blk)?;
     let mut a = abi::Nvos54::decode(&blk);
-    let row = table::control_row(a.cmd);
+    let row = release::current().control_row(a.cmd);
     match row.map(|r| r.handler) {
         Some(ControlHandler::Schedule) => {
             a.status = status::status(schedule(cx, &a))?;

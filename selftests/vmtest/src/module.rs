@@ -3,7 +3,11 @@
 //! The module's life cycle: load, nodes and class, refusals, unload.
 
 use crate::ensure;
-use crate::sys::{delete_module, errno, exists, finit_module, is_chardev, module_loaded, sh, Fd};
+use crate::session::Session;
+use crate::sys::{
+    as_container, delete_module, errno, exists, finit_module, is_chardev, module_loaded, read_file,
+    sh, write_file, Fd,
+};
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
 
@@ -16,6 +20,10 @@ pub const TESTS: &[Test] = &[
     Test {
         name: "load_refused_on_another_release",
         run: load_refused_on_another_release,
+    },
+    Test {
+        name: "loads_with_the_tables_of_590",
+        run: loads_with_the_tables_of_590,
     },
     Test {
         name: "modprobe_loads",
@@ -103,7 +111,7 @@ fn load_refused_on_another_release() -> Outcome {
     );
     ensure!(
         log.contains(
-            "NVIDIA driver 570.211.01 is not supported: vgpu's ABI tables are checked against 595.45.04 only"
+            "NVIDIA driver 570.211.01 is not supported: vgpu has ABI tables for 595.45.04, 590.48.01 only"
         ),
         "no message naming both releases in the kernel log"
     );
@@ -113,6 +121,62 @@ fn load_refused_on_another_release() -> Outcome {
         !exists("/sys/class/vgpu"),
         "/sys/class/vgpu left behind by a refused load"
     );
+    unloaded?;
+    Ok(())
+}
+
+fn loads_with_the_tables_of_590() -> Outcome {
+    // The double claims to be 590.48.01, a release vgpu has tables for: vgpu
+    // asks the kernel-client table under 595.45.04's name, is refused, and
+    // asks again under 590's, whose tables it then runs with. A client
+    // sequence through vgpu works: allocate, charge, free, and a control
+    // of the release's own table (GET_GID_INFO, on kernel copies).
+    sh("modprobe nvidia release=1")?;
+    let r = (|| -> Outcome {
+        sh("modprobe vgpu")?;
+        let log = sh("dmesg")?;
+        ensure!(
+            log.contains("NVIDIA driver 590.48.01: using vgpu's tables for it"),
+            "no line naming the release in use"
+        );
+        let shown = read_file("/sys/class/vgpu/driver_version")?;
+        ensure!(shown == "590.48.01", "driver_version {shown:?}");
+        std::fs::create_dir_all("/sys/fs/cgroup/r590").map_err(|e| format!("mkdir: {e}"))?;
+        write_file("/sys/class/vgpu/create", "0").map_err(|e| format!("create: {e}"))?;
+        for (f, v) in [
+            ("gpu", "0"),
+            ("memory_limit", "1073741824"),
+            ("cgroup", "/r590"),
+        ] {
+            write_file(&format!("/sys/class/vgpu/vgpu0/{f}"), v)
+                .map_err(|e| format!("{f}: {e}"))?;
+        }
+        let r = as_container("/r590", || {
+            let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
+            let m = s
+                .ctl
+                .alloc_vram(s.client, s.device, 0, 256 << 20)
+                .map_err(|e| format!("alloc: {e:?}"))?;
+            let used = read_file("/sys/class/vgpu/vgpu0/memory_used")?;
+            ensure!(used == (256u64 << 20).to_string(), "memory_used {used}");
+            let over = s.ctl.alloc_vram(s.client, s.device, 0, 1 << 30);
+            ensure!(over.is_err(), "an allocation past the ceiling: {over:?}");
+            let uuid = s
+                .ctl
+                .gpu_uuid_text(s.client, s.subdevice)
+                .map_err(|e| format!("GID: {e:?}"))?;
+            ensure!(uuid.starts_with("GPU-"), "GID {uuid:?}");
+            s.ctl
+                .free(s.client, s.device, m.handle)
+                .map_err(|e| format!("free: {e:?}"))?;
+            Ok(())
+        });
+        let _ = write_file("/sys/class/vgpu/remove", "0");
+        r
+    })();
+    let _ = sh("rmmod vgpu");
+    let unloaded = sh("rmmod nvidia");
+    r?;
     unloaded?;
     Ok(())
 }

@@ -28,6 +28,7 @@ use vgpu_logic::nv::{
         vaspace, version, WireField,
     },
     ioctl::{self, Escape, SizeRule},
+    release,
     rmops::{self, op},
     table,
     uvm::{self, init_flags},
@@ -483,6 +484,16 @@ pub const HEADERS: &[&str] = &[
 
 /// Every fact the project defines, with the C expression for it.
 pub fn table() -> Table {
+    table_with(table::CONTROLS)
+}
+
+/// The table for release `r` of the module's [`release::RELEASES`]: what
+/// the project defines, with that release's own tables.
+pub fn table_for(r: &release::Release) -> Table {
+    table_with(r.controls)
+}
+
+fn table_with(controls: &[table::ControlRow]) -> Table {
     let mut t = Table::default();
     escapes(&mut t);
     rm_blocks(&mut t);
@@ -490,8 +501,59 @@ pub fn table() -> Table {
     constants(&mut t);
     kernel_client(&mut t, rmops::MEMBERS);
     uvm_rows(&mut t);
-    dispatch_table(&mut t);
+    dispatch_table(&mut t, controls);
     t
+}
+
+/// Expressions the project checks that a release it supports does not
+/// have, with why vgpu does without them there.
+pub const NOT_IN_RELEASE: &[(&str, &[&str], &str)] = &[(
+    "590.48.01",
+    &[
+        "offsetof(nv_gpu_info_t, is_soc_disp)",
+        "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
+    ],
+    "the byte is padding in 590 and vgpu never reads it",
+)];
+
+/// [`compare`] for release `release` (its facts file `text`): the
+/// expressions [`NOT_IN_RELEASE`] names for it must be absent there, every
+/// other one present and equal.
+pub fn compare_release(t: &Table, text: &str, release: &str) -> Result<Vec<String>, String> {
+    let facts = parse_facts(text)?;
+    let absent = absent_facts(text);
+    let expected: &[&str] = NOT_IN_RELEASE
+        .iter()
+        .find(|(r, _, _)| *r == release)
+        .map_or(&[], |(_, e, _)| e);
+    let mut bad = Vec::new();
+    for r in &t.rows {
+        if expected.contains(&r.expr.as_str()) {
+            if !absent.contains(&r.expr) {
+                bad.push(format!(
+                    "{}: `{}` should not be in {release}, but its facts have it",
+                    r.item, r.expr
+                ));
+            }
+            continue;
+        }
+        match facts.get(&r.expr) {
+            None if absent.contains(&r.expr) => bad.push(format!(
+                "{}: `{}` is not in {release} (its headers lack it)",
+                r.item, r.expr
+            )),
+            None => bad.push(format!(
+                "{}: `{}` is not in the facts file of {release}",
+                r.item, r.expr
+            )),
+            Some(&v) if v != r.value => bad.push(format!(
+                "{}: the project says {} ({:#x}) for {release}, its headers say `{}` = {} ({:#x})",
+                r.item, r.value, r.value, r.expr, v, v
+            )),
+            Some(_) => {}
+        }
+    }
+    Ok(bad)
 }
 
 fn escapes(t: &mut Table) {
@@ -1962,7 +2024,7 @@ pub fn dispatch_c_expr(name: &str) -> String {
 
 /// The dispatch table (`src/nv/table.rs`): every row's number by its NVIDIA
 /// name, and the params size of every row that takes params.
-fn dispatch_table(t: &mut Table) {
+fn dispatch_table(t: &mut Table, controls: &[table::ControlRow]) {
     let size_of = |name: &str| {
         DISPATCH_PARAMS
             .iter()
@@ -1980,7 +2042,7 @@ fn dispatch_table(t: &mut Table) {
             t.konst(&e, r.params_size.into(), &format!("{item}.params_size"));
         }
     }
-    for r in table::CONTROLS {
+    for r in controls {
         let item = format!("table::CONTROLS[{}]", r.name);
         t.konst(
             &dispatch_c_expr(r.name),

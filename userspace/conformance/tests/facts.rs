@@ -318,3 +318,39 @@ fn the_matrix_names_a_known_drift() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn every_release_vgpu_supports_matches_its_facts() {
+    // Each release of the module's RELEASES: the project's definitions with
+    // that release's tables, against the facts its headers give.
+    use vgpu_logic::nv::release::RELEASES;
+    assert_eq!(RELEASES[0].name, RELEASE);
+    for r in RELEASES.iter() {
+        let path = format!("{}/facts/{}.facts", env!("CARGO_MANIFEST_DIR"), r.name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let bad = vgpu_conformance::compare_release(&vgpu_conformance::table_for(r), &text, r.name)
+            .expect("facts parse");
+        assert!(
+            bad.is_empty(),
+            "{} definitions differ from NVIDIA's headers at {}:\n{}",
+            bad.len(),
+            r.name,
+            bad.join("\n")
+        );
+    }
+}
+
+#[test]
+fn a_release_with_the_newest_tables_fails_the_check() {
+    // 590.48.01 checked with 595.45.04's control table: GET_NAME_STRING's
+    // params size (68 there, 132 in 590) must be caught.
+    let path = format!("{}/facts/590.48.01.facts", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("590 facts");
+    let bad = vgpu_conformance::compare_release(&table(), &text, "590.48.01").expect("parse");
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].contains("GET_NAME_STRING") && bad[0].contains("= 132"),
+        "{}",
+        bad[0]
+    );
+}

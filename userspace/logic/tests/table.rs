@@ -696,3 +696,32 @@ fn every_rewritten_row_is_covered_by_a_vm_test() {
         }
     }
 }
+
+#[test]
+fn every_release_table_is_the_base_table_with_its_sizes() {
+    // A release's control table has the same rows as 595.45.04's in the
+    // same order (the lookup is a binary search), differing in params sizes
+    // only; the newest comes first and is the base; names are unique.
+    use vgpu_logic::nv::release::{find, RELEASES};
+    assert_eq!(RELEASES[0].name, vgpu_logic::nv::RELEASE);
+    assert_eq!(RELEASES[0].controls, CONTROLS);
+    for (i, r) in RELEASES.iter().enumerate() {
+        assert_eq!(find(r.name.as_bytes()), Some(i), "{}", r.name);
+        assert_eq!(r.controls.len(), CONTROLS.len(), "{}", r.name);
+        for (a, b) in r.controls.iter().zip(CONTROLS) {
+            assert_eq!(
+                (a.cmd, a.name, a.policy, a.handler),
+                (b.cmd, b.name, b.policy, b.handler),
+                "{}",
+                r.name
+            );
+        }
+        assert_eq!(
+            r.control_row(0x2080_0110).map(|c| c.params_size),
+            Some(if r.name == "590.48.01" { 132 } else { 68 }),
+            "{}: GPU_GET_NAME_STRING",
+            r.name
+        );
+    }
+    assert_eq!(find(b"570.211.01"), None);
+}
