@@ -5,7 +5,9 @@
 #      (the module's core-only logic, the client library, tools);
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
-#      lockdep, kmemleak);
+#      lockdep, kmemleak), and every suite again on the fast kernel with the
+#      driver double claiming 590.48.01 (the other release vgpu has tables
+#      for);
 #   4. the demo (`make demo`) runs to the end with a clean kernel log.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
@@ -75,6 +77,19 @@ for v in "${variants[@]}"; do
         pass "$vp"; [ "$vf" = 0 ] || fail "$vf" "vm($v)"
     else
         fail 1 "vm($v) did not run"
+    fi
+done
+
+# The other release vgpu has tables for: every suite again on the fast
+# kernel, the double claiming it (docs/driver-branches.md).
+for rel in 590.48.01; do
+    step "VM (fast kernel, driver $rel)"
+    if scripts/vm.sh --variant fast --release "$rel"; then :; else echo "test: vm(fast, $rel) reported failure"; fi
+    if [ -f "build/vm-fast-$rel/counts" ]; then
+        read -r vp vf < "build/vm-fast-$rel/counts"
+        pass "$vp"; [ "$vf" = 0 ] || fail "$vf" "vm(fast, $rel)"
+    else
+        fail 1 "vm(fast, $rel) did not run"
     fi
 done
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Boot the vgpu test VM under QEMU (software emulation).
 #
-#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount] [SUITE...]
+#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount]
+#                 [--release RELEASE] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
 # selftests, and check the run: TAP results, KUnit results from the kernel
@@ -13,11 +14,15 @@
 # --shell boots to an interactive shell on this terminal (leave with
 # `reboot -f`, or Ctrl-A X). --icount runs one CPU whose clock counts guest
 # instructions (QEMU -icount shift=0,sleep=off; logs in build/vm-<variant>-icount/),
-# for costs that repeat exactly (make bench).
+# for costs that repeat exactly (make bench). --release makes the driver
+# double claim that NVIDIA release (`vgpu_release=` on the kernel command
+# line: the test program writes the double's option to /etc/modprobe.d;
+# logs in build/vm-<variant>-<release>/): vgpu then runs with its tables
+# for it, or refuses to load.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-variant=fast mode=test timeout="" icount=""
+variant=fast mode=test timeout="" icount="" release=""
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -26,7 +31,8 @@ while [ $# -gt 0 ]; do
     --demo) mode=demo; shift ;;
     --timeout) timeout=$2; shift 2 ;;
     --icount) icount=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --release) release=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
     esac
@@ -39,10 +45,17 @@ done
 "$VGPU_TOP/scripts/initramfs.sh" "$variant"
 
 kdir="$VGPU_TOP/build/kernel-$variant"
-out="$VGPU_TOP/build/vm-$variant${icount:+-icount}"
+out="$VGPU_TOP/build/vm-$variant${icount:+-icount}${release:+-$release}"
 rm -rf "$out" && mkdir -p "$out"
 args=$(IFS=,; echo "${suites[*]:-}")
 append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args vgpu_variant=$variant"
+if [ -n "$release" ]; then
+    case " 595.45.04 590.48.01 580.142 570.211.01 550.163.01 535.288.01 " in
+    *" $release "*) ;;
+    *) echo "vm: the double cannot claim release $release" >&2; exit 2 ;;
+    esac
+    append="$append vgpu_release=$release"
+fi
 mem=1G; [ "$variant" = debug ] && mem=2G
 # --icount: one CPU whose clock advances one nanosecond per guest
 # instruction (and jumps over idle time), so a cost measured with the guest's

@@ -84,6 +84,10 @@ fn main() {
     if wanted.first().map(String::as_str) == Some("demo-compute") {
         std::process::exit(demo::compute(&wanted[1..]));
     }
+    if let Err(e) = sys::claim_release() {
+        println!("TAP version 13\n1..1\nnot ok 1 setup.claim_release\n#   {e}");
+        std::process::exit(1);
+    }
     let chosen = select(&wanted);
     let total: usize = chosen.iter().map(|(_, t)| t.len()).sum();
     println!("TAP version 13");

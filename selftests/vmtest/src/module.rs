@@ -5,8 +5,8 @@
 use crate::ensure;
 use crate::session::Session;
 use crate::sys::{
-    as_container, delete_module, errno, exists, finit_module, is_chardev, module_loaded, read_file,
-    sh, write_file, Fd,
+    as_container, claimed_release, delete_module, errno, exists, finit_module, insmod_double,
+    is_chardev, module_loaded, read_file, sh, write_file, Fd,
 };
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
@@ -100,7 +100,7 @@ fn load_refused_on_another_release() -> Outcome {
     // The double claims to be 570.211.01, whose kernel-client blocks differ
     // from the 595.45.04 ones vgpu was checked against (NVOS21 alloc, a
     // 56-byte union): vgpu must not load, and must say why.
-    sh("modprobe nvidia release=3")?;
+    insmod_double("release=3")?;
     let path = sh("modinfo -F filename vgpu")?;
     let r = finit_module(path.trim(), "");
     let log = sh("dmesg")?;
@@ -131,7 +131,7 @@ fn loads_with_the_tables_of_590() -> Outcome {
     // asks again under 590's, whose tables it then runs with. A client
     // sequence through vgpu works: allocate, charge, free, and a control
     // of the release's own table (GET_GID_INFO, on kernel copies).
-    sh("modprobe nvidia release=1")?;
+    insmod_double("release=1")?;
     let r = (|| -> Outcome {
         sh("modprobe vgpu")?;
         let log = sh("dmesg")?;
@@ -237,7 +237,11 @@ fn query_version(node: &str) -> Result<String, String> {
 fn ioctl_forwarded_to_driver() -> Outcome {
     let direct = query_version("/dev/nvidiactl")?;
     let proxied = query_version(CTL)?;
-    ensure!(direct == "595.45.04", "driver double says {direct:?}");
+    let claimed = claimed_release();
+    ensure!(
+        direct == claimed,
+        "driver double says {direct:?}, want {claimed:?}"
+    );
     ensure!(
         proxied == direct,
         "through {CTL}: {proxied:?}, directly: {direct:?}"
@@ -387,9 +391,10 @@ fn unknown_calls_forwarded_on_request() -> Outcome {
         "calls_denied {denied}: want 1 (the denied row, not the forwarded unknown one)"
     );
     ensure!(
-        log.contains(
-            "control 0x20800deb is not in vgpu's tables for driver 595.45.04: forwarded (unknown_calls=1)"
-        ),
+        log.contains(&format!(
+            "control 0x20800deb is not in vgpu's tables for driver {}: forwarded (unknown_calls=1)",
+            claimed_release()
+        )),
         "the forwarded control is not named in the kernel log"
     );
     Ok(())

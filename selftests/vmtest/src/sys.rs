@@ -31,6 +31,51 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
     }
 }
 
+/// The NVIDIA releases the driver double can claim, in the order of its
+/// `release` parameter (`selftests/nvidia/nvidia_main.rs`).
+pub const DOUBLE_RELEASES: [&str; 6] = [
+    "595.45.04",
+    "590.48.01",
+    "580.142",
+    "570.211.01",
+    "550.163.01",
+    "535.288.01",
+];
+
+/// The release the double claims in this VM: `vgpu_release` from the
+/// kernel command line (`scripts/vm.sh --release`), else its default.
+pub fn claimed_release() -> String {
+    std::env::var("vgpu_release").unwrap_or_else(|_| DOUBLE_RELEASES[0].to_string())
+}
+
+/// Makes every `modprobe nvidia` of this VM claim [`claimed_release`]
+/// (`/etc/modprobe.d`, which busybox modprobe reads, implicit loads
+/// included). Tests that load the double with a `release` of their own use
+/// [`insmod_double`], since a parameter set twice is refused.
+pub fn claim_release() -> Result<(), String> {
+    let r = claimed_release();
+    let idx = DOUBLE_RELEASES
+        .iter()
+        .position(|x| *x == r)
+        .ok_or_else(|| format!("the double cannot claim {r}"))?;
+    if idx == 0 {
+        return Ok(());
+    }
+    std::fs::create_dir_all("/etc/modprobe.d").map_err(|e| format!("modprobe.d: {e}"))?;
+    std::fs::write(
+        "/etc/modprobe.d/nvidia-release.conf",
+        format!("options nvidia release={idx}\n"),
+    )
+    .map_err(|e| format!("modprobe.d: {e}"))
+}
+
+/// Loads the driver double with `args` alone (no `/etc/modprobe.d`
+/// options).
+pub fn insmod_double(args: &str) -> Result<String, String> {
+    let path = sh("modinfo -F filename nvidia")?;
+    sh(&format!("insmod {} {args}", path.trim()))
+}
+
 /// Whether `path` is a character device.
 pub fn is_chardev(path: &str) -> bool {
     std::fs::metadata(path)
