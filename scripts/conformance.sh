@@ -12,7 +12,8 @@
 # --tree DIR:   an unpacked source tree of one release (the same layout).
 #
 # Writes userspace/conformance/facts/RELEASE.facts (numbers only: NVIDIA's
-# headers are never committed). The host tests (cargo test -p
+# headers are never committed), and RELEASE.where (the header and line
+# where each name is defined, scripts/where-defined.py). The host tests (cargo test -p
 # vgpu-conformance) compare the project's definitions with those files on
 # every run, without the headers. A probe that does not compile means the
 # project names something the release does not have: the compiler's message
@@ -113,5 +114,7 @@ for rel in "$@"; do
         cat "$work/facts-$rel"
         scripts/rmctrl-facts.py "$root" "$work/facts-$rel"
     } > "$out"
+    # Where each name is defined in this release, for docs/driver-branches.md.
+    scripts/where-defined.py "$root" "$out" > "userspace/conformance/facts/$rel.where"
     echo "conformance: $out ($(grep -v '^#' "$out" | grep -vc 'absent$') facts, $(grep -c 'absent$' "$out") absent)"
 done

@@ -2151,11 +2151,47 @@ pub const RELEASES: &[&str] = &[
     "535.288.01",
 ];
 
+/// A `.where` file (`scripts/where-defined.py`): name -> `path:line`.
+pub fn parse_where(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The macro or type expression `expr` is about (as
+/// `scripts/where-defined.py` finds it).
+pub fn subject(expr: &str) -> Option<&str> {
+    fn ident(s: &str) -> Option<&str> {
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        s.get(..end).filter(|i| !i.is_empty())
+    }
+    if let Some(rest) = expr.strip_prefix("sizeof(((") {
+        return ident(rest);
+    }
+    if let Some(rest) = expr
+        .strip_prefix("sizeof(")
+        .or_else(|| expr.strip_prefix("offsetof("))
+    {
+        return ident(rest);
+    }
+    ident(expr).filter(|i| i.len() == expr.len())
+}
+
 /// Where `release`'s facts differ from what the project's table says (its
 /// table is written for [`RELEASE`]): one line per expression, Markdown,
-/// with the project's value and the release's, or `absent`. `text` is the
-/// release's facts file.
-pub fn drift(t: &Table, text: &str) -> Result<Vec<String>, String> {
+/// with the project's value, the release's (or `absent`), and where the
+/// name is defined in the release (in [`RELEASE`] if the release lacks
+/// it). `text` is the release's facts file, `here` and `base` the `.where`
+/// files of the release and of [`RELEASE`].
+pub fn drift(
+    t: &Table,
+    text: &str,
+    here: &BTreeMap<String, String>,
+    base: &BTreeMap<String, String>,
+) -> Result<Vec<String>, String> {
     let facts = parse_facts(text)?;
     let absent = absent_facts(text);
     let mut out = Vec::new();
@@ -2164,36 +2200,47 @@ pub fn drift(t: &Table, text: &str) -> Result<Vec<String>, String> {
         if !seen.insert(r.expr.clone()) {
             continue;
         }
-        let theirs = match facts.get(&r.expr) {
+        let (theirs, loc) = match facts.get(&r.expr) {
             Some(&v) if v == r.value => continue,
-            Some(&v) => v.to_string(),
-            None if absent.contains(&r.expr) => ABSENT.to_string(),
+            Some(&v) => (v.to_string(), subject(&r.expr).and_then(|n| here.get(n))),
+            None if absent.contains(&r.expr) => (
+                ABSENT.to_string(),
+                subject(&r.expr).and_then(|n| base.get(n)),
+            ),
             None => return Err(format!("`{}` is not in the facts file", r.expr)),
         };
-        out.push(format!("| `{}` | {} | {} |", r.expr, r.value, theirs));
+        let loc = loc.map_or_else(|| "-".to_string(), |l| format!("`{l}`"));
+        out.push(format!(
+            "| `{}` | {} | {} | {} |",
+            r.expr, r.value, theirs, loc
+        ));
     }
     Ok(out)
 }
 
 /// The generated part of `docs/driver-branches.md`: for every release of
 /// [`RELEASES`] after the first, the rows of the project's table whose
-/// value differs there. `facts` gives a release's facts file.
-pub fn support_matrix(t: &Table, facts: impl Fn(&str) -> String) -> Result<String, String> {
+/// value differs there. `file(release, ext)` gives a release's `.facts` or
+/// `.where` file.
+pub fn support_matrix(t: &Table, file: impl Fn(&str, &str) -> String) -> Result<String, String> {
     let mut s = String::new();
+    let base = parse_where(&file(RELEASE, "where"));
+    let checked = t
+        .rows
+        .iter()
+        .map(|r| r.expr.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     for rel in RELEASES.iter().skip(1) {
-        let lines = drift(t, &facts(rel))?;
+        let here = parse_where(&file(rel, "where"));
+        let lines = drift(t, &file(rel, "facts"), &here, &base)?;
         s.push_str(&format!(
-            "### {rel}\n\n{} of the {} expressions vgpu checks differ from {RELEASE}.\n\n",
-            lines.len(),
-            t.rows
-                .iter()
-                .map(|r| r.expr.as_str())
-                .collect::<std::collections::BTreeSet<_>>()
-                .len()
+            "### {rel}\n\n{} of the {checked} expressions vgpu checks differ from {RELEASE}.\n\n",
+            lines.len()
         ));
         if !lines.is_empty() {
             s.push_str(&format!(
-                "| expression | {RELEASE} | {rel} |\n|---|---|---|\n"
+                "| expression | {RELEASE} | {rel} | defined at ({rel}; {RELEASE} if absent) |\n|---|---|---|---|\n"
             ));
             for l in lines {
                 s.push_str(&l);

@@ -279,12 +279,12 @@ fn every_branch_has_a_facts_file_and_the_matrix_is_current() {
     // Each release's file parses and is whole (a probe that failed early
     // would leave most expressions absent), and docs/driver-branches.md
     // carries the section the files give.
-    let read = |rel: &str| {
-        let path = format!("{}/facts/{rel}.facts", env!("CARGO_MANIFEST_DIR"));
+    let read = |rel: &str, ext: &str| {
+        let path = format!("{}/facts/{rel}.{ext}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     };
     for rel in vgpu_conformance::RELEASES {
-        let text = read(rel);
+        let text = read(rel, "facts");
         let present = parse_facts(&text).unwrap_or_else(|e| panic!("{rel}: {e}"));
         let absent = vgpu_conformance::absent_facts(&text);
         assert!(present.len() > 1500, "{rel}: {} facts", present.len());
@@ -310,11 +310,12 @@ fn the_matrix_names_a_known_drift() {
     // the drift report must say so.
     let path = format!("{}/facts/570.211.01.facts", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).expect("570 facts");
-    let lines = vgpu_conformance::drift(&table(), &text).expect("drift");
+    let none = std::collections::BTreeMap::new();
+    let lines = vgpu_conformance::drift(&table(), &text, &none, &none).expect("drift");
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("params.alloc)` | 48 | 32 |")),
+            .any(|l| l.contains("params.alloc)` | 48 | 32 | -")),
         "{lines:?}"
     );
 }
@@ -353,4 +354,20 @@ fn a_release_with_the_newest_tables_fails_the_check() {
         "{}",
         bad[0]
     );
+}
+
+#[test]
+fn subjects_are_the_names_where_defined_finds() {
+    use vgpu_conformance::subject;
+    assert_eq!(subject("sizeof(UVM_FREE_PARAMS)"), Some("UVM_FREE_PARAMS"));
+    assert_eq!(
+        subject("offsetof(UVM_FREE_PARAMS, rmStatus)"),
+        Some("UVM_FREE_PARAMS")
+    );
+    assert_eq!(
+        subject("sizeof(((nvidia_kernel_rmapi_ops_t *)0)->params.alloc)"),
+        Some("nvidia_kernel_rmapi_ops_t")
+    );
+    assert_eq!(subject("NV_ESC_RM_ALLOC"), Some("NV_ESC_RM_ALLOC"));
+    assert_eq!(subject("rmctrl_flags(X)"), None);
 }

@@ -6,9 +6,9 @@
 
 fn main() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/facts");
-    let read = |rel: &str| {
-        std::fs::read_to_string(format!("{dir}/{rel}.facts"))
-            .unwrap_or_else(|e| panic!("{dir}/{rel}.facts: {e}"))
+    let read = |rel: &str, ext: &str| {
+        std::fs::read_to_string(format!("{dir}/{rel}.{ext}"))
+            .unwrap_or_else(|e| panic!("{dir}/{rel}.{ext}: {e}"))
     };
     match vgpu_conformance::support_matrix(&vgpu_conformance::table(), read) {
         Ok(s) => print!("{s}"),
