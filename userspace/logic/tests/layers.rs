@@ -62,11 +62,15 @@ fn file_of(m: &[String], all: &BTreeSet<String>) -> String {
 /// Paths named in code (not comments): `crate::a::b` and `super::a`.
 fn references(text: &str) -> Vec<(bool, Vec<String>)> {
     let mut out = Vec::new();
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        if code.contains("type OwnerModule = crate::") {
-            continue;
-        }
+    // The code without comments, as one line: a `use` group spans lines.
+    let joined: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .filter(|l| !l.contains("type OwnerModule = crate::"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    {
+        let code = joined.as_str();
         for (prefix, is_crate) in [("crate::", true), ("super::", false)] {
             let mut rest = code;
             while let Some(i) = rest.find(prefix) {
@@ -92,11 +96,31 @@ fn references(text: &str) -> Vec<(bool, Vec<String>)> {
                         break;
                     }
                 }
-                // A `use crate::a::{b, c}` names each of b, c.
+                // A `use crate::a::{b, c::{d}, e}` names each of b, c, e.
                 if r.starts_with('{') && is_crate {
-                    let inner = &r[1..r.find('}').unwrap_or(r.len())];
-                    for item in inner.split(',') {
-                        let item = item.trim().split("::").next().unwrap_or("").trim();
+                    let mut depth = 0;
+                    let mut items = vec![String::new()];
+                    for ch in r.chars() {
+                        match ch {
+                            '{' => depth += 1,
+                            '}' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            ',' if depth == 1 => items.push(String::new()),
+                            _ => {}
+                        }
+                        if depth >= 1 && ch != '{' || depth > 1 {
+                            if let Some(last) = items.last_mut() {
+                                last.push(ch);
+                            }
+                        }
+                    }
+                    for item in &items {
+                        let item = item.trim().trim_start_matches(',').trim();
+                        let item = item.split("::").next().unwrap_or("").trim();
                         if !item.is_empty() && item != "self" {
                             let mut p = path.clone();
                             p.push(item.to_owned());
