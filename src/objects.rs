@@ -177,6 +177,11 @@ impl Client {
         if let Some(node) = self.objs.remove_node(&handle) {
             let _ = self.spare.push_within_capacity(node.into_reservation());
         }
+        self.one_child_fewer(parent);
+    }
+
+    /// `parent` has one accounted child fewer (its count goes at 0).
+    fn one_child_fewer(&mut self, parent: u32) {
         if let Some(n) = self.children.get_mut(&parent) {
             *n -= 1;
             if *n == 0 {
@@ -249,12 +254,7 @@ impl Objects {
             // Recorded under this handle before: one child fewer for the
             // old object's parent.
             let (_, old) = old.to_key_value();
-            if let Some(n) = c.children.get_mut(&old.parent) {
-                *n -= 1;
-                if *n == 0 {
-                    c.children.remove(&old.parent);
-                }
-            }
+            c.one_child_fewer(old.parent);
         }
         Ok(())
     }

@@ -563,18 +563,20 @@ impl SchedWorker {
         // no tenant its share.
         if let Some((owner, end)) = carry.last.take() {
             let gap = (Instant::<Monotonic>::now() - end).as_nanos().max(0) as u64;
-            match owner.and_then(|id| vgpus.iter().position(|v| v.id == id)) {
-                Some(i) => {
-                    if let Some(d) = carry.debts.iter_mut().find(|(id, _)| *id == vgpus[i].id) {
-                        compute::settle(&mut d.1, 0, gap, period_ns);
+            match owner {
+                // A vGPU gone from this GPU since is owed nothing.
+                Some(id) => {
+                    if let Some(i) = vgpus.iter().position(|v| v.id == id) {
+                        if let Some(d) = carry.debts.iter_mut().find(|(d, _)| *d == id) {
+                            compute::settle(&mut d.1, 0, gap, period_ns);
+                        }
+                        self.account(&vgpus, &tenants, Some(i), gap);
                     }
-                    self.account(&vgpus, &tenants, Some(i), gap);
                 }
-                None if owner.is_none() => {
+                None => {
                     compute::settle(&mut carry.idle_debt, 0, gap, period_ns);
                     self.account(&vgpus, &tenants, None, gap);
                 }
-                None => {}
             }
         }
 

@@ -127,6 +127,7 @@ pub(crate) const MAX_GPUS: usize = 8;
 /// and GPU_GET_NAME_STRING's params, a control the double does not serve),
 /// so vgpu runs on it with its 590 tables. For the older ones it is enough
 /// to test that vgpu refuses a release it has no tables for.
+// `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
 const RELEASES: [&CStr; 6] = [
     c"595.45.04",
     c"590.48.01",
@@ -135,6 +136,23 @@ const RELEASES: [&CStr; 6] = [
     c"550.163.01",
     c"535.288.01",
 ];
+
+const _: () = {
+    let mut r = 0;
+    while r < RELEASES.len() {
+        let (a, b) = (
+            RELEASES[r].to_bytes(),
+            crate::nv::release::BRANCHES[r].as_bytes(),
+        );
+        assert!(a.len() == b.len());
+        let mut i = 0;
+        while i < a.len() {
+            assert!(a[i] == b[i]);
+            i += 1;
+        }
+        r += 1;
+    }
+};
 
 /// The driver version the double claims to be, NUL-terminated.
 pub(crate) fn release_cstr() -> &'static CStr {

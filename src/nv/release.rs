@@ -72,6 +72,19 @@ const _: () = {
     }
 };
 
+/// The newest release of each driver branch fleets run, newest first: the
+/// releases `userspace/conformance` has facts for and the driver double
+/// can claim (its `release` parameter indexes this list). vgpu has tables
+/// for those of [`RELEASES`] only.
+pub const BRANCHES: [&str; 6] = [
+    "595.45.04",
+    "590.48.01",
+    "580.142",
+    "570.211.01",
+    "550.163.01",
+    "535.288.01",
+];
+
 /// The index into [`RELEASES`] of the release in use.
 static SELECTED: AtomicUsize = AtomicUsize::new(0);
 

@@ -44,7 +44,7 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
             // Not this file's vGPU, or malformed: the driver answers.
         }
         Some(ControlHandler::Kernel) => {
-            if let Some(st) = on_kernel_copies(cx, &a, row)? {
+            if let Some(st) = row.map_or(Ok(None), |r| on_kernel_copies(cx, &a, r))? {
                 a.status = st;
                 user::write(addr, &a.to_bytes())?;
                 return Ok(0);
@@ -84,14 +84,7 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
 /// check that a user client is the caller's (`rmclientValidate_IMPL`,
 /// `rmapi/client.c:785` at 595.45.04): the check that the device or
 /// subdevice is one this file made is what keeps a tenant on its own.
-fn on_kernel_copies(
-    cx: &Ctx<'_>,
-    a: &abi::Nvos54,
-    row: Option<&ControlRow>,
-) -> Result<Option<u32>> {
-    let Some(row) = row else {
-        return Ok(None);
-    };
+fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<u32>> {
     let want = match a.cmd >> 16 {
         0x0080 => Kind::Device,
         0x2080 => Kind::Subdevice,

@@ -33,14 +33,7 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
 
 /// The NVIDIA releases the driver double can claim, in the order of its
 /// `release` parameter (`selftests/nvidia/nvidia_main.rs`).
-pub const DOUBLE_RELEASES: [&str; 6] = [
-    "595.45.04",
-    "590.48.01",
-    "580.142",
-    "570.211.01",
-    "550.163.01",
-    "535.288.01",
-];
+pub use vgpu_logic::nv::release::BRANCHES as DOUBLE_RELEASES;
 
 /// The release the double claims in this VM: `vgpu_release` from the
 /// kernel command line (`scripts/vm.sh --release`), else its default.

@@ -537,20 +537,13 @@ pub fn compare_release(t: &Table, text: &str, release: &str) -> Result<Vec<Strin
             }
             continue;
         }
-        match facts.get(&r.expr) {
-            None if absent.contains(&r.expr) => bad.push(format!(
+        if absent.contains(&r.expr) {
+            bad.push(format!(
                 "{}: `{}` is not in {release} (its headers lack it)",
                 r.item, r.expr
-            )),
-            None => bad.push(format!(
-                "{}: `{}` is not in the facts file of {release}",
-                r.item, r.expr
-            )),
-            Some(&v) if v != r.value => bad.push(format!(
-                "{}: the project says {} ({:#x}) for {release}, its headers say `{}` = {} ({:#x})",
-                r.item, r.value, r.value, r.expr, v, v
-            )),
-            Some(_) => {}
+            ));
+        } else if let Some(m) = row_mismatch(r, &facts) {
+            bad.push(format!("{release}: {m}"));
         }
     }
     Ok(bad)
@@ -2120,21 +2113,25 @@ pub fn absent_facts(text: &str) -> std::collections::BTreeSet<String> {
 /// Every row whose value differs from the facts, or that the facts lack:
 /// one message each.
 pub fn compare(t: &Table, facts: &BTreeMap<String, u64>) -> Vec<String> {
-    let mut bad = Vec::new();
-    for r in &t.rows {
-        match facts.get(&r.expr) {
-            None => bad.push(format!(
-                "{}: `{}` is not in the facts file (regenerate it with scripts/conformance.sh)",
-                r.item, r.expr
-            )),
-            Some(&v) if v != r.value => bad.push(format!(
-                "{}: the project says {} ({:#x}), NVIDIA's headers say `{}` = {} ({:#x})",
-                r.item, r.value, r.value, r.expr, v, v
-            )),
-            Some(_) => {}
-        }
+    t.rows
+        .iter()
+        .filter_map(|r| row_mismatch(r, facts))
+        .collect()
+}
+
+/// Why row `r` does not hold against `facts`, if it does not.
+fn row_mismatch(r: &Row, facts: &BTreeMap<String, u64>) -> Option<String> {
+    match facts.get(&r.expr) {
+        None => Some(format!(
+            "{}: `{}` is not in the facts file (regenerate it with scripts/conformance.sh)",
+            r.item, r.expr
+        )),
+        Some(&v) if v != r.value => Some(format!(
+            "{}: the project says {} ({:#x}), NVIDIA's headers say `{}` = {} ({:#x})",
+            r.item, r.value, r.value, r.expr, v, v
+        )),
+        Some(_) => None,
     }
-    bad
 }
 
 /// The release the project's tables are for.
@@ -2142,14 +2139,7 @@ pub const RELEASE: &str = nv::RELEASE;
 
 /// The newest release of each driver branch the conformance checker has a
 /// facts file for, newest first. vgpu's tables are written for the first.
-pub const RELEASES: &[&str] = &[
-    "595.45.04",
-    "590.48.01",
-    "580.142",
-    "570.211.01",
-    "550.163.01",
-    "535.288.01",
-];
+pub const RELEASES: &[&str] = &release::BRANCHES;
 
 /// A `.where` file (`scripts/where-defined.py`): name -> `path:line`.
 pub fn parse_where(text: &str) -> BTreeMap<String, String> {
