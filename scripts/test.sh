@@ -33,6 +33,40 @@ if ! scripts/setup-toolchain.sh; then
 fi
 
 step "kernels"
+for v in "${variants[@]}"; do
+    scripts/build-kernel.sh "$v" || fail 1 "kernel($v) build"
+done
+
+step "host: style"
+ksrc=$(readlink -f build/kernel-fast/source 2>/dev/null || true)
+fmtcfg=()
+[ -f "$ksrc/.rustfmt.toml" ] && fmtcfg=(--config-path "$ksrc/.rustfmt.toml")
+for root in src/vgpu_main.rs selftests/nvidia/nvidia_main.rs selftests/kclient_test/nvidia_kclient_test.rs; do
+    if rustfmt --edition 2021 "${fmtcfg[@]}" --check "$root" >/dev/null; then pass 1; else fail 1 "rustfmt $root"; fi
+done
+if (cd userspace && cargo fmt --all -- --check >/dev/null); then pass 1; else fail 1 "cargo fmt (userspace)"; fi
+if (cd userspace && cargo clippy -q --all-targets -- -D warnings); then pass 1; else fail 1 "clippy (userspace)"; fi
+
+step "host: VM checker"
+if out=$(python3 scripts/test_vmcheck.py 2>&1); then
+    pass "$(echo "$out" | sed -n 's/^Ran \([0-9]*\) tests.*/\1/p')"
+else
+    echo "$out"; fail 1 "scripts/test_vmcheck.py"
+fi
+
+step "host: cargo test"
+log=$(mktemp)
+(cd userspace && cargo test --workspace 2>&1) | tee "$log" | grep -E '^(test result|error|---- )' || true
+hp=$(awk '/^test result:/ {s += $4} END {print s + 0}' "$log")
+hf=$(awk '/^test result:/ {s += $6} END {print s + 0}' "$log")
+if grep -q '^test result:' "$log"; then
+    pass "$hp"; [ "$hf" = 0 ] || fail "$hf" "host tests"
+    grep -qE '^error(\[|:)' "$log" && fail 1 "host tests did not build"
+else
+    fail 1 "host tests did not run"
+fi
+rm -f "$log"
+
 # One VM run: its step title, its log directory under build/, and
 # scripts/vm.sh's arguments; its counts go into the totals.
 vm_run() {
