@@ -37,7 +37,7 @@ ifeq ($(CLIPPY),1)
 KBUILD_OPTS += CLIPPY=1
 endif
 
-.PHONY: all modules install modules_install clean check test bench demo vm kernel
+.PHONY: all modules install modules_install clean check test test-all-branches bench demo vm kernel
 
 all: modules
 
@@ -64,6 +64,11 @@ check:
 
 test:
 	scripts/test.sh $(TEST_ARGS)
+
+# As test, with every suite on the fast kernel once per driver release vgpu
+# has tables for (test runs the newest and the oldest).
+test-all-branches:
+	scripts/test.sh --all-branches $(TEST_ARGS)
 
 bench:
 	scripts/bench.sh

@@ -6,19 +6,41 @@
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
 #      lockdep, kmemleak), and every suite again on the fast kernel with the
-#      driver double claiming 590.48.01 (the other release vgpu has tables
-#      for);
+#      driver double claiming the oldest release vgpu has tables for (with
+#      --all-branches: each release vgpu has tables for, one run each);
 #   4. the demo (`make demo`) runs to the end with a clean kernel log.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
 #
-#   scripts/test.sh [--fast-only]     (--fast-only skips the debug kernel)
+#   scripts/test.sh [--fast-only] [--all-branches]
+#   (--fast-only skips the debug kernel; make test-all-branches passes
+#   --all-branches)
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
 
 variants=(fast debug)
-[ "${1:-}" = --fast-only ] && variants=(fast)
+all_branches=""
+for a in "$@"; do
+    case $a in
+        --fast-only) variants=(fast) ;;
+        --all-branches) all_branches=1 ;;
+        *) echo "test: unknown argument $a" >&2; exit 2 ;;
+    esac
+done
+# The releases vgpu has tables for, newest first (src/nv/release.rs,
+# RELEASES): the newest is the double's default, the others are runs of
+# their own.
+mapfile -t supported < <(sed -n 's/.*name_nul: b"\([0-9.]*\)\\0".*/\1/p' src/nv/release.rs)
+if [ "${#supported[@]}" -lt 2 ]; then
+    echo "test: cannot read the supported releases from src/nv/release.rs" >&2
+    exit 1
+fi
+if [ -n "$all_branches" ]; then
+    releases=("${supported[@]:1}")
+else
+    releases=("${supported[-1]}")
+fi
 
 passed=0 failed=0
 pass() { passed=$((passed + $1)); }
@@ -87,9 +109,10 @@ for v in "${variants[@]}"; do
     rm -rf "build/test-vm-$v" && cp -r "build/vm-$v" "build/test-vm-$v" 2>/dev/null || true
 done
 
-# The other release vgpu has tables for: every suite again on the fast
-# kernel, the double claiming it (docs/driver-branches.md).
-for rel in 590.48.01; do
+# Older releases vgpu has tables for: every suite again on the fast
+# kernel, the double claiming the release and speaking its ABI
+# (docs/driver-branches.md).
+for rel in "${releases[@]}"; do
     vm_run "fast kernel, driver $rel" "vm-fast-$rel" --variant fast --release "$rel"
 done
 

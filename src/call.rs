@@ -7,7 +7,8 @@ use kernel::prelude::*;
 
 use crate::kapi::{realfile::RealFile, user};
 use crate::nv::ioctl::{self, Escape, Xfer};
-use crate::nv::table::{self, EscapeRow};
+use crate::nv::release;
+use crate::nv::table::EscapeRow;
 
 /// An ioctl on a vgpu RM node, decoded as the driver decodes it (XFER
 /// unwrapped).
@@ -29,10 +30,13 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Decodes `cmd`: unknown escapes and wrong sizes are `EINVAL`, as the
-    /// driver answers them, and never reach it.
+    /// Decodes `cmd` by the escapes of the driver's release: unknown
+    /// escapes (an escape newer than the release included) and wrong sizes
+    /// are `EINVAL`, as the driver answers them, and never reach it.
     pub(crate) fn decode(cmd: u32, arg: usize) -> Result<Self> {
-        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
+        let rel = release::current();
+        let rule = |e| rel.escape_rule(e);
+        let command = ioctl::decode_with(cmd, rule).map_err(|_| EINVAL)?;
         if command.escape != Escape::IoctlXferCmd {
             return Ok(Self {
                 cmd,
@@ -41,13 +45,13 @@ impl Call {
                 escape: command.escape,
                 addr: arg as u64,
                 size: command.size,
-                row: table::escape_row(command.escape),
+                row: rel.escape_row(command.escape.nr()).ok_or(EINVAL)?,
             });
         }
         let mut hdr = [0u8; Xfer::SIZE];
         user::read(arg as u64, &mut hdr)?;
         let x = Xfer::from_bytes(&hdr);
-        let inner = x.inner().map_err(|_| EINVAL)?;
+        let inner = x.inner_with(rule).map_err(|_| EINVAL)?;
         Ok(Self {
             cmd,
             arg,
@@ -55,7 +59,7 @@ impl Call {
             escape: inner.escape,
             addr: x.ptr,
             size: inner.size,
-            row: table::escape_row(inner.escape),
+            row: rel.escape_row(inner.escape.nr()).ok_or(EINVAL)?,
         })
     }
 

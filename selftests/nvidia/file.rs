@@ -149,12 +149,16 @@ impl FileOperations for NvFops {
     fn ioctl(me: ArcBorrow<'_, NvFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let drv = driver()?;
         let arg = arg as u64;
-        let command = ioctl::decode(cmd).map_err(|_| EINVAL)?;
+        // The claimed release's escapes and size checks: an escape newer
+        // than it is unknown (`EINVAL`, as `nvidia_ioctl` answers one).
+        let abi = crate::abi();
+        let rule = |e| abi.escape_rule(e);
+        let command = ioctl::decode_with(cmd, rule).map_err(|_| EINVAL)?;
         let (escape, size, params_addr) = if command.escape == Escape::IoctlXferCmd {
             let mut hdr = [0u8; Xfer::SIZE];
             crate::kapi::user::read(arg, &mut hdr)?;
             let x = Xfer::from_bytes(&hdr);
-            let inner = x.inner().map_err(|_| EINVAL)?;
+            let inner = x.inner_with(rule).map_err(|_| EINVAL)?;
             (inner.escape, inner.size, x.ptr)
         } else {
             (command.escape, command.size, arg)

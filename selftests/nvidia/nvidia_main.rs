@@ -76,7 +76,7 @@ module! {
         },
         release: u32 {
             default: 0,
-            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (version string only)",
+            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (its ABI where vgpu has tables for it)",
         },
         vram0_mib: u64 {
             default: 8192,
@@ -120,13 +120,10 @@ pub(crate) const CTL_MINOR: u32 = 255;
 /// Most fake GPUs the double serves.
 pub(crate) const MAX_GPUS: usize = 8;
 /// The releases the double can claim to be (module parameter `release`),
-/// newest first. Only the version string differs so far: the ABI the double
-/// speaks is 595.45.04's whichever it claims. For 590.48.01 that is its ABI
-/// too, in all the double serves (what differs, `docs/driver-branches.md`:
-/// `nv_gpu_info_t.is_soc_disp`, padding in 590, which the double leaves 0,
-/// and GPU_GET_NAME_STRING's params, a control the double does not serve),
-/// so vgpu runs on it with its 590 tables. For the older ones it is enough
-/// to test that vgpu refuses a release it has no tables for.
+/// newest first. For those vgpu has tables for, the double speaks that
+/// release's ABI in everything it serves ([`abi`]: escapes, UVM blocks,
+/// params sizes); for the others only the version string, enough to test
+/// that vgpu refuses a release it has no tables for.
 // `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
 const RELEASES: [&CStr; 6] = [
     c"595.45.04",
@@ -163,6 +160,15 @@ pub(crate) fn release_cstr() -> &'static CStr {
 /// The driver version the double claims to be.
 pub(crate) fn release() -> &'static str {
     release_cstr().to_str().unwrap_or("595.45.04")
+}
+
+/// The ABI the double speaks: the tables of the release it claims, where
+/// vgpu has them (`crate::nv::release`, each checked against that
+/// release's headers by the conformance facts), else 595.45.04's (a release
+/// vgpu refuses at load: only its version string matters then).
+pub(crate) fn abi() -> &'static crate::nv::release::Release {
+    let r = &crate::nv::release::RELEASES;
+    crate::nv::release::find(release().as_bytes()).map_or(&r[0], |i| &r[i])
 }
 
 kernel::sync::global_lock! {

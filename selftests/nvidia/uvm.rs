@@ -560,13 +560,15 @@ impl FileOperations for UvmFops {
             return Err(EINVAL);
         }
         let command = Command::decode(cmd).ok_or(ENOSYS)?;
-        let Some(status_at) = command.status_offset() else {
+        // The block as the claimed release lays it out.
+        let row = crate::abi().uvm_command(command);
+        let Some(status_at) = row.status_at else {
             // UVM_DEINITIALIZE: reads no block and does nothing.
             return Ok(0);
         };
         let drv = driver()?;
         let arg = arg as u64;
-        let mut p = user::read_vec(arg, command.size())?;
+        let mut p = user::read_vec(arg, row.size)?;
         let status = drv.uvm_ioctl(&me, command, &mut p);
         if let Some(slot) = p.get_mut(status_at..status_at + 4) {
             slot.copy_from_slice(&status.to_ne_bytes());
@@ -1094,7 +1096,15 @@ impl Driver {
     }
 
     fn uvm_unregister_channel(&self, id: u64, p: &mut [u8]) -> RmResult {
-        let q = UnregisterChannelParams::decode(p);
+        // The release's layout (before 590 the GPU's UUID comes first;
+        // the channel is found by its handles in both).
+        let row = crate::abi().uvm_command(Command::UnregisterChannel);
+        let at = |name| row.field(name).and_then(|o| p.get(o..)).unwrap_or(&[]);
+        let q = UnregisterChannelParams {
+            h_client: u32::decode(at("h_client")),
+            h_channel: u32::decode(at("h_channel")),
+            rm_status: 0,
+        };
         self.with_space(id, |rm, si| {
             let s = &mut rm.uvm.spaces[si];
             let ci = s
@@ -1257,7 +1267,13 @@ impl Driver {
     }
 
     fn uvm_free(&self, id: u64, p: &mut [u8]) -> RmResult {
-        let q = uvm::FreeParams::decode(p).base;
+        // The release's layout: before 590 the block has the length too,
+        // and the range must be given whole (`uvm_free()`,
+        // `uvm_va_range.c:671-685` at 580.142).
+        let row = crate::abi().uvm_command(Command::Free);
+        let at = |name| row.field(name).and_then(|o| p.get(o..));
+        let q = at("base").map_or(0, u64::decode);
+        let length = at("length").map(u64::decode);
         self.with_space(id, |rm, si| {
             let s = &rm.uvm.spaces[si];
             let ri = s
@@ -1265,6 +1281,11 @@ impl Driver {
                 .iter()
                 .position(|r| r.start == q)
                 .ok_or(NV_ERR_INVALID_ADDRESS)?;
+            if let Some(len) = length {
+                if s.ranges[ri].len != len {
+                    return Err(NV_ERR_INVALID_ADDRESS);
+                }
+            }
             // Managed memory goes with munmap, channel ranges with
             // UNREGISTER_CHANNEL; dynamic-parallelism regions go here too
             // (uvm_va_range.c:689-707).

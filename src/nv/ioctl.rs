@@ -242,11 +242,30 @@ pub fn decode(cmd: u32) -> Result<Command, DecodeError> {
     decode_parts(ioc_nr(cmd), ioc_size(cmd))
 }
 
+/// [`decode`] for a release whose escapes and size checks `rule` gives
+/// (`None`: the release has no such escape).
+pub fn decode_with(
+    cmd: u32,
+    rule: impl Fn(Escape) -> Option<SizeRule>,
+) -> Result<Command, DecodeError> {
+    decode_parts_with(ioc_nr(cmd), ioc_size(cmd), rule)
+}
+
 /// Decodes an nr and size pair (used for the inner command of an XFER, whose
 /// size is carried outside the command word).
 pub fn decode_parts(nr: u8, size: usize) -> Result<Command, DecodeError> {
+    decode_parts_with(nr, size, |e| Some(e.size_rule()))
+}
+
+/// [`decode_parts`] with a release's escapes and size checks (`rule`).
+pub fn decode_parts_with(
+    nr: u8,
+    size: usize,
+    rule: impl Fn(Escape) -> Option<SizeRule>,
+) -> Result<Command, DecodeError> {
     let escape = Escape::from_nr(nr).ok_or(DecodeError::UnknownEscape(nr))?;
-    if !escape.size_rule().accepts(size) {
+    let rule = rule(escape).ok_or(DecodeError::UnknownEscape(nr))?;
+    if !rule.accepts(size) {
         return Err(DecodeError::BadSize { escape, size });
     }
     Ok(Command { escape, size })
@@ -282,6 +301,14 @@ impl Xfer {
     /// of an ordinary command but not [`XFER_MAX_SIZE`]; an XFER never wraps
     /// another XFER.
     pub fn inner(&self) -> Result<Command, DecodeError> {
+        self.inner_with(|e| Some(e.size_rule()))
+    }
+
+    /// [`Xfer::inner`] with a release's escapes and size checks (`rule`).
+    pub fn inner_with(
+        &self,
+        rule: impl Fn(Escape) -> Option<SizeRule>,
+    ) -> Result<Command, DecodeError> {
         let size = self.size as usize;
         let nr =
             u8::try_from(self.cmd).map_err(|_| DecodeError::UnknownEscape(ioc_nr(self.cmd)))?;
@@ -292,6 +319,6 @@ impl Xfer {
         if size > XFER_MAX_SIZE {
             return Err(DecodeError::BadSize { escape, size });
         }
-        decode_parts(nr, size)
+        decode_parts_with(nr, size, rule)
     }
 }

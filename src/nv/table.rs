@@ -267,7 +267,12 @@ use ControlHandler as C;
 /// Every class a container may name, by number. Sources per row in
 /// `docs/dispatch-table.md`.
 #[rustfmt::skip]
-pub const CLASSES: &[ClassRow] = &[
+pub const CLASSES: &[ClassRow] = &CLASS_ROWS;
+
+/// [`CLASSES`] as an array, so that a release's table can be a patched
+/// copy of it (`nv::release`).
+#[rustfmt::skip]
+pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::NV01_ROOT, "NV01_ROOT", 4, P::Rewritten, F::Client),
     cl(class::NV01_ROOT_NON_PRIV, "NV01_ROOT_NON_PRIV", 4, P::Rewritten, F::Client),
     cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
@@ -531,10 +536,16 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
 /// The row of class `c`, if the table has one (binary search: the rows
 /// are in number order, checked at compile time below).
 pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
-    let (mut lo, mut hi) = (0, CLASSES.len());
+    class_row_in(CLASSES, c)
+}
+
+/// The row of class `c` in `rows` (a release's class table, in number
+/// order), if it has one.
+pub const fn class_row_in(rows: &'static [ClassRow], c: u32) -> Option<&'static ClassRow> {
+    let (mut lo, mut hi) = (0, rows.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let row = &CLASSES[mid];
+        let row = &rows[mid];
         if row.class == c {
             return Some(row);
         }
@@ -587,6 +598,181 @@ pub const fn with_params_size<const N: usize>(
         }
         i += 1;
     }
+    rows
+}
+
+/// `rows` with each `(cmd, size)` of `sizes` applied as
+/// [`with_params_size`] does.
+pub const fn with_params_sizes<const N: usize>(
+    mut rows: [ControlRow; N],
+    sizes: &[(u32, u32)],
+) -> [ControlRow; N] {
+    let mut k = 0;
+    while k < sizes.len() {
+        let mut found = false;
+        let mut i = 0;
+        while i < N {
+            if rows[i].cmd == sizes[k].0 {
+                rows[i].params_size = sizes[k].1;
+                found = true;
+            }
+            i += 1;
+        }
+        assert!(found, "with_params_sizes: a control is not in the table");
+        k += 1;
+    }
+    rows
+}
+
+/// `rows` without control `cmd`: a release that lacks it. `M` must be
+/// `N - 1` and `cmd` in `rows` (checked at compile time).
+pub const fn without_control<const N: usize, const M: usize>(
+    rows: [ControlRow; N],
+    cmd: u32,
+) -> [ControlRow; M] {
+    assert!(M + 1 == N, "without_control: M must be N - 1");
+    let mut out = [rows[0]; M];
+    let (mut i, mut o) = (0, 0);
+    while i < N {
+        if rows[i].cmd != cmd {
+            assert!(o < M, "without_control: the control is not in the table");
+            out[o] = rows[i];
+            o += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `rows` with control `old` numbered `new`: a release that numbers it
+/// otherwise. The order must stay (checked at compile time).
+pub const fn renumbered_control<const N: usize>(
+    mut rows: [ControlRow; N],
+    old: u32,
+    new: u32,
+) -> [ControlRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].cmd == old && !found {
+            rows[i].cmd = new;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "renumbered_control: the control is not in the table");
+    let mut i = 1;
+    while i < N {
+        assert!(
+            rows[i - 1].cmd < rows[i].cmd,
+            "renumbered_control: order broken"
+        );
+        i += 1;
+    }
+    rows
+}
+
+/// `rows` with class `c`'s alloc params size set to `size`.
+pub const fn with_class_params_size<const N: usize>(
+    mut rows: [ClassRow; N],
+    c: u32,
+    size: u32,
+) -> [ClassRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].class == c {
+            rows[i].params_size = size;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(
+        found,
+        "with_class_params_size: the class is not in the table"
+    );
+    rows
+}
+
+/// `rows` without class `c`: a release that lacks it. `M` must be `N - 1`.
+pub const fn without_class<const N: usize, const M: usize>(
+    rows: [ClassRow; N],
+    c: u32,
+) -> [ClassRow; M] {
+    assert!(M + 1 == N, "without_class: M must be N - 1");
+    let mut out = [rows[0]; M];
+    let (mut i, mut o) = (0, 0);
+    while i < N {
+        if rows[i].class != c {
+            assert!(o < M, "without_class: the class is not in the table");
+            out[o] = rows[i];
+            o += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `rows` without escape `e`: a release that lacks it. `M` must be
+/// `N - 1`.
+pub const fn without_escape<const N: usize, const M: usize>(
+    rows: [EscapeRow; N],
+    e: Escape,
+) -> [EscapeRow; M] {
+    assert!(M + 1 == N, "without_escape: M must be N - 1");
+    let mut out = [rows[0]; M];
+    let (mut i, mut o) = (0, 0);
+    while i < N {
+        if rows[i].nr != e.nr() {
+            assert!(o < M, "without_escape: the escape is not in the table");
+            out[o] = rows[i];
+            o += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `rows` with escape `e`'s size check `size`.
+pub const fn with_escape_size<const N: usize>(
+    mut rows: [EscapeRow; N],
+    e: Escape,
+    size: SizeRule,
+) -> [EscapeRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].nr == e.nr() {
+            rows[i].size = size;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "with_escape_size: the escape is not in the table");
+    rows
+}
+
+/// `rows` with UVM command `c`'s block laid out as `fields`, `size` bytes:
+/// its status and client offsets follow the layout.
+pub const fn with_uvm_layout<const N: usize>(
+    mut rows: [UvmRow; N],
+    c: Command,
+    size: usize,
+    fields: &'static [WireField],
+) -> [UvmRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].number == c.number() {
+            rows[i].size = size;
+            rows[i].status_at = find_field(fields, "rm_status");
+            rows[i].client_at = find_field(fields, "h_client");
+            rows[i].fields = Some(fields);
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "with_uvm_layout: the command is not in the table");
     rows
 }
 
@@ -741,7 +927,11 @@ use EscapeHandler as H;
 /// they must pass vgpu's accounting and rewrites there. Reasons per row in
 /// `docs/dispatch-table.md`, "Escapes".
 #[rustfmt::skip]
-pub const ESCAPES: &[EscapeRow] = &[
+pub const ESCAPES: &[EscapeRow] = &ESCAPE_ROWS;
+
+/// [`ESCAPES`] as an array, for releases' patched copies.
+#[rustfmt::skip]
+pub(crate) const ESCAPE_ROWS: [EscapeRow; 25] = [
     esc(Escape::RmAllocMemory, Nodes::Both, P::Rewritten, H::AllocMemory),
     esc(Escape::RmFree, Nodes::Ctl, P::Served, H::Free),
     esc(Escape::RmControl, Nodes::Ctl, P::Bounce, H::Control),
@@ -776,15 +966,24 @@ pub const ESCAPES: &[EscapeRow] = &[
 /// The row of escape `e`. Every [`Escape`] has one (checked at compile time
 /// below), so a lookup never fails for an escape that decoded.
 pub const fn escape_row(e: Escape) -> &'static EscapeRow {
+    match escape_row_in(ESCAPES, e.nr()) {
+        Some(r) => r,
+        // Unreachable: every escape has a row (the assertion below).
+        None => &ESCAPES[0],
+    }
+}
+
+/// The row of the escape numbered `nr` in `rows` (a release's escape
+/// table), if it has one: a release lacks escapes newer than it.
+pub const fn escape_row_in(rows: &'static [EscapeRow], nr: u8) -> Option<&'static EscapeRow> {
     let mut i = 0;
-    while i < ESCAPES.len() {
-        if ESCAPES[i].nr == e.nr() {
-            return &ESCAPES[i];
+    while i < rows.len() {
+        if rows[i].nr == nr {
+            return Some(&rows[i]);
         }
         i += 1;
     }
-    // Unreachable: every escape has a row (the assertion below).
-    &ESCAPES[0]
+    None
 }
 
 /// What vgpu runs for a UVM command.
@@ -825,10 +1024,22 @@ pub struct UvmRow {
     pub fd_at: Option<usize>,
     /// Where the block names an RM client (`hClient`).
     pub client_at: Option<usize>,
+    /// The block's layout in this release, where vgpu declares one.
+    pub fields: Option<&'static [WireField]>,
     /// What vgpu does with it.
     pub policy: Policy,
     /// The handler.
     pub handler: UvmHandler,
+}
+
+impl UvmRow {
+    /// The offset of field `name` in the block, if the row's layout has it.
+    pub const fn field(&self, name: &str) -> Option<usize> {
+        match self.fields {
+            Some(f) => find_field(f, name),
+            None => None,
+        }
+    }
 }
 
 /// A UVM row: the facts from [`Command`] and its block's layout.
@@ -843,6 +1054,7 @@ const fn uvm(command: Command, policy: Policy, handler: UvmHandler) -> UvmRow {
             Some(f) => find_field(f, "h_client"),
             None => None,
         },
+        fields: command.fields(),
         policy,
         handler,
     }
@@ -853,7 +1065,11 @@ use UvmHandler as U;
 /// Every UVM command a container may send, in number order. Reasons per row
 /// in `docs/dispatch-table.md`, "UVM commands", and `docs/uvm-abi.md`.
 #[rustfmt::skip]
-pub const UVM: &[UvmRow] = &[
+pub const UVM: &[UvmRow] = &UVM_ROWS;
+
+/// [`UVM`] as an array, for releases' patched copies.
+#[rustfmt::skip]
+pub(crate) const UVM_ROWS: [UvmRow; 32] = [
     uvm(Command::CreateRangeGroup, P::Forward, U::Forward),
     uvm(Command::DestroyRangeGroup, P::Forward, U::Forward),
     uvm(Command::RegisterGpuVaspace, P::Bounce, U::ClientChecked),
@@ -890,10 +1106,16 @@ pub const UVM: &[UvmRow] = &[
 
 /// The row of UVM command number `number`, if the table has one.
 pub const fn uvm_row(number: u32) -> Option<&'static UvmRow> {
-    let (mut lo, mut hi) = (0, UVM.len());
+    uvm_row_in(UVM, number)
+}
+
+/// The row of UVM command number `number` in `rows` (a release's UVM
+/// table, in number order), if it has one.
+pub const fn uvm_row_in(rows: &'static [UvmRow], number: u32) -> Option<&'static UvmRow> {
+    let (mut lo, mut hi) = (0, rows.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let row = &UVM[mid];
+        let row = &rows[mid];
         if row.number == number {
             return Some(row);
         }

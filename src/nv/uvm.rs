@@ -688,3 +688,45 @@ pub const fn chunks(base: u64, length: u64) -> (u64, u64) {
     };
     (first, end)
 }
+
+/// Blocks whose layout 580 and older releases have otherwise: before 590,
+/// UVM_UNREGISTER_CHANNEL also names the GPU and UVM_FREE carries a length
+/// (`kernel-open/nvidia-uvm/uvm_ioctl.h:443-449` and `:510-515` at 580.142,
+/// and at 570.211.01, 550.163.01 and 535.288.01; the conformance facts of
+/// each release check the layouts). The UVM tables of those releases
+/// (`nv::release`) use these.
+pub mod r580 {
+    use super::Uuid;
+    use crate::nv::abi::{
+        fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut, FieldLayout, Wire,
+    };
+
+    wire_struct! {
+        /// UVM_UNREGISTER_CHANNEL_PARAMS before 590.
+        pub struct UnregisterChannelParams, size 28 {
+            /// In: the GPU of the channel.
+            gpu_uuid @ 0: Uuid,
+            /// In.
+            h_client @ 16: u32,
+            /// In.
+            h_channel @ 20: u32,
+            /// Out.
+            rm_status @ 24: u32,
+        }
+    }
+
+    wire_struct! {
+        /// UVM_FREE_PARAMS before 590: the range must be given whole
+        /// (`uvm_free()`, `uvm_va_range.c:663-685` at 580.142:
+        /// NV_ERR_INVALID_ADDRESS unless `[base, base + length)` is exactly
+        /// one range).
+        pub struct FreeParams, size 24 {
+            /// In: the start of a range that is not managed.
+            base @ 0: u64,
+            /// In: its length.
+            length @ 8: u64,
+            /// Out.
+            rm_status @ 16: u32,
+        }
+    }
+}

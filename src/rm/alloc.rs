@@ -13,7 +13,8 @@ use super::ctx::{CtlFile, Ctx};
 use crate::deny;
 use crate::kapi::{rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
-use crate::nv::table::{self, Policy};
+use crate::nv::release;
+use crate::nv::table::Policy;
 use crate::objects::{Held, Kind, Obj, Reservation};
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
@@ -85,7 +86,8 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     user::read(addr, blk)?;
     // `paramsSize` is not read: RM ignores it (see `accounted`).
     let h = Header::decode(blk);
-    let policy = table::class_row(h.h_class).map(|r| r.policy);
+    let row = release::current().class_row(h.h_class);
+    let policy = row.map(|r| r.policy);
     // Default deny: a class the table does not admit is refused the way RM
     // refuses a class it does not have (`rs_server.c:4149` at 595.45.04),
     // before anything reaches the driver.
@@ -95,7 +97,7 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     }
     let result = match policy {
         Some(Policy::Rewritten) => return client(cx, blk, h.h_new),
-        Some(Policy::Served) => accounted(cx, &h),
+        Some(Policy::Served) => accounted(cx, &h, row.map_or(0, |r| r.params_size as usize)),
         _ => return cx.call.forward_block(cx.real, blk),
     };
     match result {
@@ -149,8 +151,9 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
 }
 
 /// Devices, subdevices, memory, TSGs and channels: decided on kernel copies,
-/// executed through the kernel interface. Returns the new handle.
-fn accounted(cx: &Ctx<'_>, h: &Header) -> RmResult<u32> {
+/// executed through the kernel interface, `want` bytes of alloc params (the
+/// class's in the driver's release). Returns the new handle.
+fn accounted(cx: &Ctx<'_>, h: &Header, want: usize) -> RmResult<u32> {
     // A device is checked against the file's clients here; anything else
     // when its parent is looked up (`plan`), under the same lock.
     if h.h_class == class::NV01_DEVICE_0 && !cx.file.has_client(h.h_root) {
@@ -160,16 +163,12 @@ fn accounted(cx: &Ctx<'_>, h: &Header) -> RmResult<u32> {
     // 595.45.04: `rmapiGetClassAllocParamSize`, `resource_desc.c:181-214`;
     // `rmapiParamsCopyInit`, `param_copy.c:297-320`), so vgpu reads,
     // decides on and passes on exactly that many bytes: a short or long
-    // `paramsSize` changes nothing, the charge included.
-    let (want, optional) = match h.h_class {
-        // RS_OPTIONAL (`resource_list.h:175,449`).
-        class::NV01_DEVICE_0 => (abi::DeviceAllocParams::SIZE, true),
-        class::NV20_SUBDEVICE_0 => (abi::SubdeviceAllocParams::SIZE, true),
-        // RS_REQUIRED (`resource_list.h:484,505`, channels 283-392).
-        class::KEPLER_CHANNEL_GROUP_A => (abi::ChannelGroupAllocParams::SIZE, false),
-        c if class::is_channel_class(c) => (abi::ChannelAllocParams::SIZE, false),
-        _ => (abi::MemoryAllocationParams::SIZE, false),
-    };
+    // `paramsSize` changes nothing, the charge included. The size is the
+    // class row's in the driver's release (older releases' blocks are
+    // prefixes of 595.45.04's, whose missing fields decode as zero).
+    // RS_OPTIONAL (`resource_list.h:175,449`): devices and subdevices;
+    // RS_REQUIRED (`resource_list.h:484,505`, channels 283-392): the rest.
+    let optional = matches!(h.h_class, class::NV01_DEVICE_0 | class::NV20_SUBDEVICE_0);
     // Channel params are the largest of the accounted classes'; the rest
     // fit in a memory class's, which is all most allocations need zeroed.
     let mut small = [0u8; abi::MemoryAllocationParams::SIZE];

@@ -38,7 +38,8 @@ use crate::nv::abi::status::{
     NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_NO_MEMORY, NV_OK,
 };
 use crate::nv::abi::Wire;
-use crate::nv::table::{self, UvmHandler, UvmRow};
+use crate::nv::release;
+use crate::nv::table::{UvmHandler, UvmRow};
 use crate::nv::uvm::{self, init_flags, Command, Uuid};
 use crate::objects::Charge;
 use crate::rm::clients;
@@ -134,7 +135,7 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
     // Default deny: a number vgpu does not know never reaches the driver,
     // which answers unknown numbers with ENOSYS too; unless the operator
     // forwards unknown numbers (`unknown_calls=1`), as the caller wrote them.
-    let Some(row) = table::uvm_row(cmd) else {
+    let Some(row) = release::current().uvm_row(cmd) else {
         if crate::deny::admits(crate::deny::Family::Uvm, cmd, None) {
             return me.real.ioctl(cmd, arg);
         }
@@ -272,7 +273,9 @@ fn map_external(cx: &Ctx<'_>) -> Result<isize> {
 /// UVM_FREE: what was held at its base goes with it.
 fn free(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = cx.block()?;
-    let p: uvm::FreeParams = decode(&blk)?;
+    // `base` where the release's layout has it (first, in every release).
+    let at = cx.row.field("base").ok_or(EINVAL)?;
+    let base: u64 = decode(blk.get(at..).ok_or(EINVAL)?)?;
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
         let gone = {
@@ -280,7 +283,7 @@ fn free(cx: &Ctx<'_>) -> Result<isize> {
             let mut gone = KVec::new();
             let mut i = 0;
             while i < inner.external.len() {
-                if inner.external[i].base == p.base {
+                if inner.external[i].base == base {
                     if let Ok(e) = inner.external.remove(i) {
                         gone.push(e, GFP_KERNEL)?;
                     }
@@ -365,14 +368,19 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
     // by then still has its region paid for.
     if cx.status(&blk)? == NV_OK {
         if let Err(e) = hold_external(&cx.file.space, p.base, charge) {
-            // No record, no region: it goes (and the charge with it).
-            let mut free = [0u8; uvm::FreeParams::SIZE];
-            uvm::FreeParams {
-                base: p.base,
-                rm_status: 0,
+            // No record, no region: it goes (and the charge with it), by
+            // UVM_FREE in the release's layout (580 and older want the
+            // length too).
+            let row = release::current().uvm_command(Command::Free);
+            let mut free = [0u8; 32];
+            if let Some(blk) = free.get_mut(..row.size) {
+                for (name, value) in [("base", p.base), ("length", p.length)] {
+                    if let Some(d) = row.field(name).and_then(|off| blk.get_mut(off..)) {
+                        value.encode(d);
+                    }
+                }
+                let _ = cx.real.ioctl_block(Command::Free.number(), blk);
             }
-            .encode(&mut free);
-            let _ = cx.real.ioctl_block(Command::Free.number(), &mut free);
             return Err(e);
         }
     }

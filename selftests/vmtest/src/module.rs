@@ -4,12 +4,14 @@
 
 use crate::ensure;
 use crate::session::Session;
+use crate::sys::DOUBLE_RELEASES;
 use crate::sys::{
     as_container, claimed_release, delete_module, errno, exists, finit_module, insmod_double,
     is_chardev, module_loaded, read_file, sh, write_file, Fd,
 };
 use crate::tap::{Outcome, Test};
 use vgpu_logic::nv::ioctl::nv_iowr;
+use vgpu_logic::nv::release;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
 pub const TESTS: &[Test] = &[
@@ -22,8 +24,8 @@ pub const TESTS: &[Test] = &[
         run: load_refused_on_another_release,
     },
     Test {
-        name: "loads_with_the_tables_of_590",
-        run: loads_with_the_tables_of_590,
+        name: "loads_with_the_tables_of_every_release",
+        run: loads_with_the_tables_of_every_release,
     },
     Test {
         name: "modprobe_loads",
@@ -96,25 +98,38 @@ fn load_refused_without_driver() -> Outcome {
     Ok(())
 }
 
+/// The newest release the double can claim that vgpu has no tables for,
+/// with its index (the double's `release` parameter).
+fn unsupported_release() -> Result<(usize, &'static str), String> {
+    DOUBLE_RELEASES
+        .iter()
+        .enumerate()
+        .find(|(_, r)| release::find(r.as_bytes()).is_none())
+        .map(|(i, r)| (i, *r))
+        .ok_or_else(|| "vgpu has tables for every release the double claims".to_string())
+}
+
 fn load_refused_on_another_release() -> Outcome {
-    // The double claims to be 570.211.01, whose kernel-client blocks differ
-    // from the 595.45.04 ones vgpu was checked against (NVOS21 alloc, a
-    // 56-byte union): vgpu must not load, and must say why.
-    insmod_double("release=3")?;
+    // The double claims a release vgpu has no tables for (570.211.01 today,
+    // whose kernel-client blocks differ from those vgpu was checked
+    // against: NVOS21 alloc, a 56-byte union): vgpu must not load, and must
+    // say why, naming the releases it has tables for.
+    let (idx, name) = unsupported_release()?;
+    insmod_double(&format!("release={idx}"))?;
     let path = sh("modinfo -F filename vgpu")?;
     let r = finit_module(path.trim(), "");
     let log = sh("dmesg")?;
     let unloaded = sh("rmmod nvidia");
     ensure!(
         r == Err(libc::ENODEV),
-        "vgpu on driver 570.211.01: got {r:?}, want ENODEV"
+        "vgpu on driver {name}: got {r:?}, want ENODEV"
     );
-    ensure!(
-        log.contains(
-            "NVIDIA driver 570.211.01 is not supported: vgpu has ABI tables for 595.45.04, 590.48.01 only"
-        ),
-        "no message naming both releases in the kernel log"
+    let supported: Vec<&str> = release::RELEASES.iter().map(|r| r.name).collect();
+    let want = format!(
+        "NVIDIA driver {name} is not supported: vgpu has ABI tables for {} only",
+        supported.join(", ")
     );
+    ensure!(log.contains(&want), "no line {want:?} in the kernel log");
     ensure!(!module_loaded("vgpu"), "vgpu in /proc/modules");
     ensure!(!exists(CTL), "{CTL} left behind by a refused load");
     ensure!(
@@ -125,33 +140,47 @@ fn load_refused_on_another_release() -> Outcome {
     Ok(())
 }
 
-fn loads_with_the_tables_of_590() -> Outcome {
-    // The double claims to be 590.48.01, a release vgpu has tables for: vgpu
-    // asks the kernel-client table under 595.45.04's name, is refused, and
-    // asks again under 590's, whose tables it then runs with. A client
-    // sequence through vgpu works: allocate, charge, free, and a control
-    // of the release's own table (GET_GID_INFO, on kernel copies).
-    insmod_double("release=1")?;
+fn loads_with_the_tables_of_every_release() -> Outcome {
+    // For each release vgpu has tables for but the newest, the double
+    // claims it: vgpu asks the kernel-client table under 595.45.04's name,
+    // is refused, and asks again under the release's own, whose tables it
+    // then runs with. A client sequence through vgpu, speaking that
+    // release's ABI, works: allocate, charge, free, a control of the
+    // release's own table (GET_GID_INFO, on kernel copies).
+    for name in release::RELEASES.iter().skip(1).map(|r| r.name) {
+        loads_with_the_tables_of(name).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn loads_with_the_tables_of(name: &str) -> Outcome {
+    let idx = DOUBLE_RELEASES
+        .iter()
+        .position(|r| *r == name)
+        .ok_or("the double cannot claim it")?;
+    insmod_double(&format!("release={idx}"))?;
+    let spoke = nvclient::speaks().name;
+    nvclient::speak_release(name);
     let r = (|| -> Outcome {
         sh("modprobe vgpu")?;
         let log = sh("dmesg")?;
         ensure!(
-            log.contains("NVIDIA driver 590.48.01: using vgpu's tables for it"),
+            log.contains(&format!("NVIDIA driver {name}: using vgpu's tables for it")),
             "no line naming the release in use"
         );
         let shown = read_file("/sys/class/vgpu/driver_version")?;
-        ensure!(shown == "590.48.01", "driver_version {shown:?}");
-        std::fs::create_dir_all("/sys/fs/cgroup/r590").map_err(|e| format!("mkdir: {e}"))?;
+        ensure!(shown == name, "driver_version {shown:?}");
+        std::fs::create_dir_all("/sys/fs/cgroup/rel").map_err(|e| format!("mkdir: {e}"))?;
         write_file("/sys/class/vgpu/create", "0").map_err(|e| format!("create: {e}"))?;
         for (f, v) in [
             ("gpu", "0"),
             ("memory_limit", "1073741824"),
-            ("cgroup", "/r590"),
+            ("cgroup", "/rel"),
         ] {
             write_file(&format!("/sys/class/vgpu/vgpu0/{f}"), v)
                 .map_err(|e| format!("{f}: {e}"))?;
         }
-        let r = as_container("/r590", || {
+        let r = as_container("/rel", || {
             let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
             let m = s
                 .ctl
@@ -174,6 +203,7 @@ fn loads_with_the_tables_of_590() -> Outcome {
         let _ = write_file("/sys/class/vgpu/remove", "0");
         r
     })();
+    nvclient::speak_release(spoke);
     let _ = sh("rmmod vgpu");
     let unloaded = sh("rmmod nvidia");
     r?;

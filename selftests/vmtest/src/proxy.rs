@@ -179,7 +179,8 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
         .map_err(e("MAP_DYNAMIC_PARALLELISM_REGION"))?;
     u.validate_va_range(dp.addr(), 64 << 10)
         .map_err(e("VALIDATE the region"))?;
-    u.free(dp.addr()).map_err(e("UVM_FREE of the region"))?;
+    u.free(dp.addr(), 64 << 10)
+        .map_err(e("UVM_FREE of the region"))?;
     let mut buf = vec![0xa5u8; 5000];
     let wrote = u
         .tools_write_process_memory(managed.addr() + 100, &buf)
@@ -187,9 +188,9 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
     let read = u
         .tools_read_process_memory(managed.addr() + 100, &mut buf)
         .map_err(e("TOOLS_READ_PROCESS_MEMORY"))?;
-    u.unregister_channel(s.client, ch.h_channel)
+    u.unregister_channel(&uuid, s.client, ch.h_channel)
         .map_err(e("UNREGISTER_CHANNEL"))?;
-    u.free(ext.addr()).map_err(e("UVM_FREE"))?;
+    u.free(ext.addr(), 1 << 20).map_err(e("UVM_FREE"))?;
     managed.unmap().map_err(e("munmap managed"))?;
     // A container's table holds no real driver file, whatever it did.
     if ctl == "/dev/vgpuctl" {

@@ -346,7 +346,7 @@ fn foreign_clients() -> Outcome {
             "a channel of B's client",
         )?;
         want_rm(
-            c.u.uvm.unregister_channel(bc, 1),
+            c.u.uvm.unregister_channel(&c.u.uuid, bc, 1),
             NV_ERR_INVALID_OBJECT_HANDLE,
             "UNREGISTER_CHANNEL of B's client",
         )?;
@@ -459,7 +459,7 @@ fn external_keeps_charge() -> Outcome {
             "after RM free of mapped memory: used {}",
             sysfs(0, "memory_used")?
         );
-        c.u.uvm.free(base).map_err(e("UVM_FREE"))?;
+        c.u.uvm.free(base, 8 * MIB).map_err(e("UVM_FREE"))?;
         ensure!(
             sysfs(0, "memory_used")? == 0,
             "after UVM_FREE: used {}",
@@ -834,7 +834,9 @@ fn dp_region_and_tools() -> Outcome {
             NV_ERR_INVALID_DEVICE,
             "a region on another GPU",
         )?;
-        c.u.uvm.free(base).map_err(e("UVM_FREE of the region"))?;
+        c.u.uvm
+            .free(base, 2 * MIB)
+            .map_err(e("UVM_FREE of the region"))?;
         ensure!(
             sysfs(0, "memory_used")? == 0,
             "charged {} after UVM_FREE of the region",

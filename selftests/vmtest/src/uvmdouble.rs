@@ -644,15 +644,15 @@ fn channel_registration() -> Outcome {
         .validate_va_range(base, len)
         .ctx("VALIDATE_VA_RANGE of the channel range")?;
     want_rm(
-        f.uvm.free(base),
+        f.uvm.free(base, len),
         NV_ERR_INVALID_ADDRESS,
         "UVM_FREE of a channel range",
     )?;
     f.uvm
-        .unregister_channel(s.client, ch)
+        .unregister_channel(&f.uuid, s.client, ch)
         .ctx("UNREGISTER_CHANNEL")?;
     want_rm(
-        f.uvm.unregister_channel(s.client, ch),
+        f.uvm.unregister_channel(&f.uuid, s.client, ch),
         NV_ERR_INVALID_CHANNEL,
         "unregister twice",
     )?;
@@ -770,16 +770,16 @@ fn external_ranges_keep_memory() -> Outcome {
         "VRAM returned while UVM still maps it"
     );
     want_rm(
-        f.uvm.free(base + 4096),
+        f.uvm.free(base + 4096, len - 4096),
         NV_ERR_INVALID_ADDRESS,
         "FREE inside a range",
     )?;
     f.uvm
         .validate_va_range(base, len)
         .ctx("VALIDATE external")?;
-    f.uvm.free(base).ctx("UVM_FREE")?;
+    f.uvm.free(base, len).ctx("UVM_FREE")?;
     ensure!(s.heap_free()? == f0, "VRAM not returned after UVM_FREE");
-    want_rm(f.uvm.free(base), NV_ERR_INVALID_ADDRESS, "FREE twice")?;
+    want_rm(f.uvm.free(base, len), NV_ERR_INVALID_ADDRESS, "FREE twice")?;
     // UNMAP_EXTERNAL drops the reference too.
     let mem = s
         .ctl
@@ -871,9 +871,9 @@ fn managed_mmap_rules() -> Outcome {
         libc::EADDRINUSE,
         "mmap over an external range",
     )?;
-    f.uvm.free(a).ctx("FREE external")?;
+    f.uvm.free(a, l as u64).ctx("FREE external")?;
     want_rm(
-        f.uvm.free(m.addr()),
+        f.uvm.free(m.addr(), m.len() as u64),
         NV_ERR_INVALID_ADDRESS,
         "FREE of a managed range",
     )?;
@@ -1207,7 +1207,7 @@ fn engine_touch() -> Outcome {
     ensure!(s.heap_free()? == f0, "touched chunk kept after munmap");
     // A channel never registered with UVM: a fault.
     f.uvm
-        .unregister_channel(s.client, wc.h_channel)
+        .unregister_channel(&f.uuid, s.client, wc.h_channel)
         .ctx("UNREGISTER_CHANNEL")?;
     let m = f.uvm.map_managed(2 * MIB as usize).ctx("map_managed")?;
     run(&[work::touch(m.addr())], 5)?;
@@ -1532,13 +1532,17 @@ fn dynamic_parallelism_region() -> Outcome {
         .map_dynamic_parallelism_region(base + (2 << 20), 2 << 20, &f.uuid)
         .ctx("a 2 MiB region")?;
     ensure!(s.heap_free()? == f0, "the regions took VRAM");
-    f.uvm.free(base).ctx("UVM_FREE of the region")?;
+    f.uvm.free(base, 64 << 10).ctx("UVM_FREE of the region")?;
     want_rm(
         f.uvm.validate_va_range(base, 64 << 10),
         NV_ERR_INVALID_ADDRESS,
         "VALIDATE after FREE",
     )?;
-    want_rm(f.uvm.free(base), NV_ERR_INVALID_ADDRESS, "FREE twice")?;
+    want_rm(
+        f.uvm.free(base, 64 << 10),
+        NV_ERR_INVALID_ADDRESS,
+        "FREE twice",
+    )?;
     drop(m);
     Ok(())
 }

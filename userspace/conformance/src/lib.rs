@@ -30,7 +30,6 @@ use vgpu_logic::nv::{
     ioctl::{self, Escape, SizeRule},
     release,
     rmops::{self, op},
-    table,
     uvm::{self, init_flags},
 };
 
@@ -482,39 +481,62 @@ pub const HEADERS: &[&str] = &[
     "class/clcec0.h",
 ];
 
-/// Every fact the project defines, with the C expression for it.
+/// Every fact the project defines, with the C expression for it: the
+/// table of [`RELEASE`], the release vgpu's tables are written for (the
+/// first of the module's [`release::RELEASES`]).
 pub fn table() -> Table {
-    table_with(table::CONTROLS)
+    table_for(&release::RELEASES[0])
 }
 
 /// The table for release `r` of the module's [`release::RELEASES`]: what
-/// the project defines, with that release's own tables.
+/// the project defines, with that release's own tables (its escapes,
+/// classes, controls and UVM rows); an escape the release lacks is not in
+/// it.
 pub fn table_for(r: &release::Release) -> Table {
-    table_with(r.controls)
-}
-
-fn table_with(controls: &[table::ControlRow]) -> Table {
     let mut t = Table::default();
-    escapes(&mut t);
+    escapes(&mut t, r);
     rm_blocks(&mut t);
     params(&mut t);
     constants(&mut t);
     kernel_client(&mut t, rmops::MEMBERS);
-    uvm_rows(&mut t);
-    dispatch_table(&mut t, controls);
+    uvm_rows(&mut t, r);
+    dispatch_table(&mut t, r);
     t
+}
+
+/// What the probe prints: the rows of every release's table
+/// ([`table_for`] of each of the module's [`release::RELEASES`]), so that
+/// a facts file has the expressions only an older release's table names
+/// (its own UVM layouts); [`probe_source`] prints each expression once.
+pub fn probe_table() -> Table {
+    Table {
+        rows: release::RELEASES
+            .iter()
+            .flat_map(|r| table_for(r).rows)
+            .collect(),
+    }
 }
 
 /// Expressions the project checks that a release it supports does not
 /// have, with why vgpu does without them there.
-pub const NOT_IN_RELEASE: &[(&str, &[&str], &str)] = &[(
-    "590.48.01",
-    &[
-        "offsetof(nv_gpu_info_t, is_soc_disp)",
-        "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
-    ],
-    "the byte is padding in 590 and vgpu never reads it",
-)];
+pub const NOT_IN_RELEASE: &[(&str, &[&str], &str)] = &[
+    (
+        "590.48.01",
+        &[
+            "offsetof(nv_gpu_info_t, is_soc_disp)",
+            "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
+        ],
+        "the byte is padding in 590 and vgpu never reads it",
+    ),
+    (
+        "580.142",
+        &[
+            "offsetof(nv_gpu_info_t, is_soc_disp)",
+            "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
+        ],
+        "the byte is padding in 580 and vgpu never reads it",
+    ),
+];
 
 /// [`compare`] for release `release` (its facts file `text`): the
 /// expressions [`NOT_IN_RELEASE`] names for it must be absent there, every
@@ -549,12 +571,15 @@ pub fn compare_release(t: &Table, text: &str, release: &str) -> Result<Vec<Strin
     Ok(bad)
 }
 
-fn escapes(t: &mut Table) {
-    for &e in Escape::ALL {
+/// The escapes of release `rel` (its rows: an escape it lacks has none),
+/// with its size checks, and the `nv-ioctl.h` blocks they share.
+fn escapes(t: &mut Table, rel: &release::Release) {
+    for r in rel.escapes {
+        let e = r.escape;
         let name = escape_c_name(e);
-        t.konst(name, e.nr().into(), &format!("Escape::{e:?}.nr"));
+        t.konst(name, r.nr.into(), &format!("Escape::{e:?}.nr"));
         let types = escape_c_params(e);
-        let sizes: Vec<usize> = match e.size_rule() {
+        let sizes: Vec<usize> = match r.size {
             SizeRule::Exact(n) => vec![n],
             SizeRule::OneOf(a, b) => vec![a, b],
             SizeRule::Records(n) => vec![n],
@@ -569,7 +594,8 @@ fn escapes(t: &mut Table) {
             );
         }
     }
-    for &e in Escape::ALL {
+    for r in rel.escapes {
+        let e = r.escape;
         let (ty, field) = match e {
             Escape::RegisterFd => ("nv_ioctl_register_fd_t", "ctl_fd"),
             Escape::RmMapMemory => ("nv_ioctl_nvos33_parameters_with_fd", "fd"),
@@ -577,17 +603,11 @@ fn escapes(t: &mut Table) {
             Escape::AllocOsEvent => ("nv_ioctl_alloc_os_event_t", "fd"),
             Escape::FreeOsEvent => ("nv_ioctl_free_os_event_t", "fd"),
             _ => {
-                assert_eq!(
-                    e.embedded_fd(),
-                    None,
-                    "{e:?}: an fd the table does not know"
-                );
+                assert_eq!(r.fd_at, None, "{e:?}: an fd the table does not know");
                 continue;
             }
         };
-        let off = e
-            .embedded_fd()
-            .unwrap_or_else(|| panic!("{e:?} names no fd"));
+        let off = r.fd_at.unwrap_or_else(|| panic!("{e:?} names no fd"));
         t.konst(
             &format!("offsetof({ty}, {field})"),
             off as u64,
@@ -1229,126 +1249,137 @@ pub fn kernel_client(t: &mut Table, members: &[rmops::Member]) {
     t.konst("NV_MAX_GPUS", rmops::MAX_GPUS as u64, "rmops::MAX_GPUS");
 }
 
-fn uvm_rows(t: &mut Table) {
+/// The block layout a `wire_struct!` gives a UVM command: the Rust type
+/// (for messages), its size and fields, and the C side.
+struct UvmLayout<'a> {
+    item: &'static str,
+    size: usize,
+    fields: &'static [WireField],
+    c: CStruct<'a>,
+}
+
+/// Pairs a `wire_struct!` type with its C side.
+macro_rules! uvm_layout {
+    ($ty:path, $c:expr) => {
+        Some(UvmLayout {
+            item: stringify!($ty),
+            size: <$ty>::SIZE,
+            fields: <$ty>::FIELDS,
+            c: $c,
+        })
+    };
+}
+
+/// The layout the project decodes UVM command `c`'s block (C type `ty`)
+/// with in [`RELEASE`], where it decodes one.
+fn uvm_base_layout(c: uvm::Command, ty: &str) -> Option<UvmLayout<'_>> {
+    use uvm::Command as C;
+    let gpu_uuid_snake: &'static [(&str, &str)] = &[("gpu_uuid", "gpu_uuid")];
+    let requested: &'static [(&str, &str)] = &[("base", "requestedBase")];
+    match c {
+        C::Deinitialize => None,
+        C::Initialize => uvm_layout!(uvm::InitializeParams, CStruct::camel(ty)),
+        C::MmInitialize => uvm_layout!(uvm::MmInitializeParams, CStruct::camel(ty)),
+        C::RegisterGpu => uvm_layout!(
+            uvm::RegisterGpuParams,
+            CStruct::camel(ty).renamed(gpu_uuid_snake)
+        ),
+        C::UnregisterGpu => uvm_layout!(uvm::GpuParams, CStruct::camel(ty).renamed(gpu_uuid_snake)),
+        C::UnregisterGpuVaspace => uvm_layout!(uvm::GpuParams, CStruct::camel(ty)),
+        C::RegisterGpuVaspace => uvm_layout!(uvm::RegisterGpuVaspaceParams, CStruct::camel(ty)),
+        C::RegisterChannel => uvm_layout!(uvm::RegisterChannelParams, CStruct::camel(ty)),
+        C::UnregisterChannel => uvm_layout!(uvm::UnregisterChannelParams, CStruct::camel(ty)),
+        C::EnablePeerAccess | C::DisablePeerAccess => {
+            uvm_layout!(uvm::PeerAccessParams, CStruct::camel(ty))
+        }
+        C::MapExternalAllocation => {
+            uvm_layout!(uvm::MapExternalAllocationParams, CStruct::camel(ty))
+        }
+        C::Free => uvm_layout!(uvm::FreeParams, CStruct::camel(ty)),
+        C::PageableMemAccess => uvm_layout!(uvm::PageableMemAccessParams, CStruct::camel(ty)),
+        C::SetPreferredLocation => uvm_layout!(uvm::SetPreferredLocationParams, CStruct::camel(ty)),
+        C::UnsetPreferredLocation | C::EnableReadDuplication | C::DisableReadDuplication => {
+            uvm_layout!(uvm::RangeParams, CStruct::camel(ty).renamed(requested))
+        }
+        C::ValidateVaRange | C::CreateExternalRange => {
+            uvm_layout!(uvm::RangeParams, CStruct::camel(ty))
+        }
+        C::SetAccessedBy | C::UnsetAccessedBy => uvm_layout!(
+            uvm::RangeGpuParams,
+            CStruct::camel(ty).renamed(&[("base", "requestedBase"), ("uuid", "accessedByUuid")])
+        ),
+        C::CreateRangeGroup | C::DestroyRangeGroup => {
+            uvm_layout!(uvm::RangeGroupParams, CStruct::camel(ty))
+        }
+        C::SetRangeGroup => uvm_layout!(uvm::SetRangeGroupParams, CStruct::camel(ty)),
+        C::MigrateRangeGroup => uvm_layout!(uvm::MigrateRangeGroupParams, CStruct::camel(ty)),
+        C::ToolsReadProcessMemory => uvm_layout!(
+            uvm::ToolsProcessMemoryParams,
+            CStruct::camel(ty).renamed(&[("bytes_done", "bytesRead")])
+        ),
+        C::ToolsWriteProcessMemory => uvm_layout!(
+            uvm::ToolsProcessMemoryParams,
+            CStruct::camel(ty).renamed(&[("bytes_done", "bytesWritten")])
+        ),
+        C::UnmapExternal | C::MapDynamicParallelismRegion => uvm_layout!(
+            uvm::RangeGpuParams,
+            CStruct::camel(ty).renamed(&[("uuid", "gpuUuid")])
+        ),
+        C::Migrate => uvm_layout!(uvm::MigrateParams, CStruct::camel(ty)),
+        C::AllocSemaphorePool => uvm_layout!(uvm::AllocSemaphorePoolParams, CStruct::camel(ty)),
+    }
+}
+
+/// The UVM commands of release `rel` (its rows: numbers, block sizes,
+/// status and fd offsets, layouts), and the UVM constants vgpu uses.
+fn uvm_rows(t: &mut Table, rel: &release::Release) {
     use uvm::Command as C;
     for c in uvm::COMMANDS {
+        let Some(row) = rel.uvm_row(c.number()) else {
+            continue;
+        };
         let (name, params) = uvm_c_name(c);
         t.konst(
             name,
-            c.number().into(),
+            row.number.into(),
             &format!("uvm::Command::{c:?}.number"),
         );
-        match params {
-            None => assert_eq!(c.size(), 0, "{c:?} has a block"),
-            Some(ty) => {
-                t.konst(
-                    &format!("sizeof({ty})"),
-                    c.size() as u64,
-                    &format!("uvm::Command::{c:?}.size"),
-                );
-                if let Some(off) = c.status_offset() {
-                    t.konst(
-                        &format!("offsetof({ty}, rmStatus)"),
-                        off as u64,
-                        &format!("uvm::Command::{c:?}.status_offset"),
-                    );
-                }
-            }
+        let Some(ty) = params else {
+            assert_eq!(row.size, 0, "{c:?} has a block");
+            continue;
+        };
+        t.konst(
+            &format!("sizeof({ty})"),
+            row.size as u64,
+            &format!("uvm::Command::{c:?}.size"),
+        );
+        if let Some(off) = row.status_at {
+            t.konst(
+                &format!("offsetof({ty}, rmStatus)"),
+                off as u64,
+                &format!("uvm::Command::{c:?}.status_offset"),
+            );
         }
-        // The block's layout, field by field, where the project decodes it.
-        let gpu_uuid_snake: &[(&str, &str)] = &[("gpu_uuid", "gpu_uuid")];
-        let requested: &[(&str, &str)] = &[("base", "requestedBase")];
-        match (c, params) {
-            (_, None) | (C::Deinitialize, _) => {}
-            (C::Initialize, Some(ty)) => layout!(t, uvm::InitializeParams, CStruct::camel(ty)),
-            (C::MmInitialize, Some(ty)) => {
-                layout!(t, uvm::MmInitializeParams, CStruct::camel(ty))
-            }
-            (C::RegisterGpu, Some(ty)) => layout!(
-                t,
-                uvm::RegisterGpuParams,
-                CStruct::camel(ty).renamed(gpu_uuid_snake)
-            ),
-            (C::UnregisterGpu, Some(ty)) => layout!(
-                t,
-                uvm::GpuParams,
-                CStruct::camel(ty).renamed(gpu_uuid_snake)
-            ),
-            (C::UnregisterGpuVaspace, Some(ty)) => {
-                layout!(t, uvm::GpuParams, CStruct::camel(ty))
-            }
-            (C::RegisterGpuVaspace, Some(ty)) => {
-                layout!(t, uvm::RegisterGpuVaspaceParams, CStruct::camel(ty))
-            }
-            (C::RegisterChannel, Some(ty)) => {
-                layout!(t, uvm::RegisterChannelParams, CStruct::camel(ty))
-            }
-            (C::UnregisterChannel, Some(ty)) => {
-                layout!(t, uvm::UnregisterChannelParams, CStruct::camel(ty))
-            }
-            (C::EnablePeerAccess | C::DisablePeerAccess, Some(ty)) => {
-                layout!(t, uvm::PeerAccessParams, CStruct::camel(ty))
-            }
-            (C::MapExternalAllocation, Some(ty)) => {
-                layout!(t, uvm::MapExternalAllocationParams, CStruct::camel(ty))
-            }
-            (C::Free, Some(ty)) => layout!(t, uvm::FreeParams, CStruct::camel(ty)),
-            (C::PageableMemAccess, Some(ty)) => {
-                layout!(t, uvm::PageableMemAccessParams, CStruct::camel(ty))
-            }
-            (C::SetPreferredLocation, Some(ty)) => {
-                layout!(t, uvm::SetPreferredLocationParams, CStruct::camel(ty))
-            }
-            (
-                C::UnsetPreferredLocation | C::EnableReadDuplication | C::DisableReadDuplication,
-                Some(ty),
-            ) => layout!(t, uvm::RangeParams, CStruct::camel(ty).renamed(requested)),
-            (C::ValidateVaRange | C::CreateExternalRange, Some(ty)) => {
-                layout!(t, uvm::RangeParams, CStruct::camel(ty))
-            }
-            (C::SetAccessedBy | C::UnsetAccessedBy, Some(ty)) => layout!(
-                t,
-                uvm::RangeGpuParams,
-                CStruct::camel(ty)
-                    .renamed(&[("base", "requestedBase"), ("uuid", "accessedByUuid")])
-            ),
-            (C::CreateRangeGroup | C::DestroyRangeGroup, Some(ty)) => {
-                layout!(t, uvm::RangeGroupParams, CStruct::camel(ty))
-            }
-            (C::SetRangeGroup, Some(ty)) => {
-                layout!(t, uvm::SetRangeGroupParams, CStruct::camel(ty))
-            }
-            (C::MigrateRangeGroup, Some(ty)) => {
-                layout!(t, uvm::MigrateRangeGroupParams, CStruct::camel(ty))
-            }
-            (C::ToolsReadProcessMemory, Some(ty)) => layout!(
-                t,
-                uvm::ToolsProcessMemoryParams,
-                CStruct::camel(ty).renamed(&[("bytes_done", "bytesRead")])
-            ),
-            (C::ToolsWriteProcessMemory, Some(ty)) => layout!(
-                t,
-                uvm::ToolsProcessMemoryParams,
-                CStruct::camel(ty).renamed(&[("bytes_done", "bytesWritten")])
-            ),
-            (C::UnmapExternal | C::MapDynamicParallelismRegion, Some(ty)) => layout!(
-                t,
-                uvm::RangeGpuParams,
-                CStruct::camel(ty).renamed(&[("uuid", "gpuUuid")])
-            ),
-            (C::Migrate, Some(ty)) => layout!(t, uvm::MigrateParams, CStruct::camel(ty)),
-            (C::AllocSemaphorePool, Some(ty)) => {
-                layout!(t, uvm::AllocSemaphorePoolParams, CStruct::camel(ty))
-            }
+        // The block's layout, field by field, where the project decodes it:
+        // the release's own where its row lays the block out otherwise.
+        let (Some(base), Some(fields)) = (uvm_base_layout(c, ty), row.fields) else {
+            continue;
+        };
+        if (row.size, fields) == (base.size, base.fields) {
+            t.layout(base.item, base.size, base.fields, base.c);
+        } else {
+            let item = format!("release::RELEASES[{}].uvm[{c:?}]", rel.name);
+            t.layout(&item, row.size, fields, base.c);
         }
     }
     for (c, ty, field) in [
         (C::MmInitialize, "UVM_MM_INITIALIZE_PARAMS", "uvmFd"),
         (C::RegisterGpu, "UVM_REGISTER_GPU_PARAMS", "rmCtrlFd"),
     ] {
-        let off = c
-            .embedded_fd()
-            .unwrap_or_else(|| panic!("{c:?} names no fd"));
+        let Some(row) = rel.uvm_row(c.number()) else {
+            continue;
+        };
+        let off = row.fd_at.unwrap_or_else(|| panic!("{c:?} names no fd"));
         t.konst(
             &format!("offsetof({ty}, {field})"),
             off as u64,
@@ -2015,16 +2046,17 @@ pub fn dispatch_c_expr(name: &str) -> String {
     }
 }
 
-/// The dispatch table (`src/nv/table.rs`): every row's number by its NVIDIA
-/// name, and the params size of every row that takes params.
-fn dispatch_table(t: &mut Table, controls: &[table::ControlRow]) {
+/// The dispatch table of release `rel` (its classes and controls,
+/// `src/nv/table.rs` patched by `src/nv/release.rs`): every row's number
+/// by its NVIDIA name, and the params size of every row that takes params.
+fn dispatch_table(t: &mut Table, rel: &release::Release) {
     let size_of = |name: &str| {
         DISPATCH_PARAMS
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, ty)| format!("sizeof({ty})"))
     };
-    for r in table::CLASSES {
+    for r in rel.classes {
         let item = format!("table::CLASSES[{}]", r.name);
         t.konst(
             &dispatch_c_expr(r.name),
@@ -2035,7 +2067,7 @@ fn dispatch_table(t: &mut Table, controls: &[table::ControlRow]) {
             t.konst(&e, r.params_size.into(), &format!("{item}.params_size"));
         }
     }
-    for r in controls {
+    for r in rel.controls {
         let item = format!("table::CONTROLS[{}]", r.name);
         t.konst(
             &dispatch_c_expr(r.name),

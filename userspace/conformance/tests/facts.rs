@@ -115,10 +115,19 @@ fn a_fact_the_file_lacks_fails_the_check() {
 
 #[test]
 fn the_probe_prints_every_row() {
-    let t = table();
-    let src = vgpu_conformance::probe_source(&t);
-    for r in &t.rows {
-        assert!(src.contains(&format!("\"{}\"", r.expr)), "{}", r.expr);
+    // Every release's rows, not only the newest's: a facts file must have
+    // the expressions of an older release's own layouts too.
+    use vgpu_logic::nv::release::RELEASES;
+    let src = vgpu_conformance::probe_source(&vgpu_conformance::probe_table());
+    for rel in RELEASES.iter() {
+        for r in &vgpu_conformance::table_for(rel).rows {
+            assert!(
+                src.contains(&format!("\"{}\"", r.expr)),
+                "{}: {}",
+                rel.name,
+                r.expr
+            );
+        }
     }
 }
 
@@ -320,6 +329,12 @@ fn the_matrix_names_a_known_drift() {
     );
 }
 
+/// Release `release`'s facts file, as text.
+fn facts_text(release: &str) -> String {
+    let path = format!("{}/facts/{release}.facts", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[test]
 fn every_release_vgpu_supports_matches_its_facts() {
     // Each release of the module's RELEASES: the project's definitions with
@@ -327,8 +342,7 @@ fn every_release_vgpu_supports_matches_its_facts() {
     use vgpu_logic::nv::release::RELEASES;
     assert_eq!(RELEASES[0].name, RELEASE);
     for r in RELEASES.iter() {
-        let path = format!("{}/facts/{}.facts", env!("CARGO_MANIFEST_DIR"), r.name);
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text = facts_text(r.name);
         let bad = vgpu_conformance::compare_release(&vgpu_conformance::table_for(r), &text, r.name)
             .expect("facts parse");
         assert!(
@@ -370,4 +384,64 @@ fn subjects_are_the_names_where_defined_finds() {
     );
     assert_eq!(subject("NV_ESC_RM_ALLOC"), Some("NV_ESC_RM_ALLOC"));
     assert_eq!(subject("rmctrl_flags(X)"), None);
+}
+
+#[test]
+fn the_base_table_is_the_first_releases() {
+    // `table()` is the first release's table, and that release's tables are
+    // the base tables.
+    use vgpu_logic::nv::{release::RELEASES, table as base};
+    assert_eq!(vgpu_conformance::table_for(&RELEASES[0]).rows, table().rows);
+    let r = &RELEASES[0];
+    assert_eq!(r.escapes, base::ESCAPES);
+    assert_eq!(r.classes, base::CLASSES);
+    assert_eq!(r.controls, base::CONTROLS);
+    assert_eq!(r.uvm, base::UVM);
+}
+
+#[test]
+fn a_release_checked_against_another_releases_facts_fails() {
+    // 580.142's table against 595.45.04's facts: UVM_FREE's older layout
+    // (24 bytes, a length at 8, the status at 16) must be caught.
+    use vgpu_conformance::{compare_release, table_for};
+    use vgpu_logic::nv::release::RELEASES;
+    let r580 = RELEASES
+        .iter()
+        .find(|r| r.name == "580.142")
+        .expect("580.142");
+    let bad = compare_release(&table_for(r580), &facts_text(RELEASE), RELEASE).expect("parse");
+    let has = |what: &[&str]| bad.iter().any(|m| what.iter().all(|w| m.contains(w)));
+    assert!(
+        has(&["`sizeof(UVM_FREE_PARAMS)` = 16", "says 24"]),
+        "{bad:#?}"
+    );
+    assert!(
+        has(&["`offsetof(UVM_FREE_PARAMS, rmStatus)` = 8", "says 16"]),
+        "{bad:#?}"
+    );
+    assert!(
+        has(&["`offsetof(UVM_FREE_PARAMS, length)` is not in 595.45.04"]),
+        "{bad:#?}"
+    );
+    assert!(
+        has(&["`sizeof(UVM_UNREGISTER_CHANNEL_PARAMS)` = 12", "says 28"]),
+        "{bad:#?}"
+    );
+    assert!(
+        has(&["`sizeof(NV503B_ALLOC_PARAMETERS)` = 88", "says 72"]),
+        "{bad:#?}"
+    );
+    // And every release's table against every other release's facts: no
+    // two releases vgpu supports look alike to the check.
+    for a in RELEASES.iter() {
+        for b in RELEASES.iter().filter(|b| b.name != a.name) {
+            let bad = compare_release(&table_for(a), &facts_text(b.name), b.name).expect("parse");
+            assert!(
+                !bad.is_empty(),
+                "{}'s table passes against {}'s facts",
+                a.name,
+                b.name
+            );
+        }
+    }
 }

@@ -697,31 +697,84 @@ fn every_rewritten_row_is_covered_by_a_vm_test() {
     }
 }
 
+/// Whether `rel` is `base` less some rows, in the same order, each row
+/// agreeing with its base row on `key` (what vgpu decides) and differing
+/// at most in what `key` leaves out (sizes and layouts, which the
+/// conformance facts check per release).
+fn subsequence<T, K: PartialEq + std::fmt::Debug>(rel: &[T], base: &[T], key: impl Fn(&T) -> K) {
+    let mut b = base.iter();
+    for r in rel {
+        let k = key(r);
+        assert!(
+            b.by_ref().any(|x| key(x) == k),
+            "{k:?}: not in the base table, or out of order"
+        );
+    }
+}
+
 #[test]
 fn every_release_table_is_the_base_table_with_its_sizes() {
-    // A release's control table has the same rows as 595.45.04's in the
-    // same order (the lookup is a binary search), differing in params sizes
-    // only; the newest comes first and is the base; names are unique.
+    // A release's tables have the rows of 595.45.04's that the release
+    // has, in the same order (lookups are binary searches), with the same
+    // decisions: only sizes and layouts differ. The newest comes first and
+    // is the base; names are unique.
     use vgpu_logic::nv::release::{find, RELEASES};
+    use vgpu_logic::nv::table::{CLASSES, ESCAPES, UVM};
     assert_eq!(RELEASES[0].name, vgpu_logic::nv::RELEASE);
     assert_eq!(RELEASES[0].controls, CONTROLS);
+    assert_eq!(RELEASES[0].classes, CLASSES);
+    assert_eq!(RELEASES[0].escapes, ESCAPES);
+    assert_eq!(RELEASES[0].uvm, UVM);
     for (i, r) in RELEASES.iter().enumerate() {
         assert_eq!(find(r.name.as_bytes()), Some(i), "{}", r.name);
-        assert_eq!(r.controls.len(), CONTROLS.len(), "{}", r.name);
-        for (a, b) in r.controls.iter().zip(CONTROLS) {
-            assert_eq!(
-                (a.cmd, a.name, a.policy, a.handler),
-                (b.cmd, b.name, b.policy, b.handler),
-                "{}",
-                r.name
-            );
+        subsequence(r.controls, CONTROLS, |c| (c.name, c.policy, c.handler));
+        subsequence(r.classes, CLASSES, |c| (c.name, c.policy, c.family));
+        subsequence(r.escapes, ESCAPES, |e| {
+            (e.escape, e.nodes, e.policy, e.handler)
+        });
+        assert_eq!(r.uvm.len(), UVM.len(), "{}: every UVM command", r.name);
+        subsequence(r.uvm, UVM, |u| (u.command, u.number, u.policy, u.handler));
+        for c in r.controls.windows(2) {
+            assert!(c[0].cmd < c[1].cmd, "{}: controls out of order", r.name);
         }
+        for c in r.classes.windows(2) {
+            assert!(c[0].class < c[1].class, "{}: classes out of order", r.name);
+        }
+        // GPU_GET_NAME_STRING's params were halved in 595 only.
         assert_eq!(
             r.control_row(0x2080_0110).map(|c| c.params_size),
-            Some(if r.name == "590.48.01" { 132 } else { 68 }),
+            Some(if r.name == "595.45.04" { 68 } else { 132 }),
             "{}: GPU_GET_NAME_STRING",
             r.name
         );
     }
     assert_eq!(find(b"570.211.01"), None);
+}
+
+#[test]
+fn releases_before_590_have_the_older_uvm_layouts_and_no_numa_info() {
+    use vgpu_logic::nv::ioctl::{decode_with, nv_iowr, DecodeError, Escape};
+    use vgpu_logic::nv::release::{find, RELEASES};
+    use vgpu_logic::nv::uvm::Command;
+    let r580 = &RELEASES[find(b"580.142").expect("580.142 has tables")];
+    let r595 = &RELEASES[0];
+    let free = r580.uvm_command(Command::Free);
+    assert_eq!(
+        (free.size, free.status_at, free.field("length")),
+        (24, Some(16), Some(8))
+    );
+    let un = r580.uvm_command(Command::UnregisterChannel);
+    assert_eq!(
+        (un.size, un.client_at, un.status_at),
+        (28, Some(16), Some(24))
+    );
+    assert_eq!(r595.uvm_command(Command::Free).field("length"), None);
+    // NUMA_INFO decodes under 595 and is an unknown escape under 580.
+    let numa = nv_iowr(Escape::NumaInfo.nr(), 560);
+    assert!(decode_with(numa, |e| r595.escape_rule(e)).is_ok());
+    assert_eq!(
+        decode_with(numa, |e| r580.escape_rule(e)),
+        Err(DecodeError::UnknownEscape(Escape::NumaInfo.nr()))
+    );
+    assert_eq!(r580.class_row(0x503b).map(|c| c.params_size), Some(72));
 }

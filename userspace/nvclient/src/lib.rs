@@ -62,6 +62,33 @@ pub use work::{Doorbell, Ring, WorkChannel};
 
 use abi::NvStatus;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use vgpu_logic::nv::release::{self, Release, RELEASES};
+
+/// The release whose ABI the library speaks (an index into [`RELEASES`]).
+static SPEAKS: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes the library speak the ABI of driver release `name` from now on,
+/// as a libcuda built for that release does: its UVM blocks and the sizes
+/// vgpu's tables give for it. `false` (and no change) for a release vgpu
+/// has no tables for. The default is the newest.
+pub fn speak_release(name: &str) -> bool {
+    match release::find(name.as_bytes()) {
+        Some(i) => {
+            SPEAKS.store(i, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The release whose ABI the library speaks.
+pub fn speaks() -> &'static Release {
+    RELEASES
+        .get(SPEAKS.load(Ordering::Relaxed))
+        .unwrap_or(&RELEASES[0])
+}
+
 /// Why a call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {

@@ -43,6 +43,8 @@ use crate::abi::{
 };
 use crate::{rm_result, Ctl, Error, Node, Result};
 
+use vgpu_logic::nv::table::UvmRow;
+use vgpu_logic::nv::uvm::r580;
 pub use vgpu_logic::nv::uvm::{
     init_flags, migrate_flags, Command, FreeParams, GpuMappingAttributes, GpuParams,
     InitializeParams, MapExternalAllocationParams, MigrateParams, MigrateRangeGroupParams,
@@ -61,10 +63,20 @@ fn is_tools_access(c: Command) -> bool {
     )
 }
 
+/// Command `c`'s row in the release the library speaks.
+fn row(c: Command) -> &'static UvmRow {
+    crate::speaks().uvm_command(c)
+}
+
+/// Command `c`'s block size in the release the library speaks.
+pub fn block_size(c: Command) -> usize {
+    row(c).size
+}
+
 /// Reads the `rmStatus` of command `cmd` from its block.
 fn status_of(cmd: Command, block: &[u8]) -> Result<u32> {
-    let at = cmd
-        .status_offset()
+    let at = row(cmd)
+        .status_at
         .ok_or(Error::Invalid("command has no parameter block"))?;
     let b = block
         .get(at..at + 4)
@@ -189,7 +201,7 @@ impl Uvm {
     /// [`Uvm::tools_read_process_memory`] and its kin.
     pub fn call(&self, cmd: u32, block: &mut [u8]) -> Result<()> {
         if let Some(c) = Command::decode(cmd) {
-            if block.len() < c.size() {
+            if block.len() < block_size(c) {
                 return Err(Error::Invalid("block shorter than the command's"));
             }
             if is_tools_access(c) {
@@ -220,7 +232,7 @@ impl Uvm {
     /// Issues command `cmd` with a raw block of exactly its size and checks
     /// the status.
     pub fn command_bytes(&self, cmd: Command, block: &mut [u8]) -> Result<()> {
-        if block.len() != cmd.size() {
+        if block.len() != block_size(cmd) {
             return Err(Error::Invalid("block of the wrong size for the command"));
         }
         self.call(cmd.number(), block)?;
@@ -230,7 +242,7 @@ impl Uvm {
     /// Issues command `cmd` with a typed block, decoding the driver's
     /// copy-out back into it (also on an RM failure), and checks the status.
     pub fn command<T: Wire>(&self, cmd: Command, params: &mut T) -> Result<()> {
-        if T::SIZE != cmd.size() {
+        if T::SIZE != block_size(cmd) {
             return Err(Error::Invalid(
                 "block type of the wrong size for the command",
             ));
@@ -343,8 +355,23 @@ impl Uvm {
         self.command(Command::RegisterChannel, &mut p)
     }
 
-    /// UVM_UNREGISTER_CHANNEL.
-    pub fn unregister_channel(&self, h_client: Handle, h_channel: Handle) -> Result<()> {
+    /// UVM_UNREGISTER_CHANNEL of a channel on GPU `gpu` (which releases
+    /// before 590 name in the block).
+    pub fn unregister_channel(
+        &self,
+        gpu: &Uuid,
+        h_client: Handle,
+        h_channel: Handle,
+    ) -> Result<()> {
+        if row(Command::UnregisterChannel).size != UnregisterChannelParams::SIZE {
+            let mut p = r580::UnregisterChannelParams {
+                gpu_uuid: *gpu,
+                h_client,
+                h_channel,
+                rm_status: 0,
+            };
+            return self.command(Command::UnregisterChannel, &mut p);
+        }
         let mut p = UnregisterChannelParams {
             h_client,
             h_channel,
@@ -446,8 +473,17 @@ impl Uvm {
         self.range_gpu_command(Command::UnmapExternal, base, length, gpu)
     }
 
-    /// UVM_FREE of the range starting at `base`.
-    pub fn free(&self, base: u64) -> Result<()> {
+    /// UVM_FREE of the range `[base, base + length)` (releases before 590
+    /// want the length, and the range whole).
+    pub fn free(&self, base: u64, length: u64) -> Result<()> {
+        if row(Command::Free).size != FreeParams::SIZE {
+            let mut p = r580::FreeParams {
+                base,
+                length,
+                rm_status: 0,
+            };
+            return self.command(Command::Free, &mut p);
+        }
         let mut p = FreeParams { base, rm_status: 0 };
         self.command(Command::Free, &mut p)
     }
@@ -878,7 +914,7 @@ mod tests {
 
     #[test]
     fn status_is_read_where_the_command_keeps_it() {
-        let mut b = vec![0u8; Command::MapExternalAllocation.size()];
+        let mut b = vec![0u8; block_size(Command::MapExternalAllocation)];
         b[9260..9264].copy_from_slice(&0x1fu32.to_ne_bytes());
         assert_eq!(status_of(Command::MapExternalAllocation, &b), Ok(0x1f));
         assert!(status_of(Command::Deinitialize, &b).is_err());
@@ -904,7 +940,7 @@ mod tests {
             Command::ToolsReadProcessMemory,
             Command::ToolsWriteProcessMemory,
         ] {
-            let mut b = vec![0u8; c.size()];
+            let mut b = vec![0u8; block_size(c)];
             assert!(matches!(n.call(c.number(), &mut b), Err(Error::Invalid(_))));
             let mut p = ToolsProcessMemoryParams::default();
             assert!(matches!(n.command(c, &mut p), Err(Error::Invalid(_))));
