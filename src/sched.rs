@@ -272,7 +272,11 @@ fn schedule(rm: &RmOps, client: u32, handle: u32, tsg: bool, enable: bool) -> Rm
     } else {
         ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE
     };
-    rm.control(client, handle, cmd, &mut p)
+    // The release's params (2 bytes before 580: no `bSkipEnable`).
+    let n = crate::nv::release::current()
+        .control_row(cmd)
+        .map_or(p.len(), |r| r.params_size as usize);
+    rm.control(client, handle, cmd, p.get_mut(..n).ok_or(EINVAL)?)
 }
 
 /// Disables and preempts `e` (a channel's disable takes it off the engine).

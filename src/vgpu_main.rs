@@ -58,7 +58,7 @@ module! {
     type: VgpuModule,
     name: "vgpu",
     authors: ["vgpu developers"],
-    description: "Per-container virtual NVIDIA GPUs: memory ceilings and compute shares (NVIDIA driver 595.45.04)",
+    description: "Per-container virtual NVIDIA GPUs: memory ceilings and compute shares (NVIDIA drivers 595.45.04, 590.48.01, 580.142, 570.211.01, 550.163.01, 535.288.01)",
     license: "GPL",
     params: {
         unknown_calls: u32 {

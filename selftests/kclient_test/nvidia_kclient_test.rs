@@ -40,11 +40,17 @@ mod tests {
 
     fn heap_free_kib(ops: &RmOps, client: u32, subdev: u32) -> Result<u32> {
         let mut q = abi::FbGetInfoV2Params::new(&[fb_info::HEAP_FREE]).to_bytes();
-        let st = status(ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, &mut q))?;
+        // The params as the driver's release sizes them (a shorter list
+        // before 580).
+        let n = crate::nv::release::current()
+            .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+            .map_or(q.len(), |r| r.params_size as usize);
+        let q = q.get_mut(..n).ok_or(EINVAL)?;
+        let st = status(ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, q))?;
         if st != NV_OK {
             return Err(EIO);
         }
-        abi::FbGetInfoV2Params::decode(&q)
+        abi::FbGetInfoV2Params::decode(q)
             .get(fb_info::HEAP_FREE)
             .ok_or(EIO)
     }
@@ -274,10 +280,22 @@ mod tests {
         // An op the union has no member for never reaches the driver.
         let mut b = [0u8; 16];
         assert_eq!(ops.raw_op(0x7f, &mut b), Err(EINVAL));
-        // Nor does a block of another size than its member (an NVOS21 for
-        // NV04_ALLOC is 575+'s fault at load).
-        let mut b = [0u8; abi::Nvos21::SIZE];
-        assert_eq!(ops.raw_op(crate::nv::rmops::op::ALLOC, &mut b), Err(EINVAL));
+        // Nor does a block of another size than its member in the driver's
+        // release (an NVOS21 for NV04_ALLOC is 575+'s fault at load, an
+        // NVOS64 an older release's).
+        let ours = crate::nv::release::current()
+            .kernel
+            .member_size(crate::nv::rmops::op::ALLOC);
+        let mut b = [0u8; abi::Nvos64::SIZE];
+        let other = if ours == Some(abi::Nvos21::SIZE) {
+            abi::Nvos64::SIZE
+        } else {
+            abi::Nvos21::SIZE
+        };
+        assert_eq!(
+            ops.raw_op(crate::nv::rmops::op::ALLOC, &mut b[..other]),
+            Err(EINVAL)
+        );
         // An op the double does not serve (NV04_BIND_CONTEXT_DMA, NVOS49:
         // status at 12 as in NVOS00) is refused in its status.
         let mut b = [0u8; 16];

@@ -148,8 +148,13 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
         return;
     }
     let base = cmd as usize as u64;
+    // The claimed release's block: its union is 56 bytes before 580.
+    let kc = crate::abi().kernel;
     let mut bytes = [0u8; CMD_SIZE];
-    if kernel_read(base, &mut bytes).is_err() {
+    let Some(ours) = bytes.get_mut(..kc.cmd_size()) else {
+        return;
+    };
+    if kernel_read(base, ours).is_err() {
         return;
     }
     let mut cmd = OpsCmd::from_bytes(bytes);
@@ -160,7 +165,9 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
         op::CONTROL => serve(params, |a: &mut abi::Nvos54| {
             a.status = status_of(drv.control(a, None, &Space::Kernel));
         }),
-        op::ALLOC => serve(params, |a: &mut Alloc| {
+        // The release's NV04_ALLOC block (an NVOS21 before 580), served as
+        // the newest layout: a field the release lacks reads 0.
+        op::ALLOC => serve_alloc(params, kc.alloc, |a: &mut Alloc| {
             // RM copies the requested rights mask (an RS_ACCESS_MASK, one
             // 32-bit limb) from this pointer with the caller's privilege,
             // here kernel (alloc_free.c:155-170, param_copy.c:224): a block
@@ -197,11 +204,27 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
             a.status = NV_ERR_NOT_SUPPORTED
         }),
     }
-    let _ = kernel_write(base, cmd.bytes());
+    let _ = kernel_write(base, &cmd.bytes()[..kc.cmd_size()]);
 }
 
 /// Serves one op: decodes its params block `T` from the union, lets `f`
 /// fill in the results (status included) and writes them back.
+/// As [`serve`], for an NV04_ALLOC block laid out as `fields` in the
+/// claimed release: moved into the newest layout ([`Alloc`]) by field name,
+/// served, and moved back.
+fn serve_alloc(
+    params: &mut [u8],
+    fields: &'static [crate::nv::abi::WireField],
+    f: impl FnOnce(&mut Alloc),
+) {
+    let mut b = [0u8; Alloc::SIZE];
+    abi::relayout(params, fields, &mut b, Alloc::FIELDS);
+    let mut a = Alloc::decode(&b);
+    f(&mut a);
+    a.encode(&mut b);
+    abi::relayout(&b, Alloc::FIELDS, params, fields);
+}
+
 fn serve<T: Wire>(params: &mut [u8], f: impl FnOnce(&mut T)) {
     let Some(b) = params.get_mut(..T::SIZE) else {
         return;

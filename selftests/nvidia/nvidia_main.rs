@@ -76,7 +76,7 @@ module! {
         },
         release: u32 {
             default: 0,
-            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (its ABI where vgpu has tables for it)",
+            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only)",
         },
         vram0_mib: u64 {
             default: 8192,
@@ -122,21 +122,23 @@ pub(crate) const MAX_GPUS: usize = 8;
 /// The releases the double can claim to be (module parameter `release`),
 /// newest first. For those vgpu has tables for, the double speaks that
 /// release's ABI in everything it serves ([`abi`]: escapes, UVM blocks,
-/// params sizes); for the others only the version string, enough to test
-/// that vgpu refuses a release it has no tables for.
+/// params sizes, the kernel-client blocks); the last, 560.35.05, a release
+/// vgpu has no tables for, is only a version string, enough to test that
+/// vgpu refuses it.
 // `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
-const RELEASES: [&CStr; 6] = [
+const RELEASES: [&CStr; 7] = [
     c"595.45.04",
     c"590.48.01",
     c"580.142",
     c"570.211.01",
     c"550.163.01",
     c"535.288.01",
+    c"560.35.05",
 ];
 
 const _: () = {
     let mut r = 0;
-    while r < RELEASES.len() {
+    while r < crate::nv::release::BRANCHES.len() {
         let (a, b) = (
             RELEASES[r].to_bytes(),
             crate::nv::release::BRANCHES[r].as_bytes(),

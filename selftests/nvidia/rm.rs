@@ -807,7 +807,7 @@ impl Driver {
             },
             class::NV01_MEMORY_LOCAL_USER | class::NV01_MEMORY_SYSTEM => {
                 let gpu = parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
-                let mut mp: abi::MemoryAllocationParams = parse_params(params)?;
+                let mut mp: abi::MemoryAllocationParams = parse_class_params(params)?;
                 let vram = h_class == class::NV01_MEMORY_LOCAL_USER && mp.allocates_vram();
                 if mp.size == 0 {
                     return Err(NV_ERR_INVALID_ARGUMENT);
@@ -849,7 +849,8 @@ impl Driver {
             class::FERMI_VASPACE_A => {
                 let gpu = parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
                 // The params are the class's size (see `alloc_params`).
-                let flags = parse_params::<abi::VaSpaceAllocParams>(params).map_or(0, |v| v.flags);
+                let flags =
+                    parse_class_params::<abi::VaSpaceAllocParams>(params).map_or(0, |v| v.flags);
                 ObjKind::VaSpace { gpu, flags }
             }
             class::FERMI_CONTEXT_SHARE_A => {
@@ -890,7 +891,7 @@ impl Driver {
                     }
                     _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
                 };
-                let cp: abi::ChannelAllocParams = match parse_params(params) {
+                let cp: abi::ChannelAllocParams = match parse_class_params(params) {
                     Ok(cp) => cp,
                     Err(s) => {
                         if own_tsg {
@@ -1219,8 +1220,9 @@ impl Driver {
                 Ok(())
             }
             (ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, Some(ObjKind::Subdevice { gpu })) => {
-                let mut q: abi::FbGetInfoV2Params = parse_params(p)?;
-                if q.list_size as usize > q.list.len() {
+                // The claimed release's list (54 to 57 entries before 580).
+                let mut q: abi::FbGetInfoV2Params = parse_release_params(cmd, p)?;
+                if q.list_size as usize > fb_list_max() {
                     return Err(NV_ERR_INVALID_ARGUMENT);
                 }
                 for e in q.entries_mut() {
@@ -1233,7 +1235,7 @@ impl Driver {
                 let q: abi::FbGetInfoV1Params = parse_params(p)?;
                 // The list is in the caller's memory: no copy with RM locked.
                 drop(rm);
-                fill_info_list(space, q.list_size, q.list_ptr, 128, |index| {
+                fill_info_list(space, q.list_size, q.list_ptr, fb_list_max(), |index| {
                     self.fb_info(&self.rm.lock(), gpu, index)
                 })
             }
@@ -1255,14 +1257,24 @@ impl Driver {
                 let size = rm.mem(mem).map(|m| m.size).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
                 let q: abi::GetSurfaceInfoParams = parse_params(p)?;
                 drop(rm);
+                // PHYS_SIZE_LO/HI exist from 580 on; before, an index RM
+                // does not know is NV_ERR_INVALID_ARGUMENT (`mem_ctrl.c:
+                // 210-212` at 570.211.01).
+                let lo_hi = crate::abi()
+                    .surface_size
+                    .iter()
+                    .any(|&(i, _)| i == surface_info::PHYS_SIZE_LO);
                 fill_info_list(space, q.list_size, q.list_ptr, 32, |index| {
                     Ok(match index {
                         surface_info::PHYS_SIZE => {
                             u32::try_from(size / surface_info::PHYS_SIZE_SCALE)
                                 .map_err(|_| NV_ERR_OUT_OF_RANGE)?
                         }
-                        surface_info::PHYS_SIZE_LO => size as u32,
-                        surface_info::PHYS_SIZE_HI => (size >> 32) as u32,
+                        surface_info::PHYS_SIZE_LO if lo_hi => size as u32,
+                        surface_info::PHYS_SIZE_HI if lo_hi => (size >> 32) as u32,
+                        surface_info::PHYS_SIZE_LO | surface_info::PHYS_SIZE_HI => {
+                            return Err(NV_ERR_INVALID_ARGUMENT)
+                        }
                         _ => 0,
                     })
                 })
@@ -1272,7 +1284,8 @@ impl Driver {
                 ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
                 Some(ObjKind::Channel { gpu, tsg: id, .. }),
             ) => {
-                let q: abi::GpfifoScheduleParams = parse_params(p)?;
+                // 2 bytes before 580 (no `bSkipEnable`).
+                let q: abi::GpfifoScheduleParams = parse_release_params(cmd, p)?;
                 self.gpus[gpu as usize].engine.schedule(id, q.b_enable != 0);
                 Ok(())
             }
@@ -1623,6 +1636,15 @@ enum ParamsRule {
     None,
 }
 
+/// The size of class `c`'s alloc params in the claimed release (its row of
+/// the release's class table; older releases' blocks are shorter where a
+/// field was added at the end), else `size`, 595.45.04's.
+fn class_size(c: u32, size: usize) -> usize {
+    crate::abi()
+        .class_row(c)
+        .map_or(size, |r| r.params_size as usize)
+}
+
 /// The params rule of each class the double serves (`resource_list.h`
 /// lines at 595.45.04 in the comments); `None` for any other class.
 fn params_rule(h_class: u32) -> Option<ParamsRule> {
@@ -1635,20 +1657,20 @@ fn params_rule(h_class: u32) -> Option<ParamsRule> {
         // RS_OPTIONAL(NV2080_ALLOC_PARAMETERS) (449).
         class::NV20_SUBDEVICE_0 => Optional(abi::SubdeviceAllocParams::SIZE),
         // RS_REQUIRED(NV_MEMORY_ALLOCATION_PARAMS) (505, 526, 537).
-        class::NV01_MEMORY_LOCAL_USER | class::NV01_MEMORY_SYSTEM | class::NV50_MEMORY_VIRTUAL => {
-            Required(abi::MemoryAllocationParams::SIZE)
-        }
+        c @ (class::NV01_MEMORY_LOCAL_USER
+        | class::NV01_MEMORY_SYSTEM
+        | class::NV50_MEMORY_VIRTUAL) => Required(class_size(c, abi::MemoryAllocationParams::SIZE)),
         // RS_REQUIRED(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS) (547): offset,
         // limit, hVASpace, 24 bytes (`cl0070.h:66-70`).
         class::NV01_MEMORY_VIRTUAL => Required(24),
         // RS_REQUIRED(NV_VASPACE_ALLOCATION_PARAMETERS) (693).
-        class::FERMI_VASPACE_A => Required(abi::VaSpaceAllocParams::SIZE),
+        c @ class::FERMI_VASPACE_A => Required(class_size(c, abi::VaSpaceAllocParams::SIZE)),
         // RS_REQUIRED(NV_CTXSHARE_ALLOCATION_PARAMETERS) (416).
         class::FERMI_CONTEXT_SHARE_A => Required(abi::CtxShareAllocParams::SIZE),
         // RS_REQUIRED(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS) (484).
         class::KEPLER_CHANNEL_GROUP_A => Required(abi::ChannelGroupAllocParams::SIZE),
         // RS_REQUIRED(NV_CHANNEL_ALLOC_PARAMS) (293-392).
-        c if class::is_channel_class(c) => Required(abi::ChannelAllocParams::SIZE),
+        c if class::is_channel_class(c) => Required(class_size(c, abi::ChannelAllocParams::SIZE)),
         // RS_NONE (863, 874).
         class::TURING_USERMODE_A | class::AMPERE_USERMODE_A => None,
         // RS_OPTIONAL(NV_HOPPER_USERMODE_A_PARAMS) (885).
@@ -1704,6 +1726,39 @@ fn fill_info_list(
         e.encode(chunk);
     }
     space.write(ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)
+}
+
+/// As [`parse_params`], for a control whose params size is the claimed
+/// release's (older releases' blocks are prefixes of 595.45.04's: shorter
+/// lists, no field added since; what is missing decodes as zero, and
+/// [`store`] writes back only the release's bytes).
+fn parse_release_params<T: abi::Wire>(cmd: u32, p: &[u8]) -> RmResult<T> {
+    let size = crate::abi()
+        .control_row(cmd)
+        .map_or(T::SIZE, |r| r.params_size as usize);
+    if p.len() != size {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    Ok(T::decode(p))
+}
+
+/// Parses a class's alloc params, `p` being the class's size in the
+/// claimed release ([`class_size`]): a prefix of 595.45.04's block where
+/// the release's is shorter (a field added since reads 0).
+fn parse_class_params<T: abi::Wire>(p: &[u8]) -> RmResult<T> {
+    if p.is_empty() || p.len() > T::SIZE {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    Ok(T::decode(p))
+}
+
+/// The entries FB_GET_INFO's lists hold in the claimed release.
+fn fb_list_max() -> usize {
+    crate::abi()
+        .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+        .map_or(fb_info::MAX_LIST_SIZE, |r| {
+            (r.params_size as usize).saturating_sub(4) / 8
+        })
 }
 
 /// Parses a class's or control's params; a wrong size is

@@ -45,8 +45,8 @@ use crate::kapi::chrdev::{self, DevT, FileOperations};
 use crate::kapi::{fdtable, user};
 use crate::nv::abi::{self, status::*, Wire};
 use crate::nv::uvm::{
-    self, init_flags, map_external, migrate_flags, range_ok, Command, GpuMappingAttributes,
-    GpuParams, InitializeParams, MigrateParams, MigrateRangeGroupParams, MmInitializeParams,
+    self, init_flags, migrate_flags, range_ok, Command, GpuMappingAttributes, GpuParams,
+    InitializeParams, MigrateParams, MigrateRangeGroupParams, MmInitializeParams,
     PageableMemAccessParams, PeerAccessParams, RangeGpuParams, RangeGroupParams, RangeParams,
     RegisterChannelParams, RegisterGpuParams, RegisterGpuVaspaceParams, SetPreferredLocationParams,
     SetRangeGroupParams, ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID,
@@ -1153,21 +1153,29 @@ impl Driver {
     }
 
     fn uvm_map_external(&self, id: u64, p: &mut [u8]) -> RmResult {
-        let base = rd_u64(p, map_external::BASE);
-        let len = rd_u64(p, map_external::LENGTH);
-        let offset = rd_u64(p, map_external::OFFSET);
-        let count = rd_u64(p, map_external::COUNT);
-        let h_client = rd_u32(p, map_external::H_CLIENT);
-        let h_memory = rd_u32(p, map_external::H_MEMORY);
+        // The claimed release's layout: 535's arrays hold 32 GPUs
+        // (`uvm_ioctl.h:492-504` at 535.288.01), later ones 256.
+        let row = crate::abi().uvm_command(Command::MapExternalAllocation);
+        let at = |name| row.field(name).unwrap_or(p.len());
+        let base = rd_u64(p, at("base"));
+        let len = rd_u64(p, at("length"));
+        let offset = rd_u64(p, at("offset"));
+        let count = rd_u64(p, at("gpu_attributes_count"));
+        let h_client = rd_u32(p, at("h_client"));
+        let h_memory = rd_u32(p, at("h_memory"));
+        let attributes = at("per_gpu_attributes");
+        let max = (at("gpu_attributes_count").saturating_sub(attributes)
+            / GpuMappingAttributes::SIZE)
+            .min(uvm::MAX_GPU_ATTRIBUTES);
         if !range_ok(base, len) || !offset.is_multiple_of(PAGE) {
             return Err(NV_ERR_INVALID_ADDRESS);
         }
-        if count == 0 || count > uvm::MAX_GPU_ATTRIBUTES as u64 {
+        if count == 0 || count > max as u64 {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let mut gpus = KVec::new();
         for i in 0..count as usize {
-            let at = map_external::ATTRIBUTES + i * GpuMappingAttributes::SIZE;
+            let at = attributes + i * GpuMappingAttributes::SIZE;
             let a = GpuMappingAttributes::decode(
                 p.get(at..at + GpuMappingAttributes::SIZE)
                     .ok_or(NV_ERR_INVALID_ARGUMENT)?,

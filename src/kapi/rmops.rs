@@ -134,7 +134,7 @@ impl RmOps {
     /// that member's size, the same in every release of [`release::RELEASES`])
     /// and copies the block back.
     fn call(&self, op: u32, params: &mut [u8]) -> Result {
-        let mut cmd = OpsCmd::new(op, params).ok_or(EINVAL)?;
+        let mut cmd = OpsCmd::new_in(release::current().kernel, op, params).ok_or(EINVAL)?;
         let mut sp: *mut c_void = core::ptr::null_mut();
         // SAFETY: `sp` is a valid place for the stack pointer.
         if unsafe { (self.alloc_stack)(&mut sp) } != 0 {
@@ -200,9 +200,18 @@ impl RmOps {
             params_size: u32::try_from(params.len()).map_err(|_| EINVAL)?,
             ..Default::default()
         };
-        let mut b = a.to_bytes();
-        self.call(op::ALLOC, &mut b)?;
-        a = ops::Alloc::decode(&b);
+        // In the release's layout (an NVOS21 before 580: no rights pointer,
+        // the status elsewhere).
+        let kc = release::current().kernel;
+        let mut b = [0u8; ops::Alloc::SIZE];
+        let blk = b
+            .get_mut(..kc.member_size(op::ALLOC).ok_or(EINVAL)?)
+            .ok_or(EINVAL)?;
+        abi::relayout(&a.to_bytes(), ops::Alloc::FIELDS, blk, kc.alloc);
+        self.call(op::ALLOC, blk)?;
+        let mut back = [0u8; ops::Alloc::SIZE];
+        abi::relayout(blk, kc.alloc, &mut back, ops::Alloc::FIELDS);
+        a = ops::Alloc::decode(&back);
         check(a.status).map(|()| a.h_object_new)
     }
 

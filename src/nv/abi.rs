@@ -170,6 +170,27 @@ pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
     }
 }
 
+/// Copies every field of `from` (laid out as `from_fields`) that
+/// `to_fields` also has, by name, to its place in `to`: a block of one
+/// release's layout into another's. Fields the target lacks are dropped,
+/// fields the source lacks keep what `to` holds, and a field whose size
+/// differs (an array of per-GPU entries, 32 in one release and 256 in
+/// another) gives its common prefix. Fields that do not fit their block are
+/// skipped; this never panics.
+pub fn relayout(from: &[u8], from_fields: &[WireField], to: &mut [u8], to_fields: &[WireField]) {
+    for f in from_fields {
+        let Some(t) = to_fields.iter().find(|t| t.name == f.name) else {
+            continue;
+        };
+        let n = f.size.min(t.size);
+        let src = from.get(f.offset..f.offset + n);
+        let dst = to.get_mut(t.offset..t.offset + n);
+        if let (Some(src), Some(dst)) = (src, dst) {
+            dst.copy_from_slice(src);
+        }
+    }
+}
+
 /// One field of type `T` at byte `off` of a block, without decoding the
 /// rest (a whole decode of a large block costs hundreds of instructions on
 /// a hot path that needs one field).

@@ -13,11 +13,13 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use super::abi::surface_info;
 use super::ioctl::{Escape, SizeRule};
+use super::rmops::{KernelClient, KERNEL_CLIENT, KERNEL_CLIENT_535, KERNEL_CLIENT_570};
 use super::table::{
     self, ClassRow, ControlRow, EscapeRow, UvmRow, CLASS_ROWS, CONTROL_ROWS, ESCAPE_ROWS, UVM_ROWS,
 };
-use super::uvm::{r580, Command};
+use super::uvm::{r535, r580, Command};
 
 /// One release vgpu has tables for: every table of the dispatch table, in
 /// that release's numbers and sizes.
@@ -39,6 +41,13 @@ pub struct Release {
     /// The UVM commands, in number order, with this release's block
     /// layouts.
     pub uvm: &'static [UvmRow],
+    /// The kernel-client interface (`nvidia_get_rm_ops`' ops blocks).
+    pub kernel: &'static KernelClient,
+    /// How NV0041 GET_SURFACE_INFO tells a memory object's physical size:
+    /// the indices to ask, each answer shifted left by its amount and
+    /// summed (PHYS_SIZE_LO and _HI from 580 on; before, PHYS_SIZE in
+    /// 4 KiB units, `ctrl0041.h` and `mem_ctrl.c:154-160` at 570.211.01).
+    pub surface_size: &'static [(u32, u32)],
 }
 
 impl Release {
@@ -118,8 +127,162 @@ const UVM_580_142: [UvmRow; UVM_ROWS.len()] = table::with_uvm_layout(
     r580::FreeParams::FIELDS,
 );
 
+/// GET_SURFACE_INFO's byte size in two halves (580 on).
+const SURFACE_LO_HI: &[(u32, u32)] = &[
+    (surface_info::PHYS_SIZE_LO, 0),
+    (surface_info::PHYS_SIZE_HI, 32),
+];
+/// GET_SURFACE_INFO's size in 4 KiB units (before 580).
+const SURFACE_4K: &[(u32, u32)] = &[(surface_info::PHYS_SIZE, 12)];
+
+// 570.211.01: 580.142's, and (`docs/driver-branches.md`, from the facts):
+// - the kernel-client NV04_ALLOC block is an NVOS21 and RM_MAP_MEMORY_DMA
+//   an NVOS46 of 56 bytes (`nvos.h:2180`);
+// - FERMI_VASPACE_A's params have no `pasid` (48 bytes, `nvos.h:2768`);
+// - the lists vgpu rewrites or serves are shorter: FB_GET_INFO_V2 57
+//   entries, GPU_GET_INFO_V2 65, CLASSLIST_V2 100 (`ctrl2080fb.h:363`,
+//   `ctrl2080gpu.h:115`, `ctrl0080gpu.h:504`), and GPFIFO_SCHEDULE has no
+//   `bSkipEnable` (2 bytes, `ctrla06fgpfifo.h:60`);
+// - GET_SKYLINE_INFO, THERMAL_SYSTEM_EXECUTE_V2 and
+//   GET_SM_ISSUE_RATE_MODIFIER_V2 do not exist, and the DRAM encryption
+//   queries are numbered one higher (`ctrl2080fb.h:2821, 2845`);
+// - other params sizes (below), and GET_SURFACE_INFO has no PHYS_SIZE_LO/HI.
+const ESCAPES_570_211_01: [EscapeRow; ESCAPE_ROWS.len() - 1] =
+    table::with_escape_size(ESCAPES_580_142, Escape::RmMapMemoryDma, SizeRule::Exact(56));
+const CLASSES_570_211_01: [ClassRow; CLASS_ROWS.len()] =
+    table::with_class_params_size(CLASSES_580_142, 0x90f1, 48);
+/// The controls 570 and older share with 580 but at other sizes.
+const SIZES_570: &[(u32, u32)] = &[
+    (0x0000_0214, 256),
+    (0x0080_0292, 404),
+    (0x2080_0102, 524),
+    (0x2080_012f, 1464),
+    (0x2080_01a3, 48),
+    (0x2080_121b, 6168),
+    (0x2080_1303, 460),
+    (0x2080_1320, 776),
+    (0x2080_3001, 32),
+    (0x2080_3002, 13320),
+    (0xa06c_0101, 2),
+    (0xa06f_0103, 2),
+    (0xc56f_010b, 128),
+];
+const CONTROLS_570_211_01: [ControlRow; CONTROL_ROWS.len() - 3] = table::renumbered_control(
+    table::renumbered_control(
+        table::without_controls(
+            table::with_params_sizes(CONTROLS_590_48_01, SIZES_570),
+            &[0x2080_019f, 0x2080_0513, 0x2080_123c],
+        ),
+        0x2080_1358,
+        0x2080_1359,
+    ),
+    0x2080_1357,
+    0x2080_1358,
+);
+
+// 550.163.01: 570.211.01's, and: no Blackwell classes; channel params
+// without `tpcConfigID` (360 bytes, `alloc_channel.h:341`); the dma-buf
+// export block 2600 bytes (`nv-ioctl.h:143`); no DRAM encryption queries;
+// other params sizes (below).
+const ESCAPES_550_163_01: [EscapeRow; ESCAPE_ROWS.len() - 1] = table::with_escape_size(
+    ESCAPES_570_211_01,
+    Escape::ExportToDmabufFd,
+    SizeRule::Exact(2600),
+);
+const BLACKWELL: [u32; 7] = [0xc761, 0xc96f, 0xc9b5, 0xca6f, 0xcab5, 0xcdc0, 0xcec0];
+const CLASSES_550_163_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] =
+    table::with_class_params_sizes(
+        table::without_classes(CLASSES_570_211_01, &BLACKWELL),
+        &[(0xc46f, 360), (0xc56f, 360), (0xc86f, 360)],
+    );
+const SIZES_550: &[(u32, u32)] = &[
+    (0x0000_0102, 104),
+    (0x0080_0289, 4),
+    (0x0080_0292, 700),
+    (0x2080_012f, 1024),
+    (0x2080_0170, 260),
+    (0x2080_1303, 444),
+    (0x2080_182a, 104),
+    (0x2080_2096, 50704),
+    (0x2080_3001, 16),
+    (0x2080_3002, 5896),
+];
+const CONTROLS_550_163_01: [ControlRow; CONTROL_ROWS.len() - 5] = table::with_params_sizes(
+    table::without_controls(CONTROLS_570_211_01, &[0x2080_1358, 0x2080_1359]),
+    SIZES_550,
+);
+
+// 535.288.01: 550.163.01's, and: no WAIT_OPEN_COMPLETE escape, NVOS47 40
+// bytes (`nvos.h:2148`); memory params without `numaNode` (120 bytes,
+// `nvos.h:1634`); smaller RM_USER_SHARED_DATA and multicast-fabric params
+// (`cl00de.h:46`, `cl00fd.h:72`); UVM's per-GPU arrays of 32 GPUs and
+// SET_PREFERRED_LOCATION without a NUMA node ([`r535`]); NVOS47 40 bytes
+// in the kernel-client union too; eight controls that do not exist yet
+// and other params sizes (below).
+const ESCAPES_535_288_01: [EscapeRow; ESCAPE_ROWS.len() - 2] = table::with_escape_size(
+    table::without_escape(ESCAPES_550_163_01, Escape::WaitOpenComplete),
+    Escape::RmUnmapMemoryDma,
+    SizeRule::Exact(40),
+);
+const CLASSES_535_288_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] =
+    table::with_class_params_sizes(
+        CLASSES_550_163_01,
+        &[
+            (0x003e, 120),
+            (0x0040, 120),
+            (0x00de, 4),
+            (0x00fd, 40),
+            (0x50a0, 120),
+        ],
+    );
+const ABSENT_535: [u32; 7] = [
+    0x0000_0288,
+    0x0000_0289,
+    0x0000_0290,
+    0x0080_1909,
+    0x00de_0001,
+    0x2080_2068,
+    0xcb33_010c,
+];
+const SIZES_535: &[(u32, u32)] = &[
+    (0x0000_0127, 168),
+    (0x0000_012b, 4252),
+    (0x0000_3d08, 76),
+    (0x0080_0292, 644),
+    (0x2080_0102, 516),
+    (0x2080_012f, 984),
+    (0x2080_0170, 252),
+    (0x2080_01a3, 40),
+    (0x2080_1303, 436),
+    (0x2080_2096, 34000),
+    (0x2080_2a0a, 68),
+    (0x906f_0102, 12),
+    (0xc56f_010b, 124),
+    (0xcb33_0101, 5),
+];
+const CONTROLS_535_288_01: [ControlRow; CONTROL_ROWS.len() - 12] = table::with_params_sizes(
+    table::without_controls(CONTROLS_550_163_01, &ABSENT_535),
+    SIZES_535,
+);
+const UVM_535_288_01: [UvmRow; UVM_ROWS.len()] = table::with_uvm_layout(
+    table::with_uvm_layout(
+        table::with_uvm_layout(
+            UVM_580_142,
+            Command::MapExternalAllocation,
+            r535::MapExternalAllocationParams::SIZE,
+            r535::MapExternalAllocationParams::FIELDS,
+        ),
+        Command::SetPreferredLocation,
+        r535::SetPreferredLocationParams::SIZE,
+        r535::SetPreferredLocationParams::FIELDS,
+    ),
+    Command::AllocSemaphorePool,
+    r535::AllocSemaphorePoolParams::SIZE,
+    r535::AllocSemaphorePoolParams::FIELDS,
+);
+
 /// The releases vgpu has tables for, newest first.
-pub static RELEASES: [Release; 3] = [
+pub static RELEASES: [Release; 6] = [
     Release {
         name: "595.45.04",
         name_nul: b"595.45.04\0",
@@ -127,6 +290,8 @@ pub static RELEASES: [Release; 3] = [
         classes: &CLASS_ROWS,
         controls: &CONTROL_ROWS,
         uvm: &UVM_ROWS,
+        kernel: &KERNEL_CLIENT,
+        surface_size: SURFACE_LO_HI,
     },
     Release {
         name: "590.48.01",
@@ -135,6 +300,8 @@ pub static RELEASES: [Release; 3] = [
         classes: &CLASS_ROWS,
         controls: &CONTROLS_590_48_01,
         uvm: &UVM_ROWS,
+        kernel: &KERNEL_CLIENT,
+        surface_size: SURFACE_LO_HI,
     },
     Release {
         name: "580.142",
@@ -143,6 +310,38 @@ pub static RELEASES: [Release; 3] = [
         classes: &CLASSES_580_142,
         controls: &CONTROLS_580_142,
         uvm: &UVM_580_142,
+        kernel: &KERNEL_CLIENT,
+        surface_size: SURFACE_LO_HI,
+    },
+    Release {
+        name: "570.211.01",
+        name_nul: b"570.211.01\0",
+        escapes: &ESCAPES_570_211_01,
+        classes: &CLASSES_570_211_01,
+        controls: &CONTROLS_570_211_01,
+        uvm: &UVM_580_142,
+        kernel: &KERNEL_CLIENT_570,
+        surface_size: SURFACE_4K,
+    },
+    Release {
+        name: "550.163.01",
+        name_nul: b"550.163.01\0",
+        escapes: &ESCAPES_550_163_01,
+        classes: &CLASSES_550_163_01,
+        controls: &CONTROLS_550_163_01,
+        uvm: &UVM_580_142,
+        kernel: &KERNEL_CLIENT_570,
+        surface_size: SURFACE_4K,
+    },
+    Release {
+        name: "535.288.01",
+        name_nul: b"535.288.01\0",
+        escapes: &ESCAPES_535_288_01,
+        classes: &CLASSES_535_288_01,
+        controls: &CONTROLS_535_288_01,
+        uvm: &UVM_535_288_01,
+        kernel: &KERNEL_CLIENT_535,
+        surface_size: SURFACE_4K,
     },
 ];
 
@@ -172,8 +371,9 @@ const _: () = {
 
 /// The newest release of each driver branch fleets run, newest first: the
 /// releases `userspace/conformance` has facts for and the driver double
-/// can claim (its `release` parameter indexes this list). vgpu has tables
-/// for those of [`RELEASES`] only.
+/// can claim with their ABI (its `release` parameter indexes this list).
+/// [`RELEASES`] holds vgpu's tables for each (a host test checks the two
+/// name the same releases).
 pub const BRANCHES: [&str; 6] = [
     "595.45.04",
     "590.48.01",

@@ -18,14 +18,19 @@
 //! from 575.51.02 on, and the union grew from 56 to 64 bytes. A block of the
 //! wrong release is not a refusal but a fault: RM copies from whatever sits
 //! at the rights pointer's offset (`src/nvidia/src/kernel/rmapi/alloc_free.c`,
-//! `serverAllocApiCopyIn`). So nothing here may be used with a driver whose
-//! version string is not [`super::RELEASE`].
+//! `serverAllocApiCopyIn`). So each release's tables name the interface
+//! they speak ([`KernelClient`]: [`KERNEL_CLIENT`] from 580 on,
+//! [`KERNEL_CLIENT_570`] for 570 and 550, [`KERNEL_CLIENT_535`]), and
+//! blocks go to the driver only in the layout of the release it reported
+//! (`crate::nv::release::current`).
 
 #![allow(dead_code, unreachable_pub)]
 
 use core::ffi::{c_int, c_void};
 
-use super::abi::{Nvos00, Nvos02, Nvos33, Nvos34, Nvos54, Nvos55, Nvos57, Nvos64};
+use super::abi::{
+    Nvos00, Nvos02, Nvos21, Nvos33, Nvos34, Nvos54, Nvos55, Nvos57, Nvos64, WireField,
+};
 
 /// The ops (`op` member of the command block), from `nvos.h`.
 pub mod op {
@@ -158,28 +163,119 @@ pub const PARAMS_SIZE: usize = 64;
 /// Size of the whole command block (`sizeof(nvidia_kernel_rmapi_ops_t)`).
 pub const CMD_SIZE: usize = PARAMS_OFFSET + PARAMS_SIZE;
 
-/// The size of `op`'s member, if the union has one for it.
+/// The size of `op`'s member at 595.45.04, if the union has one for it.
 pub const fn member_size(op: u32) -> Option<usize> {
+    KERNEL_CLIENT.member_size(op)
+}
+
+/// The kernel-client interface of a release: the members of the ops
+/// command's params union and the layout of its NV04_ALLOC block, which is
+/// where releases differ (`nv-kernel-rmapi-ops.h`; the conformance facts
+/// of each release check these).
+#[derive(Debug, PartialEq, Eq)]
+pub struct KernelClient {
+    /// Every member of the params union, in the header's order.
+    pub members: &'static [Member],
+    /// The union's size (its largest member).
+    pub params_size: usize,
+    /// The NV04_ALLOC block's layout: an NVOS64 from 580 on, an NVOS21
+    /// (no rights pointer; status at 28) before.
+    pub alloc: &'static [WireField],
+}
+
+impl KernelClient {
+    /// The size of `op`'s member, if the union has one for it.
+    pub const fn member_size(&self, op: u32) -> Option<usize> {
+        let mut i = 0;
+        while i < self.members.len() {
+            if self.members[i].op == op {
+                return Some(self.members[i].size);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The size of the whole command block.
+    pub const fn cmd_size(&self) -> usize {
+        PARAMS_OFFSET + self.params_size
+    }
+}
+
+/// The kernel-client interface from 575 on (595.45.04, 590.48.01,
+/// 580.142).
+pub const KERNEL_CLIENT: KernelClient = KernelClient {
+    members: MEMBERS,
+    params_size: PARAMS_SIZE,
+    alloc: Nvos64::FIELDS,
+};
+
+/// [`MEMBERS`] with member `op` of size `size`.
+const fn resized<const N: usize>(mut m: [Member; N], op: u32, size: usize) -> [Member; N] {
     let mut i = 0;
-    while i < MEMBERS.len() {
-        if MEMBERS[i].op == op {
-            return Some(MEMBERS[i].size);
+    while i < N {
+        if m[i].op == op {
+            m[i].size = size;
         }
         i += 1;
     }
-    None
+    m
 }
 
-const _: () = {
+const MEMBERS_ARRAY: [Member; 14] = {
+    let mut a = [MEMBERS[0]; 14];
     let mut i = 0;
-    while i < MEMBERS.len() {
-        assert!(
-            MEMBERS[i].size <= PARAMS_SIZE,
-            "an ops member is larger than the union"
-        );
+    while i < 14 {
+        a[i] = MEMBERS[i];
         i += 1;
     }
-    assert!(CMD_SIZE.is_multiple_of(8));
+    a
+};
+
+// 570.211.01 and 550.163.01: NV04_ALLOC takes an NVOS21 (32 bytes), NVOS46
+// (mapMemoryDma) is 56 bytes, and so is the union
+// (`src/nvidia/arch/nvalloc/unix/include/nv-kernel-rmapi-ops.h:59` and
+// `nvos.h:2180` at 570.211.01, `nvos.h:2163` at 550.163.01).
+const MEMBERS_570: [Member; 14] = resized(
+    resized(MEMBERS_ARRAY, op::ALLOC, Nvos21::SIZE),
+    op::MAP_MEMORY_DMA,
+    56,
+);
+// 535.288.01: as 570's, and NVOS47 (unmapMemoryDma) is 40 bytes
+// (`nvos.h:2148` at 535.288.01).
+const MEMBERS_535: [Member; 14] = resized(MEMBERS_570, op::UNMAP_MEMORY_DMA, 40);
+
+/// The kernel-client interface of 570.211.01 and 550.163.01.
+pub const KERNEL_CLIENT_570: KernelClient = KernelClient {
+    members: &MEMBERS_570,
+    params_size: 56,
+    alloc: Nvos21::FIELDS,
+};
+
+/// The kernel-client interface of 535.288.01.
+pub const KERNEL_CLIENT_535: KernelClient = KernelClient {
+    members: &MEMBERS_535,
+    params_size: 56,
+    alloc: Nvos21::FIELDS,
+};
+
+const _: () = {
+    let all = [&KERNEL_CLIENT, &KERNEL_CLIENT_570, &KERNEL_CLIENT_535];
+    let mut k = 0;
+    while k < all.len() {
+        let kc = all[k];
+        let mut i = 0;
+        while i < kc.members.len() {
+            assert!(
+                kc.members[i].size <= kc.params_size,
+                "an ops member is larger than the union"
+            );
+            i += 1;
+        }
+        assert!(kc.cmd_size() <= CMD_SIZE && kc.cmd_size().is_multiple_of(8));
+        k += 1;
+    }
+    assert!(MEMBERS.len() == MEMBERS_ARRAY.len());
 };
 
 /// An ops command block (`nvidia_kernel_rmapi_ops_t`): the op, then one
@@ -197,7 +293,14 @@ impl OpsCmd {
     /// is not exactly that member's size: a block of another size is
     /// another release's layout.
     pub fn new(op: u32, params: &[u8]) -> Option<OpsCmd> {
-        if member_size(op)? != params.len() {
+        OpsCmd::new_in(&KERNEL_CLIENT, op, params)
+    }
+
+    /// A command of op `op` with `params`, its member of `kc`'s union: the
+    /// block is as large as the largest release's (a driver reads its own
+    /// release's size of it).
+    pub fn new_in(kc: &KernelClient, op: u32, params: &[u8]) -> Option<OpsCmd> {
+        if kc.member_size(op)? != params.len() {
             return None;
         }
         let mut bytes = [0u8; CMD_SIZE];

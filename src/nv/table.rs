@@ -624,26 +624,6 @@ pub const fn with_params_sizes<const N: usize>(
     rows
 }
 
-/// `rows` without control `cmd`: a release that lacks it. `M` must be
-/// `N - 1` and `cmd` in `rows` (checked at compile time).
-pub const fn without_control<const N: usize, const M: usize>(
-    rows: [ControlRow; N],
-    cmd: u32,
-) -> [ControlRow; M] {
-    assert!(M + 1 == N, "without_control: M must be N - 1");
-    let mut out = [rows[0]; M];
-    let (mut i, mut o) = (0, 0);
-    while i < N {
-        if rows[i].cmd != cmd {
-            assert!(o < M, "without_control: the control is not in the table");
-            out[o] = rows[i];
-            o += 1;
-        }
-        i += 1;
-    }
-    out
-}
-
 /// `rows` with control `old` numbered `new`: a release that numbers it
 /// otherwise. The order must stay (checked at compile time).
 pub const fn renumbered_control<const N: usize>(
@@ -694,22 +674,77 @@ pub const fn with_class_params_size<const N: usize>(
     rows
 }
 
-/// `rows` without class `c`: a release that lacks it. `M` must be `N - 1`.
-pub const fn without_class<const N: usize, const M: usize>(
+/// `rows` with each `(class, size)` of `sizes` applied as
+/// [`with_class_params_size`] does.
+pub const fn with_class_params_sizes<const N: usize>(
+    mut rows: [ClassRow; N],
+    sizes: &[(u32, u32)],
+) -> [ClassRow; N] {
+    let mut k = 0;
+    while k < sizes.len() {
+        rows = with_class_params_size(rows, sizes[k].0, sizes[k].1);
+        k += 1;
+    }
+    rows
+}
+
+/// `rows` without the classes of `absent`, all of which must be in it:
+/// `M` must be `N - absent.len()`.
+pub const fn without_classes<const N: usize, const M: usize>(
     rows: [ClassRow; N],
-    c: u32,
+    absent: &[u32],
 ) -> [ClassRow; M] {
-    assert!(M + 1 == N, "without_class: M must be N - 1");
+    assert!(
+        M + absent.len() == N,
+        "without_classes: M must be N - absent"
+    );
     let mut out = [rows[0]; M];
     let (mut i, mut o) = (0, 0);
     while i < N {
-        if rows[i].class != c {
-            assert!(o < M, "without_class: the class is not in the table");
+        let mut gone = false;
+        let mut k = 0;
+        while k < absent.len() {
+            gone = gone || rows[i].class == absent[k];
+            k += 1;
+        }
+        if !gone {
+            assert!(o < M, "without_classes: a class is not in the table");
             out[o] = rows[i];
             o += 1;
         }
         i += 1;
     }
+    assert!(o == M, "without_classes: a class is not in the table");
+    out
+}
+
+/// `rows` without the controls of `absent`, all of which must be in it:
+/// `M` must be `N - absent.len()`.
+pub const fn without_controls<const N: usize, const M: usize>(
+    rows: [ControlRow; N],
+    absent: &[u32],
+) -> [ControlRow; M] {
+    assert!(
+        M + absent.len() == N,
+        "without_controls: M must be N - absent"
+    );
+    let mut out = [rows[0]; M];
+    let (mut i, mut o) = (0, 0);
+    while i < N {
+        let mut gone = false;
+        let mut k = 0;
+        while k < absent.len() {
+            gone = gone || rows[i].cmd == absent[k];
+            k += 1;
+        }
+        if !gone {
+            assert!(o < M, "without_controls: a control is not in the table");
+            out[o] = rows[i];
+            o += 1;
+        }
+        i += 1;
+    }
+    assert!(o == M, "without_controls: a control is not in the table");
     out
 }
 

@@ -12,7 +12,7 @@ use super::clients;
 use super::ctx::{CtlFile, Ctx};
 use crate::deny;
 use crate::kapi::{rmops::RmOps, user};
-use crate::nv::abi::{self, class, ctrl, status::*, surface_info, Wire};
+use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::Policy;
 use crate::objects::{Held, Kind, Obj, Reservation};
@@ -360,28 +360,29 @@ fn watch_userd(
     )
 }
 
-/// The physical size of memory object `h` of client `client`, in bytes.
+/// The physical size of memory object `h` of client `client`, in bytes,
+/// asked the way the driver's release tells it (`Release::surface_size`).
 fn surface_size(rm: &RmOps, client: u32, h: u32) -> RmResult<u64> {
+    let how = release::current().surface_size;
     let mut list = [0u8; 2 * abi::InfoEntry::SIZE];
-    abi::InfoEntry {
-        index: surface_info::PHYS_SIZE_LO,
-        data: 0,
+    let n = how.len().min(2);
+    for (k, &(index, _)) in how.iter().take(n).enumerate() {
+        abi::InfoEntry { index, data: 0 }.encode(&mut list[k * 8..k * 8 + 8]);
     }
-    .encode(&mut list[..8]);
-    abi::InfoEntry {
-        index: surface_info::PHYS_SIZE_HI,
-        data: 0,
-    }
-    .encode(&mut list[8..]);
     let mut q = abi::GetSurfaceInfoParams {
-        list_size: 2,
+        list_size: n as u32,
         list_ptr: list.as_mut_ptr() as u64,
     }
     .to_bytes();
     rm.control(client, h, ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, &mut q)?;
-    let lo = abi::InfoEntry::decode(&list[..8]).data;
-    let hi = abi::InfoEntry::decode(&list[8..]).data;
-    Ok(u64::from(hi) << 32 | u64::from(lo))
+    Ok(how
+        .iter()
+        .take(n)
+        .enumerate()
+        .fold(0u64, |size, (k, &(_, shift))| {
+            let data = abi::InfoEntry::decode(&list[k * 8..k * 8 + 8]).data;
+            size | u64::from(data) << shift
+        }))
 }
 
 /// Allocates VRAM for VID_HEAP (an NV01_MEMORY_LOCAL_USER of `params` under

@@ -29,13 +29,13 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     user::read(addr, &mut blk)?;
     let mut a = abi::Nvos54::decode(&blk);
     let row = release::current().control_row(a.cmd);
-    match row.map(|r| r.handler) {
-        Some(ControlHandler::Schedule) => {
-            a.status = status::status(schedule(cx, &a))?;
+    match row.map(|r| (r, r.handler)) {
+        Some((r, ControlHandler::Schedule)) => {
+            a.status = status::status(schedule(cx, &a, r))?;
             user::write(addr, &a.to_bytes())?;
             return Ok(0);
         }
-        Some(ControlHandler::FbInfo) => {
+        Some((_, ControlHandler::FbInfo)) => {
             if let Some(st) = fb_info(cx, &a)? {
                 a.status = st;
                 user::write(addr, &a.to_bytes())?;
@@ -43,15 +43,15 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
             }
             // Not this file's vGPU, or malformed: the driver answers.
         }
-        Some(ControlHandler::Kernel) => {
-            if let Some(st) = row.map_or(Ok(None), |r| on_kernel_copies(cx, &a, r))? {
+        Some((r, ControlHandler::Kernel)) => {
+            if let Some(st) = on_kernel_copies(cx, &a, r)? {
                 a.status = st;
                 user::write(addr, &a.to_bytes())?;
                 return Ok(0);
             }
             // Not this file's object, or malformed: the driver answers.
         }
-        Some(ControlHandler::Forward) | None => {
+        Some((_, ControlHandler::Forward)) | None => {
             // Default deny: a control the table does not admit is refused
             // the way RM refuses a command it does not have
             // (`NV_ERR_NOT_SUPPORTED`, `rs_resource.c:131` at 595.45.04),
@@ -123,7 +123,7 @@ fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<O
 /// `None` if the request is not on this file's vGPU or is malformed, for
 /// the driver to answer as it does.
 fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
-    use abi::{fb_info::MAX_LIST_SIZE, FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
+    use abi::{FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
     const ENTRY: usize = abi::InfoEntry::SIZE;
     let v = {
         let objects = cx.file.objects.lock();
@@ -136,8 +136,16 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
         return Ok(None);
     };
     // On the stack (1 KiB): a heap buffer costs more than the rest of the
-    // rewrite (`make bench`, FB info).
-    let mut p = [0u8; V2::SIZE];
+    // rewrite (`make bench`, FB info). V2's params in the driver's release:
+    // its list holds 54 to 57 entries before 580, 128 from 580 on.
+    let mut whole = [0u8; V2::SIZE];
+    let v2 = release::current()
+        .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+        .map_or(V2::SIZE, |r| r.params_size as usize);
+    let Some(p) = whole.get_mut(..v2) else {
+        return Ok(None);
+    };
+    let max_list = v2.saturating_sub(4) / ENTRY;
     // `n` entries, and where the caller's list is: V1's by pointer, V2's at
     // byte 4 of its params (after `list_size`, which RM leaves as it was).
     // The answer is that list.
@@ -148,7 +156,7 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
         }
         let q = V1::decode(&b);
         let n = q.list_size as usize;
-        if n == 0 || n > MAX_LIST_SIZE || q.list_ptr == 0 {
+        if n == 0 || n > max_list || q.list_ptr == 0 {
             return Ok(None);
         }
         if user::read(q.list_ptr, &mut p[4..4 + n * ENTRY]).is_err() {
@@ -156,11 +164,11 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
         }
         (n, q.list_ptr)
     } else {
-        if a.params_size as usize != V2::SIZE || user::read(a.params, &mut p).is_err() {
+        if a.params_size as usize != v2 || user::read(a.params, p).is_err() {
             return Ok(None);
         }
         let n = u32::from_ne_bytes([p[0], p[1], p[2], p[3]]) as usize;
-        if n > MAX_LIST_SIZE {
+        if n > max_list {
             return Ok(None);
         }
         (n, a.params + 4)
@@ -170,7 +178,7 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
         a.h_client,
         a.h_object,
         ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
-        &mut p,
+        p,
     );
     if r.is_err() {
         return status::status(r).map(Some);
@@ -201,7 +209,7 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
 /// - SET_TIMESLICE and SET_INTERLEAVE_LEVEL are applied to this file's own
 ///   TSGs only: only one vGPU's TSGs are enabled at a time, so they order
 ///   that vGPU's work inside its own window.
-fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> RmResult {
     let (file, rm) = (cx.file, &cx.host.rm);
     if !file.has_client(a.h_client) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
@@ -230,8 +238,12 @@ fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
             rm.control(a.h_client, a.h_object, a.cmd, p)
         }
         _ => {
+            // The release's params (2 bytes before 580, whose missing
+            // `bSkipEnable` decodes as 0).
             let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
-            params(&mut p)?;
+            let n = row.params_size as usize;
+            let p = p.get_mut(..n).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
+            params(p)?;
             let kind = if a.cmd == ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE {
                 Kind::Tsg
             } else {
@@ -249,9 +261,9 @@ fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
             let Some(g) = cx.host.sched(gpu) else {
                 return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
             };
-            let enable = abi::GpfifoScheduleParams::decode(&p).b_enable != 0;
+            let enable = abi::GpfifoScheduleParams::decode(p).b_enable != 0;
             g.request(e.vgpu(), &[e.id()], enable, || {
-                rm.control(a.h_client, a.h_object, a.cmd, &mut p)
+                rm.control(a.h_client, a.h_object, a.cmd, p)
             })
         }
     }

@@ -253,11 +253,12 @@ fn client_checked(cx: &Ctx<'_>) -> Result<isize> {
 /// charged while UVM holds it, even after RM frees its handle. Field by
 /// field: the block is 9 KiB, too large to decode on the stack.
 fn map_external(cx: &Ctx<'_>) -> Result<isize> {
-    use uvm::map_external as mx;
     let mut blk = cx.block()?;
-    let base: u64 = decode(blk.get(mx::BASE..).ok_or(EINVAL)?)?;
+    // Where the release's layout has them (535's block is 1,200 bytes).
+    let at = |name| cx.row.field(name).and_then(|o| blk.get(o..)).ok_or(EINVAL);
+    let base: u64 = decode(at("base")?)?;
+    let h_memory: u32 = decode(at("h_memory")?)?;
     let h_client = client_of(cx, &blk)?;
-    let h_memory: u32 = decode(blk.get(mx::H_MEMORY..).ok_or(EINVAL)?)?;
     if !clients::client_in(cx.host, h_client, cx.vgpus()) {
         return cx.answer(NV_ERR_INVALID_OBJECT_HANDLE);
     }

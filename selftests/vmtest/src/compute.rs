@@ -618,12 +618,20 @@ fn scheduling_calls_filtered() -> Outcome {
             status::NV_ERR_INVALID_CLIENT,
             "GPFIFO_SCHEDULE on another file's TSG",
         )?;
-        let mut short = [1u8; 2];
+        // One byte short of the release's params (3 bytes from 580 on, 2
+        // before).
+        let want = schedule_params_size();
+        let mut short = [1u8; 3];
         expect_rm(
-            ctl.control(c, w.tsg, ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &mut short),
+            ctl.control(
+                c,
+                w.tsg,
+                ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+                &mut short[..want - 1],
+            ),
             // As the driver answers it (`control.c:448-456` at 595.45.04).
             status::NV_ERR_INVALID_ARGUMENT,
-            "GPFIFO_SCHEDULE with 2 bytes of params",
+            "GPFIFO_SCHEDULE with params one byte short",
         )?;
         // A TSG cannot be duplicated (its schedule entry knows one handle).
         let d = ctl.dup_object(c, w.s.device, 0, c, w.tsg, 0);
@@ -680,17 +688,25 @@ fn scheduling_calls_filtered() -> Outcome {
     Ok(())
 }
 
+/// GPFIFO_SCHEDULE's params size in the release the tests speak.
+fn schedule_params_size() -> usize {
+    nvclient::speaks()
+        .control_row(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
+        .map_or(GpfifoScheduleParams::SIZE, |r| r.params_size as usize)
+}
+
 /// Issues a forwardable control (GET_INFO, unknown to the double, with
-/// 3-byte params) on `w`'s TSG for `dur` while another thread flips its
+/// GPFIFO_SCHEDULE's params) on `w`'s TSG for `dur` while another thread flips its
 /// command to GPFIFO_SCHEDULE(enable) and back; returns the engine time
 /// `w`'s TSG got.
 fn race_swapped_control(w: &Work, dur: Duration) -> Result<u64, String> {
     w.start(MS)?;
-    let mut enable = GpfifoScheduleParams {
+    let mut whole = GpfifoScheduleParams {
         b_enable: 1,
         ..Default::default()
     }
     .to_bytes();
+    let enable = &mut whole[..schedule_params_size()];
     let mut blk = nvclient::abi::Nvos54 {
         h_client: w.s.client,
         h_object: w.tsg,

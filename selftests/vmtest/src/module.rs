@@ -110,10 +110,9 @@ fn unsupported_release() -> Result<(usize, &'static str), String> {
 }
 
 fn load_refused_on_another_release() -> Outcome {
-    // The double claims a release vgpu has no tables for (570.211.01 today,
-    // whose kernel-client blocks differ from those vgpu was checked
-    // against: NVOS21 alloc, a 56-byte union): vgpu must not load, and must
-    // say why, naming the releases it has tables for.
+    // The double claims a release vgpu has no tables for (560.35.05, a
+    // short-lived branch's): vgpu must not load, and must say why, naming
+    // the releases it has tables for.
     let (idx, name) = unsupported_release()?;
     insmod_double(&format!("release={idx}"))?;
     let path = sh("modinfo -F filename vgpu")?;

@@ -32,8 +32,12 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
 }
 
 /// The NVIDIA releases the driver double can claim, in the order of its
-/// `release` parameter (`selftests/nvidia/nvidia_main.rs`).
-pub use vgpu_logic::nv::release::BRANCHES as DOUBLE_RELEASES;
+/// `release` parameter (`selftests/nvidia/nvidia_main.rs`): the branches'
+/// releases, then 560.35.05, which vgpu has no tables for.
+pub const DOUBLE_RELEASES: [&str; 7] = {
+    let b = vgpu_logic::nv::release::BRANCHES;
+    [b[0], b[1], b[2], b[3], b[4], b[5], "560.35.05"]
+};
 
 /// The release the double claims in this VM: `vgpu_release` from the
 /// kernel command line (`scripts/vm.sh --release`), else its default.

@@ -1348,8 +1348,10 @@ fn policy_and_peer() -> Outcome {
         "disable of a pair never enabled",
     )?;
     want_rm(
-        f.uvm
-            .command_bytes(Command::AllocSemaphorePool, &mut vec![0u8; 9248]),
+        f.uvm.command_bytes(
+            Command::AllocSemaphorePool,
+            &mut vec![0u8; nvclient::uvm::block_size(Command::AllocSemaphorePool)],
+        ),
         NV_ERR_NOT_SUPPORTED,
         "ALLOC_SEMAPHORE_POOL (not modelled)",
     )?;

@@ -130,11 +130,33 @@ impl<'a> CStruct<'a> {
     }
 }
 
-/// The rows being collected, and the headers their expressions need.
+/// An expression the release must not have (its facts must say
+/// `absent`), and why vgpu does without it there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Absent {
+    /// The C expression.
+    pub expr: String,
+    /// The project's definition it belongs to (for messages).
+    pub item: String,
+    /// Why the release lacking it is right for vgpu.
+    pub why: String,
+}
+
+/// The rows being collected for one release.
 #[derive(Default)]
 pub struct Table {
-    /// The rows.
+    /// The rows: each expression must be in the release's facts, with the
+    /// row's value.
     pub rows: Vec<Row>,
+    /// The expressions the release must not have.
+    pub absent: Vec<Absent>,
+    /// The size the release's dispatch rows give each params type they
+    /// name (C type -> bytes; a type whose rows disagree is left out, the
+    /// rows' own `sizeof` checks show the disagreement). [`Table::layout`]
+    /// lays a block out as the prefix of the project's layout where this
+    /// is smaller (the prefix rule), [`Table::list_length`] ends a list
+    /// where it does. Empty: every layout whole.
+    pub sizes: BTreeMap<String, usize>,
 }
 
 impl Table {
@@ -147,6 +169,15 @@ impl Table {
         });
     }
 
+    /// An expression the release must not have, with why.
+    pub fn not_in_release(&mut self, expr: &str, item: &str, why: &str) {
+        self.absent.push(Absent {
+            expr: expr.to_string(),
+            item: item.to_string(),
+            why: why.to_string(),
+        });
+    }
+
     /// A DRF bit field `hi:lo` (a C macro that expands to `hi:lo`): its
     /// low and high bits, through the headers' own `(0 ? f)` / `(1 ? f)`.
     pub fn bitfield(&mut self, c: &str, f: abi::BitField, item: &str) {
@@ -154,12 +185,33 @@ impl Table {
         self.konst(&format!("(1 ? {c})"), f.hi.into(), &format!("{item}.hi"));
     }
 
+    /// The release's size of params type `ty`, where its rows give it
+    /// fewer bytes than `size`, the project's layout: vgpu and the driver
+    /// double then copy that many (the row's params size) and decode the
+    /// layout's prefix, a field past the end reading as zero.
+    fn cut(&self, ty: &str, size: usize) -> Option<usize> {
+        self.sizes.get(ty).copied().filter(|&n| n < size)
+    }
+
     /// A `wire_struct!` layout: its size (unless a view), and each field's
-    /// offset and size.
+    /// offset and size. The prefix rule: where the release's rows give the
+    /// block fewer bytes ([`Table::sizes`]), its size is theirs, a field
+    /// that ends past them is cut to them (the trailing list of a list
+    /// block: the release's list is shorter), and a field that starts past
+    /// them must be absent in the release.
     pub fn layout(&mut self, item: &str, size: usize, fields: &[WireField], c: CStruct<'_>) {
         let ty = c.ty;
+        let cut = match c.member {
+            None => self.cut(ty, size),
+            Some(_) => None,
+        };
+        let whole = item.to_string();
+        let item = match cut {
+            Some(n) => format!("{item} (its first {n} bytes, the release's params size)"),
+            None => whole.clone(),
+        };
         if c.member.is_none() {
-            self.konst(&format!("sizeof({ty})"), size as u64, item);
+            self.konst(&format!("sizeof({ty})"), cut.unwrap_or(size) as u64, &item);
         }
         for f in fields {
             let name = c.c_name(f.name);
@@ -171,9 +223,68 @@ impl Table {
                 None => format!("offsetof({ty}, {path})"),
                 Some(m) => format!("(offsetof({ty}, {path}) - offsetof({ty}, {m}))"),
             };
-            let it = format!("{item}.{}", f.name);
-            self.konst(&off, f.offset as u64, &it);
-            self.konst(&format!("sizeof((({ty} *)0)->{path})"), f.size as u64, &it);
+            let size_expr = format!("sizeof((({ty} *)0)->{path})");
+            let it = format!("{whole}.{}", f.name);
+            match cut {
+                Some(n) if f.offset >= n => {
+                    let why = format!(
+                        "past the {n} bytes the release's rows give {ty}: vgpu decodes the \
+                         prefix, the field reading as zero"
+                    );
+                    self.not_in_release(&off, &it, &why);
+                    self.not_in_release(&size_expr, &it, &why);
+                }
+                Some(n) if f.offset + f.size > n => {
+                    let it = format!("{it} (cut to the release's {n} bytes)");
+                    self.konst(&off, f.offset as u64, &it);
+                    self.konst(&size_expr, (n - f.offset) as u64, &it);
+                }
+                _ => {
+                    self.konst(&off, f.offset as u64, &it);
+                    self.konst(&size_expr, f.size as u64, &it);
+                }
+            }
+        }
+    }
+
+    /// A list-length constant `expr` the project defines as `len`: the
+    /// length of list field `list` of params block `ty` (laid out by
+    /// `fields`). Where the release's rows give the block fewer bytes, the
+    /// release's list ends where they do, and so does its length.
+    pub fn list_length(
+        &mut self,
+        expr: &str,
+        len: usize,
+        item: &str,
+        ty: &str,
+        fields: &[WireField],
+        list: &str,
+    ) {
+        let f = fields
+            .iter()
+            .find(|f| f.name == list)
+            .unwrap_or_else(|| panic!("{ty} has no field {list}"));
+        assert!(
+            f.size.is_multiple_of(len),
+            "{item}: {list} is no list of {len}"
+        );
+        let entry = f.size / len;
+        match self.cut(ty, f.offset + f.size) {
+            Some(n) => {
+                let bytes = n
+                    .checked_sub(f.offset)
+                    .expect("the release's block ends before its list");
+                assert!(
+                    bytes.is_multiple_of(entry),
+                    "{ty}: {n} bytes is no whole list"
+                );
+                self.konst(
+                    expr,
+                    (bytes / entry) as u64,
+                    &format!("{item} (the release's {n}-byte {ty})"),
+                );
+            }
+            None => self.konst(expr, len as u64, item),
         }
     }
 }
@@ -490,75 +601,232 @@ pub fn table() -> Table {
 
 /// The table for release `r` of the module's [`release::RELEASES`]: what
 /// the project defines, with that release's own tables (its escapes,
-/// classes, controls and UVM rows); an escape the release lacks is not in
-/// it.
+/// classes, controls, UVM rows, kernel-client interface and surface-size
+/// query). What the release's rows lack is not in it; a params block its
+/// rows give fewer bytes than the project's layout is checked as a prefix
+/// ([`Table::layout`]); what vgpu does without there is expected absent or
+/// at the release's value ([`NOT_IN_RELEASE`], [`DIFFERS_IN_RELEASE`]).
 pub fn table_for(r: &release::Release) -> Table {
-    let mut t = Table::default();
+    let mut t = Table {
+        sizes: release_sizes(r),
+        ..Table::default()
+    };
     escapes(&mut t, r);
-    rm_blocks(&mut t);
+    rm_blocks(&mut t, r);
     params(&mut t);
-    constants(&mut t);
-    kernel_client(&mut t, rmops::MEMBERS);
+    constants(&mut t, r);
+    kernel_client(&mut t, r.kernel);
     uvm_rows(&mut t, r);
     dispatch_table(&mut t, r);
+    exceptions(&mut t, r.name);
+    // After the exceptions: what vgpu asks in this release is never one.
+    surface_size(&mut t, r);
+    for a in &t.absent {
+        assert!(
+            !t.rows.iter().any(|row| row.expr == a.expr),
+            "{}: `{}` is both checked and expected absent ({})",
+            r.name,
+            a.expr,
+            a.why
+        );
+    }
     t
 }
 
-/// What the probe prints: the rows of every release's table
-/// ([`table_for`] of each of the module's [`release::RELEASES`]), so that
-/// a facts file has the expressions only an older release's table names
-/// (its own UVM layouts); [`probe_source`] prints each expression once.
-pub fn probe_table() -> Table {
-    Table {
-        rows: release::RELEASES
-            .iter()
-            .flat_map(|r| table_for(r).rows)
-            .collect(),
+/// The size release `r`'s dispatch rows give each params type
+/// ([`DISPATCH_PARAMS`]), where all its rows agree ([`Table::sizes`]).
+fn release_sizes(r: &release::Release) -> BTreeMap<String, usize> {
+    let mut by_type: BTreeMap<&str, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    let rows = r
+        .classes
+        .iter()
+        .map(|c| (c.name, c.params_size as usize))
+        .chain(r.controls.iter().map(|c| (c.name, c.params_size as usize)));
+    for (name, size) in rows {
+        if let Some((_, ty)) = DISPATCH_PARAMS.iter().find(|(n, _)| *n == name) {
+            by_type.entry(ty).or_default().insert(size);
+        }
     }
+    by_type
+        .into_iter()
+        .filter_map(|(ty, sizes)| match sizes.len() {
+            1 => sizes.first().map(|&n| (ty.to_string(), n)),
+            _ => None,
+        })
+        .collect()
 }
 
-/// Expressions the project checks that a release it supports does not
-/// have, with why vgpu does without them there.
-pub const NOT_IN_RELEASE: &[(&str, &[&str], &str)] = &[
+/// What the probe prints: the expressions of every release's table
+/// ([`table_for`] of each of the module's [`release::RELEASES`]), those
+/// it must have and those it must not, so that a facts file has the
+/// expressions only an older release's table names (its own UVM layouts);
+/// [`probe_source`] prints each expression once.
+pub fn probe_table() -> Table {
+    let mut t = Table::default();
+    for r in release::RELEASES.iter() {
+        let rt = table_for(r);
+        t.rows.extend(rt.rows);
+        t.absent.extend(rt.absent);
+    }
+    t
+}
+
+/// The releases before 595.45.04 (those `nv_gpu_info_t.is_soc_disp` is
+/// padding in).
+const BEFORE_595: &[&str] = &[
+    "590.48.01",
+    "580.142",
+    "570.211.01",
+    "550.163.01",
+    "535.288.01",
+];
+/// The releases before 580.142.
+const BEFORE_580: &[&str] = &["570.211.01", "550.163.01", "535.288.01"];
+/// The releases before 570.211.01.
+const BEFORE_570: &[&str] = &["550.163.01", "535.288.01"];
+
+/// Expressions of the project's table that a release it supports does
+/// not have, and that vgpu does not use there (releases, expressions,
+/// why): [`table_for`] expects them absent from those releases' facts.
+/// Nothing vgpu uses may be here: what a release lacks that vgpu's own
+/// tables name (a row, a layout's field past the release's params size)
+/// leaves its table by that release's data, not by this list.
+pub const NOT_IN_RELEASE: &[(&[&str], &[&str], &str)] = &[
     (
-        "590.48.01",
+        BEFORE_595,
         &[
             "offsetof(nv_gpu_info_t, is_soc_disp)",
             "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
         ],
-        "the byte is padding in 590 and vgpu never reads it",
+        "nv_gpu_info_t.is_soc_disp is new in 595 (its byte is padding before, \
+         the entry 16 bytes either way): vgpu never reads it",
     ),
     (
-        "580.142",
+        BEFORE_580,
         &[
-            "offsetof(nv_gpu_info_t, is_soc_disp)",
-            "sizeof(((nv_gpu_info_t *)0)->is_soc_disp)",
+            "offsetof(nv_gpu_info_t, needs_numa_setup)",
+            "sizeof(((nv_gpu_info_t *)0)->needs_numa_setup)",
         ],
-        "the byte is padding in 580 and vgpu never reads it",
+        "nv_gpu_info_t.needs_numa_setup is new in 580 (its byte is padding \
+         before, the entry 16 bytes either way): vgpu never reads it",
+    ),
+    (
+        BEFORE_580,
+        &[
+            "NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO",
+            "NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI",
+        ],
+        "GET_SURFACE_INFO's PHYS_SIZE_LO and _HI are new in 580: before, vgpu \
+         asks PHYS_SIZE (the release's surface_size, checked in its table)",
+    ),
+    (
+        BEFORE_570,
+        &["NVOS32_ATTR2_PAGE_SIZE_HUGE_256GB"],
+        "the 256 GiB huge page is new in 570 (value 3 of ATTR2_PAGE_SIZE_HUGE \
+         names no page size before): vgpu only reads the value to round a \
+         memory charge up (ledger::vram_floor), never sends it, and a request \
+         naming it is charged more, never less",
+    ),
+    (
+        &["535.288.01"],
+        &[
+            "(offsetof(NVOS32_PARAMETERS, data.AllocSize.numaNode) - offsetof(NVOS32_PARAMETERS, data.AllocSize))",
+            "sizeof(((NVOS32_PARAMETERS *)0)->data.AllocSize.numaNode)",
+            "(offsetof(NVOS32_PARAMETERS, data.AllocSizeRange.numaNode) - offsetof(NVOS32_PARAMETERS, data.AllocSizeRange))",
+            "sizeof(((NVOS32_PARAMETERS *)0)->data.AllocSizeRange.numaNode)",
+            "(offsetof(NVOS32_PARAMETERS, data.AllocTiledPitchHeight.numaNode) - offsetof(NVOS32_PARAMETERS, data.AllocTiledPitchHeight))",
+            "sizeof(((NVOS32_PARAMETERS *)0)->data.AllocTiledPitchHeight.numaNode)",
+        ],
+        "NVOS32's numaNode is new in 550 (the union members' bytes are \
+         unnamed before, NVOS32 the same size): vgpu never reads or sets it",
     ),
 ];
 
-/// [`compare`] for release `release` (its facts file `text`): the
-/// expressions [`NOT_IN_RELEASE`] names for it must be absent there, every
-/// other one present and equal.
+/// Constants of the project's table whose value a release it supports
+/// has otherwise, and that vgpu does not use there (releases, expression,
+/// the release's value, why): [`table_for`] expects the release's value,
+/// so a wrong claim still fails.
+pub const DIFFERS_IN_RELEASE: &[(&[&str], &str, u64, &str)] = &[(
+    BEFORE_570,
+    "UVM_MAX_GPUS",
+    32,
+    "UVM_MAX_GPUS is NV_MAX_DEVICES (32) before 570: vgpu takes the length \
+     of the per-GPU attribute arrays from the release's UVM rows (256 \
+     entries in 550, UVM_MAX_GPUS_V2; 32 in 535, uvm::r535), never from \
+     this macro",
+)];
+
+/// Applies [`NOT_IN_RELEASE`] and [`DIFFERS_IN_RELEASE`] to release
+/// `rel`'s table. An entry that names an expression the table does not
+/// check, or a value the project already has, is stale: a panic.
+fn exceptions(t: &mut Table, rel: &str) {
+    for (_, exprs, why) in NOT_IN_RELEASE.iter().filter(|(r, _, _)| r.contains(&rel)) {
+        for e in *exprs {
+            let (gone, kept): (Vec<Row>, Vec<Row>) = std::mem::take(&mut t.rows)
+                .into_iter()
+                .partition(|r| r.expr == *e);
+            t.rows = kept;
+            let row = gone.first().unwrap_or_else(|| {
+                panic!("NOT_IN_RELEASE names `{e}` for {rel}, which its table does not check")
+            });
+            t.not_in_release(e, &row.item, why);
+        }
+    }
+    for (_, e, v, why) in DIFFERS_IN_RELEASE.iter().filter(|(r, ..)| r.contains(&rel)) {
+        let mut n = 0;
+        for r in t.rows.iter_mut().filter(|r| r.expr == *e) {
+            assert_ne!(
+                r.value, *v,
+                "DIFFERS_IN_RELEASE gives `{e}` in {rel} the value the project has"
+            );
+            r.value = *v;
+            r.item = format!("{} (in {rel}: {why})", r.item);
+            n += 1;
+        }
+        assert!(
+            n > 0,
+            "DIFFERS_IN_RELEASE names `{e}` for {rel}, which its table does not check"
+        );
+    }
+}
+
+/// How release `r` asks a memory object's size (`Release::surface_size`):
+/// the GET_SURFACE_INFO indices, and for PHYS_SIZE its unit.
+fn surface_size(t: &mut Table, r: &release::Release) {
+    let item = format!("release::RELEASES[{}].surface_size", r.name);
+    for &(index, shift) in r.surface_size {
+        let name = [
+            ("PHYS_SIZE_LO", surface_info::PHYS_SIZE_LO),
+            ("PHYS_SIZE_HI", surface_info::PHYS_SIZE_HI),
+            ("PHYS_SIZE", surface_info::PHYS_SIZE),
+        ]
+        .into_iter()
+        .find(|&(_, i)| i == index)
+        .map(|(n, _)| n)
+        .unwrap_or_else(|| panic!("{item}: index {index} is no size index"));
+        t.konst(
+            &format!("NV0041_CTRL_SURFACE_INFO_INDEX_{name}"),
+            index.into(),
+            &item,
+        );
+        if index == surface_info::PHYS_SIZE {
+            t.konst(
+                "NV0041_CTRL_SURFACE_INFO_PHYS_SIZE_SCALE_FACTOR",
+                1u64 << shift,
+                &format!("{item}.shift"),
+            );
+        }
+    }
+}
+
+/// [`compare`] for release `release` (its facts file `text`): every row
+/// of `t` must be there with its value, every expression `t` expects
+/// absent ([`Table::absent`]) absent.
 pub fn compare_release(t: &Table, text: &str, release: &str) -> Result<Vec<String>, String> {
     let facts = parse_facts(text)?;
     let absent = absent_facts(text);
-    let expected: &[&str] = NOT_IN_RELEASE
-        .iter()
-        .find(|(r, _, _)| *r == release)
-        .map_or(&[], |(_, e, _)| e);
     let mut bad = Vec::new();
     for r in &t.rows {
-        if expected.contains(&r.expr.as_str()) {
-            if !absent.contains(&r.expr) {
-                bad.push(format!(
-                    "{}: `{}` should not be in {release}, but its facts have it",
-                    r.item, r.expr
-                ));
-            }
-            continue;
-        }
         if absent.contains(&r.expr) {
             bad.push(format!(
                 "{}: `{}` is not in {release} (its headers lack it)",
@@ -566,6 +834,20 @@ pub fn compare_release(t: &Table, text: &str, release: &str) -> Result<Vec<Strin
             ));
         } else if let Some(m) = row_mismatch(r, &facts) {
             bad.push(format!("{release}: {m}"));
+        }
+    }
+    for a in &t.absent {
+        if facts.contains_key(&a.expr) {
+            bad.push(format!(
+                "{}: `{}` should not be in {release} ({}), but its facts have it",
+                a.item, a.expr, a.why
+            ));
+        } else if !absent.contains(&a.expr) {
+            bad.push(format!(
+                "{}: `{}` is not in the facts file of {release} (regenerate it with \
+                 scripts/conformance.sh)",
+                a.item, a.expr
+            ));
         }
     }
     Ok(bad)
@@ -653,7 +935,9 @@ fn escapes(t: &mut Table, rel: &release::Release) {
     );
 }
 
-fn rm_blocks(t: &mut Table) {
+/// The RM parameter blocks, and the `nv-ioctl.h` blocks of the escapes
+/// release `rel` has (an escape it lacks has no block to check).
+fn rm_blocks(t: &mut Table, rel: &release::Release) {
     layout!(t, abi::Nvos00, CStruct::camel("NVOS00_PARAMETERS"));
     layout!(t, abi::Nvos02, CStruct::camel("NVOS02_PARAMETERS"));
     layout!(
@@ -720,25 +1004,38 @@ fn rm_blocks(t: &mut Table) {
         CStruct::snake("nv_ioctl_nvos33_parameters_with_fd")
     );
     layout!(t, abi::Nvos34, CStruct::camel("NVOS34_PARAMETERS"));
-    layout!(t, abi::PciInfo, CStruct::snake("nv_pci_info_t"));
-    layout!(t, abi::CardInfo, CStruct::snake("nv_ioctl_card_info_t"));
-    layout!(
-        t,
-        abi::RmApiVersion,
-        CStruct::camel("nv_ioctl_rm_api_version_t")
-    );
-    layout!(t, abi::RegisterFd, CStruct::snake("nv_ioctl_register_fd_t"));
-    layout!(
-        t,
-        abi::OsEvent,
-        CStruct::camel("nv_ioctl_alloc_os_event_t").renamed(&[("status", "Status")])
-    );
-    layout!(t, abi::SysParams, CStruct::snake("nv_ioctl_sys_params_t"));
-    layout!(
-        t,
-        abi::WaitOpenComplete,
-        CStruct::camel("nv_ioctl_wait_open_complete_t")
-    );
+    let has = |e: Escape| rel.escape_row(e.nr()).is_some();
+    if has(Escape::CardInfo) {
+        layout!(t, abi::PciInfo, CStruct::snake("nv_pci_info_t"));
+        layout!(t, abi::CardInfo, CStruct::snake("nv_ioctl_card_info_t"));
+    }
+    if has(Escape::CheckVersionStr) {
+        layout!(
+            t,
+            abi::RmApiVersion,
+            CStruct::camel("nv_ioctl_rm_api_version_t")
+        );
+    }
+    if has(Escape::RegisterFd) {
+        layout!(t, abi::RegisterFd, CStruct::snake("nv_ioctl_register_fd_t"));
+    }
+    if has(Escape::AllocOsEvent) {
+        layout!(
+            t,
+            abi::OsEvent,
+            CStruct::camel("nv_ioctl_alloc_os_event_t").renamed(&[("status", "Status")])
+        );
+    }
+    if has(Escape::SysParams) {
+        layout!(t, abi::SysParams, CStruct::snake("nv_ioctl_sys_params_t"));
+    }
+    if has(Escape::WaitOpenComplete) {
+        layout!(
+            t,
+            abi::WaitOpenComplete,
+            CStruct::camel("nv_ioctl_wait_open_complete_t")
+        );
+    }
 }
 
 fn params(t: &mut Table) {
@@ -891,7 +1188,24 @@ fn params(t: &mut Table) {
     );
 }
 
-fn constants(t: &mut Table) {
+/// Whether class `c`'s constants are checked in release `rel`: unless the
+/// base table has a row for the class and `rel`'s does not (the release
+/// lacks the class, as 550 and 535 lack Blackwell's).
+fn class_in(rel: &release::Release, c: u32) -> bool {
+    rel.class_row(c).is_some() || release::RELEASES[0].class_row(c).is_none()
+}
+
+/// Pairs constants' names with their values.
+macro_rules! named {
+    ($m:ident : $($name:ident),* $(,)?) => {
+        [$((stringify!($name), ($m::$name) as u64)),*]
+    };
+}
+
+/// The constants vgpu uses, those of classes release `rel` lacks left out
+/// ([`class_in`]), the list lengths as `rel`'s params sizes give them
+/// ([`Table::list_length`]).
+fn constants(t: &mut Table, rel: &release::Release) {
     consts!(t, "", status:
         NV_OK, NV_ERR_BUFFER_TOO_SMALL, NV_ERR_BUSY_RETRY, NV_ERR_GPU_UUID_NOT_FOUND,
         NV_ERR_ILLEGAL_ACTION, NV_ERR_IN_USE, NV_ERR_INSUFFICIENT_RESOURCES,
@@ -907,7 +1221,7 @@ fn constants(t: &mut Table) {
         NV_ERR_PAGE_TABLE_NOT_AVAIL, NV_ERR_STATE_IN_USE, NV_ERR_SIGNAL_PENDING,
         NV_ERR_TIMEOUT, NV_ERR_UVM_ADDRESS_IN_USE, NV_ERR_GENERIC, NV_WARN_NOTHING_TO_DO,
     );
-    consts!(t, "", class:
+    let classes = named!(class:
         NV01_ROOT, NV01_ROOT_NON_PRIV, NV01_ROOT_CLIENT, NV01_EVENT, NV01_EVENT_OS_EVENT,
         NV01_DEVICE_0, NV20_SUBDEVICE_0, NV01_MEMORY_SYSTEM, NV01_MEMORY_LOCAL_USER,
         NV01_MEMORY_VIRTUAL, NV01_MEMORY_LOCAL_PHYSICAL, NV_MEMORY_FABRIC,
@@ -920,6 +1234,11 @@ fn constants(t: &mut Table) {
         ADA_COMPUTE_A, HOPPER_COMPUTE_A, AMPERE_DMA_COPY_A, AMPERE_DMA_COPY_B,
         HOPPER_DMA_COPY_A,
     );
+    for (name, c) in classes {
+        if class_in(rel, c as u32) {
+            t.konst(name, c, &format!("class::{name}"));
+        }
+    }
     t.konst(
         "NVC361_NOTIFY_CHANNEL_PENDING",
         class::USERMODE_DOORBELL_OFFSET as u64,
@@ -927,14 +1246,18 @@ fn constants(t: &mut Table) {
     );
     consts!(t, "", engine: NV2080_ENGINE_TYPE_GRAPHICS, NV2080_ENGINE_TYPE_COPY0);
     // Blackwell's USERD (clc96f.h, clca6f.h) has `GPPut` only.
-    for (ty, has_get) in [
-        ("Nvc36fControl", true),
-        ("Nvc46fControl", true),
-        ("Nvc56fControl", true),
-        ("Nvc86fControl", true),
-        ("Nvc96fControl", false),
-        ("Nvca6fControl", false),
+    // Each USERD with its channel class: checked where the release has it.
+    for (ty, has_get, c) in [
+        ("Nvc36fControl", true, class::VOLTA_CHANNEL_GPFIFO_A),
+        ("Nvc46fControl", true, class::TURING_CHANNEL_GPFIFO_A),
+        ("Nvc56fControl", true, class::AMPERE_CHANNEL_GPFIFO_A),
+        ("Nvc86fControl", true, class::HOPPER_CHANNEL_GPFIFO_A),
+        ("Nvc96fControl", false, class::BLACKWELL_CHANNEL_GPFIFO_A),
+        ("Nvca6fControl", false, class::BLACKWELL_CHANNEL_GPFIFO_B),
     ] {
+        if !class_in(rel, c) {
+            continue;
+        }
         if has_get {
             t.konst(
                 &format!("offsetof({ty}, GPGet)"),
@@ -977,20 +1300,33 @@ fn constants(t: &mut Table) {
         LARGEST_FREE_REGION_BASE_KB, HEAP_FREE, BAR1_AVAIL_SIZE, HEAP_START,
         USABLE_RAM_SIZE,
     );
-    consts!(t, "NV2080_CTRL_FB_INFO_", fb_info: MAX_LIST_SIZE);
+    t.list_length(
+        "NV2080_CTRL_FB_INFO_MAX_LIST_SIZE",
+        fb_info::MAX_LIST_SIZE,
+        "fb_info::MAX_LIST_SIZE",
+        "NV2080_CTRL_FB_GET_INFO_V2_PARAMS",
+        abi::FbGetInfoV2Params::FIELDS,
+        "list",
+    );
     consts!(t, "NV0041_CTRL_SURFACE_INFO_INDEX_", surface_info:
         ATTRS, PHYS_SIZE_LO, PHYS_SIZE_HI, COMPR_COVERAGE, PHYS_SIZE, PHYS_ATTR,
         ADDR_SPACE_TYPE,
     );
-    t.konst(
+    t.list_length(
         "NV2080_CTRL_GPU_INFO_MAX_LIST_SIZE",
-        abi::GPU_INFO_MAX_LIST_SIZE as u64,
+        abi::GPU_INFO_MAX_LIST_SIZE,
         "abi::GPU_INFO_MAX_LIST_SIZE",
+        "NV2080_CTRL_GPU_GET_INFO_V2_PARAMS",
+        abi::GpuGetInfoV2Params::FIELDS,
+        "list",
     );
-    t.konst(
+    t.list_length(
         "NV0080_CTRL_GPU_CLASSLIST_MAX_SIZE",
-        abi::CLASSLIST_MAX_SIZE as u64,
+        abi::CLASSLIST_MAX_SIZE,
         "abi::CLASSLIST_MAX_SIZE",
+        "NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS",
+        abi::ClassListV2Params::FIELDS,
+        "class_list",
     );
     t.konst(
         "NV0000_CTRL_GPU_MAX_ATTACHED_GPUS",
@@ -1129,17 +1465,17 @@ fn constants(t: &mut Table) {
     );
 }
 
-/// The kernel-client interface, with the params union's members as
-/// `members` says (the project's `rmops::MEMBERS`; a test passes a seeded
-/// wrong one).
-pub fn kernel_client(t: &mut Table, members: &[rmops::Member]) {
+/// The kernel-client interface of a release (`Release::kernel`; a test
+/// passes a seeded wrong one): the ops command block at its size, every
+/// member of its params union, and the NV04_ALLOC member's layout.
+pub fn kernel_client(t: &mut Table, kc: &rmops::KernelClient) {
     use core::mem::{offset_of, size_of};
     use rmops::{GpuInfo, PciLocation, RmOpsTable};
     let ty = "nvidia_kernel_rmapi_ops_t";
     t.konst(
         &format!("sizeof({ty})"),
-        rmops::CMD_SIZE as u64,
-        "rmops::CMD_SIZE",
+        kc.cmd_size() as u64,
+        "rmops::KernelClient::cmd_size",
     );
     t.konst(
         &format!("offsetof({ty}, params)"),
@@ -1148,22 +1484,33 @@ pub fn kernel_client(t: &mut Table, members: &[rmops::Member]) {
     );
     t.konst(
         &format!("sizeof((({ty} *)0)->params)"),
-        rmops::PARAMS_SIZE as u64,
-        "rmops::PARAMS_SIZE",
+        kc.params_size as u64,
+        "rmops::KernelClient.params_size",
     );
-    for m in members {
+    for m in kc.members {
         let name = m.name;
         t.konst(
             &format!("sizeof((({ty} *)0)->params.{name})"),
             m.size as u64,
-            &format!("rmops::MEMBERS[{name}].size"),
+            &format!("rmops::KernelClient.members[{name}].size"),
         );
         t.konst(
             &format!("offsetof({ty}, params.{name})"),
             rmops::PARAMS_OFFSET as u64,
-            &format!("rmops::MEMBERS[{name}]"),
+            &format!("rmops::KernelClient.members[{name}]"),
         );
     }
+    // The NV04_ALLOC member is the block kc.alloc lays out (an NVOS64 or an
+    // NVOS21: the releases differ there).
+    let alloc_size = kc
+        .member_size(op::ALLOC)
+        .expect("the union has an NV04_ALLOC member");
+    t.layout(
+        "rmops::KernelClient.alloc",
+        alloc_size,
+        kc.alloc,
+        CStruct::camel(ty).within("params.alloc"),
+    );
     consts!(t, "NV01_", op: FREE, ALLOC_MEMORY);
     consts!(t, "NV04_", op:
         VID_HEAP_CONTROL, MAP_MEMORY, UNMAP_MEMORY, ALLOC_CONTEXT_DMA, MAP_MEMORY_DMA,
@@ -1402,7 +1749,20 @@ fn uvm_rows(t: &mut Table, rel: &release::Release) {
         uvm::RANGE_GROUP_NONE,
         "uvm::RANGE_GROUP_NONE",
     );
-    for (field, off) in [
+    // The project's single-field offsets of MAP_EXTERNAL_ALLOCATION's block
+    // are its base layout's: where the release's row lays the block out
+    // otherwise (535), the row's own layout above checks the same
+    // expressions, and vgpu reads the fields where the row has them.
+    let base_layout = rel
+        .uvm_row(C::MapExternalAllocation.number())
+        .is_some_and(|r| {
+            (r.size, r.fields)
+                == (
+                    uvm::MapExternalAllocationParams::SIZE,
+                    Some(uvm::MapExternalAllocationParams::FIELDS),
+                )
+        });
+    let fields = [
         ("base", uvm::map_external::BASE),
         ("length", uvm::map_external::LENGTH),
         ("offset", uvm::map_external::OFFSET),
@@ -1410,12 +1770,15 @@ fn uvm_rows(t: &mut Table, rel: &release::Release) {
         ("gpuAttributesCount", uvm::map_external::COUNT),
         ("hClient", uvm::map_external::H_CLIENT),
         ("hMemory", uvm::map_external::H_MEMORY),
-    ] {
-        t.konst(
-            &format!("offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, {field})"),
-            off as u64,
-            &format!("uvm::map_external::{field}"),
-        );
+    ];
+    if base_layout {
+        for (field, off) in fields {
+            t.konst(
+                &format!("offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, {field})"),
+                off as u64,
+                &format!("uvm::map_external::{field}"),
+            );
+        }
     }
     t.konst(
         "UVM_MIGRATE_FLAG_ASYNC",
@@ -2092,11 +2455,15 @@ pub fn probe_source(t: &Table) -> String {
     }
     s.push_str("int main(void)\n{\n");
     let mut seen = std::collections::BTreeSet::new();
-    for r in t.rows.iter().filter(|r| seen.insert(r.expr.as_str())) {
+    let exprs = t
+        .rows
+        .iter()
+        .map(|r| r.expr.as_str())
+        .chain(t.absent.iter().map(|a| a.expr.as_str()));
+    for e in exprs.filter(|e| seen.insert(*e)) {
         let _ = writeln!(
             s,
-            "    printf(\"%s\\t%llu\\n\", \"{}\", (unsigned long long)({}));",
-            r.expr, r.expr
+            "    printf(\"%s\\t%llu\\n\", \"{e}\", (unsigned long long)({e}));"
         );
     }
     s.push_str("    return 0;\n}\n");
@@ -2143,7 +2510,8 @@ pub fn absent_facts(text: &str) -> std::collections::BTreeSet<String> {
 }
 
 /// Every row whose value differs from the facts, or that the facts lack:
-/// one message each.
+/// one message each (the rows only: [`compare_release`] also checks
+/// [`Table::absent`]).
 pub fn compare(t: &Table, facts: &BTreeMap<String, u64>) -> Vec<String> {
     t.rows
         .iter()

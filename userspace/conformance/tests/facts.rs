@@ -57,7 +57,8 @@ fn the_table_is_not_trivial() {
 fn a_seeded_nvos21_alloc_block_fails_the_check() {
     // The fault of issue 14: the kernel-client NV04_ALLOC block sent as an
     // NVOS21 (32 bytes) to a release whose union member is an NVOS64.
-    let members: Vec<rmops::Member> = rmops::MEMBERS
+    let members: Vec<rmops::Member> = rmops::KERNEL_CLIENT
+        .members
         .iter()
         .map(|m| match m.op {
             rmops::op::ALLOC => rmops::Member {
@@ -67,8 +68,12 @@ fn a_seeded_nvos21_alloc_block_fails_the_check() {
             _ => *m,
         })
         .collect();
+    let kc = rmops::KernelClient {
+        members: members.leak(),
+        ..rmops::KERNEL_CLIENT
+    };
     let mut t = Table::default();
-    kernel_client(&mut t, &members);
+    kernel_client(&mut t, &kc);
     let bad = compare(&t, &facts(RELEASE));
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(
@@ -120,13 +125,14 @@ fn the_probe_prints_every_row() {
     use vgpu_logic::nv::release::RELEASES;
     let src = vgpu_conformance::probe_source(&vgpu_conformance::probe_table());
     for rel in RELEASES.iter() {
-        for r in &vgpu_conformance::table_for(rel).rows {
-            assert!(
-                src.contains(&format!("\"{}\"", r.expr)),
-                "{}: {}",
-                rel.name,
-                r.expr
-            );
+        let t = vgpu_conformance::table_for(rel);
+        let exprs = t
+            .rows
+            .iter()
+            .map(|r| &r.expr)
+            .chain(t.absent.iter().map(|a| &a.expr));
+        for e in exprs {
+            assert!(src.contains(&format!("\"{e}\"")), "{}: {e}", rel.name);
         }
     }
 }
@@ -341,27 +347,42 @@ fn every_release_vgpu_supports_matches_its_facts() {
     // that release's tables, against the facts its headers give.
     use vgpu_logic::nv::release::RELEASES;
     assert_eq!(RELEASES[0].name, RELEASE);
+    let mut bad = Vec::new();
     for r in RELEASES.iter() {
         let text = facts_text(r.name);
-        let bad = vgpu_conformance::compare_release(&vgpu_conformance::table_for(r), &text, r.name)
-            .expect("facts parse");
-        assert!(
-            bad.is_empty(),
-            "{} definitions differ from NVIDIA's headers at {}:\n{}",
-            bad.len(),
-            r.name,
-            bad.join("\n")
+        bad.extend(
+            vgpu_conformance::compare_release(&vgpu_conformance::table_for(r), &text, r.name)
+                .expect("facts parse"),
         );
     }
+    assert!(
+        bad.is_empty(),
+        "{} definitions differ from NVIDIA's headers:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 #[test]
 fn a_release_with_the_newest_tables_fails_the_check() {
     // 590.48.01 checked with 595.45.04's control table: GET_NAME_STRING's
     // params size (68 there, 132 in 590) must be caught.
-    let path = format!("{}/facts/590.48.01.facts", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(path).expect("590 facts");
-    let bad = vgpu_conformance::compare_release(&table(), &text, "590.48.01").expect("parse");
+    use vgpu_logic::nv::release::{Release, RELEASES};
+    let r590 = RELEASES
+        .iter()
+        .find(|r| r.name == "590.48.01")
+        .expect("590.48.01");
+    let seeded = Release {
+        controls: RELEASES[0].controls,
+        ..*r590
+    };
+    let text = facts_text("590.48.01");
+    let bad = vgpu_conformance::compare_release(
+        &vgpu_conformance::table_for(&seeded),
+        &text,
+        "590.48.01",
+    )
+    .expect("parse");
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(
         bad[0].contains("GET_NAME_STRING") && bad[0].contains("= 132"),
@@ -441,6 +462,127 @@ fn a_release_checked_against_another_releases_facts_fails() {
                 "{}'s table passes against {}'s facts",
                 a.name,
                 b.name
+            );
+        }
+    }
+}
+
+#[test]
+fn the_prefix_rule_follows_the_release_rows() {
+    // 570.211.01's rows give FB_GET_INFO_V2 460 bytes and FERMI_VASPACE_A
+    // 48: its table lays both blocks out as prefixes of the project's, its
+    // list length follows, and the field past the end must be absent.
+    use vgpu_conformance::{compare_release, table_for};
+    use vgpu_logic::nv::release::{Release, RELEASES};
+    let r570 = RELEASES
+        .iter()
+        .find(|r| r.name == "570.211.01")
+        .expect("570.211.01");
+    let t = table_for(r570);
+    let value = |e: &str| {
+        t.rows
+            .iter()
+            .find(|r| r.expr == e)
+            .map(|r| r.value)
+            .unwrap_or_else(|| panic!("{e} not in 570's table"))
+    };
+    assert_eq!(value("sizeof(NV2080_CTRL_FB_GET_INFO_V2_PARAMS)"), 460);
+    assert_eq!(
+        value("sizeof(((NV2080_CTRL_FB_GET_INFO_V2_PARAMS *)0)->fbInfoList)"),
+        456
+    );
+    assert_eq!(value("NV2080_CTRL_FB_INFO_MAX_LIST_SIZE"), 57);
+    assert_eq!(value("sizeof(NV_VASPACE_ALLOCATION_PARAMETERS)"), 48);
+    assert!(t
+        .absent
+        .iter()
+        .any(|a| a.expr == "offsetof(NV_VASPACE_ALLOCATION_PARAMETERS, pasid)"));
+    // Against 595.45.04's facts, where `pasid` exists, the expectation
+    // fails.
+    let bad = compare_release(&t, &facts_text(RELEASE), RELEASE).expect("parse");
+    assert!(
+        bad.iter().any(|m| m.contains("pasid)` should not be in")),
+        "{bad:#?}"
+    );
+    // And a release whose row claims the newest size where the headers
+    // have the older one is caught: 570 with 595's controls.
+    let seeded = Release {
+        controls: RELEASES[0].controls,
+        ..*r570
+    };
+    let bad =
+        compare_release(&table_for(&seeded), &facts_text(r570.name), r570.name).expect("parse");
+    for e in [
+        "`sizeof(NV2080_CTRL_FB_GET_INFO_V2_PARAMS)` = 460",
+        "`NV2080_CTRL_FB_INFO_MAX_LIST_SIZE` = 57",
+        "`sizeof(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)` = 2",
+    ] {
+        assert!(bad.iter().any(|m| m.contains(e)), "{e}: {bad:#?}");
+    }
+}
+
+#[test]
+fn the_exceptions_are_live_and_spare_what_the_release_rows_name() {
+    // Every release an exception names is one vgpu supports, and no
+    // exception covers an expression the release's own rows name (an
+    // escape, a dispatch row, a UVM command, the kernel-client union, the
+    // surface-size query): what vgpu uses in a release must be checked
+    // there. (`table_for` checks itself that every exception matches a row
+    // of the release's table, and that no expression it expects absent is
+    // also a row, such as a surface-size index the release asks.)
+    use vgpu_conformance::{
+        dispatch_c_expr, escape_c_name, escape_c_params, uvm_c_name, DIFFERS_IN_RELEASE,
+        DISPATCH_PARAMS, NOT_IN_RELEASE,
+    };
+    use vgpu_logic::nv::{release::RELEASES, uvm};
+    let entries = NOT_IN_RELEASE
+        .iter()
+        .flat_map(|(rels, exprs, _)| exprs.iter().map(move |e| (*rels, *e)))
+        .chain(DIFFERS_IN_RELEASE.iter().map(|(rels, e, _, _)| (*rels, *e)));
+    for (rels, e) in entries {
+        for name in rels {
+            let r = RELEASES
+                .iter()
+                .find(|r| r.name == *name)
+                .unwrap_or_else(|| panic!("{e}: {name} is no release vgpu supports"));
+            let mut own: Vec<String> = Vec::new();
+            for row in r.escapes {
+                own.push(escape_c_name(row.escape).to_string());
+                own.extend(
+                    escape_c_params(row.escape)
+                        .iter()
+                        .map(|t| format!("sizeof({t})")),
+                );
+            }
+            let names = r
+                .classes
+                .iter()
+                .map(|c| c.name)
+                .chain(r.controls.iter().map(|c| c.name));
+            for n in names {
+                own.push(dispatch_c_expr(n));
+                if let Some((_, ty)) = DISPATCH_PARAMS.iter().find(|(d, _)| *d == n) {
+                    own.push(format!("sizeof({ty})"));
+                }
+            }
+            for c in uvm::COMMANDS {
+                let (n, ty) = uvm_c_name(c);
+                own.push(n.to_string());
+                if let Some(ty) = ty {
+                    own.push(format!("sizeof({ty})"));
+                    assert!(
+                        !e.contains(&format!("({ty},")),
+                        "{name}: {e} is a UVM block's"
+                    );
+                }
+            }
+            assert!(
+                !own.iter().any(|o| o == e),
+                "{name}: {e} is named by the release's own rows"
+            );
+            assert!(
+                !e.contains("nvidia_kernel_rmapi_ops_t"),
+                "{name}: {e} is the kernel-client union's"
             );
         }
     }

@@ -740,6 +740,11 @@ fn every_release_table_is_the_base_table_with_its_sizes() {
         for c in r.classes.windows(2) {
             assert!(c[0].class < c[1].class, "{}: classes out of order", r.name);
         }
+        assert!(
+            r.controls.len() + 12 >= CONTROLS.len(),
+            "{}: a release lacks at most a dozen controls",
+            r.name
+        );
         // GPU_GET_NAME_STRING's params were halved in 595 only.
         assert_eq!(
             r.control_row(0x2080_0110).map(|c| c.params_size),
@@ -748,7 +753,66 @@ fn every_release_table_is_the_base_table_with_its_sizes() {
             r.name
         );
     }
-    assert_eq!(find(b"570.211.01"), None);
+    // A table for each branch's release, and for nothing else.
+    let names: Vec<&str> = RELEASES.iter().map(|r| r.name).collect();
+    assert_eq!(names, vgpu_logic::nv::release::BRANCHES);
+    assert_eq!(find(b"560.35.05"), None);
+    assert_eq!(find(b"595.45.0"), None);
+}
+
+#[test]
+fn releases_before_580_have_their_own_kernel_client_and_lists() {
+    use vgpu_logic::nv::abi::{ctrl, Nvos21, Nvos64};
+    use vgpu_logic::nv::release::{find, RELEASES};
+    use vgpu_logic::nv::rmops::op;
+    use vgpu_logic::nv::uvm::Command;
+    let at = |n: &str| &RELEASES[find(n.as_bytes()).expect("a release with tables")];
+    let size = |n: &str, cmd: u32| at(n).control_row(cmd).map(|r| r.params_size);
+    // NV04_ALLOC: an NVOS21 before 580, an NVOS64 from 580 on.
+    for (n, alloc) in [
+        ("595.45.04", Nvos64::SIZE),
+        ("580.142", Nvos64::SIZE),
+        ("570.211.01", Nvos21::SIZE),
+        ("535.288.01", Nvos21::SIZE),
+    ] {
+        assert_eq!(at(n).kernel.member_size(op::ALLOC), Some(alloc), "{n}");
+    }
+    assert_eq!(at("570.211.01").kernel.cmd_size(), 64);
+    // The FB info list: 128 entries from 580, 57, 55 and 54 before.
+    for (n, entries) in [
+        ("580.142", 128),
+        ("570.211.01", 57),
+        ("550.163.01", 55),
+        ("535.288.01", 54),
+    ] {
+        assert_eq!(
+            size(n, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2),
+            Some(4 + 8 * entries),
+            "{n}"
+        );
+    }
+    assert_eq!(
+        size("570.211.01", ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE),
+        Some(2)
+    );
+    assert_eq!(
+        size("580.142", ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE),
+        Some(3)
+    );
+    // The DRAM encryption queries: one higher in 570, absent before.
+    assert_eq!(size("570.211.01", 0x2080_1359), Some(4));
+    assert_eq!(size("595.45.04", 0x2080_1359), None);
+    assert_eq!(size("550.163.01", 0x2080_1358), None);
+    // Blackwell classes and 535's missing escape.
+    assert!(at("550.163.01").class_row(0xc96f).is_none());
+    assert!(at("570.211.01").class_row(0xc96f).is_some());
+    assert!(at("535.288.01").escape_row(0xda).is_none());
+    assert_eq!(
+        at("535.288.01")
+            .uvm_command(Command::MapExternalAllocation)
+            .size,
+        1200
+    );
 }
 
 #[test]
@@ -777,4 +841,24 @@ fn releases_before_590_have_the_older_uvm_layouts_and_no_numa_info() {
         Err(DecodeError::UnknownEscape(Escape::NumaInfo.nr()))
     );
     assert_eq!(r580.class_row(0x503b).map(|c| c.params_size), Some(72));
+}
+
+#[test]
+fn modinfo_names_every_release_vgpu_has_tables_for() {
+    // `modinfo vgpu` is how an operator checks a module file against a
+    // driver before loading it: its description lists the releases.
+    let main = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../src/vgpu_main.rs"
+    ))
+    .expect("src/vgpu_main.rs");
+    let names: Vec<&str> = vgpu_logic::nv::release::RELEASES
+        .iter()
+        .map(|r| r.name)
+        .collect();
+    let want = format!("(NVIDIA drivers {})\"", names.join(", "));
+    assert!(
+        main.contains(&want),
+        "the module description should end with {want}"
+    );
 }

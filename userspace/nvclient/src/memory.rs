@@ -229,8 +229,11 @@ impl Ctl {
         h_subdevice: Handle,
         indices: &[u32],
     ) -> Result<Vec<InfoEntry>> {
-        if indices.len() > fb_info::MAX_LIST_SIZE {
-            return Err(Error::Invalid("more than 128 FB info indices"));
+        let max = crate::speaks()
+            .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+            .map_or(fb_info::MAX_LIST_SIZE, |r| (r.params_size as usize - 4) / 8);
+        if indices.len() > max {
+            return Err(Error::Invalid("more FB info indices than the list holds"));
         }
         let mut p = FbGetInfoV2Params::new(indices);
         self.control_with(

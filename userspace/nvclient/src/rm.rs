@@ -212,9 +212,16 @@ impl Ctl {
         cmd: u32,
         params: &mut T,
     ) -> Result<()> {
-        let mut b = vec![0u8; T::SIZE];
+        // The params as the release the library speaks sizes them: older
+        // releases' blocks are prefixes (shorter lists, fields added at the
+        // end), whose missing tail reads back as zero.
+        let n = crate::speaks()
+            .control_row(cmd)
+            .map_or(T::SIZE, |r| r.params_size as usize);
+        let mut b = vec![0u8; n.max(T::SIZE)];
         params.encode(&mut b);
-        self.control(h_client, h_object, cmd, &mut b)?;
+        b[n..].fill(0);
+        self.control(h_client, h_object, cmd, &mut b[..n])?;
         *params = T::decode(&b);
         Ok(())
     }

@@ -450,7 +450,32 @@ impl Uvm {
         p.per_gpu_attributes[..attributes.len()].copy_from_slice(attributes);
         let mut b = vec![0u8; MapExternalAllocationParams::SIZE];
         p.encode(&mut b);
-        self.command_bytes(Command::MapExternalAllocation, &mut b)
+        self.command_in_release(
+            Command::MapExternalAllocation,
+            &mut b,
+            MapExternalAllocationParams::FIELDS,
+        )
+    }
+
+    /// Issues command `cmd` with `block`, laid out as `fields` (the newest
+    /// release's), in the layout of the release the library speaks (535's
+    /// per-GPU arrays hold 32 GPUs, for one), and reads the answer back
+    /// into `block`; checks the status.
+    fn command_in_release(
+        &self,
+        cmd: Command,
+        block: &mut [u8],
+        fields: &'static [vgpu_logic::nv::abi::WireField],
+    ) -> Result<()> {
+        let r = row(cmd);
+        let Some(theirs) = r.fields.filter(|f| *f != fields) else {
+            return self.command_bytes(cmd, block);
+        };
+        let mut b = vec![0u8; r.size];
+        vgpu_logic::nv::abi::relayout(block, fields, &mut b, theirs);
+        let res = self.command_bytes(cmd, &mut b);
+        vgpu_logic::nv::abi::relayout(&b, theirs, block, fields);
+        res
     }
 
     /// [`Uvm::map_external_allocation_with`] with default attributes on
@@ -624,14 +649,19 @@ impl Uvm {
 
     /// UVM_SET_PREFERRED_LOCATION.
     pub fn set_preferred_location(&self, base: u64, length: u64, location: &Uuid) -> Result<()> {
-        let mut p = SetPreferredLocationParams {
+        let p = SetPreferredLocationParams {
             requested_base: base,
             length,
             preferred_location: *location,
             preferred_cpu_numa_node: -1,
             rm_status: 0,
         };
-        self.command(Command::SetPreferredLocation, &mut p)
+        let mut b = p.to_bytes();
+        self.command_in_release(
+            Command::SetPreferredLocation,
+            &mut b,
+            SetPreferredLocationParams::FIELDS,
+        )
     }
 
     /// UVM_UNSET_PREFERRED_LOCATION.
