@@ -87,7 +87,7 @@ fn log_once(family: Family, number: u32, verdict: &str) {
     pr_warn!(
         "{} {number:#x} is not in vgpu's tables for driver {}: {verdict} (reported once)\n",
         family.name(),
-        crate::nv::release::current().name
+        crate::nv::release::driver().name()
     );
 }
 

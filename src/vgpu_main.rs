@@ -105,7 +105,9 @@ impl ClassFiles for ClassCtl {
 
     fn show(index: usize, out: &mut Emit<'_>) -> Result {
         match index {
-            C_DRIVER_VERSION => writeln!(out, "{}", nv::release::current().name).map_err(|_| EFBIG),
+            C_DRIVER_VERSION => {
+                writeln!(out, "{}", nv::release::driver().name()).map_err(|_| EFBIG)
+            }
             _ => Err(EPERM),
         }
     }

@@ -26,7 +26,7 @@ use kernel::prelude::*;
 
 use crate::nv::{
     abi::{self, status::*, Wire},
-    rmops::{op, Alloc, GpuInfo, OpsCmd, PciLocation, RmOpsTable, CMD_SIZE},
+    rmops::{op, Alloc, AllocBlock, GpuInfo, OpsCmd, PciLocation, RmOpsTable, CMD_SIZE},
 };
 use crate::rm::{gpu_id_of, status_of, Space};
 use crate::{driver, release_cstr};
@@ -209,20 +209,15 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
 
 /// Serves one op: decodes its params block `T` from the union, lets `f`
 /// fill in the results (status included) and writes them back.
-/// As [`serve`], for an NV04_ALLOC block laid out as `fields` in the
-/// claimed release: moved into the newest layout ([`Alloc`]) by field name,
-/// served, and moved back.
-fn serve_alloc(
-    params: &mut [u8],
-    fields: &'static [crate::nv::abi::WireField],
-    f: impl FnOnce(&mut Alloc),
-) {
-    let mut b = [0u8; Alloc::SIZE];
-    abi::relayout(params, fields, &mut b, Alloc::FIELDS);
-    let mut a = Alloc::decode(&b);
+/// As [`serve`], for an NV04_ALLOC block in the claimed release's layout
+/// (`layout`), served in the newest ([`Alloc`]).
+fn serve_alloc(params: &mut [u8], layout: AllocBlock, f: impl FnOnce(&mut Alloc)) {
+    let Some(b) = params.get_mut(..layout.size()) else {
+        return;
+    };
+    let mut a = layout.decode(b);
     f(&mut a);
-    a.encode(&mut b);
-    abi::relayout(&b, Alloc::FIELDS, params, fields);
+    layout.encode(&a, b);
 }
 
 fn serve<T: Wire>(params: &mut [u8], f: impl FnOnce(&mut T)) {

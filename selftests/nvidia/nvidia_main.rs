@@ -23,6 +23,7 @@
 //! Where the double had to guess at the real driver's behaviour, the code
 //! says so with `GUESS:`; `docs/driver-double.md` lists them.
 
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::{debugfs, prelude::*, sync::Arc};
 
 // The safe kernel-API wrappers shared with vgpu (src/kapi/), those the
@@ -76,7 +77,7 @@ module! {
         },
         release: u32 {
             default: 0,
-            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only)",
+            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only), 7 580.105.08 (580.142's ABI)",
         },
         vram0_mib: u64 {
             default: 8192,
@@ -122,11 +123,12 @@ pub(crate) const MAX_GPUS: usize = 8;
 /// The releases the double can claim to be (module parameter `release`),
 /// newest first. For those vgpu has tables for, the double speaks that
 /// release's ABI in everything it serves ([`abi`]: escapes, UVM blocks,
-/// params sizes, the kernel-client blocks); the last, 560.35.05, a release
-/// vgpu has no tables for, is only a version string, enough to test that
-/// vgpu refuses it.
+/// params sizes, the kernel-client blocks); then 560.35.05, a release vgpu
+/// has no tables for, only a version string, enough to test that vgpu
+/// refuses it; then 580.105.08, a release of the 580 branch with 580.142's
+/// ABI (vgpu's `also`), to test that vgpu runs on it with those tables.
 // `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
-const RELEASES: [&CStr; 7] = [
+const RELEASES: [&CStr; 8] = [
     c"595.45.04",
     c"590.48.01",
     c"580.142",
@@ -134,6 +136,7 @@ const RELEASES: [&CStr; 7] = [
     c"550.163.01",
     c"535.288.01",
     c"560.35.05",
+    c"580.105.08",
 ];
 
 const _: () = {
@@ -170,8 +173,12 @@ pub(crate) fn release() -> &'static str {
 /// vgpu refuses at load: only its version string matters then).
 pub(crate) fn abi() -> &'static crate::nv::release::Release {
     let r = &crate::nv::release::RELEASES;
-    crate::nv::release::find(release().as_bytes()).map_or(&r[0], |i| &r[i])
+    r.get(ABI.load(Ordering::Relaxed)).unwrap_or(&r[0])
 }
+
+/// The index of [`abi`]'s tables, found once when the module loads (the
+/// parameter cannot change after): every call the double serves asks.
+static ABI: AtomicUsize = AtomicUsize::new(0);
 
 kernel::sync::global_lock! {
     // SAFETY: initialised in `NvidiaDouble::init` before any file can be opened.
@@ -277,6 +284,10 @@ fn vram_mib(i: usize) -> u64 {
 
 impl kernel::Module for NvidiaDouble {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        ABI.store(
+            crate::nv::release::find(release().as_bytes()).unwrap_or(0),
+            Ordering::Relaxed,
+        );
         let n = module_parameters::gpus.value() as usize;
         if n == 0 || n > MAX_GPUS {
             pr_err!("gpus={n}: must be 1..={MAX_GPUS}\n");

@@ -68,7 +68,7 @@ impl RmOps {
         // SAFETY: `raw` is a valid table whose version string is a static
         // NUL-terminated string.
         let mut st = unsafe { nvidia_get_rm_ops(&mut raw) };
-        let mut selected = 0;
+        let mut selected = release::Known { table: 0, alias: 0 };
         if st != NV_OK {
             if raw.version_string.is_null()
                 || raw.version_string == release::RELEASES[0].name_nul.as_ptr()
@@ -79,7 +79,7 @@ impl RmOps {
             // SAFETY: on a mismatch the driver points `version_string` at
             // its own static NUL-terminated version string.
             let theirs = unsafe { CStr::from_char_ptr(raw.version_string.cast()) };
-            let Some(i) = release::find(theirs.to_bytes()) else {
+            let Some(k) = release::lookup(theirs.to_bytes()) else {
                 pr_err!(
                     "NVIDIA driver {} is not supported: vgpu has ABI tables for {} only\n",
                     theirs.to_str().unwrap_or("(unprintable)"),
@@ -87,20 +87,30 @@ impl RmOps {
                 );
                 return Err(ENODEV);
             };
-            raw = RmOpsTable::asking(release::RELEASES[i].name_nul.as_ptr());
+            // Our own copy of the name, not the driver's pointer: only a
+            // release vgpu has tables for is ever named.
+            raw = RmOpsTable::asking(k.name_nul().as_ptr());
             // SAFETY: as above, with another static NUL-terminated string.
             st = unsafe { nvidia_get_rm_ops(&mut raw) };
             if st != NV_OK {
                 pr_err!("the NVIDIA driver's kernel-client interface refused (status {st:#x})\n");
                 return Err(ENODEV);
             }
-            selected = i;
+            selected = k;
         }
         release::select(selected);
-        pr_info!(
-            "NVIDIA driver {}: using vgpu's tables for it\n",
-            release::current().name
-        );
+        if selected.alias == 0 {
+            pr_info!(
+                "NVIDIA driver {}: using vgpu's tables for it\n",
+                selected.name()
+            );
+        } else {
+            pr_info!(
+                "NVIDIA driver {}: using vgpu's tables for {} (the same ABI)\n",
+                selected.name(),
+                release::current().name
+            );
+        }
         match (raw.alloc_stack, raw.free_stack, raw.enumerate_gpus, raw.op) {
             (Some(alloc_stack), Some(free_stack), Some(enumerate_gpus), Some(op)) => Ok(Self {
                 alloc_stack,
@@ -202,16 +212,12 @@ impl RmOps {
         };
         // In the release's layout (an NVOS21 before 580: no rights pointer,
         // the status elsewhere).
-        let kc = release::current().kernel;
+        let layout = release::current().kernel.alloc;
         let mut b = [0u8; ops::Alloc::SIZE];
-        let blk = b
-            .get_mut(..kc.member_size(op::ALLOC).ok_or(EINVAL)?)
-            .ok_or(EINVAL)?;
-        abi::relayout(&a.to_bytes(), ops::Alloc::FIELDS, blk, kc.alloc);
+        let blk = b.get_mut(..layout.size()).ok_or(EINVAL)?;
+        layout.encode(&a, blk);
         self.call(op::ALLOC, blk)?;
-        let mut back = [0u8; ops::Alloc::SIZE];
-        abi::relayout(blk, kc.alloc, &mut back, ops::Alloc::FIELDS);
-        a = ops::Alloc::decode(&back);
+        a = layout.decode(blk);
         check(a.status).map(|()| a.h_object_new)
     }
 
@@ -390,7 +396,8 @@ impl Drop for RmObject<'_> {
     }
 }
 
-/// The releases vgpu has tables for, for a log line: "a, b".
+/// The releases vgpu has tables for, for a log line: "a, b (c, d)", each
+/// table's release followed by the others of its branch with its ABI.
 struct Supported;
 
 impl kernel::fmt::Display for Supported {
@@ -400,6 +407,18 @@ impl kernel::fmt::Display for Supported {
                 f.write_str(", ")?;
             }
             f.write_str(r.name)?;
+            for (k, _) in r.also.iter().enumerate() {
+                let name = release::Known {
+                    table: i,
+                    alias: k + 1,
+                }
+                .name();
+                f.write_str(if k == 0 { " (" } else { ", " })?;
+                f.write_str(name)?;
+            }
+            if !r.also.is_empty() {
+                f.write_str(")")?;
+            }
         }
         Ok(())
     }

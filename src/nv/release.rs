@@ -29,6 +29,11 @@ pub struct Release {
     pub name: &'static str,
     /// [`Release::name`], NUL-terminated, for `nvidia_get_rm_ops`.
     pub name_nul: &'static [u8],
+    /// Other releases of the branch that speak this release's ABI in
+    /// everything vgpu touches (their facts files equal this release's
+    /// tables: a host test compares them), NUL-terminated. vgpu runs on
+    /// them with these tables.
+    pub also: &'static [&'static [u8]],
     /// The escapes a container may send, in number order, with this
     /// release's size checks; an escape the release lacks has no row.
     pub escapes: &'static [EscapeRow],
@@ -286,6 +291,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "595.45.04",
         name_nul: b"595.45.04\0",
+        also: &[b"595.44.03\0"],
         escapes: &ESCAPE_ROWS,
         classes: &CLASS_ROWS,
         controls: &CONTROL_ROWS,
@@ -296,6 +302,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "590.48.01",
         name_nul: b"590.48.01\0",
+        also: &[b"590.44.01\0"],
         escapes: &ESCAPE_ROWS,
         classes: &CLASS_ROWS,
         controls: &CONTROLS_590_48_01,
@@ -306,6 +313,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "580.142",
         name_nul: b"580.142\0",
+        also: &[b"580.126.20\0", b"580.105.08\0"],
         escapes: &ESCAPES_580_142,
         classes: &CLASSES_580_142,
         controls: &CONTROLS_580_142,
@@ -316,6 +324,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "570.211.01",
         name_nul: b"570.211.01\0",
+        also: &[b"570.207\0", b"570.195.03\0"],
         escapes: &ESCAPES_570_211_01,
         classes: &CLASSES_570_211_01,
         controls: &CONTROLS_570_211_01,
@@ -326,6 +335,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "550.163.01",
         name_nul: b"550.163.01\0",
+        also: &[b"550.144.03\0", b"550.142\0"],
         escapes: &ESCAPES_550_163_01,
         classes: &CLASSES_550_163_01,
         controls: &CONTROLS_550_163_01,
@@ -336,6 +346,7 @@ pub static RELEASES: [Release; 6] = [
     Release {
         name: "535.288.01",
         name_nul: b"535.288.01\0",
+        also: &[b"535.274.02\0", b"535.261.03\0"],
         escapes: &ESCAPES_535_288_01,
         classes: &CLASSES_535_288_01,
         controls: &CONTROLS_535_288_01,
@@ -345,11 +356,74 @@ pub static RELEASES: [Release; 6] = [
     },
 ];
 
-// Every name is its NUL-terminated name without the NUL; every release
-// has a row for every UVM command.
+/// Whether `nul` is `name` with a NUL after it.
+const fn is_nul_terminated(name: &[u8], nul: &[u8]) -> bool {
+    if name.len() + 1 != nul.len() || nul[name.len()] != 0 {
+        return false;
+    }
+    let mut i = 0;
+    while i < name.len() {
+        if name[i] != nul[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+// Every name is its NUL-terminated name without the NUL, and every `also`
+// name is NUL-terminated with no NUL before; every release has a row for
+// every UVM command.
 const _: () = {
     let mut r = 0;
     while r < RELEASES.len() {
+        let mut k = 0;
+        while k < RELEASES[r].also.len() {
+            let a = RELEASES[r].also[k];
+            let mut i = 0;
+            while i + 1 < a.len() {
+                assert!(a[i] != 0, "a NUL inside an `also` name");
+                i += 1;
+            }
+            assert!(
+                !a.is_empty() && a[a.len() - 1] == 0,
+                "an `also` name without its NUL"
+            );
+            k += 1;
+        }
+        let rel = &RELEASES[r];
+        let mut i = 1;
+        while i < rel.escapes.len() {
+            assert!(
+                rel.escapes[i - 1].nr < rel.escapes[i].nr,
+                "escapes out of order"
+            );
+            i += 1;
+        }
+        let mut i = 1;
+        while i < rel.classes.len() {
+            assert!(
+                rel.classes[i - 1].class < rel.classes[i].class,
+                "classes out of order"
+            );
+            i += 1;
+        }
+        let mut i = 1;
+        while i < rel.controls.len() {
+            assert!(
+                rel.controls[i - 1].cmd < rel.controls[i].cmd,
+                "controls out of order"
+            );
+            i += 1;
+        }
+        let mut i = 1;
+        while i < rel.uvm.len() {
+            assert!(
+                rel.uvm[i - 1].number < rel.uvm[i].number,
+                "UVM out of order"
+            );
+            i += 1;
+        }
         let mut c = 0;
         while c < super::uvm::COMMANDS.len() {
             assert!(
@@ -358,13 +432,10 @@ const _: () = {
             );
             c += 1;
         }
-        let (a, b) = (RELEASES[r].name.as_bytes(), RELEASES[r].name_nul);
-        assert!(a.len() + 1 == b.len() && b[a.len()] == 0);
-        let mut i = 0;
-        while i < a.len() {
-            assert!(a[i] == b[i]);
-            i += 1;
-        }
+        assert!(is_nul_terminated(
+            RELEASES[r].name.as_bytes(),
+            RELEASES[r].name_nul
+        ));
         r += 1;
     }
 };
@@ -383,24 +454,86 @@ pub const BRANCHES: [&str; 6] = [
     "535.288.01",
 ];
 
-/// The index into [`RELEASES`] of the release in use.
+/// The index into [`RELEASES`] of the tables in use.
 static SELECTED: AtomicUsize = AtomicUsize::new(0);
+/// Which of their names the driver reported: 0 the tables' own
+/// ([`Release::name`]), `k + 1` their `also[k]`.
+static SELECTED_NAME: AtomicUsize = AtomicUsize::new(0);
 
-/// The release named `name`, if vgpu has tables for it.
-pub fn find(name: &[u8]) -> Option<usize> {
-    RELEASES.iter().position(|r| r.name.as_bytes() == name)
+/// A driver release vgpu has tables for: which tables, and its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Known {
+    /// The index of its tables in [`RELEASES`].
+    pub table: usize,
+    /// Which of the tables' names it is (0: [`Release::name`], `k + 1`:
+    /// [`Release::also`]`[k]`).
+    pub alias: usize,
 }
 
-/// Makes release `index` (of [`RELEASES`]) the one in use. The module does
-/// this once, when it loads, before any file can be opened.
-pub fn select(index: usize) {
-    if index < RELEASES.len() {
-        SELECTED.store(index, Ordering::Release);
+impl Known {
+    /// Its NUL-terminated name, for `nvidia_get_rm_ops`.
+    pub fn name_nul(self) -> &'static [u8] {
+        let r = &RELEASES[self.table];
+        match self.alias.checked_sub(1) {
+            None => r.name_nul,
+            Some(k) => r.also.get(k).copied().unwrap_or(r.name_nul),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        let b = self.name_nul();
+        core::str::from_utf8(b.get(..b.len().saturating_sub(1)).unwrap_or(&[]))
+            .unwrap_or(RELEASES[self.table].name)
     }
 }
 
-/// The release in use (the newest until [`select`] says otherwise).
+/// The release named `name`, if vgpu has tables for it (its own or, for
+/// another release of the branch with the same ABI, those of the branch's
+/// newest).
+pub fn lookup(name: &[u8]) -> Option<Known> {
+    for (table, r) in RELEASES.iter().enumerate() {
+        if r.name.as_bytes() == name {
+            return Some(Known { table, alias: 0 });
+        }
+        for (k, a) in r.also.iter().enumerate() {
+            if a.split_last().map(|(_, n)| n) == Some(name) {
+                return Some(Known {
+                    table,
+                    alias: k + 1,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The index of the tables for the release named `name`, if vgpu has
+/// them ([`lookup`]).
+pub fn find(name: &[u8]) -> Option<usize> {
+    lookup(name).map(|k| k.table)
+}
+
+/// Makes release `k` the one in use. The module does this once, when it
+/// loads, before any file can be opened.
+pub fn select(k: Known) {
+    if k.table < RELEASES.len() {
+        SELECTED_NAME.store(k.alias, Ordering::Release);
+        SELECTED.store(k.table, Ordering::Release);
+    }
+}
+
+/// The tables in use (the newest until [`select`] says otherwise).
 pub fn current() -> &'static Release {
     let i = SELECTED.load(Ordering::Acquire);
     RELEASES.get(i).unwrap_or(&RELEASES[0])
+}
+
+/// The driver release in use, as the driver names it.
+pub fn driver() -> Known {
+    let table = SELECTED.load(Ordering::Acquire).min(RELEASES.len() - 1);
+    Known {
+        table,
+        alias: SELECTED_NAME.load(Ordering::Acquire),
+    }
 }

@@ -29,7 +29,7 @@
 use core::ffi::{c_int, c_void};
 
 use super::abi::{
-    Nvos00, Nvos02, Nvos21, Nvos33, Nvos34, Nvos54, Nvos55, Nvos57, Nvos64, WireField,
+    Nvos00, Nvos02, Nvos21, Nvos33, Nvos34, Nvos54, Nvos55, Nvos57, Nvos64, Wire, WireField,
 };
 
 /// The ops (`op` member of the command block), from `nvos.h`.
@@ -178,9 +178,75 @@ pub struct KernelClient {
     pub members: &'static [Member],
     /// The union's size (its largest member).
     pub params_size: usize,
-    /// The NV04_ALLOC block's layout: an NVOS64 from 580 on, an NVOS21
-    /// (no rights pointer; status at 28) before.
-    pub alloc: &'static [WireField],
+    /// The NV04_ALLOC block: an NVOS64 from 580 on, an NVOS21 (no rights
+    /// pointer; status at 28) before.
+    pub alloc: AllocBlock,
+}
+
+/// The layout of the kernel-client NV04_ALLOC block in a release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocBlock {
+    /// NVOS64 (48 bytes), from 580 on.
+    Nvos64,
+    /// NVOS21 (32 bytes), before 580.
+    Nvos21,
+}
+
+impl AllocBlock {
+    /// The block's size.
+    pub const fn size(self) -> usize {
+        match self {
+            AllocBlock::Nvos64 => Nvos64::SIZE,
+            AllocBlock::Nvos21 => Nvos21::SIZE,
+        }
+    }
+
+    /// The block's layout.
+    pub const fn fields(self) -> &'static [WireField] {
+        match self {
+            AllocBlock::Nvos64 => Nvos64::FIELDS,
+            AllocBlock::Nvos21 => Nvos21::FIELDS,
+        }
+    }
+
+    /// Encodes `a` (the newest layout) in this layout into `out`: an NVOS21
+    /// has no rights pointer and no flags.
+    pub fn encode(self, a: &Alloc, out: &mut [u8]) {
+        match self {
+            AllocBlock::Nvos64 => a.encode(out),
+            AllocBlock::Nvos21 => Nvos21 {
+                h_root: a.h_root,
+                h_object_parent: a.h_object_parent,
+                h_object_new: a.h_object_new,
+                h_class: a.h_class,
+                p_alloc_parms: a.p_alloc_parms,
+                params_size: a.params_size,
+                status: a.status,
+            }
+            .encode(out),
+        }
+    }
+
+    /// Decodes a block of this layout into the newest layout (no rights
+    /// pointer and no flags from an NVOS21).
+    pub fn decode(self, b: &[u8]) -> Alloc {
+        match self {
+            AllocBlock::Nvos64 => Alloc::decode(b),
+            AllocBlock::Nvos21 => {
+                let o = Nvos21::decode(b);
+                Alloc {
+                    h_root: o.h_root,
+                    h_object_parent: o.h_object_parent,
+                    h_object_new: o.h_object_new,
+                    h_class: o.h_class,
+                    p_alloc_parms: o.p_alloc_parms,
+                    params_size: o.params_size,
+                    status: o.status,
+                    ..Default::default()
+                }
+            }
+        }
+    }
 }
 
 impl KernelClient {
@@ -207,7 +273,7 @@ impl KernelClient {
 pub const KERNEL_CLIENT: KernelClient = KernelClient {
     members: MEMBERS,
     params_size: PARAMS_SIZE,
-    alloc: Nvos64::FIELDS,
+    alloc: AllocBlock::Nvos64,
 };
 
 /// [`MEMBERS`] with member `op` of size `size`.
@@ -249,14 +315,14 @@ const MEMBERS_535: [Member; 14] = resized(MEMBERS_570, op::UNMAP_MEMORY_DMA, 40)
 pub const KERNEL_CLIENT_570: KernelClient = KernelClient {
     members: &MEMBERS_570,
     params_size: 56,
-    alloc: Nvos21::FIELDS,
+    alloc: AllocBlock::Nvos21,
 };
 
 /// The kernel-client interface of 535.288.01.
 pub const KERNEL_CLIENT_535: KernelClient = KernelClient {
     members: &MEMBERS_535,
     params_size: 56,
-    alloc: Nvos21::FIELDS,
+    alloc: AllocBlock::Nvos21,
 };
 
 const _: () = {

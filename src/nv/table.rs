@@ -1010,13 +1010,21 @@ pub const fn escape_row(e: Escape) -> &'static EscapeRow {
 
 /// The row of the escape numbered `nr` in `rows` (a release's escape
 /// table), if it has one: a release lacks escapes newer than it.
+/// The rows are in `nr` order (checked at compile time for every release):
+/// a binary search, on the path of every ioctl.
 pub const fn escape_row_in(rows: &'static [EscapeRow], nr: u8) -> Option<&'static EscapeRow> {
-    let mut i = 0;
-    while i < rows.len() {
-        if rows[i].nr == nr {
-            return Some(&rows[i]);
+    let (mut lo, mut hi) = (0, rows.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let row = &rows[mid];
+        if row.nr == nr {
+            return Some(row);
         }
-        i += 1;
+        if row.nr < nr {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
     None
 }

@@ -33,10 +33,20 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
 
 /// The NVIDIA releases the driver double can claim, in the order of its
 /// `release` parameter (`selftests/nvidia/nvidia_main.rs`): the branches'
-/// releases, then 560.35.05, which vgpu has no tables for.
-pub const DOUBLE_RELEASES: [&str; 7] = {
+/// releases, then 560.35.05, which vgpu has no tables for, then 580.105.08,
+/// which vgpu runs with 580.142's tables.
+pub const DOUBLE_RELEASES: [&str; 8] = {
     let b = vgpu_logic::nv::release::BRANCHES;
-    [b[0], b[1], b[2], b[3], b[4], b[5], "560.35.05"]
+    [
+        b[0],
+        b[1],
+        b[2],
+        b[3],
+        b[4],
+        b[5],
+        "560.35.05",
+        "580.105.08",
+    ]
 };
 
 /// The release the double claims in this VM: `vgpu_release` from the

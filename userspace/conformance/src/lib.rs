@@ -1508,7 +1508,7 @@ pub fn kernel_client(t: &mut Table, kc: &rmops::KernelClient) {
     t.layout(
         "rmops::KernelClient.alloc",
         alloc_size,
-        kc.alloc,
+        kc.alloc.fields(),
         CStruct::camel(ty).within("params.alloc"),
     );
     consts!(t, "NV01_", op: FREE, ALLOC_MEMORY);

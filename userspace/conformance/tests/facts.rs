@@ -349,11 +349,20 @@ fn every_release_vgpu_supports_matches_its_facts() {
     assert_eq!(RELEASES[0].name, RELEASE);
     let mut bad = Vec::new();
     for r in RELEASES.iter() {
-        let text = facts_text(r.name);
-        bad.extend(
-            vgpu_conformance::compare_release(&vgpu_conformance::table_for(r), &text, r.name)
-                .expect("facts parse"),
-        );
+        let table = vgpu_conformance::table_for(r);
+        // The release the tables were written for, and each other release
+        // of the branch vgpu runs with them: the same tables, the same
+        // facts.
+        let also = r
+            .also
+            .iter()
+            .map(|n| std::str::from_utf8(&n[..n.len() - 1]).expect("an ASCII name"));
+        for name in std::iter::once(r.name).chain(also) {
+            let text = facts_text(name);
+            bad.extend(
+                vgpu_conformance::compare_release(&table, &text, name).expect("facts parse"),
+            );
+        }
     }
     assert!(
         bad.is_empty(),
@@ -586,4 +595,25 @@ fn the_exceptions_are_live_and_spare_what_the_release_rows_name() {
             );
         }
     }
+}
+
+#[test]
+fn a_release_of_the_branch_with_another_abi_is_not_taken_for_it() {
+    // 580.82.09 is a 580 release whose facts differ from 580.142's in what
+    // vgpu checks (`nv_gpu_info_t` has no `needs_numa_setup` yet):
+    // 580.142's tables must not pass against it, which is what keeps it out
+    // of 580.142's `also`.
+    use vgpu_logic::nv::release::{find, RELEASES};
+    let r580 = &RELEASES[find(b"580.142").expect("580.142")];
+    assert!(!r580.also.iter().any(|a| a.starts_with(b"580.82.09")));
+    let bad = vgpu_conformance::compare_release(
+        &vgpu_conformance::table_for(r580),
+        &facts_text("580.82.09"),
+        "580.82.09",
+    )
+    .expect("parse");
+    assert!(
+        bad.iter().any(|m| m.contains("needs_numa_setup")),
+        "{bad:#?}"
+    );
 }

@@ -1357,3 +1357,71 @@ fn wire_decoding_never_panics_on_short_input() {
     assert_eq!(short, [1, 2, 3, 4, 5, 6]);
     assert_eq!(<u64 as Wire>::decode(&[]), 0);
 }
+
+#[test]
+fn relayout_moves_fields_by_name_between_release_layouts() {
+    use vgpu_logic::nv::abi::{relayout, Nvos21, Nvos64, Wire};
+    // An NVOS64 (580 on) into an NVOS21 (before 580): the handles and the
+    // params pointer stay, the rights pointer and flags go, the status and
+    // paramsSize move.
+    let a = Nvos64 {
+        h_root: 1,
+        h_object_parent: 2,
+        h_object_new: 3,
+        h_class: 0x40,
+        p_alloc_parms: 0xdead_0000,
+        p_rights_requested: 0x1234,
+        params_size: 128,
+        flags: 7,
+        status: 0x1f,
+    };
+    let mut old = [0xffu8; Nvos21::SIZE];
+    relayout(&a.to_bytes(), Nvos64::FIELDS, &mut old, Nvos21::FIELDS);
+    let b = Nvos21::decode(&old);
+    assert_eq!(
+        (b.h_root, b.h_object_parent, b.h_object_new, b.h_class),
+        (1, 2, 3, 0x40)
+    );
+    assert_eq!(
+        (b.p_alloc_parms, b.params_size, b.status),
+        (0xdead_0000, 128, 0x1f)
+    );
+    // And back: what NVOS21 lacks keeps what the target held.
+    let mut back = Nvos64::default().to_bytes();
+    relayout(&old, Nvos21::FIELDS, &mut back, Nvos64::FIELDS);
+    let c = Nvos64::decode(&back);
+    assert_eq!((c.status, c.p_rights_requested, c.flags), (0x1f, 0, 0));
+    // One layout: the bytes as they are.
+    let mut same = [0u8; Nvos64::SIZE];
+    relayout(&a.to_bytes(), Nvos64::FIELDS, &mut same, Nvos64::FIELDS);
+    assert_eq!(same, a.to_bytes());
+}
+
+#[test]
+fn relayout_gives_arrays_of_other_lengths_their_common_prefix() {
+    use vgpu_logic::nv::abi::{relayout, Wire};
+    use vgpu_logic::nv::uvm::{r535, MapExternalAllocationParams as New};
+    let mut n = New {
+        base: 0x1000,
+        gpu_attributes_count: 2,
+        h_client: 5,
+        h_memory: 6,
+        ..Default::default()
+    };
+    n.per_gpu_attributes[1].gpu_uuid = [9; 16];
+    let mut b = vec![0u8; New::SIZE];
+    n.encode(&mut b);
+    let mut old = vec![0u8; r535::MapExternalAllocationParams::SIZE];
+    relayout(
+        &b,
+        New::FIELDS,
+        &mut old,
+        r535::MapExternalAllocationParams::FIELDS,
+    );
+    let o = r535::MapExternalAllocationParams::decode(&old);
+    assert_eq!(
+        (o.base, o.gpu_attributes_count, o.h_client, o.h_memory),
+        (0x1000, 2, 5, 6)
+    );
+    assert_eq!(o.per_gpu_attributes[1].gpu_uuid, [9; 16]);
+}

@@ -862,3 +862,32 @@ fn modinfo_names_every_release_vgpu_has_tables_for() {
         "the module description should end with {want}"
     );
 }
+
+#[test]
+fn other_releases_of_a_branch_run_with_its_tables_by_their_own_names() {
+    use vgpu_logic::nv::release::{find, lookup, Known, RELEASES};
+    let k = lookup(b"580.105.08").expect("580.105.08 has 580.142's ABI");
+    assert_eq!(RELEASES[k.table].name, "580.142");
+    assert_eq!(k.name(), "580.105.08");
+    assert_eq!(k.name_nul(), b"580.105.08\0");
+    assert_eq!(find(b"580.105.08"), find(b"580.142"));
+    let own = lookup(b"580.142").expect("580.142");
+    assert_eq!((own.alias, own.name()), (0, "580.142"));
+    // Point releases whose facts differ are not taken for the branch's.
+    assert_eq!(lookup(b"580.82.09"), None);
+    assert_eq!(lookup(b"580.105.0"), None);
+    assert_eq!(lookup(b""), None);
+    // Every name, alias or not, is found as itself.
+    for (t, r) in RELEASES.iter().enumerate() {
+        for (k, a) in r.also.iter().enumerate() {
+            let known = Known {
+                table: t,
+                alias: k + 1,
+            };
+            assert_eq!(lookup(&a[..a.len() - 1]), Some(known));
+            assert!(!RELEASES
+                .iter()
+                .any(|o| o.name.as_bytes() == &a[..a.len() - 1]));
+        }
+    }
+}
