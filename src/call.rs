@@ -35,19 +35,25 @@ impl Call {
     /// are `EINVAL`, as the driver answers them, and never reach it.
     pub(crate) fn decode(cmd: u32, arg: usize) -> Result<Self> {
         let rel = release::current();
-        let rule = |e| rel.escape_rule(e);
-        let command = ioctl::decode_with(cmd, rule).map_err(|_| EINVAL)?;
-        if command.escape != Escape::IoctlXferCmd {
+        // The release's row of the escape, and its size check (one lookup:
+        // every ioctl passes here).
+        let size = ioctl::ioc_size(cmd);
+        let row = rel.escape_row(ioctl::ioc_nr(cmd)).ok_or(EINVAL)?;
+        if !row.size.accepts(size) {
+            return Err(EINVAL);
+        }
+        if row.escape != Escape::IoctlXferCmd {
             return Ok(Self {
                 cmd,
                 arg,
                 xfer: None,
-                escape: command.escape,
+                escape: row.escape,
                 addr: arg as u64,
-                size: command.size,
-                row: rel.escape_row(command.escape.nr()).ok_or(EINVAL)?,
+                size,
+                row,
             });
         }
+        let rule = |e| rel.escape_rule(e);
         let mut hdr = [0u8; Xfer::SIZE];
         user::read(arg as u64, &mut hdr)?;
         let x = Xfer::from_bytes(&hdr);

@@ -212,12 +212,10 @@ impl RmOps {
         };
         // In the release's layout (an NVOS21 before 580: no rights pointer,
         // the status elsewhere).
-        let layout = release::current().kernel.alloc;
-        let mut b = [0u8; ops::Alloc::SIZE];
-        let blk = b.get_mut(..layout.size()).ok_or(EINVAL)?;
-        layout.encode(&a, blk);
-        self.call(op::ALLOC, blk)?;
-        a = layout.decode(blk);
+        release::current()
+            .kernel
+            .alloc
+            .round_trip(&mut a, |b| self.call(op::ALLOC, b))?;
         check(a.status).map(|()| a.h_object_new)
     }
 

@@ -181,7 +181,12 @@ pub struct KernelClient {
     /// The NV04_ALLOC block: an NVOS64 from 580 on, an NVOS21 (no rights
     /// pointer; status at 28) before.
     pub alloc: AllocBlock,
+    /// `members`' sizes by op (0: no member), for [`Self::member_size`].
+    sizes: [u8; OPS],
 }
+
+/// Ops are below this (`nvos.h`: the largest the union serves is 0x3e).
+const OPS: usize = 0x40;
 
 /// The layout of the kernel-client NV04_ALLOC block in a release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +212,29 @@ impl AllocBlock {
             AllocBlock::Nvos64 => Nvos64::FIELDS,
             AllocBlock::Nvos21 => Nvos21::FIELDS,
         }
+    }
+
+    /// Runs `f` on `a` encoded in this layout (a block on the stack of
+    /// exactly its size), then decodes the block back into `a`.
+    pub fn round_trip<E>(
+        self,
+        a: &mut Alloc,
+        f: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            AllocBlock::Nvos64 => {
+                let mut b = a.to_bytes();
+                f(&mut b)?;
+                *a = Alloc::decode(&b);
+            }
+            AllocBlock::Nvos21 => {
+                let mut b = [0u8; Nvos21::SIZE];
+                self.encode(a, &mut b);
+                f(&mut b)?;
+                *a = self.decode(&b);
+            }
+        }
+        Ok(())
     }
 
     /// Encodes `a` (the newest layout) in this layout into `out`: an NVOS21
@@ -250,16 +278,39 @@ impl AllocBlock {
 }
 
 impl KernelClient {
-    /// The size of `op`'s member, if the union has one for it.
+    /// The size of `op`'s member, if the union has one for it (a table
+    /// lookup: on the path of every kernel-client call).
     pub const fn member_size(&self, op: u32) -> Option<usize> {
+        if (op as usize) < self.sizes.len() && self.sizes[op as usize] != 0 {
+            Some(self.sizes[op as usize] as usize)
+        } else {
+            None
+        }
+    }
+
+    /// A kernel-client interface of these members.
+    pub const fn new(
+        members: &'static [Member],
+        params_size: usize,
+        alloc: AllocBlock,
+    ) -> KernelClient {
+        let mut sizes = [0u8; OPS];
         let mut i = 0;
-        while i < self.members.len() {
-            if self.members[i].op == op {
-                return Some(self.members[i].size);
-            }
+        while i < members.len() {
+            let (op, size) = (members[i].op as usize, members[i].size);
+            assert!(
+                op < OPS && size > 0 && size < 256,
+                "an op past the lookup table"
+            );
+            sizes[op] = size as u8;
             i += 1;
         }
-        None
+        KernelClient {
+            members,
+            params_size,
+            alloc,
+            sizes,
+        }
     }
 
     /// The size of the whole command block.
@@ -270,11 +321,7 @@ impl KernelClient {
 
 /// The kernel-client interface from 575 on (595.45.04, 590.48.01,
 /// 580.142).
-pub const KERNEL_CLIENT: KernelClient = KernelClient {
-    members: MEMBERS,
-    params_size: PARAMS_SIZE,
-    alloc: AllocBlock::Nvos64,
-};
+pub const KERNEL_CLIENT: KernelClient = KernelClient::new(MEMBERS, PARAMS_SIZE, AllocBlock::Nvos64);
 
 /// [`MEMBERS`] with member `op` of size `size`.
 const fn resized<const N: usize>(mut m: [Member; N], op: u32, size: usize) -> [Member; N] {
@@ -312,18 +359,10 @@ const MEMBERS_570: [Member; 14] = resized(
 const MEMBERS_535: [Member; 14] = resized(MEMBERS_570, op::UNMAP_MEMORY_DMA, 40);
 
 /// The kernel-client interface of 570.211.01 and 550.163.01.
-pub const KERNEL_CLIENT_570: KernelClient = KernelClient {
-    members: &MEMBERS_570,
-    params_size: 56,
-    alloc: AllocBlock::Nvos21,
-};
+pub const KERNEL_CLIENT_570: KernelClient = KernelClient::new(&MEMBERS_570, 56, AllocBlock::Nvos21);
 
 /// The kernel-client interface of 535.288.01.
-pub const KERNEL_CLIENT_535: KernelClient = KernelClient {
-    members: &MEMBERS_535,
-    params_size: 56,
-    alloc: AllocBlock::Nvos21,
-};
+pub const KERNEL_CLIENT_535: KernelClient = KernelClient::new(&MEMBERS_535, 56, AllocBlock::Nvos21);
 
 const _: () = {
     let all = [&KERNEL_CLIENT, &KERNEL_CLIENT_570, &KERNEL_CLIENT_535];

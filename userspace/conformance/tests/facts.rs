@@ -68,10 +68,11 @@ fn a_seeded_nvos21_alloc_block_fails_the_check() {
             _ => *m,
         })
         .collect();
-    let kc = rmops::KernelClient {
-        members: members.leak(),
-        ..rmops::KERNEL_CLIENT
-    };
+    let kc = rmops::KernelClient::new(
+        members.leak(),
+        rmops::KERNEL_CLIENT.params_size,
+        rmops::KERNEL_CLIENT.alloc,
+    );
     let mut t = Table::default();
     kernel_client(&mut t, &kc);
     let bad = compare(&t, &facts(RELEASE));
