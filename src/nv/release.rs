@@ -4,12 +4,18 @@
 //!
 //! core-only: built into `vgpu.ko` and by the host test crate.
 //!
-//! Each [`Release`] carries the tables that differ between releases in what
-//! vgpu touches (`docs/driver-branches.md` lists the differences, generated
-//! from the facts files of `userspace/conformance`). Where a release
-//! differs, the difference is in its table, never in a handler. The module
-//! selects one when it loads, by the release the driver reports
-//! ([`select`]), and every lookup goes through [`current`].
+//! One [`Release`] per driver branch fleets run, for its newest release:
+//! every table of the dispatch table (escapes, classes, controls, UVM
+//! commands) in that release's numbers, sizes and layouts, its
+//! kernel-client interface, and the other releases of the branch with the
+//! same ABI ([`Release::also`]). Each is 595.45.04's tables with the
+//! release's differences applied as data by the const fns of
+//! `nv::table` (`docs/driver-branches.md` lists the differences; the host
+//! tests of `userspace/conformance` compare every release's tables with its
+//! facts file). Where a release differs, the difference is in its table,
+//! never in a handler. The module selects one when it loads, by the release
+//! the driver reports ([`lookup`], [`select`]), and every lookup goes
+//! through [`current`].
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
