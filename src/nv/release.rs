@@ -115,7 +115,7 @@ const CONTROLS_590_48_01: [ControlRow; CONTROL_ROWS.len()] =
 //   NVLINK_GET_NVLINK_STATUS (13344) smaller (`ctrl2080gpu.h:1242, 4007`,
 //   `ctrl2080nvlink.h:444`).
 const ESCAPES_580_142: [EscapeRow; ESCAPE_ROWS.len() - 1] =
-    table::without_escape(ESCAPE_ROWS, Escape::NumaInfo);
+    table::without_escapes(ESCAPE_ROWS, &[Escape::NumaInfo.nr()]);
 const CLASSES_580_142: [ClassRow; CLASS_ROWS.len()] =
     table::with_class_params_size(CLASS_ROWS, 0x503b, 72);
 const CONTROLS_580_142: [ControlRow; CONTROL_ROWS.len()] = table::with_params_sizes(
@@ -231,7 +231,7 @@ const CONTROLS_550_163_01: [ControlRow; CONTROL_ROWS.len() - 5] = table::with_pa
 // in the kernel-client union too; eight controls that do not exist yet
 // and other params sizes (below).
 const ESCAPES_535_288_01: [EscapeRow; ESCAPE_ROWS.len() - 2] = table::with_escape_size(
-    table::without_escape(ESCAPES_550_163_01, Escape::WaitOpenComplete),
+    table::without_escapes(ESCAPES_550_163_01, &[Escape::WaitOpenComplete.nr()]),
     Escape::RmUnmapMemoryDma,
     SizeRule::Exact(40),
 );

@@ -688,85 +688,54 @@ pub const fn with_class_params_sizes<const N: usize>(
     rows
 }
 
-/// `rows` without the classes of `absent`, all of which must be in it:
-/// `M` must be `N - absent.len()`.
-pub const fn without_classes<const N: usize, const M: usize>(
-    rows: [ClassRow; N],
-    absent: &[u32],
-) -> [ClassRow; M] {
-    assert!(
-        M + absent.len() == N,
-        "without_classes: M must be N - absent"
-    );
-    let mut out = [rows[0]; M];
-    let (mut i, mut o) = (0, 0);
-    while i < N {
-        let mut gone = false;
-        let mut k = 0;
-        while k < absent.len() {
-            gone = gone || rows[i].class == absent[k];
-            k += 1;
+/// Defines `$name(rows, absent)`: `rows` without the rows whose `$key` is
+/// in `absent` (what a release lacks), all of which must be in `rows`; `M`
+/// must be `N - absent.len()` (both checked at compile time).
+macro_rules! without_rows {
+    ($(#[$doc:meta])* $name:ident, $row:ty, $key:ident, $k:ty) => {
+        $(#[$doc])*
+        pub const fn $name<const N: usize, const M: usize>(
+            rows: [$row; N],
+            absent: &[$k],
+        ) -> [$row; M] {
+            assert!(
+                M + absent.len() == N,
+                concat!(stringify!($name), ": M must be N - absent")
+            );
+            let mut out = [rows[0]; M];
+            let (mut i, mut o) = (0, 0);
+            while i < N {
+                let mut gone = false;
+                let mut k = 0;
+                while k < absent.len() {
+                    gone = gone || rows[i].$key == absent[k];
+                    k += 1;
+                }
+                if !gone {
+                    assert!(o < M, concat!(stringify!($name), ": a row is not in the table"));
+                    out[o] = rows[i];
+                    o += 1;
+                }
+                i += 1;
+            }
+            assert!(o == M, concat!(stringify!($name), ": a row is not in the table"));
+            out
         }
-        if !gone {
-            assert!(o < M, "without_classes: a class is not in the table");
-            out[o] = rows[i];
-            o += 1;
-        }
-        i += 1;
-    }
-    assert!(o == M, "without_classes: a class is not in the table");
-    out
+    };
 }
 
-/// `rows` without the controls of `absent`, all of which must be in it:
-/// `M` must be `N - absent.len()`.
-pub const fn without_controls<const N: usize, const M: usize>(
-    rows: [ControlRow; N],
-    absent: &[u32],
-) -> [ControlRow; M] {
-    assert!(
-        M + absent.len() == N,
-        "without_controls: M must be N - absent"
-    );
-    let mut out = [rows[0]; M];
-    let (mut i, mut o) = (0, 0);
-    while i < N {
-        let mut gone = false;
-        let mut k = 0;
-        while k < absent.len() {
-            gone = gone || rows[i].cmd == absent[k];
-            k += 1;
-        }
-        if !gone {
-            assert!(o < M, "without_controls: a control is not in the table");
-            out[o] = rows[i];
-            o += 1;
-        }
-        i += 1;
-    }
-    assert!(o == M, "without_controls: a control is not in the table");
-    out
-}
-
-/// `rows` without escape `e`: a release that lacks it. `M` must be
-/// `N - 1`.
-pub const fn without_escape<const N: usize, const M: usize>(
-    rows: [EscapeRow; N],
-    e: Escape,
-) -> [EscapeRow; M] {
-    assert!(M + 1 == N, "without_escape: M must be N - 1");
-    let mut out = [rows[0]; M];
-    let (mut i, mut o) = (0, 0);
-    while i < N {
-        if rows[i].nr != e.nr() {
-            assert!(o < M, "without_escape: the escape is not in the table");
-            out[o] = rows[i];
-            o += 1;
-        }
-        i += 1;
-    }
-    out
-}
+without_rows!(
+    /// `rows` without the classes of `absent`.
+    without_classes, ClassRow, class, u32
+);
+without_rows!(
+    /// `rows` without the controls of `absent`.
+    without_controls, ControlRow, cmd, u32
+);
+without_rows!(
+    /// `rows` without the escapes numbered in `absent`.
+    without_escapes, EscapeRow, nr, u8
+);
 
 /// `rows` with escape `e`'s size check `size`.
 pub const fn with_escape_size<const N: usize>(
