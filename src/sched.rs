@@ -274,8 +274,8 @@ fn schedule(rm: &RmOps, client: u32, handle: u32, tsg: bool, enable: bool) -> Rm
     };
     // The release's params (2 bytes before 580: no `bSkipEnable`).
     let n = crate::nv::release::current()
-        .control_row(cmd)
-        .map_or(p.len(), |r| r.params_size as usize);
+        .params_size(cmd)
+        .unwrap_or(p.len());
     rm.control(client, handle, cmd, p.get_mut(..n).ok_or(EINVAL)?)
 }
 

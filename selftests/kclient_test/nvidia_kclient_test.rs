@@ -43,8 +43,8 @@ mod tests {
         // The params as the driver's release sizes them (a shorter list
         // before 580).
         let n = crate::nv::release::current()
-            .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
-            .map_or(q.len(), |r| r.params_size as usize);
+            .params_size(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+            .unwrap_or(q.len());
         let q = q.get_mut(..n).ok_or(EINVAL)?;
         let st = status(ops.control(client, subdev, ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, q))?;
         if st != NV_OK {

@@ -1222,7 +1222,7 @@ impl Driver {
             (ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, Some(ObjKind::Subdevice { gpu })) => {
                 // The claimed release's list (54 to 57 entries before 580).
                 let mut q: abi::FbGetInfoV2Params = parse_release_params(cmd, p)?;
-                if q.list_size as usize > fb_list_max() {
+                if q.list_size as usize > crate::abi().fb_info_entries() {
                     return Err(NV_ERR_INVALID_ARGUMENT);
                 }
                 for e in q.entries_mut() {
@@ -1235,9 +1235,13 @@ impl Driver {
                 let q: abi::FbGetInfoV1Params = parse_params(p)?;
                 // The list is in the caller's memory: no copy with RM locked.
                 drop(rm);
-                fill_info_list(space, q.list_size, q.list_ptr, fb_list_max(), |index| {
-                    self.fb_info(&self.rm.lock(), gpu, index)
-                })
+                fill_info_list(
+                    space,
+                    q.list_size,
+                    q.list_ptr,
+                    crate::abi().fb_info_entries(),
+                    |index| self.fb_info(&self.rm.lock(), gpu, index),
+                )
             }
             (ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, Some(ObjKind::Subdevice { gpu })) => {
                 let mut q: abi::GidInfoParams = parse_params(p)?;
@@ -1733,10 +1737,7 @@ fn fill_info_list(
 /// lists, no field added since; what is missing decodes as zero, and
 /// [`store`] writes back only the release's bytes).
 fn parse_release_params<T: abi::Wire>(cmd: u32, p: &[u8]) -> RmResult<T> {
-    let size = crate::abi()
-        .control_row(cmd)
-        .map_or(T::SIZE, |r| r.params_size as usize);
-    if p.len() != size {
+    if p.len() != crate::abi().params_size(cmd).unwrap_or(T::SIZE) {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     Ok(T::decode(p))
@@ -1750,15 +1751,6 @@ fn parse_class_params<T: abi::Wire>(p: &[u8]) -> RmResult<T> {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     Ok(T::decode(p))
-}
-
-/// The entries FB_GET_INFO's lists hold in the claimed release.
-fn fb_list_max() -> usize {
-    crate::abi()
-        .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
-        .map_or(fb_info::MAX_LIST_SIZE, |r| {
-            (r.params_size as usize).saturating_sub(4) / 8
-        })
 }
 
 /// Parses a class's or control's params; a wrong size is

@@ -178,20 +178,6 @@ pub const fn field_offset(fields: &[WireField], name: &str) -> usize {
 /// another) gives its common prefix. Fields that do not fit their block are
 /// skipped; this never panics.
 pub fn relayout(from: &[u8], from_fields: &[WireField], to: &mut [u8], to_fields: &[WireField]) {
-    // One layout (the common case, a release's block in the newest
-    // release's layout; layouts alike in every field's offset and size are
-    // taken as one): the bytes as they are, without comparing names
-    // (`make bench`: alloc).
-    let same = from_fields.len() == to_fields.len()
-        && from_fields
-            .iter()
-            .zip(to_fields)
-            .all(|(f, t)| f.offset == t.offset && f.size == t.size && f.name.len() == t.name.len());
-    if same {
-        let n = from.len().min(to.len());
-        to[..n].copy_from_slice(&from[..n]);
-        return;
-    }
     for f in from_fields {
         let Some(t) = to_fields.iter().find(|t| t.name == f.name) else {
             continue;

@@ -19,7 +19,7 @@
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::abi::surface_info;
+use super::abi::{ctrl, fb_info, surface_info, InfoEntry};
 use super::ioctl::{Escape, SizeRule};
 use super::rmops::{KernelClient, KERNEL_CLIENT, KERNEL_CLIENT_535, KERNEL_CLIENT_570};
 use super::table::{
@@ -83,6 +83,20 @@ impl Release {
         table::control_row_in(self.controls, cmd)
     }
 
+    /// Control `cmd`'s params size in this release, if it has the control.
+    pub fn params_size(&self, cmd: u32) -> Option<usize> {
+        self.control_row(cmd).map(|r| r.params_size as usize)
+    }
+
+    /// The entries FB_GET_INFO's lists hold in this release (V2's params
+    /// are a count and the list): 128 from 580 on, 54 to 57 before.
+    pub fn fb_info_entries(&self) -> usize {
+        self.params_size(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
+            .map_or(fb_info::MAX_LIST_SIZE, |n| {
+                n.saturating_sub(4) / InfoEntry::SIZE
+            })
+    }
+
     /// The row of UVM command number `number`, if this release has it.
     pub fn uvm_row(&self, number: u32) -> Option<&'static UvmRow> {
         table::uvm_row_in(self.uvm, number)
@@ -104,7 +118,7 @@ impl Release {
 // `nv_gpu_info_t.is_soc_disp`, which 590 does not have (its byte is padding
 // there): vgpu never reads it.
 const CONTROLS_590_48_01: [ControlRow; CONTROL_ROWS.len()] =
-    table::with_params_size(CONTROL_ROWS, 0x2080_0110, 132);
+    table::with_params_sizes(CONTROL_ROWS, &[(0x2080_0110, 132)]);
 
 // 580.142: 590.48.01's, and (`docs/driver-branches.md`, from the facts):
 // - no NV_ESC_NUMA_INFO (`nv-ioctl-numbers.h`; 590 added it);
@@ -117,7 +131,7 @@ const CONTROLS_590_48_01: [ControlRow; CONTROL_ROWS.len()] =
 const ESCAPES_580_142: [EscapeRow; ESCAPE_ROWS.len() - 1] =
     table::without_escapes(ESCAPE_ROWS, &[Escape::NumaInfo.nr()]);
 const CLASSES_580_142: [ClassRow; CLASS_ROWS.len()] =
-    table::with_class_params_size(CLASS_ROWS, 0x503b, 72);
+    table::with_class_params_sizes(CLASS_ROWS, &[(0x503b, 72)]);
 const CONTROLS_580_142: [ControlRow; CONTROL_ROWS.len()] = table::with_params_sizes(
     CONTROLS_590_48_01,
     &[
@@ -161,7 +175,7 @@ const SURFACE_4K: &[(u32, u32)] = &[(surface_info::PHYS_SIZE, 12)];
 const ESCAPES_570_211_01: [EscapeRow; ESCAPE_ROWS.len() - 1] =
     table::with_escape_size(ESCAPES_580_142, Escape::RmMapMemoryDma, SizeRule::Exact(56));
 const CLASSES_570_211_01: [ClassRow; CLASS_ROWS.len()] =
-    table::with_class_params_size(CLASSES_580_142, 0x90f1, 48);
+    table::with_class_params_sizes(CLASSES_580_142, &[(0x90f1, 48)]);
 /// The controls 570 and older share with 580 but at other sizes.
 const SIZES_570: &[(u32, u32)] = &[
     (0x0000_0214, 256),
@@ -378,8 +392,9 @@ const fn is_nul_terminated(name: &[u8], nul: &[u8]) -> bool {
 }
 
 // Every name is its NUL-terminated name without the NUL, and every `also`
-// name is NUL-terminated with no NUL before; every release has a row for
-// every UVM command.
+// name is NUL-terminated with no NUL before; every table is in key order
+// (the lookups are binary searches); every release has a row for every
+// UVM command.
 const _: () = {
     let mut r = 0;
     while r < RELEASES.len() {
@@ -398,38 +413,13 @@ const _: () = {
             k += 1;
         }
         let rel = &RELEASES[r];
-        let mut i = 1;
-        while i < rel.escapes.len() {
-            assert!(
-                rel.escapes[i - 1].nr < rel.escapes[i].nr,
-                "escapes out of order"
-            );
-            i += 1;
-        }
-        let mut i = 1;
-        while i < rel.classes.len() {
-            assert!(
-                rel.classes[i - 1].class < rel.classes[i].class,
-                "classes out of order"
-            );
-            i += 1;
-        }
-        let mut i = 1;
-        while i < rel.controls.len() {
-            assert!(
-                rel.controls[i - 1].cmd < rel.controls[i].cmd,
-                "controls out of order"
-            );
-            i += 1;
-        }
-        let mut i = 1;
-        while i < rel.uvm.len() {
-            assert!(
-                rel.uvm[i - 1].number < rel.uvm[i].number,
-                "UVM out of order"
-            );
-            i += 1;
-        }
+        assert!(table::escapes_in_order(rel.escapes), "escapes out of order");
+        assert!(table::classes_in_order(rel.classes), "classes out of order");
+        assert!(
+            table::controls_in_order(rel.controls),
+            "controls out of order"
+        );
+        assert!(table::uvm_in_order(rel.uvm), "UVM out of order");
         let mut c = 0;
         while c < super::uvm::COMMANDS.len() {
             assert!(

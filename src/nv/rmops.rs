@@ -81,7 +81,10 @@ pub struct Member {
 /// Every member of the params union, in the header's order. Members vgpu
 /// has no layout for carry the size of their block only (NVOS39, 46, 47,
 /// 49, 61): vgpu never issues those ops and the double refuses them.
-pub const MEMBERS: &[Member] = &[
+pub const MEMBERS: &[Member] = &MEMBERS_595;
+
+/// [`MEMBERS`] as an array, for older releases' resized copies.
+const MEMBERS_595: [Member; 14] = [
     Member {
         op: op::FREE,
         name: "free",
@@ -162,11 +165,6 @@ pub const PARAMS_OFFSET: usize = 8;
 pub const PARAMS_SIZE: usize = 64;
 /// Size of the whole command block (`sizeof(nvidia_kernel_rmapi_ops_t)`).
 pub const CMD_SIZE: usize = PARAMS_OFFSET + PARAMS_SIZE;
-
-/// The size of `op`'s member at 595.45.04, if the union has one for it.
-pub const fn member_size(op: u32) -> Option<usize> {
-    KERNEL_CLIENT.member_size(op)
-}
 
 /// The kernel-client interface of a release: the members of the ops
 /// command's params union and the layout of its NV04_ALLOC block, which is
@@ -323,7 +321,7 @@ impl KernelClient {
 /// 580.142).
 pub const KERNEL_CLIENT: KernelClient = KernelClient::new(MEMBERS, PARAMS_SIZE, AllocBlock::Nvos64);
 
-/// [`MEMBERS`] with member `op` of size `size`.
+/// `m` with member `op` of size `size`.
 const fn resized<const N: usize>(mut m: [Member; N], op: u32, size: usize) -> [Member; N] {
     let mut i = 0;
     while i < N {
@@ -335,22 +333,12 @@ const fn resized<const N: usize>(mut m: [Member; N], op: u32, size: usize) -> [M
     m
 }
 
-const MEMBERS_ARRAY: [Member; 14] = {
-    let mut a = [MEMBERS[0]; 14];
-    let mut i = 0;
-    while i < 14 {
-        a[i] = MEMBERS[i];
-        i += 1;
-    }
-    a
-};
-
 // 570.211.01 and 550.163.01: NV04_ALLOC takes an NVOS21 (32 bytes), NVOS46
 // (mapMemoryDma) is 56 bytes, and so is the union
 // (`src/nvidia/arch/nvalloc/unix/include/nv-kernel-rmapi-ops.h:59` and
 // `nvos.h:2180` at 570.211.01, `nvos.h:2163` at 550.163.01).
 const MEMBERS_570: [Member; 14] = resized(
-    resized(MEMBERS_ARRAY, op::ALLOC, Nvos21::SIZE),
+    resized(MEMBERS_595, op::ALLOC, Nvos21::SIZE),
     op::MAP_MEMORY_DMA,
     56,
 );
@@ -380,7 +368,6 @@ const _: () = {
         assert!(kc.cmd_size() <= CMD_SIZE && kc.cmd_size().is_multiple_of(8));
         k += 1;
     }
-    assert!(MEMBERS.len() == MEMBERS_ARRAY.len());
 };
 
 /// An ops command block (`nvidia_kernel_rmapi_ops_t`): the op, then one

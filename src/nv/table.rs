@@ -539,93 +539,15 @@ pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
     class_row_in(CLASSES, c)
 }
 
-/// The row of class `c` in `rows` (a release's class table, in number
-/// order), if it has one.
-pub const fn class_row_in(rows: &'static [ClassRow], c: u32) -> Option<&'static ClassRow> {
-    let (mut lo, mut hi) = (0, rows.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let row = &rows[mid];
-        if row.class == c {
-            return Some(row);
-        }
-        if row.class < c {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
 /// The row of control `cmd` in [`CONTROLS`] (the 595.45.04 table), if it
 /// has one (binary search, as [`class_row`]).
 pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
     control_row_in(CONTROLS, cmd)
 }
 
-/// The row of control `cmd` in `rows` (a release's control table, in
-/// number order), if it has one.
-pub const fn control_row_in(rows: &'static [ControlRow], cmd: u32) -> Option<&'static ControlRow> {
-    let (mut lo, mut hi) = (0, rows.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let row = &rows[mid];
-        if row.cmd == cmd {
-            return Some(row);
-        }
-        if row.cmd < cmd {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
-/// `rows` with control `cmd`'s params size set to `size`: a release whose
-/// params block for `cmd` differs. `cmd` must be in `rows` (a host test
-/// checks every release's table against its facts file).
-pub const fn with_params_size<const N: usize>(
-    mut rows: [ControlRow; N],
-    cmd: u32,
-    size: u32,
-) -> [ControlRow; N] {
-    let mut i = 0;
-    while i < N {
-        if rows[i].cmd == cmd {
-            rows[i].params_size = size;
-        }
-        i += 1;
-    }
-    rows
-}
-
-/// `rows` with each `(cmd, size)` of `sizes` applied as
-/// [`with_params_size`] does.
-pub const fn with_params_sizes<const N: usize>(
-    mut rows: [ControlRow; N],
-    sizes: &[(u32, u32)],
-) -> [ControlRow; N] {
-    let mut k = 0;
-    while k < sizes.len() {
-        let mut found = false;
-        let mut i = 0;
-        while i < N {
-            if rows[i].cmd == sizes[k].0 {
-                rows[i].params_size = sizes[k].1;
-                found = true;
-            }
-            i += 1;
-        }
-        assert!(found, "with_params_sizes: a control is not in the table");
-        k += 1;
-    }
-    rows
-}
-
 /// `rows` with control `old` numbered `new`: a release that numbers it
-/// otherwise. The order must stay (checked at compile time).
+/// otherwise. The order must stay (`nv::release` checks every release's
+/// tables at compile time).
 pub const fn renumbered_control<const N: usize>(
     mut rows: [ControlRow; N],
     old: u32,
@@ -641,66 +563,29 @@ pub const fn renumbered_control<const N: usize>(
         i += 1;
     }
     assert!(found, "renumbered_control: the control is not in the table");
-    let mut i = 1;
-    while i < N {
-        assert!(
-            rows[i - 1].cmd < rows[i].cmd,
-            "renumbered_control: order broken"
-        );
-        i += 1;
-    }
     rows
 }
 
-/// `rows` with class `c`'s alloc params size set to `size`.
-pub const fn with_class_params_size<const N: usize>(
-    mut rows: [ClassRow; N],
-    c: u32,
-    size: u32,
-) -> [ClassRow; N] {
-    let mut i = 0;
-    let mut found = false;
-    while i < N {
-        if rows[i].class == c {
-            rows[i].params_size = size;
-            found = true;
-        }
-        i += 1;
-    }
-    assert!(
-        found,
-        "with_class_params_size: the class is not in the table"
-    );
-    rows
-}
+/// Defines, for a table of `$row`s in `$key` order: `$lookup(rows, key)`,
+/// the row of `key` (a binary search, on the path of every call);
+/// `$in_order(rows)`, whether the rows are in strictly increasing `$key`
+/// order (what the lookup relies on; `nv::release` checks every release's
+/// tables with it at compile time); and `$without(rows, absent)`, `rows`
+/// without the rows whose `$key` is in `absent` (what a release lacks), all
+/// of which must be in `rows`, `M` being `N - absent.len()` (both checked
+/// at compile time).
+macro_rules! keyed_rows {
+    ($row:ty, $key:ident: $k:ty, $lookup:ident, $in_order:ident, $without:ident) => {
+        keyed_rows!($row, $key: $k, $lookup, $in_order);
 
-/// `rows` with each `(class, size)` of `sizes` applied as
-/// [`with_class_params_size`] does.
-pub const fn with_class_params_sizes<const N: usize>(
-    mut rows: [ClassRow; N],
-    sizes: &[(u32, u32)],
-) -> [ClassRow; N] {
-    let mut k = 0;
-    while k < sizes.len() {
-        rows = with_class_params_size(rows, sizes[k].0, sizes[k].1);
-        k += 1;
-    }
-    rows
-}
-
-/// Defines `$name(rows, absent)`: `rows` without the rows whose `$key` is
-/// in `absent` (what a release lacks), all of which must be in `rows`; `M`
-/// must be `N - absent.len()` (both checked at compile time).
-macro_rules! without_rows {
-    ($(#[$doc:meta])* $name:ident, $row:ty, $key:ident, $k:ty) => {
-        $(#[$doc])*
-        pub const fn $name<const N: usize, const M: usize>(
+        /// `rows` without the rows whose key is in `absent`.
+        pub const fn $without<const N: usize, const M: usize>(
             rows: [$row; N],
             absent: &[$k],
         ) -> [$row; M] {
             assert!(
                 M + absent.len() == N,
-                concat!(stringify!($name), ": M must be N - absent")
+                concat!(stringify!($without), ": M must be N - absent")
             );
             let mut out = [rows[0]; M];
             let (mut i, mut o) = (0, 0);
@@ -712,30 +597,87 @@ macro_rules! without_rows {
                     k += 1;
                 }
                 if !gone {
-                    assert!(o < M, concat!(stringify!($name), ": a row is not in the table"));
+                    assert!(o < M, concat!(stringify!($without), ": a row is not in the table"));
                     out[o] = rows[i];
                     o += 1;
                 }
                 i += 1;
             }
-            assert!(o == M, concat!(stringify!($name), ": a row is not in the table"));
+            assert!(o == M, concat!(stringify!($without), ": a row is not in the table"));
             out
+        }
+    };
+    ($row:ty, $key:ident: $k:ty, $lookup:ident, $in_order:ident) => {
+        /// The row of `key` in `rows` (a release's table, in key order), if
+        /// it has one.
+        pub const fn $lookup(rows: &'static [$row], key: $k) -> Option<&'static $row> {
+            let (mut lo, mut hi) = (0, rows.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let row = &rows[mid];
+                if row.$key == key {
+                    return Some(row);
+                }
+                if row.$key < key {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            None
+        }
+
+        /// Whether `rows` are in strictly increasing key order (no key
+        /// twice).
+        pub const fn $in_order(rows: &[$row]) -> bool {
+            let mut i = 1;
+            while i < rows.len() {
+                if rows[i - 1].$key >= rows[i].$key {
+                    return false;
+                }
+                i += 1;
+            }
+            true
         }
     };
 }
 
-without_rows!(
-    /// `rows` without the classes of `absent`.
-    without_classes, ClassRow, class, u32
-);
-without_rows!(
-    /// `rows` without the controls of `absent`.
-    without_controls, ControlRow, cmd, u32
-);
-without_rows!(
-    /// `rows` without the escapes numbered in `absent`.
-    without_escapes, EscapeRow, nr, u8
-);
+keyed_rows!(ClassRow, class: u32, class_row_in, classes_in_order, without_classes);
+keyed_rows!(ControlRow, cmd: u32, control_row_in, controls_in_order, without_controls);
+keyed_rows!(EscapeRow, nr: u8, escape_row_in, escapes_in_order, without_escapes);
+keyed_rows!(UvmRow, number: u32, uvm_row_in, uvm_in_order);
+
+/// Defines `$name(rows, sizes)`: `rows` with the params size of each
+/// `(key, size)` of `sizes` set (a release whose params blocks differ);
+/// every key must be in `rows` (checked at compile time).
+macro_rules! sized_rows {
+    ($name:ident, $row:ty, $key:ident) => {
+        /// `rows` with each `(key, size)` of `sizes` applied.
+        pub const fn $name<const N: usize>(mut rows: [$row; N], sizes: &[(u32, u32)]) -> [$row; N] {
+            let mut k = 0;
+            while k < sizes.len() {
+                let mut found = false;
+                let mut i = 0;
+                while i < N {
+                    if rows[i].$key == sizes[k].0 {
+                        rows[i].params_size = sizes[k].1;
+                        found = true;
+                    }
+                    i += 1;
+                }
+                assert!(
+                    found,
+                    concat!(stringify!($name), ": a row is not in the table")
+                );
+                k += 1;
+            }
+            rows
+        }
+    };
+}
+
+sized_rows!(with_params_sizes, ControlRow, cmd);
+sized_rows!(with_class_params_sizes, ClassRow, class);
 
 /// `rows` with escape `e`'s size check `size`.
 pub const fn with_escape_size<const N: usize>(
@@ -783,22 +725,8 @@ pub const fn with_uvm_layout<const N: usize>(
 // Both tables are in strictly increasing number order: what the lookups
 // rely on, and no number twice.
 const _: () = {
-    let mut i = 1;
-    while i < CLASSES.len() {
-        assert!(
-            CLASSES[i - 1].class < CLASSES[i].class,
-            "CLASSES out of order"
-        );
-        i += 1;
-    }
-    let mut i = 1;
-    while i < CONTROLS.len() {
-        assert!(
-            CONTROLS[i - 1].cmd < CONTROLS[i].cmd,
-            "CONTROLS out of order"
-        );
-        i += 1;
-    }
+    assert!(classes_in_order(CLASSES), "CLASSES out of order");
+    assert!(controls_in_order(CONTROLS), "CONTROLS out of order");
 };
 
 /// What vgpu does with class `c`: its row's policy, [`Policy::Denied`] for
@@ -977,27 +905,6 @@ pub const fn escape_row(e: Escape) -> &'static EscapeRow {
     }
 }
 
-/// The row of the escape numbered `nr` in `rows` (a release's escape
-/// table), if it has one: a release lacks escapes newer than it.
-/// The rows are in `nr` order (checked at compile time for every release):
-/// a binary search, on the path of every ioctl.
-pub const fn escape_row_in(rows: &'static [EscapeRow], nr: u8) -> Option<&'static EscapeRow> {
-    let (mut lo, mut hi) = (0, rows.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let row = &rows[mid];
-        if row.nr == nr {
-            return Some(row);
-        }
-        if row.nr < nr {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
 /// What vgpu runs for a UVM command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UvmHandler {
@@ -1121,25 +1028,6 @@ pub const fn uvm_row(number: u32) -> Option<&'static UvmRow> {
     uvm_row_in(UVM, number)
 }
 
-/// The row of UVM command number `number` in `rows` (a release's UVM
-/// table, in number order), if it has one.
-pub const fn uvm_row_in(rows: &'static [UvmRow], number: u32) -> Option<&'static UvmRow> {
-    let (mut lo, mut hi) = (0, rows.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let row = &rows[mid];
-        if row.number == number {
-            return Some(row);
-        }
-        if row.number < number {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
 // Every escape and every UVM command vgpu knows has exactly one row; the
 // rows are in number order (the lookups rely on it).
 const _: () = {
@@ -1150,20 +1038,12 @@ const _: () = {
         i += 1;
     }
     assert!(ESCAPES.len() == Escape::ALL.len(), "an escape row twice");
-    let mut i = 1;
-    while i < ESCAPES.len() {
-        assert!(ESCAPES[i - 1].nr < ESCAPES[i].nr, "ESCAPES out of order");
-        i += 1;
-    }
+    assert!(escapes_in_order(ESCAPES), "ESCAPES out of order");
     assert!(
         UVM.len() == uvmabi::COMMANDS.len(),
         "a UVM command row missing or twice"
     );
-    let mut i = 1;
-    while i < UVM.len() {
-        assert!(UVM[i - 1].number < UVM[i].number, "UVM out of order");
-        i += 1;
-    }
+    assert!(uvm_in_order(UVM), "UVM out of order");
     let mut i = 0;
     while i < uvmabi::COMMANDS.len() {
         let c = uvmabi::COMMANDS[i];

@@ -139,13 +139,12 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
     // rewrite (`make bench`, FB info). V2's params in the driver's release:
     // its list holds 54 to 57 entries before 580, 128 from 580 on.
     let mut whole = [0u8; V2::SIZE];
-    let v2 = release::current()
-        .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
-        .map_or(V2::SIZE, |r| r.params_size as usize);
+    let rel = release::current();
+    let max_list = rel.fb_info_entries();
+    let v2 = 4 + max_list * ENTRY;
     let Some(p) = whole.get_mut(..v2) else {
         return Ok(None);
     };
-    let max_list = v2.saturating_sub(4) / ENTRY;
     // `n` entries, and where the caller's list is: V1's by pointer, V2's at
     // byte 4 of its params (after `list_size`, which RM leaves as it was).
     // The answer is that list.

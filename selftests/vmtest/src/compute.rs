@@ -691,8 +691,8 @@ fn scheduling_calls_filtered() -> Outcome {
 /// GPFIFO_SCHEDULE's params size in the release the tests speak.
 fn schedule_params_size() -> usize {
     nvclient::speaks()
-        .control_row(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
-        .map_or(GpfifoScheduleParams::SIZE, |r| r.params_size as usize)
+        .params_size(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE)
+        .unwrap_or(GpfifoScheduleParams::SIZE)
 }
 
 /// Issues a forwardable control (GET_INFO, unknown to the double, with

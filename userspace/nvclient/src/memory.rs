@@ -9,7 +9,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use crate::abi::{
-    class, ctrl, fb_info, heap, os33, surface_info, FbGetInfoV1Params, FbGetInfoV2Params,
+    class, ctrl, heap, os33, surface_info, FbGetInfoV1Params, FbGetInfoV2Params,
     GetSurfaceInfoParams, Handle, InfoEntry, MemoryAllocationParams, Nvos32, Nvos32AllocSize,
     Nvos32Free, Nvos32Info, Nvos33, Nvos33WithFd, Nvos34, Wire,
 };
@@ -229,10 +229,7 @@ impl Ctl {
         h_subdevice: Handle,
         indices: &[u32],
     ) -> Result<Vec<InfoEntry>> {
-        let max = crate::speaks()
-            .control_row(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2)
-            .map_or(fb_info::MAX_LIST_SIZE, |r| (r.params_size as usize - 4) / 8);
-        if indices.len() > max {
+        if indices.len() > crate::speaks().fb_info_entries() {
             return Err(Error::Invalid("more FB info indices than the list holds"));
         }
         let mut p = FbGetInfoV2Params::new(indices);

@@ -215,9 +215,7 @@ impl Ctl {
         // The params as the release the library speaks sizes them: older
         // releases' blocks are prefixes (shorter lists, fields added at the
         // end), whose missing tail reads back as zero.
-        let n = crate::speaks()
-            .control_row(cmd)
-            .map_or(T::SIZE, |r| r.params_size as usize);
+        let n = crate::speaks().params_size(cmd).unwrap_or(T::SIZE);
         let mut b = vec![0u8; n.max(T::SIZE)];
         params.encode(&mut b);
         b[n..].fill(0);
