@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the test VM's initramfs for one variant: busybox, the modules (with
-# modules.dep so modprobe works), the test programs and the guest init.
+# modules.dep so modprobe works), the test programs, the guest init, and
+# podman with what it needs (scripts/podman-root.sh) for the containers suite.
 #
 #   scripts/initramfs.sh [fast|debug]   -> build/initramfs-<variant>.cpio.gz
 set -euo pipefail
@@ -29,6 +30,11 @@ touch "$root/lib/modules/$krel/modules.order" "$root/lib/modules/$krel/modules.b
 for b in vgpu-selftest vgpuctl; do
     cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/$b" "$root/bin/"
 done
+
+# podman, crun, conmon, their libraries and configuration, and the
+# containers' root filesystem, which gets the test client too.
+"$VGPU_TOP/scripts/podman-root.sh" "$root" >/dev/null
+cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/var/lib/vgpu-rootfs/bin/"
 
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
 cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"

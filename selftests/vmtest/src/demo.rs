@@ -5,7 +5,9 @@
 //!
 //! - `vgpu-selftest demo-alloc N CHUNK_MIB [HOLD_S]` reports the GPU size it
 //!   is shown, allocates VRAM in chunks until the driver says no, reports
-//!   what it got, and optionally holds it for a while;
+//!   what it got, and optionally holds it for a while; with `--nvidia K`
+//!   for `N` it opens `/dev/nvidiactl` and `/dev/nvidiaK` instead, as
+//!   libcuda does in a container whose runtime put vgpu's nodes there;
 //! - `vgpu-selftest demo-managed N CHUNK_MIB` maps managed memory
 //!   (cudaMallocManaged: an mmap of `/dev/vgpu-uvm`) in chunks and migrates
 //!   each to the GPU until a mapping is refused, and reports what it got;
@@ -34,16 +36,22 @@ pub fn alloc(args: &[String]) -> i32 {
 }
 
 fn run(args: &[String]) -> Result<(), String> {
-    let id: u32 = args
-        .first()
-        .and_then(|s| s.parse().ok())
-        .ok_or("usage: demo-alloc N CHUNK_MIB [HOLD_S]")?;
+    let usage = "usage: demo-alloc N|--nvidia K CHUNK_MIB [HOLD_S]";
+    let (nvidia, args) = match args.first().map(String::as_str) {
+        Some("--nvidia") => (true, &args[1..]),
+        _ => (false, args),
+    };
+    let id: u32 = args.first().and_then(|s| s.parse().ok()).ok_or(usage)?;
     let chunk: u64 = args
         .get(1)
         .and_then(|s| s.parse().ok())
         .ok_or("bad CHUNK_MIB")?;
     let hold: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let s = Session::vgpu(id)?;
+    let s = if nvidia {
+        Session::open("/dev/nvidiactl", &format!("/dev/nvidia{id}"))?
+    } else {
+        Session::vgpu(id)?
+    };
     let (ctl, client, device, sub) = (&s.ctl, s.client, s.device, s.subdevice);
     let seen = ctl
         .fb_get_info_v2(client, sub, &[fb_info::RAM_SIZE])

@@ -8,6 +8,7 @@
 
 mod bench;
 mod compute;
+mod containers;
 // Read by the host test `userspace/logic/tests/table.rs` (`include!`);
 // compiled here so that it stays valid Rust and rustfmt'd with the suites.
 #[allow(dead_code)]
@@ -42,6 +43,7 @@ const SUITES: &[Suite] = &[
     ("compute", compute::TESTS),
     ("rewritten", rewritten::TESTS),
     ("vgpuctl", ctltool::TESTS),
+    ("containers", containers::TESTS),
 ];
 
 /// Suites that run only when named (benchmarks).

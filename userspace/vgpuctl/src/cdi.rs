@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A CDI (Container Device Interface, spec 0.6.0) description of the vGPUs,
+//! A CDI (Container Device Interface, spec 0.5.0) description of the vGPUs,
 //! so containerd, CRI-O, podman and Docker can give a container its vGPUs
 //! by name: `--device vgpu.dev/gpu=3`.
 //!
@@ -13,6 +13,11 @@
 //!   host that is `/dev/nvidia0`). The vGPUs of one multi-GPU container are
 //!   on distinct GPUs, so their names do not clash. A vGPU with no GPU set
 //!   yet is left out (nothing could open it usefully).
+//! - per vGPU `N`, unless `--no-hooks`: two OCI hooks, `createRuntime` and
+//!   `poststop`, that run `vgpuctl hook create-runtime|poststop N`: vGPU
+//!   `N` is bound to the container's cgroup before its first process runs,
+//!   sized from its `VGPU_MEMORY`/`VGPU_COMPUTE`, and freed when it stops
+//!   ([`crate::hook`]).
 //! - for every device (spec-wide edits): `/dev/vgpuctl` at `/dev/nvidiactl`,
 //!   `/dev/vgpu-uvm` at `/dev/nvidia-uvm`, and a read-only bind mount of a
 //!   params file at `/proc/driver/nvidia/params` that says
@@ -45,10 +50,14 @@ use serde::Serialize;
 
 use vgpu_logic::uapi;
 
+use crate::hook::Stage;
 use crate::model::VgpuInfo;
 
-/// The CDI spec version written.
-pub const CDI_VERSION: &str = "0.6.0";
+/// The CDI spec version written: the oldest that has everything the spec
+/// uses (`hostPath` of device nodes came in 0.5.0; hooks and mounts are
+/// older), as the CDI library's `MinimumRequiredVersion` picks it, so older
+/// runtimes take it too (podman 4.3, Debian 12's, reads up to 0.5.0).
+pub const CDI_VERSION: &str = "0.5.0";
 /// The default device kind (`vendor/class`).
 pub const DEFAULT_KIND: &str = "vgpu.dev/gpu";
 /// The default host path of the params file.
@@ -94,6 +103,21 @@ pub struct ContainerEdits {
     /// Mounts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
+    /// OCI hooks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<Hook>,
+}
+
+/// An OCI hook.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hook {
+    /// When the runtime runs it (`createRuntime`, `poststop`).
+    pub hook_name: String,
+    /// The program, on the host.
+    pub path: String,
+    /// Its argv, `argv[0]` included.
+    pub args: Vec<String>,
 }
 
 /// A device node.
@@ -139,6 +163,27 @@ pub struct Options {
     pub kind: String,
     /// Host path of the params file mounted at `/proc/driver/nvidia/params`.
     pub params_file: String,
+    /// The `vgpuctl` each device's hooks run ([`crate::hook`]); `None`:
+    /// no hooks (vGPUs bound by hand).
+    pub hook: Option<String>,
+}
+
+/// The hooks of vGPU `id`'s device: bind at `createRuntime`, free at
+/// `poststop` ([`crate::hook`]).
+fn hooks(vgpuctl: &str, id: u32) -> Vec<Hook> {
+    [Stage::CreateRuntime, Stage::Poststop]
+        .into_iter()
+        .map(|st| Hook {
+            hook_name: st.oci_name().to_string(),
+            path: vgpuctl.to_string(),
+            args: vec![
+                "vgpuctl".to_string(),
+                "hook".to_string(),
+                st.arg().to_string(),
+                id.to_string(),
+            ],
+        })
+        .collect()
 }
 
 /// Whether `kind` is a valid CDI kind: `vendor/class`, the vendor a domain
@@ -171,6 +216,10 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
                 container_edits: ContainerEdits {
                     device_nodes: vec![node(&v.device, &format!("/dev/nvidia{k}"))],
                     mounts: Vec::new(),
+                    hooks: opts
+                        .hook
+                        .as_deref()
+                        .map_or_else(Vec::new, |h| hooks(h, v.id)),
                 },
             })
         })
@@ -190,6 +239,7 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
                 container_path: HOST_PARAMS.to_string(),
                 options: ["ro", "nosuid", "nodev", "bind"].map(String::from).to_vec(),
             }],
+            hooks: Vec::new(),
         },
     }
 }
@@ -252,6 +302,7 @@ mod tests {
         let opts = Options {
             kind: DEFAULT_KIND.to_string(),
             params_file: DEFAULT_PARAMS_FILE.to_string(),
+            hook: None,
         };
         let s = spec(&[], &opts);
         let nodes: Vec<(&str, &str)> = s

@@ -65,6 +65,11 @@ pub enum Command {
     Cdi(CdiArgs),
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (or print them once with --once).
     Exporter(ExporterArgs),
+    /// Run by the container runtime, as the OCI hooks of `vgpuctl cdi`'s
+    /// spec: bind vGPU N to the container whose OCI state is on standard
+    /// input (create-runtime, sized by its VGPU_MEMORY and VGPU_COMPUTE),
+    /// or free it (poststop).
+    Hook(HookArgs),
 }
 
 /// Compute scheduling policies of the module (per physical GPU).
@@ -174,10 +179,35 @@ pub struct CdiArgs {
     /// The driver's params to start from.
     #[arg(long, default_value = crate::cdi::HOST_PARAMS)]
     pub host_params: PathBuf,
+    /// The vgpuctl the container runtime runs for the spec's hooks
+    /// (default: this program).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_hooks")]
+    pub hook_path: Option<PathBuf>,
+    /// Write no hooks: vGPUs are bound to cgroups by hand
+    /// (`vgpuctl set N --cgroup`) before their containers start.
+    #[arg(long)]
+    pub no_hooks: bool,
     /// No effect, kept for old scripts: the spec always has vgpu's UVM proxy
     /// (/dev/vgpu-uvm at /dev/nvidia-uvm), never the real UVM nodes.
     #[arg(long)]
     pub with_uvm: bool,
+}
+
+/// `vgpuctl hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Which OCI hook this is.
+    #[arg(value_enum)]
+    pub stage: crate::hook::Stage,
+    /// The vGPU (the CDI device's name).
+    #[arg(value_parser = id_arg)]
+    pub id: u32,
+    /// Where the hooks keep their records and lock.
+    #[arg(long, value_name = "DIR", default_value = crate::hook::DEFAULT_STATE_DIR)]
+    pub state_dir: PathBuf,
+    /// Root of procfs (tests point this at a fake tree).
+    #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
+    pub proc_root: PathBuf,
 }
 
 /// `vgpuctl exporter`.

@@ -10,9 +10,12 @@ use serde_json::{json, Value};
 use vgpu_logic::uapi;
 
 use crate::cdi;
-use crate::cli::{CdiArgs, Cli, Command, ComputePolicy, CreateArgs, ExporterArgs, SetArgs};
+use crate::cli::{
+    CdiArgs, Cli, Command, ComputePolicy, CreateArgs, ExporterArgs, HookArgs, SetArgs,
+};
 use crate::error::{Error, Result};
 use crate::exporter;
+use crate::hook::{self, OciState, Stage};
 use crate::inventory::{self, DevNodes, Gpu, GpuDirs, SysfsGpus};
 use crate::model::{loads, GpuSettings, VgpuInfo};
 use crate::placement::{self, Request};
@@ -68,6 +71,7 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::Status => status(cli, s),
         Command::Cdi(a) => cdi_cmd(cli, s, a),
         Command::Exporter(a) => exporter_cmd(cli, s, a),
+        Command::Hook(a) => hook_cmd(cli, s, a),
     }
 }
 
@@ -736,9 +740,28 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         )));
     }
     let vgpus = VgpuInfo::read_all(s)?;
+    let hook = if a.no_hooks {
+        None
+    } else {
+        let path = match &a.hook_path {
+            Some(p) => p.clone(),
+            None => std::env::current_exe().map_err(|source| Error::Io {
+                path: PathBuf::from("/proc/self/exe"),
+                source,
+            })?,
+        };
+        if !path.is_absolute() {
+            return Err(Error::BadValue(format!(
+                "--hook-path {}: runtimes need an absolute path",
+                path.display()
+            )));
+        }
+        Some(path.to_string_lossy().into_owned())
+    };
     let opts = cdi::Options {
         kind: a.kind.clone(),
         params_file: a.params_file.to_string_lossy().into_owned(),
+        hook,
     };
     let spec = cdi::spec(&vgpus, &opts);
     let mut warnings: Vec<String> = vgpus
@@ -829,4 +852,35 @@ fn exporter_cmd(cli: &Cli, s: &Sysfs, a: &ExporterArgs) -> Result<Output> {
     )?;
     eprintln!("vgpuctl: exporter: stopped");
     Ok(Output::default())
+}
+
+/// The most of an OCI state `hook` reads from standard input.
+const MAX_STATE: u64 = 1 << 20;
+
+fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
+    use std::io::Read;
+    require_root()?;
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_STATE)
+        .read_to_string(&mut text)
+        .map_err(|source| Error::Io {
+            path: PathBuf::from("(standard input)"),
+            source,
+        })?;
+    let state = OciState::parse(&text)?;
+    let paths = hook::Paths {
+        state_dir: a.state_dir.clone(),
+        proc_root: a.proc_root.clone(),
+        cgroup_root: cli.sysfs_root.join("fs").join("cgroup"),
+    };
+    let msg = match a.stage {
+        Stage::CreateRuntime => hook::create_runtime(s, &paths, a.id, &state)?,
+        Stage::Poststop => hook::poststop(s, &paths, a.id, &state)?,
+    };
+    Ok(Output {
+        human: format!("{msg}\n"),
+        json: json!({ "vgpu": a.id, "container": state.id, "stage": a.stage.oci_name(), "result": msg }),
+        warnings: Vec::new(),
+    })
 }

@@ -56,6 +56,9 @@ pub enum Error {
     NoFit(String),
     /// This vgpu.ko has no such setting yet (e.g. compute shares).
     Unsupported(String),
+    /// The request is well-formed but not allowed now (a vGPU in use, a
+    /// size over the admin's); the text says why.
+    Refused(String),
     /// A step failed and rolling it back failed too.
     RollbackFailed {
         /// The step's error.
@@ -99,7 +102,9 @@ impl Error {
                 _ => exit::FAILURE,
             },
             Error::RollbackFailed { error, .. } => error.exit_code(),
-            Error::Io { .. } | Error::Unexpected(_) | Error::Unsupported(_) => exit::FAILURE,
+            Error::Io { .. } | Error::Unexpected(_) | Error::Unsupported(_) | Error::Refused(_) => {
+                exit::FAILURE
+            }
         }
     }
 
@@ -139,6 +144,7 @@ impl fmt::Display for Error {
             Error::Unexpected(s) => write!(f, "{s}"),
             Error::NoFit(s) => write!(f, "does not fit: {s}"),
             Error::Unsupported(s) => write!(f, "not supported by this vgpu module: {s}"),
+            Error::Refused(s) => write!(f, "refused: {s}"),
             Error::RollbackFailed { error, rollback } => {
                 write!(f, "{error}; rolling back failed too:")?;
                 for e in rollback {

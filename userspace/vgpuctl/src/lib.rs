@@ -6,7 +6,8 @@
 //! Layout: [`sysfs`] is the only code that touches the module's files (with
 //! a simulated module for tests, [`sysfs::sim`]); [`inventory`] says which
 //! GPUs exist; [`placement`] is the pure choice of GPUs; [`commands`] runs
-//! the subcommands parsed by [`cli`]; [`cdi`] writes CDI specs;
+//! the subcommands parsed by [`cli`]; [`cdi`] writes CDI specs, whose
+//! OCI hooks ([`hook`]) bind a vGPU to the container that got it;
 //! [`exporter`] serves Prometheus metrics.
 
 pub mod cdi;
@@ -14,6 +15,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod exporter;
+pub mod hook;
 pub mod inventory;
 pub mod model;
 pub mod placement;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `vgpuctl cdi`: the spec validates against a CDI 0.6.0 schema subset
+//! (it declares 0.5.0, the oldest version with what it uses)
 //! (`tests/data/cdi-schema.json`), and holds what a container needs.
 
 mod common;
@@ -75,6 +76,16 @@ fn spec_validates_against_the_schema() {
     assert!(schema::validate(&schema(), &spec).is_empty());
 }
 
+/// The hooks of vGPU `id`'s device: this vgpuctl, bind and free.
+fn hooks(id: u32) -> Value {
+    let exe = env!("CARGO_BIN_EXE_vgpuctl");
+    let id = id.to_string();
+    json!([
+        {"hookName": "createRuntime", "path": exe, "args": ["vgpuctl", "hook", "create-runtime", id]},
+        {"hookName": "poststop", "path": exe, "args": ["vgpuctl", "hook", "poststop", id]}
+    ])
+}
+
 #[test]
 fn spec_contents() {
     let f = fake();
@@ -88,13 +99,15 @@ fn spec_contents() {
     assert_eq!(
         spec,
         json!({
-            "cdiVersion": "0.6.0",
+            "cdiVersion": "0.5.0",
             "kind": "vgpu.dev/gpu",
             "devices": [
                 {"name": "0", "containerEdits": {"deviceNodes": [
-                    {"path": "/dev/nvidia0", "hostPath": "/dev/vgpu0", "type": "c", "permissions": "rw"}]}},
+                    {"path": "/dev/nvidia0", "hostPath": "/dev/vgpu0", "type": "c", "permissions": "rw"}],
+                    "hooks": hooks(0)}},
                 {"name": "3", "containerEdits": {"deviceNodes": [
-                    {"path": "/dev/nvidia1", "hostPath": "/dev/vgpu3", "type": "c", "permissions": "rw"}]}}
+                    {"path": "/dev/nvidia1", "hostPath": "/dev/vgpu3", "type": "c", "permissions": "rw"}],
+                    "hooks": hooks(3)}}
             ],
             "containerEdits": {
                 "deviceNodes": [
@@ -134,6 +147,37 @@ fn spec_contents() {
         "/nonexistent",
     ]);
     assert_eq!(fs::read_to_string(p).unwrap(), "ModifyDeviceFiles: 0\n");
+}
+
+/// `--hook-path` names the vgpuctl the runtime runs (absolute only);
+/// `--no-hooks` leaves binding to the admin.
+#[test]
+fn hook_options() {
+    let f = fake();
+    let (spec, _, _) = generate(&f, &["--hook-path", "/usr/bin/vgpuctl"]);
+    for d in spec["devices"].as_array().unwrap() {
+        let hooks = d["containerEdits"]["hooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 2, "{d}");
+        assert!(hooks.iter().all(|h| h["path"] == "/usr/bin/vgpuctl"), "{d}");
+    }
+    let (spec, _, _) = generate(&f, &["--no-hooks"]);
+    assert!(!spec.to_string().contains("hooks"), "{spec}");
+    assert!(schema::validate(&schema(), &spec).is_empty());
+    let r = f.run(&[
+        "cdi",
+        "--hook-path",
+        "vgpuctl",
+        "--params-file",
+        f.path().join("p").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(
+        r.err.contains("runtimes need an absolute path"),
+        "{}",
+        r.err
+    );
+    let r = f.run(&["cdi", "--no-hooks", "--hook-path", "/x"]);
+    assert_eq!(r.code, 2, "{}", r.err);
 }
 
 /// A module from before the UVM proxy (`/dev/vgpuctl` but no

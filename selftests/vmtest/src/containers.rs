@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A real container runtime: Debian's podman 4.3 with crun and conmon
+//! (`--cgroup-manager cgroupfs`, no network, containers started from a
+//! local root filesystem with `--rootfs`, no image registry) gives
+//! containers vGPUs by CDI name, `--device vgpu.dev/gpu=N`, with the spec
+//! `vgpuctl cdi` writes. Its hooks bind vGPU `N` to the container's own
+//! cgroup before the container's program runs, size it from `VGPU_MEMORY`
+//! within the admin's bound, refuse a vGPU another container holds, and
+//! free it when the container stops (`userspace/vgpuctl/src/hook.rs`).
+//!
+//! The client in each container is the demo's CUDA-like sequence
+//! (`vgpu-selftest demo-alloc --nvidia 0`): it opens `/dev/nvidiactl` and
+//! `/dev/nvidia0` (vgpu's nodes, put there by the spec), reads the GPU's
+//! memory size, allocates VRAM until refused and holds it.
+
+use crate::ensure;
+use crate::sys::{make_uvm_nodes, read_file, remove_uvm_nodes, sh};
+use crate::tap::{Outcome, Test};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Tests of this suite, in order.
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "two_containers_each_at_its_own_ceiling",
+        run: two_containers,
+    },
+    Test {
+        name: "environment_sizes_within_the_admin_bound",
+        run: environment_sizes,
+    },
+    Test {
+        name: "a_vgpu_in_use_is_refused",
+        run: in_use_refused,
+    },
+];
+
+const MIB: u64 = 1 << 20;
+/// The containers' root filesystem (scripts/podman-root.sh).
+const ROOTFS: &str = "/var/lib/vgpu-rootfs";
+/// The client's allocation step.
+const CHUNK_MIB: u64 = 64;
+
+/// Runs podman; returns (exit code, stdout + stderr).
+fn podman(args: &[&str]) -> Result<(i32, String), String> {
+    let out = Command::new("/usr/bin/podman")
+        .args(args)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .map_err(|e| format!("podman: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out.status.code().unwrap_or(-1), text))
+}
+
+fn attr(id: u32, f: &str) -> Result<String, String> {
+    read_file(&format!("/sys/class/vgpu/vgpu{id}/{f}"))
+}
+
+fn vgpuctl(args: &str) -> Result<String, String> {
+    sh(&format!("vgpuctl {args}"))
+}
+
+/// The double with one 8 GiB GPU, vgpu, vGPUs `(id, memory)` on it (30%
+/// of its time each, unbound), and the CDI spec in /etc/cdi.
+fn setup(vgpus: &[(u32, &str)]) -> Outcome {
+    sh("modprobe nvidia gpus=1 vram0_mib=8192")?;
+    make_uvm_nodes()?;
+    sh("modprobe vgpu")?;
+    for (id, mem) in vgpus {
+        vgpuctl(&format!(
+            "create --id {id} --gpu 0 --memory {mem} --compute 30%"
+        ))?;
+    }
+    vgpuctl("cdi --output /etc/cdi/vgpu.json")?;
+    let spec = read_file("/etc/cdi/vgpu.json")?;
+    ensure!(
+        spec.contains("\"createRuntime\"") && spec.contains("\"poststop\""),
+        "the spec has no hooks: {spec}"
+    );
+    Ok(())
+}
+
+/// Removes every container, then the modules.
+fn teardown() -> Outcome {
+    let (code, out) = podman(&["rm", "--all", "--force", "--time", "0"])?;
+    ensure!(code == 0, "podman rm: {out}");
+    sh("rmmod vgpu")?;
+    remove_uvm_nodes();
+    sh("rmmod nvidia")?;
+    Ok(())
+}
+
+/// Runs `body` between [`setup`] and [`teardown`]; the teardown runs even
+/// when the body fails (its error is reported first).
+fn with_vgpus(vgpus: &[(u32, &str)], body: impl FnOnce() -> Outcome) -> Outcome {
+    let r = setup(vgpus).and_then(|()| body());
+    let t = teardown();
+    r.and(t)
+}
+
+/// `podman run -d` of the client on vGPU `id`, its output in
+/// `/tmp/ctr-NAME/log`; returns (exit code, podman's output).
+fn start(name: &str, id: u32, env: &[&str]) -> Result<(i32, String), String> {
+    let dir = format!("/tmp/ctr-{name}");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{dir}: {e}"))?;
+    let device = format!("vgpu.dev/gpu={id}");
+    let volume = format!("{dir}:/out");
+    let mut args = vec![
+        "run", "-d", "--name", name, "--device", &device, "-v", &volume,
+    ];
+    let release = std::env::var("vgpu_release").map(|r| format!("vgpu_release={r}"));
+    if let Ok(r) = &release {
+        args.extend(["-e", r.as_str()]);
+    }
+    for e in env {
+        args.extend(["-e", e]);
+    }
+    let chunk = CHUNK_MIB.to_string();
+    args.extend([
+        "--rootfs",
+        ROOTFS,
+        "sh",
+        "-c",
+        "exec vgpu-selftest demo-alloc --nvidia 0 \"$0\" 3600 > /out/log 2>&1",
+        &chunk,
+    ]);
+    podman(&args)
+}
+
+/// What the client in container `name` reported: (GPU size seen, allocated),
+/// in MiB, once it has.
+fn report(name: &str) -> Result<(u64, u64), String> {
+    let path = format!("/tmp/ctr-{name}/log");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("GPU size seen")) {
+            // "GPU size seen   1024 MiB | allocated   1024 MiB in 64 MiB chunks, ..."
+            let nums: Vec<u64> = line
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            ensure!(nums.len() >= 2, "{name}: {line}");
+            return Ok((nums[0], nums[1]));
+        }
+        if text.contains("demo-alloc:") || Instant::now() > deadline {
+            return Err(format!("{name}: no report: {text:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The host cgroup of container `name`'s init process.
+fn cgroup_of(name: &str) -> Result<String, String> {
+    let (code, pid) = podman(&["inspect", "--format", "{{.State.Pid}}", name])?;
+    ensure!(code == 0, "inspect {name}: {pid}");
+    let text = read_file(&format!("/proc/{}/cgroup", pid.trim()))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
+        .ok_or(format!("{name}: no cgroup v2 line in {text:?}"))
+}
+
+/// Container `name` on vGPU `id` sees `limit_mib` and stops at it; its
+/// vGPU is bound to its own cgroup and charged what it holds.
+fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
+    let (seen, got) = report(name)?;
+    ensure!(
+        seen == limit_mib,
+        "{name}: GPU size seen {seen} MiB, vGPU {id}'s limit {limit_mib} MiB"
+    );
+    ensure!(
+        got <= limit_mib && got + CHUNK_MIB > limit_mib,
+        "{name}: allocated {got} MiB under a {limit_mib} MiB ceiling in {CHUNK_MIB} MiB chunks"
+    );
+    let cg = cgroup_of(name)?;
+    ensure!(
+        attr(id, "cgroup")? == cg,
+        "vgpu{id} bound to {:?}, container {name} is in {cg:?}",
+        attr(id, "cgroup")?
+    );
+    ensure!(cg != "/" && !cg.is_empty(), "{name} in cgroup {cg:?}");
+    let used: u64 = attr(id, "memory_used")?
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    ensure!(
+        used >= got * MIB && used <= limit_mib * MIB,
+        "vgpu{id}: memory_used {used}, the client holds {got} MiB under {limit_mib} MiB"
+    );
+    Ok(())
+}
+
+/// After `podman stop`, vGPU `id` is unbound, uncharged, has no open files,
+/// its admin limit back, and no hook record.
+fn check_freed(id: u32, admin_limit: u64) -> Outcome {
+    ensure!(
+        attr(id, "cgroup")?.is_empty(),
+        "vgpu{id} still bound to {:?}",
+        attr(id, "cgroup")?
+    );
+    ensure!(
+        attr(id, "memory_used")? == "0",
+        "vgpu{id} memory_used {}",
+        attr(id, "memory_used")?
+    );
+    ensure!(
+        attr(id, "users")? == "0",
+        "vgpu{id} users {}",
+        attr(id, "users")?
+    );
+    ensure!(
+        attr(id, "memory_limit")? == admin_limit.to_string(),
+        "vgpu{id} memory_limit {} after the container, the admin's was {admin_limit}",
+        attr(id, "memory_limit")?
+    );
+    let rec = format!("/run/vgpu/hooks/vgpu{id}.json");
+    ensure!(!std::path::Path::new(&rec).exists(), "{rec} left behind");
+    Ok(())
+}
+
+fn stop(names: &[&str]) -> Outcome {
+    let mut args = vec!["stop", "--time", "0"];
+    args.extend_from_slice(names);
+    let (code, out) = podman(&args)?;
+    ensure!(code == 0, "podman stop {names:?}: {out}");
+    Ok(())
+}
+
+fn two_containers() -> Outcome {
+    with_vgpus(&[(0, "1GiB"), (1, "768MiB")], || {
+        for (name, id) in [("a", 0), ("b", 1)] {
+            let (code, out) = start(name, id, &[])?;
+            ensure!(code == 0, "podman run {name} with vgpu.dev/gpu={id}: {out}");
+        }
+        check_at_ceiling("a", 0, 1024)?;
+        check_at_ceiling("b", 1, 768)?;
+        ensure!(cgroup_of("a")? != cgroup_of("b")?, "a and b share a cgroup");
+        stop(&["a", "b"])?;
+        check_freed(0, 1 << 30)?;
+        check_freed(1, 768 * MIB)
+    })
+}
+
+fn environment_sizes() -> Outcome {
+    with_vgpus(&[(2, "1GiB")], || {
+        // Within the admin's 1 GiB: the container sees and gets 512 MiB.
+        let (code, out) = start("small", 2, &["VGPU_MEMORY=512MiB", "VGPU_COMPUTE=20%"])?;
+        ensure!(code == 0, "podman run with VGPU_MEMORY=512MiB: {out}");
+        check_at_ceiling("small", 2, 512)?;
+        ensure!(
+            attr(2, "compute_share")? == "20",
+            "compute_share {}",
+            attr(2, "compute_share")?
+        );
+        stop(&["small"])?;
+        check_freed(2, 1 << 30)?;
+        ensure!(
+            attr(2, "compute_share")? == "30",
+            "compute_share {} after",
+            attr(2, "compute_share")?
+        );
+
+        // Over the admin's bound, or not a size: the container does not
+        // start, says why, and the vGPU is left as it was.
+        for (i, (env, why)) in [
+            (
+                "VGPU_MEMORY=2GiB",
+                "VGPU_MEMORY=2 GiB is over vGPU 2's memory limit, 1 GiB",
+            ),
+            ("VGPU_MEMORY=lots", "VGPU_MEMORY=\"lots\""),
+            (
+                "VGPU_COMPUTE=50%",
+                "VGPU_COMPUTE=50% is over vGPU 2's compute share, 30%",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let name = format!("bad{i}");
+            let (code, out) = start(&name, 2, &[env])?;
+            ensure!(code != 0, "{env}: the container started: {out}");
+            ensure!(out.contains(why), "{env}: podman said {out:?}, not {why:?}");
+            check_freed(2, 1 << 30)?;
+            ensure!(
+                attr(2, "compute_share")? == "30",
+                "{env}: compute_share {}",
+                attr(2, "compute_share")?
+            );
+        }
+        Ok(())
+    })
+}
+
+fn in_use_refused() -> Outcome {
+    with_vgpus(&[(0, "1GiB")], || {
+        let (code, out) = start("holder", 0, &[])?;
+        ensure!(code == 0, "podman run holder: {out}");
+        check_at_ceiling("holder", 0, 1024)?;
+        let cg = attr(0, "cgroup")?;
+        let (code, out) = start("second", 0, &[])?;
+        ensure!(code != 0, "a second container got vGPU 0: {out}");
+        ensure!(
+            out.contains("vGPU 0 is in use by container"),
+            "podman said {out:?}"
+        );
+        // The refused container's poststop left the holder's vGPU alone.
+        ensure!(
+            attr(0, "cgroup")? == cg,
+            "vgpu0 now bound to {:?}",
+            attr(0, "cgroup")?
+        );
+        let used: u64 = attr(0, "memory_used")?
+            .parse()
+            .map_err(|e| format!("{e}"))?;
+        ensure!(
+            used >= 960 * MIB,
+            "vgpu0 memory_used {used} after the refusal"
+        );
+        stop(&["holder"])?;
+        check_freed(0, 1 << 30)?;
+        // Free again: a new container gets it.
+        let (code, out) = start("third", 0, &[])?;
+        ensure!(code == 0, "podman run after the holder stopped: {out}");
+        check_at_ceiling("third", 0, 1024)
+    })
+}

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `vgpuctl hook`: the OCI hooks of the CDI spec, against a simulated
+//! module, a fake `/proc`, cgroup tree and bundle, with the OCI state on
+//! standard input as a runtime writes it.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use common::{Fake, Run, GIB};
+
+/// A fake host: vGPUs 0 (1 GiB, 30%) and 1 (2 GiB) on GPU 0, unbound.
+struct Host {
+    f: Fake,
+}
+
+impl Host {
+    fn new() -> Self {
+        let f = Fake::new(1, Some(24), true);
+        f.ok(&[
+            "create",
+            "--id",
+            "0",
+            "--gpu",
+            "0",
+            "--memory",
+            "1GiB",
+            "--compute",
+            "30%",
+        ]);
+        f.ok(&["create", "--id", "1", "--gpu", "0", "--memory", "2GiB"]);
+        Host { f }
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.f.path().join("run/vgpu/hooks")
+    }
+
+    /// Container `id`: init process `pid` in cgroup `/ctr/ID` (with that
+    /// process in it), its bundle with environment `env`.
+    fn container(&self, id: &str, pid: u32, env: &[&str]) {
+        let proc_dir = self.f.path().join("proc").join(pid.to_string());
+        fs::create_dir_all(&proc_dir).unwrap();
+        fs::write(proc_dir.join("cgroup"), format!("0::/ctr/{id}\n")).unwrap();
+        let cg = self.f.sys().join("fs/cgroup/ctr").join(id);
+        fs::create_dir_all(&cg).unwrap();
+        fs::write(cg.join("cgroup.procs"), format!("{pid}\n")).unwrap();
+        let bundle = self.f.path().join("bundles").join(id);
+        fs::create_dir_all(&bundle).unwrap();
+        let config = serde_json::json!({
+            "ociVersion": "1.0.2",
+            "process": {"args": ["sh"], "env": env},
+            "root": {"path": "rootfs"}
+        });
+        fs::write(bundle.join("config.json"), config.to_string()).unwrap();
+    }
+
+    /// Container `id`'s processes are gone (its cgroup is empty).
+    fn vanish(&self, id: &str) {
+        fs::write(
+            self.f
+                .sys()
+                .join("fs/cgroup/ctr")
+                .join(id)
+                .join("cgroup.procs"),
+            "",
+        )
+        .unwrap();
+    }
+
+    /// Runs hook `stage` for vGPU `vgpu` with `state` on standard input.
+    fn hook_raw(&self, stage: &str, vgpu: u32, state: &str) -> Run {
+        let proc_root = self.f.path().join("proc");
+        let state_dir = self.state_dir();
+        let mut c = self.f.cmd(&[
+            "hook",
+            stage,
+            &vgpu.to_string(),
+            "--state-dir",
+            state_dir.to_str().unwrap(),
+            "--proc-root",
+            proc_root.to_str().unwrap(),
+        ]);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(state.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            out: String::from_utf8(o.stdout).unwrap(),
+            err: String::from_utf8(o.stderr).unwrap(),
+        }
+    }
+
+    fn start(&self, vgpu: u32, id: &str, pid: u32) -> Run {
+        let bundle = self.f.path().join("bundles").join(id);
+        let state = serde_json::json!({
+            "ociVersion": "1.0.2", "id": id, "status": "created", "pid": pid,
+            "bundle": bundle, "annotations": {}
+        });
+        self.hook_raw("create-runtime", vgpu, &state.to_string())
+    }
+
+    fn stop(&self, vgpu: u32, id: &str) -> Run {
+        let state = serde_json::json!({"ociVersion": "1.0.2", "id": id, "status": "stopped"});
+        self.hook_raw("poststop", vgpu, &state.to_string())
+    }
+
+    fn attr(&self, vgpu: u32, name: &str) -> String {
+        self.f.attr(vgpu, name)
+    }
+
+    fn record(&self, vgpu: u32) -> bool {
+        self.state_dir().join(format!("vgpu{vgpu}.json")).exists()
+    }
+
+    /// vGPU `vgpu` as the admin left it: unbound, its limit and share, no record.
+    fn assert_free(&self, vgpu: u32, limit: u64, share: &str) {
+        assert_eq!(self.attr(vgpu, "cgroup"), "", "vgpu{vgpu} bound");
+        assert_eq!(self.attr(vgpu, "memory_limit"), limit.to_string());
+        assert_eq!(self.attr(vgpu, "compute_share"), share);
+        assert!(!self.record(vgpu), "vgpu{vgpu}: record left");
+    }
+}
+
+fn ok(r: &Run) {
+    assert_eq!(r.code, 0, "{}{}", r.out, r.err);
+}
+
+/// Refused with exit status 1 and `why` on stderr.
+fn refused(r: &Run, why: &str) {
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(r.err.contains(why), "{:?} lacks {why:?}", r.err);
+}
+
+#[test]
+fn binds_at_start_and_frees_at_stop() {
+    let h = Host::new();
+    h.container("c1", 100, &["PATH=/bin"]);
+    let r = h.start(0, "c1", 100);
+    ok(&r);
+    assert!(
+        r.out
+            .contains("vgpu0: bound to container c1 (cgroup /ctr/c1)"),
+        "{}",
+        r.out
+    );
+    assert_eq!(h.attr(0, "cgroup"), "/ctr/c1");
+    assert_eq!(h.attr(0, "memory_limit"), GIB.to_string());
+    assert!(h.record(0));
+    // A runtime that runs the hook again: nothing changes.
+    ok(&h.start(0, "c1", 100));
+    assert_eq!(h.attr(0, "cgroup"), "/ctr/c1");
+    let r = h.stop(0, "c1");
+    ok(&r);
+    assert!(
+        r.out.contains("vgpu0: freed from container c1"),
+        "{}",
+        r.out
+    );
+    h.assert_free(0, GIB, "30");
+    // And again: nothing to do.
+    let r = h.stop(0, "c1");
+    ok(&r);
+    assert!(r.out.contains("nothing to do"), "{}", r.out);
+}
+
+#[test]
+fn sizes_from_the_environment_within_the_admin_bound() {
+    let h = Host::new();
+    h.container("c1", 100, &["VGPU_MEMORY=512MiB", "VGPU_COMPUTE=20%"]);
+    let r = h.start(0, "c1", 100);
+    ok(&r);
+    assert!(r.out.contains("memory 512 MiB, compute 20%"), "{}", r.out);
+    assert_eq!(h.attr(0, "memory_limit"), (512u64 << 20).to_string());
+    assert_eq!(h.attr(0, "compute_share"), "20");
+    ok(&h.stop(0, "c1"));
+    h.assert_free(0, GIB, "30");
+
+    // At the bound itself, and `max` under an unlimited admin.
+    h.container("c2", 101, &["VGPU_MEMORY=1GiB", "VGPU_COMPUTE=30"]);
+    ok(&h.start(0, "c2", 101));
+    ok(&h.stop(0, "c2"));
+    h.f.ok(&["set", "1", "--memory", "max", "--force"]);
+    h.container("c3", 102, &["VGPU_MEMORY=max"]);
+    ok(&h.start(1, "c3", 102));
+    assert_eq!(h.attr(1, "memory_limit"), "max");
+    ok(&h.stop(1, "c3"));
+
+    // Over the bound, or not a size: refused, the vGPU untouched.
+    for (env, why) in [
+        (
+            "VGPU_MEMORY=2GiB",
+            "VGPU_MEMORY=2 GiB is over vGPU 0's memory limit, 1 GiB (set by its admin)",
+        ),
+        (
+            "VGPU_MEMORY=max",
+            "VGPU_MEMORY=max is over vGPU 0's memory limit, 1 GiB",
+        ),
+        (
+            "VGPU_COMPUTE=31%",
+            "VGPU_COMPUTE=31% is over vGPU 0's compute share, 30%",
+        ),
+        (
+            "VGPU_MEMORY=6 apples",
+            "VGPU_MEMORY=\"6 apples\": \"6 apples\" is not a size",
+        ),
+        ("VGPU_MEMORY=-1", "is not a size"),
+        (
+            "VGPU_COMPUTE=half",
+            "VGPU_COMPUTE=\"half\": \"half\" is not a compute share",
+        ),
+        ("VGPU_COMPUTE=101%", "compute share 101% is over 100%"),
+    ] {
+        h.container("bad", 103, &[env]);
+        let r = h.start(0, "bad", 103);
+        assert_ne!(r.code, 0, "{env}: {}", r.out);
+        assert!(r.err.contains(why), "{env}: {:?} lacks {why:?}", r.err);
+        h.assert_free(0, GIB, "30");
+    }
+}
+
+#[test]
+fn a_vgpu_serves_one_container() {
+    let h = Host::new();
+    h.container("c1", 100, &[]);
+    h.container("c2", 200, &[]);
+    ok(&h.start(0, "c1", 100));
+    refused(
+        &h.start(0, "c2", 200),
+        "refused: vGPU 0 is in use by container c1 (cgroup /ctr/c1): a vGPU serves one container at a time",
+    );
+    // The refused container's poststop leaves c1's vGPU alone.
+    let r = h.stop(0, "c2");
+    ok(&r);
+    assert!(
+        r.out.contains("held by container c1, not c2; left alone"),
+        "{}",
+        r.out
+    );
+    assert_eq!(h.attr(0, "cgroup"), "/ctr/c1");
+    // c2 can have the other vGPU.
+    ok(&h.start(1, "c2", 200));
+    assert_eq!(h.attr(1, "cgroup"), "/ctr/c2");
+}
+
+#[test]
+fn a_vanished_container_is_freed_by_the_next_start() {
+    let h = Host::new();
+    h.container("c1", 100, &["VGPU_MEMORY=256MiB"]);
+    ok(&h.start(0, "c1", 100));
+    // c1's runtime died without its poststop; its processes are gone.
+    h.vanish("c1");
+    h.container("c2", 200, &[]);
+    let r = h.start(0, "c2", 200);
+    ok(&r);
+    assert_eq!(h.attr(0, "cgroup"), "/ctr/c2");
+    // c1's smaller limit did not stay behind.
+    assert_eq!(h.attr(0, "memory_limit"), GIB.to_string());
+    // c1's late poststop does not free c2's vGPU.
+    ok(&h.stop(0, "c1"));
+    assert_eq!(h.attr(0, "cgroup"), "/ctr/c2");
+}
+
+#[test]
+fn refuses_vgpus_the_admin_holds() {
+    let h = Host::new();
+    h.container("c1", 100, &[]);
+    h.f.ok(&["set", "0", "--cgroup", "/pods/manual"]);
+    refused(
+        &h.start(0, "c1", 100),
+        "vGPU 0 is bound to cgroup /pods/manual by its admin",
+    );
+    assert_eq!(h.attr(0, "cgroup"), "/pods/manual");
+    h.f.set_users(1, 2);
+    refused(
+        &h.start(1, "c1", 100),
+        "vGPU 1 still has 2 open file(s) from an earlier user",
+    );
+    assert!(!h.record(0) && !h.record(1));
+    let r = h.start(7, "c1", 100);
+    assert_eq!(r.code, 5, "{}", r.err);
+    assert!(r.err.contains("no such vGPU: 7"), "{}", r.err);
+}
+
+#[test]
+fn bad_states_and_cgroups() {
+    let h = Host::new();
+    for (state, why) in [
+        ("", "standard input is not an OCI container state"),
+        ("{\"id\": \"x\"}", "the OCI state has no pid"),
+        (
+            "{\"id\": \"x\", \"pid\": 0, \"bundle\": \"/b\"}",
+            "the OCI state has no pid",
+        ),
+        ("{\"id\": \"\", \"pid\": 5}", "empty id"),
+        ("not json", "not an OCI container state"),
+    ] {
+        let r = h.hook_raw("create-runtime", 0, state);
+        assert_eq!(r.code, 2, "{state}: {}", r.err);
+        assert!(r.err.contains(why), "{state}: {}", r.err);
+    }
+    // A container in the root cgroup would open the vGPU to everyone.
+    h.container("root", 300, &[]);
+    fs::write(h.f.path().join("proc/300/cgroup"), "0::/\n").unwrap();
+    refused(
+        &h.start(0, "root", 300),
+        "the container runs in the root cgroup",
+    );
+    // cgroup v1 only.
+    fs::write(h.f.path().join("proc/300/cgroup"), "4:memory:/x\n").unwrap();
+    let r = h.start(0, "root", 300);
+    assert!(r.err.contains("has no cgroup v2 line"), "{}", r.err);
+    // Not root.
+    let mut c = h.f.cmd(&["hook", "poststop", "0"]);
+    c.env("VGPUCTL_EUID", "1000");
+    let r = common::run(c);
+    assert_eq!(r.code, 4, "{}", r.err);
+    h.assert_free(0, GIB, "30");
+}
+
+/// A failure half-way (the bind refused by the module) undoes the sizes
+/// and the record: nothing is left half-bound.
+#[test]
+fn a_failed_bind_leaves_nothing_behind() {
+    let h = Host::new();
+    h.container("c1", 100, &["VGPU_MEMORY=512MiB", "VGPU_COMPUTE=10%"]);
+    h.f.fail("vgpu0/cgroup", "ENOMEM");
+    let r = h.start(0, "c1", 100);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(r.err.contains("/ctr/c1"), "{}", r.err);
+    h.assert_free(0, GIB, "30");
+}
+
+/// An admin's change while the container runs wins over the restore.
+#[test]
+fn an_admin_change_survives_the_stop() {
+    let h = Host::new();
+    h.container("c1", 100, &["VGPU_MEMORY=512MiB"]);
+    ok(&h.start(0, "c1", 100));
+    h.f.ok(&["set", "0", "--memory", "768MiB", "--force"]);
+    ok(&h.stop(0, "c1"));
+    assert_eq!(h.attr(0, "memory_limit"), (768u64 << 20).to_string());
+    assert_eq!(h.attr(0, "cgroup"), "");
+}
+
+/// Containers started at once on one vGPU: exactly one gets it (the hooks
+/// hold a lock from the check to the bind).
+#[test]
+fn racing_starts_bind_once() {
+    for round in 0..5 {
+        let h = Host::new();
+        let n = 8;
+        for i in 0..n {
+            h.container(&format!("r{i}"), 1000 + i, &[]);
+        }
+        let runs: Vec<Run> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..n)
+                .map(|i| {
+                    let h = &h;
+                    s.spawn(move || h.start(0, &format!("r{i}"), 1000 + i))
+                })
+                .collect();
+            hs.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let won: Vec<usize> = (0..n as usize).filter(|&i| runs[i].code == 0).collect();
+        assert_eq!(won.len(), 1, "round {round}: {} won", won.len());
+        assert_eq!(h.attr(0, "cgroup"), format!("/ctr/r{}", won[0]));
+        for (i, r) in runs.iter().enumerate() {
+            if i != won[0] {
+                assert!(r.err.contains("is in use by container"), "{}", r.err);
+            }
+        }
+    }
+}
