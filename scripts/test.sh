@@ -2,7 +2,9 @@
 # Run every test vgpu has, from a fresh machine:
 #   1. install the toolchain (idempotent) and build the test kernels (cached);
 #   2. host: rustfmt and clippy, `cargo test` of the userspace workspace
-#      (the module's core-only logic, the client library, tools);
+#      (the module's core-only logic, the client library, tools), and the
+#      Debian packages (scripts/test-packages.sh: built, lintian-clean,
+#      installed into a clean root, built by dkms against the test kernel);
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
 #      lockdep, kmemleak), and every suite again on the fast kernel with the
@@ -88,6 +90,16 @@ else
     fail 1 "host tests did not run"
 fi
 rm -f "$log"
+
+step "host: packages"
+if out=$(scripts/test-packages.sh fast 2>&1); then :; fi
+echo "$out" | grep -E '^(FAIL|E:|W:|packages:)' || true
+if counts=$(echo "$out" | sed -n 's/^packages: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p') && [ -n "$counts" ]; then
+    read -r pp pf <<< "$counts"
+    pass "$pp"; [ "$pf" = 0 ] || fail "$pf" "packages"
+else
+    echo "$out" | tail -20; fail 1 "packages did not run"
+fi
 
 # One VM run: its step title, its log directory under build/, and
 # scripts/vm.sh's arguments; its counts go into the totals.

@@ -40,6 +40,8 @@ done
 # Software emulation: the debug kernel (KASAN, lockdep) is several times slower.
 [ -n "$timeout" ] || { [ "$variant" = debug ] && timeout=900 || timeout=300; }
 
+# From a fresh machine too (`make demo` first): install what is missing.
+"$VGPU_TOP/scripts/setup-toolchain.sh"
 "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
 "$VGPU_TOP/scripts/build-modules.sh" "$variant"
 "$VGPU_TOP/scripts/initramfs.sh" "$variant"
