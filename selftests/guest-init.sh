@@ -13,6 +13,8 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
+# POSIX shared memory (podman's lock manager, the containers suite).
+mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug
 depmod

@@ -56,6 +56,7 @@ mod engine;
 mod file;
 mod kclient;
 mod memory;
+mod procfs;
 mod rm;
 mod uvm;
 
@@ -204,6 +205,7 @@ struct NvidiaDouble {
     _region: Region,
     _uvm_region: Region,
     _class: Class,
+    _proc: procfs::ProcFiles,
 }
 
 /// Writes the test-only UVM residency view (see `uvm.rs`).
@@ -352,6 +354,7 @@ impl NvidiaDouble {
             debugfs.read_write_callback_file(c"map_delay_ms", (), &show_map_delay, &set_map_delay),
             GFP_KERNEL,
         )?;
+        let proc = procfs::ProcFiles::new(release_cstr())?;
         pr_info!(
             "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
             release(),
@@ -368,6 +371,7 @@ impl NvidiaDouble {
             _region: region,
             _uvm_region: uvm_region,
             _class: class,
+            _proc: proc,
         })
     }
 }

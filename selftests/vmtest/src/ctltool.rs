@@ -107,6 +107,15 @@ fn create_set_show_remove() -> Outcome {
     );
     let (code, out) = vgpuctl(&["list"])?;
     ensure!(code == 0 && out.contains("/pods/a"), "list: {out}");
+    // An empty path unbinds (a write of no bytes would not reach the
+    // module: vgpuctl writes the empty line).
+    let (code, out) = vgpuctl(&["set", "3", "--cgroup", ""])?;
+    ensure!(code == 0, "unbind: {code}: {out}");
+    ensure!(
+        attr(3, "cgroup")?.is_empty(),
+        "still bound to {:?}",
+        attr(3, "cgroup")?
+    );
     let (code, out) = vgpuctl(&["remove", "3"])?;
     ensure!(code == 0, "remove: {code}: {out}");
     ensure!(!exists("/dev/vgpu3"), "/dev/vgpu3 left after remove");

@@ -208,6 +208,11 @@ pub struct HookArgs {
     /// Root of procfs (tests point this at a fake tree).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
+    /// Where each hook logs what it did or why it refused: the kernel log
+    /// by default (crun sends hooks' own output to /dev/null; runc shows
+    /// their standard error too).
+    #[arg(long, value_name = "FILE", default_value = "/dev/kmsg")]
+    pub log: PathBuf,
 }
 
 /// `vgpuctl exporter`.

@@ -874,10 +874,21 @@ fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
         proc_root: a.proc_root.clone(),
         cgroup_root: cli.sysfs_root.join("fs").join("cgroup"),
     };
-    let msg = match a.stage {
-        Stage::CreateRuntime => hook::create_runtime(s, &paths, a.id, &state)?,
-        Stage::Poststop => hook::poststop(s, &paths, a.id, &state)?,
+    let result = match a.stage {
+        Stage::CreateRuntime => hook::create_runtime(s, &paths, a.id, &state),
+        Stage::Poststop => hook::poststop(s, &paths, a.id, &state),
     };
+    // One line per hook run in the log (the kernel log by default): the
+    // only place crun's users find why a container did not start.
+    let (level, what) = match &result {
+        Ok(m) => (hook::LOG_INFO, m.clone()),
+        Err(e) => (
+            hook::LOG_ERR,
+            format!("vgpu{}: {e} (exit status {})", a.id, e.exit_code()),
+        ),
+    };
+    hook::log(&a.log, level, a.stage, &state.id, &what);
+    let msg = result?;
     Ok(Output {
         human: format!("{msg}\n"),
         json: json!({ "vgpu": a.id, "container": state.id, "stage": a.stage.oci_name(), "result": msg }),

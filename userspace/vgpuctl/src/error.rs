@@ -20,6 +20,11 @@ pub mod exit {
     pub const NOT_FOUND: i32 = 5;
     /// The request does not fit on the GPUs (memory, compute or count).
     pub const NO_FIT: i32 = 6;
+    /// `hook`: the vGPU is held (by a running container, its admin, or an
+    /// earlier user's open files).
+    pub const IN_USE: i32 = 7;
+    /// `hook`: the container asks for more than the admin set for the vGPU.
+    pub const OVER_BOUND: i32 = 8;
 }
 
 /// Everything that can go wrong in a `vgpuctl` command.
@@ -56,9 +61,12 @@ pub enum Error {
     NoFit(String),
     /// This vgpu.ko has no such setting yet (e.g. compute shares).
     Unsupported(String),
-    /// The request is well-formed but not allowed now (a vGPU in use, a
-    /// size over the admin's); the text says why.
+    /// The request is well-formed but not allowed; the text says why.
     Refused(String),
+    /// The vGPU is held by someone else; the text says by whom.
+    InUse(String),
+    /// A container's request is over the admin's bound; the text says which.
+    OverBound(String),
     /// A step failed and rolling it back failed too.
     RollbackFailed {
         /// The step's error.
@@ -95,6 +103,8 @@ impl Error {
             Error::UnknownVgpu(_) => exit::NOT_FOUND,
             Error::BadValue(_) => exit::USAGE,
             Error::NoFit(_) => exit::NO_FIT,
+            Error::InUse(_) => exit::IN_USE,
+            Error::OverBound(_) => exit::OVER_BOUND,
             Error::Kernel { source, .. } => match source.raw_os_error() {
                 Some(libc::EPERM | libc::EACCES) => exit::NOT_ROOT,
                 Some(libc::ENOENT) => exit::NOT_FOUND,
@@ -144,7 +154,9 @@ impl fmt::Display for Error {
             Error::Unexpected(s) => write!(f, "{s}"),
             Error::NoFit(s) => write!(f, "does not fit: {s}"),
             Error::Unsupported(s) => write!(f, "not supported by this vgpu module: {s}"),
-            Error::Refused(s) => write!(f, "refused: {s}"),
+            Error::Refused(s) | Error::InUse(s) | Error::OverBound(s) => {
+                write!(f, "refused: {s}")
+            }
             Error::RollbackFailed { error, rollback } => {
                 write!(f, "{error}; rolling back failed too:")?;
                 for e in rollback {

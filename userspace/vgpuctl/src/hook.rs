@@ -54,6 +54,28 @@ pub const MEMORY_ENV: &str = "VGPU_MEMORY";
 /// The container's compute share, if it wants less than the admin's.
 pub const COMPUTE_ENV: &str = "VGPU_COMPUTE";
 
+/// Log level (`<6>`, KERN_INFO) of a hook that did its work.
+pub const LOG_INFO: u8 = 6;
+/// Log level (`<3>`, KERN_ERR) of a hook that refused or failed.
+pub const LOG_ERR: u8 = 3;
+
+/// Writes one line about a hook run to `path` (normally `/dev/kmsg`, where
+/// `<LEVEL>` sets the kernel log level), as `vgpuctl hook: STAGE container
+/// ID: WHAT`. Best effort: a log that cannot be written does not change
+/// the hook's outcome.
+pub fn log(path: &Path, level: u8, stage: Stage, container: &str, what: &str) {
+    let line = format!(
+        "<{level}>vgpuctl hook: {} container {}: {}\n",
+        stage.oci_name(),
+        short(container),
+        what.replace('\n', " ")
+    );
+    if let Ok(mut f) = fs::OpenOptions::new().append(true).open(path) {
+        // One write: /dev/kmsg takes one record per write.
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
 /// The hook names of the OCI runtime spec that `vgpuctl hook` serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {
@@ -350,7 +372,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
             ));
         }
         if cgroup_alive(&p.cgroup_root, &old.cgroup) {
-            return Err(Error::Refused(format!(
+            return Err(Error::InUse(format!(
                 "vGPU {id} is in use by container {} (cgroup {}): a vGPU serves one container at a time",
                 short(&old.container),
                 old.cgroup
@@ -362,7 +384,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
     }
     let bound = s.read_attr(id, "cgroup")?.unwrap_or_default();
     if !bound.is_empty() {
-        return Err(Error::Refused(format!(
+        return Err(Error::InUse(format!(
             "vGPU {id} is bound to cgroup {bound} by its admin (`vgpuctl set {id} --cgroup ''` frees it for containers)"
         )));
     }
@@ -371,7 +393,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
         .and_then(|u| u.parse().ok())
         .unwrap_or(0);
     if users > 0 {
-        return Err(Error::Refused(format!(
+        return Err(Error::InUse(format!(
             "vGPU {id} still has {users} open file(s) from an earlier user"
         )));
     }
@@ -390,7 +412,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
                 (Limit::Bytes(a), Limit::Bytes(b)) => a > b,
             };
             if over {
-                return Err(Error::Refused(format!(
+                return Err(Error::OverBound(format!(
                     "{MEMORY_ENV}={} is over vGPU {id}'s memory limit, {} (set by its admin)",
                     format_limit(m),
                     format_limit(admin)
@@ -409,7 +431,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
                 Error::Unexpected(format!("vgpu{id}/compute_share reads {admin:?}"))
             })?;
             if c > admin {
-                return Err(Error::Refused(format!(
+                return Err(Error::OverBound(format!(
                     "{COMPUTE_ENV}={c}% is over vGPU {id}'s compute share, {admin}% (set by its admin)"
                 )));
             }

@@ -279,7 +279,10 @@ fn read_opt(path: &Path) -> Result<Option<String>> {
 
 /// One `write(2)` of `value` to an existing file, the way `echo -n` does:
 /// sysfs hands one write to the attribute's `store` and returns its errno.
+/// An empty value is written as a newline: a write of no bytes never
+/// reaches `store` (the empty line is what unbinds `cgroup`).
 fn write_file(path: &Path, value: &str) -> io::Result<()> {
+    let value = if value.is_empty() { "\n" } else { value };
     let mut f = fs::OpenOptions::new().write(true).open(path)?;
     let n = f.write(value.as_bytes())?;
     if n != value.len() {

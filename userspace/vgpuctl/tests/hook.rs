@@ -40,6 +40,15 @@ impl Host {
         self.f.path().join("run/vgpu/hooks")
     }
 
+    /// The hooks' log (the kernel log on a host).
+    fn log_path(&self) -> PathBuf {
+        self.f.path().join("kmsg")
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
     /// Container `id`: init process `pid` in cgroup `/ctr/ID` (with that
     /// process in it), its bundle with environment `env`.
     fn container(&self, id: &str, pid: u32, env: &[&str]) {
@@ -76,6 +85,10 @@ impl Host {
     fn hook_raw(&self, stage: &str, vgpu: u32, state: &str) -> Run {
         let proc_root = self.f.path().join("proc");
         let state_dir = self.state_dir();
+        let log = self.log_path();
+        if !log.exists() {
+            fs::write(&log, "").unwrap();
+        }
         let mut c = self.f.cmd(&[
             "hook",
             stage,
@@ -84,6 +97,8 @@ impl Host {
             state_dir.to_str().unwrap(),
             "--proc-root",
             proc_root.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
         ]);
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -138,10 +153,15 @@ fn ok(r: &Run) {
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
 }
 
-/// Refused with exit status 1 and `why` on stderr.
-fn refused(r: &Run, why: &str) {
-    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+/// Refused with exit status `code` and `why` on stderr.
+fn refused_with(r: &Run, code: i32, why: &str) {
+    assert_eq!(r.code, code, "{}{}", r.out, r.err);
     assert!(r.err.contains(why), "{:?} lacks {why:?}", r.err);
+}
+
+/// Refused because the vGPU is held (exit status 7).
+fn refused(r: &Run, why: &str) {
+    refused_with(r, 7, why);
 }
 
 #[test]
@@ -314,8 +334,9 @@ fn bad_states_and_cgroups() {
     // A container in the root cgroup would open the vGPU to everyone.
     h.container("root", 300, &[]);
     fs::write(h.f.path().join("proc/300/cgroup"), "0::/\n").unwrap();
-    refused(
+    refused_with(
         &h.start(0, "root", 300),
+        1,
         "the container runs in the root cgroup",
     );
     // cgroup v1 only.
@@ -340,6 +361,7 @@ fn a_failed_bind_leaves_nothing_behind() {
     let r = h.start(0, "c1", 100);
     assert_eq!(r.code, 1, "{}", r.err);
     assert!(r.err.contains("/ctr/c1"), "{}", r.err);
+    assert!(h.log().contains("out of memory"), "{}", h.log());
     h.assert_free(0, GIB, "30");
 }
 
