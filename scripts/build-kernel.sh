@@ -13,8 +13,13 @@ set -euo pipefail
 variant=${1:-fast}
 case "$variant" in fast|debug) ;; *) echo "usage: $0 [fast|debug]" >&2; exit 2 ;; esac
 
+# fast: base + what podman needs (the containers suite runs there);
+# debug: base + the checkers.
 frags=("$VGPU_TOP/scripts/kconfig/base.config")
-[ "$variant" = debug ] && frags+=("$VGPU_TOP/scripts/kconfig/debug.config")
+case "$variant" in
+fast) frags+=("$VGPU_TOP/scripts/kconfig/containers.config") ;;
+debug) frags+=("$VGPU_TOP/scripts/kconfig/debug.config") ;;
+esac
 
 srcver=$(dpkg-query -W -f='${Version}' "linux-source-$VGPU_KERNEL_SERIES")
 key=$( {

@@ -18,7 +18,8 @@
 # double claim that NVIDIA release (`vgpu_release=` on the kernel command
 # line: the test program writes the double's option to /etc/modprobe.d;
 # logs in build/vm-<variant>-<release>/): vgpu then runs with its tables
-# for it, or refuses to load.
+# for it, or refuses to load. After `--`, `-SUITE` leaves a suite out
+# (`scripts/vm.sh --variant debug -- -containers`).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -32,7 +33,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --icount) icount=1; shift ;;
     --release) release=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --) shift; suites+=("$@"); break ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
     esac
