@@ -2,7 +2,8 @@
 # Guest side of `make demo` (runs as /bin/vgpu-demo.sh inside the test VM):
 # two containers share one GPU, each held to its own memory ceiling and
 # shown a GPU of its own size, and each given its own share of the GPU's
-# time; then an admin changes limits and shares live.
+# time; then an admin changes limits and shares live; then podman starts a
+# container with a vGPU by its CDI name, sized from its environment.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is a cgroup v2 directory; its processes use /dev/vgpuctl and /dev/vgpuN as
@@ -91,7 +92,28 @@ for i in 0 1; do
         "$(cat "$(vgpu $i compute_share)")%" "$(( $(cat "$(vgpu $i compute_granted_us)") / 1000 )) ms"
 done
 
-for i in 0 1; do echo $i > /sys/class/vgpu/remove; done
+say "A real container runtime: podman (Debian's, with crun) asks for a vGPU by its CDI name"
+echo 2 > /sys/class/vgpu/create; echo 0 > "$(vgpu 2 gpu)"
+echo $((1 << 30)) > "$(vgpu 2 memory_limit)"; echo 20 > "$(vgpu 2 compute_share)"
+vgpuctl cdi --output /etc/cdi/vgpu.json
+echo "vgpu2: 1024 MiB, 20%, no cgroup (the CDI spec's hooks bind it to whichever container gets it)"
+p() { PATH=/usr/bin:/bin podman "$@"; }
+mkdir -p /tmp/ctr
+p run -d --name web --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB -v /tmp/ctr:/out \
+    --rootfs /var/lib/vgpu-rootfs sh -c 'exec vgpu-selftest demo-alloc --nvidia 0 128 600 > /out/log' > /dev/null
+while ! grep -q 'GPU size' /tmp/ctr/log 2>/dev/null; do sleep 0.2; done
+echo "podman run --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB: $(cat /tmp/ctr/log)"
+echo "vgpu2 bound to $(cat "$(vgpu 2 cgroup)" | cut -c1-40)..., memory_limit $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB for this container"
+if p run --rm --device vgpu.dev/gpu=2 --rootfs /var/lib/vgpu-rootfs true > /tmp/second.out 2>&1; then
+    echo "UNEXPECTED: a second container got vgpu2"; exit 1
+fi
+echo "a second container asking for vgpu2: $(cat /tmp/second.out)"
+echo "  kernel log: $(dmesg | grep 'vgpuctl hook: createRuntime' | tail -1 | sed 's/.*vgpu2: //' | cut -c1-60)..."
+p stop --time 0 web > /dev/null
+echo "after podman stop: vgpu2 cgroup '$(cat "$(vgpu 2 cgroup)")', memory_used $(mib "$(cat "$(vgpu 2 memory_used)")") MiB, memory_limit back to $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB"
+p rm --all --force > /dev/null
+
+for i in 0 1 2; do echo $i > /sys/class/vgpu/remove; done
 rmmod vgpu
 rm -f /dev/nvidia-uvm
 rmmod nvidia
