@@ -15,7 +15,7 @@
 //! memory size, allocates VRAM until refused and holds it.
 
 use crate::ensure;
-use crate::sys::{make_uvm_nodes, read_file, remove_uvm_nodes, sh};
+use crate::sys::{make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -44,17 +44,9 @@ const CHUNK_MIB: u64 = 64;
 
 /// Runs podman; returns (exit code, stdout + stderr).
 fn podman(args: &[&str]) -> Result<(i32, String), String> {
-    let out = Command::new("/usr/bin/podman")
+    run(Command::new("/usr/bin/podman")
         .args(args)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .map_err(|e| format!("podman: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok((out.status.code().unwrap_or(-1), text))
+        .env("PATH", "/usr/bin:/bin"))
 }
 
 fn attr(id: u32, f: &str) -> Result<String, String> {

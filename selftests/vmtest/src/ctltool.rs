@@ -7,8 +7,8 @@
 use crate::ensure;
 use crate::session::Session;
 use crate::sys::{
-    become_nobody, exists, in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh,
-    Holder,
+    become_nobody, exists, in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, run,
+    sh, Holder,
 };
 use crate::tap::{Outcome, Test};
 use nvclient::uvm::UvmContext;
@@ -32,16 +32,7 @@ pub const TESTS: &[Test] = &[
 
 /// Runs vgpuctl; returns (exit code, stdout + stderr).
 fn vgpuctl(args: &[&str]) -> Result<(i32, String), String> {
-    let out = Command::new("/bin/vgpuctl")
-        .args(args)
-        .output()
-        .map_err(|e| format!("vgpuctl: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok((out.status.code().unwrap_or(-1), text))
+    run(Command::new("/bin/vgpuctl").args(args))
 }
 
 fn attr(id: u32, f: &str) -> Result<String, String> {

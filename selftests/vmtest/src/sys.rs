@@ -8,26 +8,28 @@ use std::ffi::CString;
 use std::os::unix::fs::FileTypeExt;
 use std::process::Command;
 
-/// Runs a busybox command; `Ok` with its output on exit 0, else `Err` with it.
-pub fn sh(cmdline: &str) -> Result<String, String> {
-    let out = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(cmdline)
+/// Runs `cmd`; returns its exit code (-1 if a signal ended it) and its
+/// standard output followed by its standard error.
+pub fn run(cmd: &mut Command) -> Result<(i32, String), String> {
+    let out = cmd
         .output()
-        .map_err(|e| format!("{cmdline}: {e}"))?;
+        .map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!(
-            "`{cmdline}` failed ({}): {}",
-            out.status,
+    Ok((out.status.code().unwrap_or(-1), text))
+}
+
+/// Runs a busybox command; `Ok` with its output on exit 0, else `Err` with it.
+pub fn sh(cmdline: &str) -> Result<String, String> {
+    match run(Command::new("/bin/sh").arg("-c").arg(cmdline))? {
+        (0, text) => Ok(text),
+        (code, text) => Err(format!(
+            "`{cmdline}` failed (exit status: {code}): {}",
             text.trim()
-        ))
+        )),
     }
 }
 
