@@ -102,13 +102,19 @@ fn with_vgpus(vgpus: &[(u32, &str)], body: impl FnOnce() -> Outcome) -> Outcome 
 /// `podman run -d` of the client on vGPU `id`, its output in
 /// `/tmp/ctr-NAME/log`; returns (exit code, podman's output).
 fn start(name: &str, id: u32, env: &[&str]) -> Result<(i32, String), String> {
+    start_with(name, &[id], env)
+}
+
+/// [`start`] with the CDI devices of vGPUs `ids`, in that order.
+fn start_with(name: &str, ids: &[u32], env: &[&str]) -> Result<(i32, String), String> {
     let dir = format!("/tmp/ctr-{name}");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{dir}: {e}"))?;
-    let device = format!("vgpu.dev/gpu={id}");
+    let devices: Vec<String> = ids.iter().map(|id| format!("vgpu.dev/gpu={id}")).collect();
     let volume = format!("{dir}:/out");
-    let mut args = vec![
-        "run", "-d", "--name", name, "--device", &device, "-v", &volume,
-    ];
+    let mut args = vec!["run", "-d", "--name", name, "-v", &volume];
+    for d in &devices {
+        args.extend(["--device", d.as_str()]);
+    }
     let release = std::env::var("vgpu_release").map(|r| format!("vgpu_release={r}"));
     if let Ok(r) = &release {
         args.extend(["-e", r.as_str()]);
@@ -199,13 +205,13 @@ fn wait_unbound(id: u32) -> Outcome {
     while !attr(id, "cgroup")?.is_empty() {
         ensure!(
             t0.elapsed() < Duration::from_secs(60),
-            "vgpu{id} still bound to {:?} 60 s after podman stop",
+            "vgpu{id} still bound to {:?} 60 s after podman returned",
             attr(id, "cgroup")?
         );
         std::thread::sleep(Duration::from_millis(100));
     }
     println!(
-        "# vgpu{id} unbound {} ms after podman stop returned",
+        "# vgpu{id} unbound {} ms after podman returned",
         t0.elapsed().as_millis()
     );
     Ok(())
@@ -351,14 +357,18 @@ fn environment_sizes() -> Outcome {
 }
 
 fn in_use_refused() -> Outcome {
-    with_vgpus(&[(0, "1GiB")], || {
+    with_vgpus(&[(0, "1GiB"), (1, "512MiB")], || {
         let (code, out) = start("holder", 0, &[])?;
         ensure!(code == 0, "podman run holder: {out}");
         check_at_ceiling("holder", 0, 1024)?;
         let cg = attr(0, "cgroup")?;
-        let (code, out) = start("second", 0, &[])?;
+        // A container asking for free vGPU 1 and held vGPU 0: vGPU 1's hook
+        // binds, vGPU 0's refuses, the container does not start, and the
+        // runtime's cleanup (the poststop hooks) frees vGPU 1 again.
+        let (code, out) = start_with("second", &[1, 0], &["VGPU_MEMORY=256MiB"])?;
         ensure!(code != 0, "a second container got vGPU 0: {out}");
         check_refused(&out, 7, "vGPU 0 is in use by container")?;
+        check_freed(1, 512 * MIB)?;
         // The refused container's poststop left the holder's vGPU alone.
         ensure!(
             attr(0, "cgroup")? == cg,
