@@ -23,6 +23,13 @@
 //!   binds the cgroup. A step that fails undoes the earlier ones and removes
 //!   the record, and the hook exits non-zero, so the runtime does not start
 //!   the container and nothing is left half-bound.
+//! - **Several vGPUs.** A container given several (one hook each) gets all
+//!   of them from its first hook, or none: that hook reads the others from
+//!   the bundle's `hooks.createRuntime`, checks them all, then binds them
+//!   all; the later hooks find theirs bound to it. crun runs no poststop
+//!   hook for a container whose creation failed, so a vGPU bound by an
+//!   earlier hook would otherwise stay bound to a container that never
+//!   ran.
 //! - **Stop.** If the record names this container, the vGPU is unbound and
 //!   the admin's values are put back (each only if still what the hook set:
 //!   an admin's change in between wins), and the record is removed. A
@@ -323,85 +330,204 @@ fn cgroup_alive(cgroup_root: &Path, cg: &str) -> bool {
     fs::read_to_string(procs).is_ok_and(|t| !t.trim().is_empty())
 }
 
-/// `env` of the bundle's `config.json` (`process.env`).
-fn bundle_env(bundle: &Path) -> Result<Vec<String>> {
-    #[derive(Deserialize)]
-    struct Config {
-        #[serde(default)]
-        process: Option<Process>,
+/// What the hooks read of the bundle's `config.json`: the container's
+/// environment and the vGPUs its `createRuntime` hooks name.
+#[derive(Debug, Default)]
+struct Bundle {
+    /// `process.env`.
+    env: Vec<String>,
+    /// `N` of every `createRuntime` hook `... hook create-runtime N`.
+    vgpus: Vec<u32>,
+}
+
+impl Bundle {
+    fn read(bundle: &Path) -> Result<Self> {
+        #[derive(Deserialize)]
+        struct Config {
+            #[serde(default)]
+            process: Option<Process>,
+            #[serde(default)]
+            hooks: Option<Hooks>,
+        }
+        #[derive(Deserialize)]
+        struct Process {
+            #[serde(default)]
+            env: Vec<String>,
+        }
+        #[derive(Deserialize)]
+        struct Hooks {
+            #[serde(default, rename = "createRuntime")]
+            create_runtime: Vec<Hook>,
+        }
+        #[derive(Deserialize)]
+        struct Hook {
+            #[serde(default)]
+            args: Vec<String>,
+        }
+        let path = bundle.join("config.json");
+        let text = fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let cfg: Config = serde_json::from_str(&text).map_err(|e| {
+            Error::Unexpected(format!("{}: not an OCI config ({e})", path.display()))
+        })?;
+        let mut vgpus: Vec<u32> = cfg
+            .hooks
+            .map(|h| h.create_runtime)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|h| match h.args.as_slice() {
+                [_, hook, stage, n, ..]
+                    if hook == "hook" && stage == Stage::CreateRuntime.arg() =>
+                {
+                    n.parse().ok()
+                }
+                _ => None,
+            })
+            .collect();
+        vgpus.sort_unstable();
+        vgpus.dedup();
+        Ok(Self {
+            env: cfg.process.map(|p| p.env).unwrap_or_default(),
+            vgpus,
+        })
     }
-    #[derive(Deserialize)]
-    struct Process {
-        #[serde(default)]
-        env: Vec<String>,
-    }
-    let path = bundle.join("config.json");
-    let text = fs::read_to_string(&path).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let cfg: Config = serde_json::from_str(&text)
-        .map_err(|e| Error::Unexpected(format!("{}: not an OCI config ({e})", path.display())))?;
-    Ok(cfg.process.map(|p| p.env).unwrap_or_default())
 }
 
 fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// `createRuntime`: binds vGPU `id` to the container of `state`; returns
-/// what it did, for the log.
+/// `createRuntime` for vGPU `id`: binds every vGPU the container's hooks
+/// name (`id` among them) to its cgroup, all or none, so that a container
+/// refused on one of its vGPUs holds none (crun runs no poststop hook for
+/// a container whose creation failed). The hooks of its other vGPUs then
+/// find them bound to it. Returns what it did, for the log.
 pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result<String> {
     let pid = state.pid.filter(|&p| p > 0).ok_or_else(|| {
         Error::BadValue("the OCI state has no pid: run this as a createRuntime hook".into())
     })?;
-    let bundle = state.bundle.as_deref().ok_or_else(|| {
+    let bundle_dir = state.bundle.as_deref().ok_or_else(|| {
         Error::BadValue("the OCI state has no bundle: run this as a createRuntime hook".into())
     })?;
-    let req = Request::from_env(&bundle_env(bundle)?)?;
+    let bundle = Bundle::read(bundle_dir)?;
+    let req = Request::from_env(&bundle.env)?;
     let cgroup = cgroup_of(&p.proc_root, pid)?;
-    s.check_exists(id)?;
+    let mut ids = bundle.vgpus;
+    if !ids.contains(&id) {
+        ids.push(id);
+        ids.sort_unstable();
+    }
+    for &v in &ids {
+        s.check_exists(v)?;
+    }
 
     let _lock = Lock::take(&p.state_dir)?;
-    if let Some(old) = read_record(&p.state_dir, id)? {
+    // Check every vGPU first; nothing is written until all are free.
+    let mut plan = Vec::new();
+    for &v in &ids {
+        if let Some(b) = plan_one(s, p, v, state, &cgroup, req)? {
+            plan.push((v, b));
+        }
+    }
+    if plan.is_empty() {
+        return Ok(format!(
+            "vgpu{id}: already bound to container {} ({cgroup})",
+            short(&state.id)
+        ));
+    }
+    let mut done: Vec<(u32, &Binding)> = Vec::new();
+    for (v, b) in &plan {
+        // The record first: if this process dies half-way, the next start
+        // or the poststop finds what to undo.
+        let r = write_record(&p.state_dir, *v, b).and_then(|()| {
+            done.push((*v, b));
+            apply(s, *v, b)
+        });
+        if let Err(e) = r {
+            let mut rollback = Vec::new();
+            for (v, b) in done.iter().rev() {
+                match release(s, *v, b) {
+                    Ok(()) => {}
+                    Err(Error::RollbackFailed { rollback: r, .. }) => rollback.extend(r),
+                    Err(e) => rollback.push(e),
+                }
+                if let Err(e) = remove_record(&p.state_dir, *v) {
+                    rollback.push(e);
+                }
+            }
+            return Err(if rollback.is_empty() {
+                e
+            } else {
+                Error::RollbackFailed {
+                    error: Box::new(e),
+                    rollback,
+                }
+            });
+        }
+    }
+    let names: Vec<String> = plan.iter().map(|(v, _)| format!("vgpu{v}")).collect();
+    let mut msg = format!(
+        "{}: bound to container {} (cgroup {cgroup})",
+        names.join(", "),
+        short(&state.id)
+    );
+    if let Some(m) = req.memory {
+        msg.push_str(&format!(", memory {}", format_limit(m)));
+    }
+    if let Some(c) = req.compute {
+        msg.push_str(&format!(", compute {c}%"));
+    }
+    Ok(msg)
+}
+
+/// Whether vGPU `v` can go to the container of `state`: `None` if it is
+/// already bound to it, else the binding to make; an error if it is held
+/// or the request is over its admin's values. A record whose container has
+/// no process left is undone first.
+fn plan_one(
+    s: &Sysfs,
+    p: &Paths,
+    v: u32,
+    state: &OciState,
+    cgroup: &str,
+    req: Request,
+) -> Result<Option<Binding>> {
+    if let Some(old) = read_record(&p.state_dir, v)? {
         if old.container == state.id {
-            return Ok(format!(
-                "vgpu{id}: already bound to container {} ({})",
-                short(&state.id),
-                old.cgroup
-            ));
+            return Ok(None);
         }
         if cgroup_alive(&p.cgroup_root, &old.cgroup) {
             return Err(Error::InUse(format!(
-                "vGPU {id} is in use by container {} (cgroup {}): a vGPU serves one container at a time",
+                "vGPU {v} is in use by container {} (cgroup {}): a vGPU serves one container at a time",
                 short(&old.container),
                 old.cgroup
             )));
         }
         // Its container is gone without a poststop: free it first.
-        release(s, id, &old)?;
-        remove_record(&p.state_dir, id)?;
+        release(s, v, &old)?;
+        remove_record(&p.state_dir, v)?;
     }
-    let bound = s.read_attr(id, "cgroup")?.unwrap_or_default();
+    let bound = s.read_attr(v, "cgroup")?.unwrap_or_default();
     if !bound.is_empty() {
         return Err(Error::InUse(format!(
-            "vGPU {id} is bound to cgroup {bound} by its admin (`vgpuctl set {id} --cgroup ''` frees it for containers)"
+            "vGPU {v} is bound to cgroup {bound} by its admin (`vgpuctl set {v} --cgroup ''` frees it for containers)"
         )));
     }
     let users: u64 = s
-        .read_attr(id, "users")?
+        .read_attr(v, "users")?
         .and_then(|u| u.parse().ok())
         .unwrap_or(0);
     if users > 0 {
         return Err(Error::InUse(format!(
-            "vGPU {id} still has {users} open file(s) from an earlier user"
+            "vGPU {v} still has {users} open file(s) from an earlier user"
         )));
     }
-
     let admin_memory_limit = s
-        .read_attr(id, "memory_limit")?
-        .ok_or_else(|| Error::Unexpected(format!("vgpu{id} has no memory_limit")))?;
-    let admin_compute_share = s.read_attr(id, "compute_share")?;
+        .read_attr(v, "memory_limit")?
+        .ok_or_else(|| Error::Unexpected(format!("vgpu{v} has no memory_limit")))?;
+    let admin_compute_share = s.read_attr(v, "compute_share")?;
     let memory_limit = match req.memory {
         None => None,
         Some(m) => {
@@ -413,7 +539,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
             };
             if over {
                 return Err(Error::OverBound(format!(
-                    "{MEMORY_ENV}={} is over vGPU {id}'s memory limit, {} (set by its admin)",
+                    "{MEMORY_ENV}={} is over vGPU {v}'s memory limit, {} (set by its admin)",
                     format_limit(m),
                     format_limit(admin)
                 )));
@@ -427,57 +553,25 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
             let admin = admin_compute_share.as_deref().ok_or_else(|| {
                 Error::Unsupported(format!("{COMPUTE_ENV}: this vgpu has no compute shares"))
             })?;
-            let admin: u32 = admin.parse().map_err(|_| {
-                Error::Unexpected(format!("vgpu{id}/compute_share reads {admin:?}"))
-            })?;
+            let admin: u32 = admin
+                .parse()
+                .map_err(|_| Error::Unexpected(format!("vgpu{v}/compute_share reads {admin:?}")))?;
             if c > admin {
                 return Err(Error::OverBound(format!(
-                    "{COMPUTE_ENV}={c}% is over vGPU {id}'s compute share, {admin}% (set by its admin)"
+                    "{COMPUTE_ENV}={c}% is over vGPU {v}'s compute share, {admin}% (set by its admin)"
                 )));
             }
             Some(c.to_string())
         }
     };
-    let rec = Binding {
+    Ok(Some(Binding {
         container: state.id.clone(),
-        cgroup: cgroup.clone(),
+        cgroup: cgroup.to_string(),
         admin_memory_limit,
         memory_limit,
         admin_compute_share,
         compute_share,
-    };
-    // The record first: if this process dies half-way, the next start or
-    // the poststop finds what to undo.
-    write_record(&p.state_dir, id, &rec)?;
-    if let Err(e) = apply(s, id, &rec) {
-        let mut rollback = match release(s, id, &rec) {
-            Ok(()) => Vec::new(),
-            Err(Error::RollbackFailed { rollback, .. }) => rollback,
-            Err(e) => vec![e],
-        };
-        if let Err(e) = remove_record(&p.state_dir, id) {
-            rollback.push(e);
-        }
-        return Err(if rollback.is_empty() {
-            e
-        } else {
-            Error::RollbackFailed {
-                error: Box::new(e),
-                rollback,
-            }
-        });
-    }
-    let mut msg = format!(
-        "vgpu{id}: bound to container {} (cgroup {cgroup})",
-        short(&state.id)
-    );
-    if let Some(m) = &rec.memory_limit {
-        msg.push_str(&format!(", memory {}", format_limit(units::parse_size(m)?)));
-    }
-    if let Some(c) = &rec.compute_share {
-        msg.push_str(&format!(", compute {c}%"));
-    }
-    Ok(msg)
+    }))
 }
 
 /// Writes the container's sizes, then binds its cgroup (last: until then

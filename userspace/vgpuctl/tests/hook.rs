@@ -52,6 +52,12 @@ impl Host {
     /// Container `id`: init process `pid` in cgroup `/ctr/ID` (with that
     /// process in it), its bundle with environment `env`.
     fn container(&self, id: &str, pid: u32, env: &[&str]) {
+        self.container_with(id, pid, env, &[]);
+    }
+
+    /// [`Host::container`] with the createRuntime hooks of the CDI devices
+    /// of vGPUs `vgpus` in its `config.json`, as the runtime writes them.
+    fn container_with(&self, id: &str, pid: u32, env: &[&str], vgpus: &[u32]) {
         let proc_dir = self.f.path().join("proc").join(pid.to_string());
         fs::create_dir_all(&proc_dir).unwrap();
         fs::write(proc_dir.join("cgroup"), format!("0::/ctr/{id}\n")).unwrap();
@@ -60,10 +66,18 @@ impl Host {
         fs::write(cg.join("cgroup.procs"), format!("{pid}\n")).unwrap();
         let bundle = self.f.path().join("bundles").join(id);
         fs::create_dir_all(&bundle).unwrap();
+        let hooks: Vec<serde_json::Value> = vgpus
+            .iter()
+            .map(|v| {
+                serde_json::json!({"path": "/usr/bin/vgpuctl",
+                    "args": ["vgpuctl", "hook", "create-runtime", v.to_string()]})
+            })
+            .collect();
         let config = serde_json::json!({
             "ociVersion": "1.0.2",
             "process": {"args": ["sh"], "env": env},
-            "root": {"path": "rootfs"}
+            "root": {"path": "rootfs"},
+            "hooks": {"createRuntime": hooks, "poststop": []}
         });
         fs::write(bundle.join("config.json"), config.to_string()).unwrap();
     }
@@ -405,4 +419,69 @@ fn racing_starts_bind_once() {
             }
         }
     }
+}
+
+/// A container with several vGPUs gets all of them from its first hook, or
+/// none: a refusal on one leaves the others untouched (crun runs no
+/// poststop for a container whose creation failed).
+#[test]
+fn several_vgpus_all_or_none() {
+    let h = Host::new();
+    h.f.ok(&[
+        "create",
+        "--id",
+        "2",
+        "--gpu",
+        "0",
+        "--memory",
+        "1GiB",
+        "--compute",
+        "10%",
+        "--force",
+    ]);
+    h.container("holder", 100, &[]);
+    ok(&h.start(0, "holder", 100));
+    // Its first hook (vGPU 1) checks vGPU 0 too, and refuses.
+    h.container_with("multi", 200, &["VGPU_MEMORY=512MiB"], &[1, 0]);
+    refused(
+        &h.start(1, "multi", 200),
+        "vGPU 0 is in use by container holder",
+    );
+    assert_eq!(
+        h.attr(1, "cgroup"),
+        "",
+        "vGPU 1 bound to a container that never ran"
+    );
+    assert_eq!(h.attr(1, "memory_limit"), (2 * GIB).to_string());
+    assert!(!h.record(1));
+    // Both free: the first hook binds both, the second finds its own bound.
+    ok(&h.stop(0, "holder"));
+    h.container_with("pair", 300, &["VGPU_MEMORY=512MiB"], &[2, 0]);
+    let r = h.start(0, "pair", 300);
+    ok(&r);
+    assert!(
+        r.out.contains("vgpu0, vgpu2: bound to container pair"),
+        "{}",
+        r.out
+    );
+    for v in [0, 2] {
+        assert_eq!(h.attr(v, "cgroup"), "/ctr/pair");
+        assert_eq!(h.attr(v, "memory_limit"), (512u64 << 20).to_string());
+    }
+    let r = h.start(2, "pair", 300);
+    ok(&r);
+    assert!(
+        r.out.contains("already bound to container pair"),
+        "{}",
+        r.out
+    );
+    // A bind that fails on the second vGPU undoes the first.
+    h.container_with("late", 400, &[], &[1, 2]);
+    ok(&h.stop(0, "pair"));
+    ok(&h.stop(2, "pair"));
+    h.f.fail("vgpu2/cgroup", "EBUSY");
+    let r = h.start(1, "late", 400);
+    assert_eq!(r.code, 1, "{}", r.err);
+    h.assert_free(1, 2 * GIB, "100");
+    h.assert_free(2, GIB, "10");
 }
