@@ -86,4 +86,4 @@ qrc=$?
 set -e
 echo "vm($variant): guest ran $(( $(date +%s) - start ))s (qemu rc $qrc)"
 [ "$mode" = demo ] && { cat "$out/tap.log"; }
-python3 "$VGPU_TOP/scripts/vmcheck.py" --variant "$variant" --mode "$mode" --qemu-rc "$qrc" --suites "$args" "$out"
+python3 "$VGPU_TOP/scripts/vmcheck.py" --variant "$variant" --mode "$mode" --qemu-rc "$qrc" --suites="$args" "$out"
