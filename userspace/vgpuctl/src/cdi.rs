@@ -73,7 +73,7 @@ pub const UVM_NODE: &str = "/dev/nvidia-uvm";
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
-    /// `0.6.0`.
+    /// [`CDI_VERSION`].
     pub cdi_version: String,
     /// `vendor/class`.
     pub kind: String,
