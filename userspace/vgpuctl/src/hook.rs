@@ -51,6 +51,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::VgpuInfo;
 use crate::sysfs::Sysfs;
 use crate::units::{self, format_limit, Limit};
 
@@ -448,11 +449,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
         if let Err(e) = r {
             let mut rollback = Vec::new();
             for (v, b) in done.iter().rev() {
-                match release(s, *v, b) {
-                    Ok(()) => {}
-                    Err(Error::RollbackFailed { rollback: r, .. }) => rollback.extend(r),
-                    Err(e) => rollback.push(e),
-                }
+                rollback.extend(release(s, *v, b));
                 if let Err(e) = remove_record(&p.state_dir, *v) {
                     rollback.push(e);
                 }
@@ -506,32 +503,24 @@ fn plan_one(
             )));
         }
         // Its container is gone without a poststop: free it first.
-        release(s, v, &old)?;
-        remove_record(&p.state_dir, v)?;
+        free(s, p, v, &old)?;
     }
-    let bound = s.read_attr(v, "cgroup")?.unwrap_or_default();
-    if !bound.is_empty() {
+    let info = VgpuInfo::read(s, v)?;
+    if let Some(bound) = &info.cgroup {
         return Err(Error::InUse(format!(
             "vGPU {v} is bound to cgroup {bound} by its admin (`vgpuctl set {v} --cgroup ''` frees it for containers)"
         )));
     }
-    let users: u64 = s
-        .read_attr(v, "users")?
-        .and_then(|u| u.parse().ok())
-        .unwrap_or(0);
-    if users > 0 {
+    if info.users > 0 {
         return Err(Error::InUse(format!(
-            "vGPU {v} still has {users} open file(s) from an earlier user"
+            "vGPU {v} still has {} open file(s) from an earlier user",
+            info.users
         )));
     }
-    let admin_memory_limit = s
-        .read_attr(v, "memory_limit")?
-        .ok_or_else(|| Error::Unexpected(format!("vgpu{v} has no memory_limit")))?;
-    let admin_compute_share = s.read_attr(v, "compute_share")?;
+    let admin = info.limit();
     let memory_limit = match req.memory {
         None => None,
         Some(m) => {
-            let admin = units::parse_size(&admin_memory_limit)?;
             let over = match (m, admin) {
                 (_, Limit::Max) => false,
                 (Limit::Max, Limit::Bytes(_)) => true,
@@ -550,12 +539,9 @@ fn plan_one(
     let compute_share = match req.compute {
         None => None,
         Some(c) => {
-            let admin = admin_compute_share.as_deref().ok_or_else(|| {
+            let admin = info.compute_share.ok_or_else(|| {
                 Error::Unsupported(format!("{COMPUTE_ENV}: this vgpu has no compute shares"))
             })?;
-            let admin: u32 = admin
-                .parse()
-                .map_err(|_| Error::Unexpected(format!("vgpu{v}/compute_share reads {admin:?}")))?;
             if c > admin {
                 return Err(Error::OverBound(format!(
                     "{COMPUTE_ENV}={c}% is over vGPU {v}'s compute share, {admin}% (set by its admin)"
@@ -567,9 +553,9 @@ fn plan_one(
     Ok(Some(Binding {
         container: state.id.clone(),
         cgroup: cgroup.to_string(),
-        admin_memory_limit,
+        admin_memory_limit: admin.sysfs(),
         memory_limit,
-        admin_compute_share,
+        admin_compute_share: info.compute_share.map(|c| c.to_string()),
         compute_share,
     }))
 }
@@ -588,10 +574,11 @@ fn apply(s: &Sysfs, id: u32, b: &Binding) -> Result<()> {
 
 /// Undoes [`apply`]: unbinds first (nobody new may open), then puts the
 /// admin's values back; each only where the vGPU still has what the hook
-/// wrote. Every step is tried; the errors are returned together.
-fn release(s: &Sysfs, id: u32, b: &Binding) -> Result<()> {
+/// wrote (an admin's change in between wins). Every step is tried; returns
+/// the errors of those that failed.
+fn release(s: &Sysfs, id: u32, b: &Binding) -> Vec<Error> {
     if !s.exists(id) {
-        return Ok(());
+        return Vec::new();
     }
     let mut errs = Vec::new();
     let mut undo = |name: &str, ours: Option<&str>, admin: Option<&str>| {
@@ -599,7 +586,7 @@ fn release(s: &Sysfs, id: u32, b: &Binding) -> Result<()> {
             return;
         };
         match s.read_attr(id, name) {
-            Ok(Some(now)) if now == ours || same_limit(name, &now, ours) => {
+            Ok(Some(now)) if now == ours => {
                 if let Err(e) = s.write_attr(id, name, admin) {
                     errs.push(e);
                 }
@@ -619,20 +606,24 @@ fn release(s: &Sysfs, id: u32, b: &Binding) -> Result<()> {
         b.compute_share.as_deref(),
         b.admin_compute_share.as_deref(),
     );
-    match errs.len() {
-        0 => Ok(()),
-        _ => Err(Error::RollbackFailed {
-            error: Box::new(Error::Unexpected(format!("freeing vgpu{id}"))),
-            rollback: errs,
-        }),
-    }
+    errs
 }
 
-/// Whether two `memory_limit` texts are the same limit (the module may
-/// print what it was given differently).
-fn same_limit(name: &str, a: &str, b: &str) -> bool {
-    name == "memory_limit"
-        && matches!((units::parse_size(a), units::parse_size(b)), (Ok(x), Ok(y)) if x == y)
+/// [`release`] and the removal of the record, as one step that fails if
+/// any part of it did.
+fn free(s: &Sysfs, p: &Paths, id: u32, b: &Binding) -> Result<()> {
+    let mut errs = release(s, id, b);
+    if let Err(e) = remove_record(&p.state_dir, id) {
+        errs.push(e);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::RollbackFailed {
+            error: Box::new(Error::Unexpected(format!("freeing vgpu{id}"))),
+            rollback: errs,
+        })
+    }
 }
 
 /// `poststop`: frees vGPU `id` if the container of `state` holds it;
@@ -649,8 +640,7 @@ pub fn poststop(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result<Strin
             short(&state.id)
         ));
     }
-    release(s, id, &rec)?;
-    remove_record(&p.state_dir, id)?;
+    free(s, p, id, &rec)?;
     Ok(format!(
         "vgpu{id}: freed from container {}",
         short(&state.id)

@@ -7,9 +7,7 @@
 mod common;
 
 use std::fs;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use common::{Fake, Run, GIB};
 
@@ -103,7 +101,7 @@ impl Host {
         if !log.exists() {
             fs::write(&log, "").unwrap();
         }
-        let mut c = self.f.cmd(&[
+        let c = self.f.cmd(&[
             "hook",
             stage,
             &vgpu.to_string(),
@@ -114,22 +112,7 @@ impl Host {
             "--log",
             log.to_str().unwrap(),
         ]);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(state.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
-        Run {
-            code: o.status.code().unwrap_or(-1),
-            out: String::from_utf8(o.stdout).unwrap(),
-            err: String::from_utf8(o.stderr).unwrap(),
-        }
+        common::run_with_input(c, state)
     }
 
     fn start(&self, vgpu: u32, id: &str, pid: u32) -> Run {
@@ -167,6 +150,12 @@ fn ok(r: &Run) {
     assert_eq!(r.code, 0, "{}{}", r.out, r.err);
 }
 
+/// Succeeded, saying `what`.
+fn ok_saying(r: &Run, what: &str) {
+    ok(r);
+    assert!(r.out.contains(what), "{:?} lacks {what:?}", r.out);
+}
+
 /// Refused with exit status `code` and `why` on stderr.
 fn refused_with(r: &Run, code: i32, why: &str) {
     assert_eq!(r.code, code, "{}{}", r.out, r.err);
@@ -196,27 +185,17 @@ fn binds_at_start_and_frees_at_stop() {
     // A runtime that runs the hook again: nothing changes.
     ok(&h.start(0, "c1", 100));
     assert_eq!(h.attr(0, "cgroup"), "/ctr/c1");
-    let r = h.stop(0, "c1");
-    ok(&r);
-    assert!(
-        r.out.contains("vgpu0: freed from container c1"),
-        "{}",
-        r.out
-    );
+    ok_saying(&h.stop(0, "c1"), "vgpu0: freed from container c1");
     h.assert_free(0, GIB, "30");
     // And again: nothing to do.
-    let r = h.stop(0, "c1");
-    ok(&r);
-    assert!(r.out.contains("nothing to do"), "{}", r.out);
+    ok_saying(&h.stop(0, "c1"), "nothing to do");
 }
 
 #[test]
 fn sizes_from_the_environment_within_the_admin_bound() {
     let h = Host::new();
     h.container("c1", 100, &["VGPU_MEMORY=512MiB", "VGPU_COMPUTE=20%"]);
-    let r = h.start(0, "c1", 100);
-    ok(&r);
-    assert!(r.out.contains("memory 512 MiB, compute 20%"), "{}", r.out);
+    ok_saying(&h.start(0, "c1", 100), "memory 512 MiB, compute 20%");
     assert_eq!(h.attr(0, "memory_limit"), (512u64 << 20).to_string());
     assert_eq!(h.attr(0, "compute_share"), "20");
     ok(&h.stop(0, "c1"));
@@ -276,13 +255,7 @@ fn a_vgpu_serves_one_container() {
         "refused: vGPU 0 is in use by container c1 (cgroup /ctr/c1): a vGPU serves one container at a time",
     );
     // The refused container's poststop leaves c1's vGPU alone.
-    let r = h.stop(0, "c2");
-    ok(&r);
-    assert!(
-        r.out.contains("held by container c1, not c2; left alone"),
-        "{}",
-        r.out
-    );
+    ok_saying(&h.stop(0, "c2"), "held by container c1, not c2; left alone");
     assert_eq!(h.attr(0, "cgroup"), "/ctr/c1");
     // c2 can have the other vGPU.
     ok(&h.start(1, "c2", 200));
@@ -457,24 +430,15 @@ fn several_vgpus_all_or_none() {
     // Both free: the first hook binds both, the second finds its own bound.
     ok(&h.stop(0, "holder"));
     h.container_with("pair", 300, &["VGPU_MEMORY=512MiB"], &[2, 0]);
-    let r = h.start(0, "pair", 300);
-    ok(&r);
-    assert!(
-        r.out.contains("vgpu0, vgpu2: bound to container pair"),
-        "{}",
-        r.out
+    ok_saying(
+        &h.start(0, "pair", 300),
+        "vgpu0, vgpu2: bound to container pair",
     );
     for v in [0, 2] {
         assert_eq!(h.attr(v, "cgroup"), "/ctr/pair");
         assert_eq!(h.attr(v, "memory_limit"), (512u64 << 20).to_string());
     }
-    let r = h.start(2, "pair", 300);
-    ok(&r);
-    assert!(
-        r.out.contains("already bound to container pair"),
-        "{}",
-        r.out
-    );
+    ok_saying(&h.start(2, "pair", 300), "already bound to container pair");
     // A bind that fails on the second vGPU undoes the first.
     h.container_with("late", 400, &[], &[1, 2]);
     ok(&h.stop(0, "pair"));

@@ -167,8 +167,25 @@ impl Fake {
     }
 }
 
-pub fn run(mut c: Command) -> Run {
-    let o = c.output().unwrap();
+pub fn run(c: Command) -> Run {
+    run_with_input(c, "")
+}
+
+/// Runs `c` with `input` on its standard input.
+pub fn run_with_input(mut c: Command, input: &str) -> Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
     Run {
         code: o.status.code().unwrap_or(-1),
         out: String::from_utf8(o.stdout).unwrap(),
