@@ -354,7 +354,7 @@ impl NvidiaDouble {
             debugfs.read_write_callback_file(c"map_delay_ms", (), &show_map_delay, &set_map_delay),
             GFP_KERNEL,
         )?;
-        let proc = procfs::ProcFiles::new(release_cstr())?;
+        let proc = procfs::ProcFiles::new(release_cstr(), n as u32)?;
         pr_info!(
             "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
             release(),

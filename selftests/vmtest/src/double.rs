@@ -20,7 +20,7 @@ use nvclient::{request, Ctl, Error, Gpu, Node, VersionCheck, WorkChannel};
 
 use crate::ensure;
 use crate::expect::{want_os, want_rm, Ctx};
-use crate::sys::{exists, module_loaded, sh, Shared};
+use crate::sys::{exists, module_loaded, read_file, sh, Shared};
 use crate::tap::{Outcome, Test};
 
 macro_rules! tests {
@@ -35,6 +35,7 @@ pub const TESTS: &[Test] = tests![
     vram_sizes_from_module_params,
     check_version_str,
     card_info,
+    procfs_gpu_information,
     register_fd,
     xfer_matches_direct,
     alloc_classes_nvos21,
@@ -308,6 +309,134 @@ fn card_info() -> Outcome {
         libc::EINVAL,
         "CARD_INFO on a GPU node",
     )?;
+    Ok(())
+}
+
+/// The lines of `/proc/driver/nvidia/gpus/<bus location>/information`, in
+/// order: each key with the whitespace `nv_procfs_read_gpu_info` prints
+/// after it (`kernel-open/nvidia/nv-procfs.c`, 595.45.04).
+const INFORMATION_KEYS: [&str; 11] = [
+    "Model: \t\t ",
+    "IRQ:   \t\t ",
+    "GPU UUID: \t ",
+    "Video BIOS: \t ",
+    "Bus Type: \t ",
+    "DMA Size: \t ",
+    "DMA Mask: \t ",
+    "Bus Location: \t ",
+    "Device Minor: \t ",
+    "GPU Firmware: \t ",
+    "GPU Excluded:\t ",
+];
+
+/// The directories under `/proc/driver/nvidia/gpus`, sorted.
+fn proc_gpu_dirs() -> Result<Vec<String>, String> {
+    let mut dirs = std::fs::read_dir("/proc/driver/nvidia/gpus")
+        .ctx("read /proc/driver/nvidia/gpus")?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<Vec<_>, _>>()
+        .ctx("read /proc/driver/nvidia/gpus")?;
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Each GPU's `information` file: one directory per GPU, named by the PCI
+/// location CARD_INFO reports; its lines in the real driver's format, the
+/// minor that of an existing `/dev/nvidiaK`, the UUID what GET_GID_INFO
+/// answers in text form on that GPU; gone with the module.
+fn procfs_gpu_information() -> Outcome {
+    fresh()?;
+    let ctl = Ctl::open_default().ctx("open")?;
+    let cards = ctl.card_info(2).ctx("CARD_INFO")?;
+    drop(ctl);
+    let dirs = proc_gpu_dirs()?;
+    ensure!(dirs.len() == 2, "gpus/ holds {dirs:?} with gpus=2");
+    let mut uuids = Vec::new();
+    for c in &cards {
+        let p = c.pci_info;
+        let loc = format!(
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            p.domain, p.bus, p.slot, p.function
+        );
+        ensure!(
+            dirs.contains(&loc),
+            "no gpus/{loc} (CARD_INFO's) in {dirs:?}"
+        );
+        let path = format!("/proc/driver/nvidia/gpus/{loc}/information");
+        let text = read_file(&path)?;
+        let lines: Vec<&str> = text.lines().collect();
+        ensure!(
+            lines.len() == INFORMATION_KEYS.len(),
+            "{path}: {} lines, want {}: {text:?}",
+            lines.len(),
+            INFORMATION_KEYS.len()
+        );
+        let mut value = std::collections::HashMap::new();
+        for (line, key) in lines.iter().zip(INFORMATION_KEYS) {
+            let v = line
+                .strip_prefix(key)
+                .ok_or_else(|| format!("{path}: line {line:?}, want it to start {key:?}"))?;
+            value.insert(key.split(':').next().unwrap_or(key), v);
+        }
+        let model = value.get("Model").copied().unwrap_or("");
+        ensure!(!model.is_empty(), "{path}: an empty Model");
+        ensure!(
+            value.get("Bus Location") == Some(&loc.as_str()),
+            "{path}: Bus Location {:?}, want {loc}",
+            value.get("Bus Location")
+        );
+        let minor: u32 = value
+            .get("Device Minor")
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| format!("{path}: Device Minor {:?}", value.get("Device Minor")))?;
+        ensure!(
+            minor == c.minor_number,
+            "{path}: Device Minor {minor}, CARD_INFO minor {}",
+            c.minor_number
+        );
+        let node = format!("/dev/nvidia{minor}");
+        ensure!(rdev(&node)? == (195, minor), "{node} is {:?}", rdev(&node)?);
+        let s = session(minor)?;
+        let want = s.ctl.gpu_uuid_text(s.client, s.sub).ctx("GID text")?;
+        ensure!(
+            value.get("GPU UUID") == Some(&want.as_str()),
+            "{path}: GPU UUID {:?}, GET_GID_INFO {want:?}",
+            value.get("GPU UUID")
+        );
+        ensure!(!uuids.contains(&want), "{path} repeats UUID {want}");
+        uuids.push(want);
+        for (k, want) in [
+            ("IRQ", "0"),
+            ("Bus Type", "PCIe"),
+            ("DMA Size", "47 bits"),
+            ("DMA Mask", "0x7fffffffffff"),
+            ("GPU Excluded", "No"),
+        ] {
+            ensure!(
+                value.get(k) == Some(&want),
+                "{path}: {k} {:?}, want {want:?}",
+                value.get(k)
+            );
+        }
+        let fw = crate::sys::claimed_release();
+        ensure!(
+            value.get("GPU Firmware") == Some(&fw.as_str()),
+            "{path}: GPU Firmware {:?}, want {fw:?}",
+            value.get("GPU Firmware")
+        );
+    }
+    // One directory per GPU the parameter asks for, and none left behind.
+    sh("rmmod nvidia")?;
+    ensure!(
+        !exists("/proc/driver/nvidia"),
+        "/proc/driver/nvidia left behind"
+    );
+    sh("modprobe nvidia gpus=3")?;
+    let dirs = proc_gpu_dirs()?;
+    ensure!(
+        dirs == ["0000:01:00.0", "0000:02:00.0", "0000:03:00.0"],
+        "gpus=3: gpus/ holds {dirs:?}"
+    );
     Ok(())
 }
 

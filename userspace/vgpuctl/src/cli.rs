@@ -205,6 +205,11 @@ pub struct HookArgs {
     /// Where the hooks keep their records and lock.
     #[arg(long, value_name = "DIR", default_value = crate::hook::DEFAULT_STATE_DIR)]
     pub state_dir: PathBuf,
+    /// The vGPU belongs to a Kubernetes claim prepared for this pod (the
+    /// DRA plugin writes it): bind it to the pod's cgroup, not the
+    /// container's; nothing to do at poststop.
+    #[arg(long, value_name = "UID")]
+    pub pod: Option<String>,
     /// Root of procfs (tests point this at a fake tree).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,

@@ -874,9 +874,14 @@ fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
         proc_root: a.proc_root.clone(),
         cgroup_root: cli.sysfs_root.join("fs").join("cgroup"),
     };
-    let result = match a.stage {
-        Stage::CreateRuntime => hook::create_runtime(s, &paths, a.id, &state),
-        Stage::Poststop => hook::poststop(s, &paths, a.id, &state),
+    let result = match (a.stage, &a.pod) {
+        (Stage::CreateRuntime, None) => hook::create_runtime(s, &paths, a.id, &state),
+        (Stage::Poststop, None) => hook::poststop(s, &paths, a.id, &state),
+        (Stage::CreateRuntime, Some(pod)) => hook::create_runtime_pod(s, &paths, a.id, &state, pod),
+        (Stage::Poststop, Some(pod)) => Ok(format!(
+            "vgpu{}: pod {pod}'s vGPU stays until its claim is unprepared",
+            a.id
+        )),
     };
     // One line per hook run in the log (the kernel log by default): the
     // only place crun's users find why a container did not start.

@@ -400,6 +400,68 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
+/// The cgroup of pod `uid` that a container's cgroup `cg` lies in: the
+/// nearest ancestor-or-self whose last component names the pod the way the
+/// kubelet names pod cgroups: `pod<UID>` with the cgroupfs driver,
+/// `kubepods[-<qos>]-pod<UID, '-' as '_'>.slice` with the systemd driver
+/// (kubelet `pkg/kubelet/cm/pod_container_manager_linux.go` and
+/// `cgroup_manager_linux.go`, Kubernetes 1.36).
+pub fn pod_cgroup(cg: &str, uid: &str) -> Result<String> {
+    let ok = !uid.is_empty()
+        && uid.len() <= 64
+        && uid
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !ok {
+        return Err(Error::BadValue(format!("{uid:?} is not a pod UID")));
+    }
+    let plain = format!("pod{uid}");
+    let systemd = format!("-pod{}.slice", uid.replace('-', "_"));
+    let parts: Vec<&str> = cg.split('/').collect();
+    for end in (1..=parts.len()).rev() {
+        let last = parts[end - 1];
+        if last == plain || last.ends_with(&systemd) {
+            return Ok(parts[..end].join("/"));
+        }
+    }
+    Err(Error::Refused(format!(
+        "the container's cgroup {cg} is not in pod {uid}'s cgroup: the claim was prepared for another pod"
+    )))
+}
+
+/// `createRuntime` for vGPU `id` of a Kubernetes claim prepared for pod
+/// `pod` (`--pod UID`, written by the DRA plugin): binds the vGPU to the
+/// pod's cgroup, found above the container's own ([`pod_cgroup`]). The
+/// first container of the pod binds it; the others find it bound to their
+/// pod. A vGPU bound anywhere else is refused. The plugin removes the vGPU
+/// when the claim is unprepared: there is no poststop work.
+pub fn create_runtime_pod(
+    s: &Sysfs,
+    p: &Paths,
+    id: u32,
+    state: &OciState,
+    pod: &str,
+) -> Result<String> {
+    let pid = state.pid.filter(|&p| p > 0).ok_or_else(|| {
+        Error::BadValue("the OCI state has no pid: run this as a createRuntime hook".into())
+    })?;
+    let cg = cgroup_of(&p.proc_root, pid)?;
+    let pod_cg = pod_cgroup(&cg, pod)?;
+    s.check_exists(id)?;
+    let _lock = Lock::take(&p.state_dir)?;
+    let info = VgpuInfo::read(s, id)?;
+    match info.cgroup.as_deref() {
+        Some(c) if c == pod_cg => Ok(format!("vgpu{id}: already bound to pod {pod} ({pod_cg})")),
+        Some(c) => Err(Error::InUse(format!(
+            "vGPU {id} is bound to {c}, not to pod {pod} ({pod_cg})"
+        ))),
+        None => {
+            s.write_attr(id, "cgroup", &pod_cg)?;
+            Ok(format!("vgpu{id}: bound to pod {pod} ({pod_cg})"))
+        }
+    }
+}
+
 /// `createRuntime` for vGPU `id`: binds every vGPU the container's hooks
 /// name (`id` among them) to its cgroup, all or none, so that a container
 /// refused on one of its vGPUs holds none (crun runs no poststop hook for

@@ -449,3 +449,94 @@ fn several_vgpus_all_or_none() {
     h.assert_free(1, 2 * GIB, "100");
     h.assert_free(2, GIB, "10");
 }
+
+/// Container `ctr` of pod `uid`, init process `pid`, in cgroup `cg`.
+fn pod_container(h: &Host, pid: u32, cg: &str) {
+    let proc_dir = h.f.path().join("proc").join(pid.to_string());
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cgroup"), format!("0::{cg}\n")).unwrap();
+}
+
+/// createRuntime of a DRA claim's vGPU (`--pod UID`) for process `pid`.
+fn pod_start(h: &Host, vgpu: u32, pid: u32, pod: &str) -> Run {
+    let state = serde_json::json!({
+        "ociVersion": "1.0.2", "id": format!("ctr{pid}"), "status": "created", "pid": pid,
+        "bundle": "/nonexistent"
+    });
+    let c = h.f.cmd(&[
+        "hook",
+        "create-runtime",
+        &vgpu.to_string(),
+        "--pod",
+        pod,
+        "--state-dir",
+        h.state_dir().to_str().unwrap(),
+        "--proc-root",
+        h.f.path().join("proc").to_str().unwrap(),
+        "--log",
+        h.log_path().to_str().unwrap(),
+    ]);
+    common::run_with_input(c, &state.to_string())
+}
+
+#[test]
+fn a_claims_vgpu_binds_to_its_pod() {
+    let h = Host::new();
+    fs::write(h.log_path(), "").unwrap();
+    let uid = "6f1c2a9e-0b7d-4e53-9a0c-2d4b8e7f1a35";
+    // cgroupfs driver: two containers of the pod share the pod's cgroup.
+    pod_container(&h, 200, &format!("/kubepods/besteffort/pod{uid}/ctr-a"));
+    pod_container(&h, 201, &format!("/kubepods/besteffort/pod{uid}/ctr-b"));
+    ok_saying(&pod_start(&h, 0, 200, uid), "bound to pod");
+    assert_eq!(
+        h.attr(0, "cgroup"),
+        format!("/kubepods/besteffort/pod{uid}")
+    );
+    ok_saying(&pod_start(&h, 0, 201, uid), "already bound to pod");
+    // Sizes are the claim's: the admin values stay.
+    assert_eq!(h.attr(0, "memory_limit"), GIB.to_string());
+    // Another pod's container: refused, the binding stays.
+    let other = "0a0a0a0a-1111-2222-3333-444444444444";
+    pod_container(&h, 202, &format!("/kubepods/besteffort/pod{other}/ctr"));
+    refused(&pod_start(&h, 0, 202, other), "not to pod");
+    assert_eq!(
+        h.attr(0, "cgroup"),
+        format!("/kubepods/besteffort/pod{uid}")
+    );
+    // A container not in the pod named: refused, nothing bound.
+    refused_with(&pod_start(&h, 1, 202, uid), 1, "not in pod");
+    assert_eq!(h.attr(1, "cgroup"), "");
+    // systemd driver naming.
+    let sd = format!(
+        "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-1.scope",
+        other.replace('-', "_")
+    );
+    pod_container(&h, 203, &sd);
+    ok(&pod_start(&h, 1, 203, other));
+    assert_eq!(
+        h.attr(1, "cgroup"),
+        sd.rsplit_once('/').unwrap().0.to_string()
+    );
+    // Bad UIDs are refused before anything is read.
+    refused_with(&pod_start(&h, 1, 203, "../../x"), 2, "not a pod UID");
+    // Poststop leaves the binding to the plugin.
+    let c = h.f.cmd(&[
+        "hook",
+        "poststop",
+        "0",
+        "--pod",
+        uid,
+        "--state-dir",
+        h.state_dir().to_str().unwrap(),
+        "--log",
+        h.log_path().to_str().unwrap(),
+    ]);
+    ok_saying(
+        &common::run_with_input(c, r#"{"ociVersion":"1.0.2","id":"x","status":"stopped"}"#),
+        "stays until its claim is unprepared",
+    );
+    assert_eq!(
+        h.attr(0, "cgroup"),
+        format!("/kubepods/besteffort/pod{uid}")
+    );
+}
