@@ -16,6 +16,7 @@ mod coverage;
 mod ctltool;
 mod demo;
 mod double;
+mod dra;
 mod expect;
 mod kclient;
 mod memory;
@@ -44,6 +45,7 @@ const SUITES: &[Suite] = &[
     ("rewritten", rewritten::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("containers", containers::TESTS),
+    ("dra", dra::TESTS),
 ];
 
 /// Suites that run only when named (benchmarks).

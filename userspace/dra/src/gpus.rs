@@ -151,6 +151,12 @@ pub fn discover(s: &Sysfs, src: &Sources) -> Result<Vec<GpuFacts>> {
         &[&SysfsGpus(s), &GpuDirs(s), &DevNodes(src.dev_root.clone())],
         None,
     )?;
+    if src.ask_driver {
+        // Ask in the ABI of the release vgpu.ko speaks with the driver.
+        if let Some(v) = driver_version(s)? {
+            nvclient::speak_release(&v);
+        }
+    }
     let procfs = procfs_facts(&src.proc_root);
     let mut out = Vec::new();
     for g in listed {

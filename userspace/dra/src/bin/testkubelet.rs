@@ -232,41 +232,63 @@ fn run(args: &[String]) -> Res<i32> {
         return Err("pipe".into());
     }
     let (rd, wr) = (fds[0], fds[1]);
-    let mut c = Command::new(&cmd[0]);
-    c.args(&cmd[1..]).envs(&env);
-    // SAFETY: the closure runs in the child between fork and exec and
-    // makes only async-signal-safe calls (open, write, close, read) on
-    // memory prepared before the fork.
-    unsafe {
-        c.pre_exec(move || {
+    // Everything the child needs is made before the fork: after it, the
+    // child makes only async-signal-safe calls (this process has one
+    // thread here: no runtime was started for `run`).
+    let cstr = |s: &str| std::ffi::CString::new(s).map_err(|e| e.to_string());
+    if !cmd[0].starts_with('/') {
+        return Err(format!("{}: CMD must be an absolute path", cmd[0]));
+    }
+    let prog = cstr(&cmd[0])?;
+    let argv_c: Vec<std::ffi::CString> = cmd.iter().map(|a| cstr(a)).collect::<Res<_>>()?;
+    let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let envp_c: Vec<std::ffi::CString> = std::env::vars()
+        .filter(|(k, _)| !env.contains_key(k))
+        .chain(env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .map(|(k, v)| cstr(&format!("{k}={v}")))
+        .collect::<Res<_>>()?;
+    let mut envp: Vec<*const libc::c_char> = envp_c.iter().map(|a| a.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    // SAFETY: fork() in a single-threaded process; the child below uses
+    // only async-signal-safe calls on memory made before the fork, and
+    // leaves by execve or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err("fork failed".into());
+    }
+    if pid == 0 {
+        // SAFETY: the child: plain system calls on valid descriptors and
+        // NUL-terminated strings and arrays built above.
+        unsafe {
             libc::close(wr);
             let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
             if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                return Err(std::io::Error::last_os_error());
+                libc::_exit(121);
             }
             libc::close(fd);
             let mut b = 0u8;
             if libc::read(rd, (&mut b as *mut u8).cast(), 1) != 1 || b != b'g' {
-                return Err(std::io::Error::other("not started"));
+                libc::_exit(122);
             }
             libc::close(rd);
-            Ok(())
-        });
+            libc::execve(prog.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            libc::_exit(127);
+        }
     }
-    let mut child = c.spawn().map_err(|e| format!("{}: {e}", cmd[0]))?;
+    let child = Child(pid);
     // SAFETY: `rd` is this process's copy of the pipe's read end.
     unsafe { libc::close(rd) };
-    // The child is in its cgroup once it waits on the pipe; give it a
-    // moment (the hooks read its cgroup).
+    // The hooks read the child's cgroup: wait until it has joined.
     let deadline = Instant::now() + Duration::from_secs(5);
-    let want = format!("{}", child.id());
+    let want = pid.to_string();
     while !std::fs::read_to_string(cg.join("cgroup.procs"))
         .unwrap_or_default()
         .lines()
         .any(|l| l == want)
     {
         if Instant::now() > deadline {
-            let _ = child.kill();
+            child.kill();
             return Err("the container process never joined its cgroup".into());
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -275,7 +297,7 @@ fn run(args: &[String]) -> Res<i32> {
         "ociVersion": "1.0.2",
         "id": ctr,
         "status": "created",
-        "pid": child.id(),
+        "pid": pid,
         "bundle": bundle.to_string_lossy(),
     })
     .to_string();
@@ -302,8 +324,7 @@ fn run(args: &[String]) -> Res<i32> {
         }
         let out = p.wait_with_output().map_err(|e| e.to_string())?;
         if !out.status.success() {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             eprintln!(
                 "testkubelet: hook {} failed ({}): {}",
                 hargs.join(" "),
@@ -318,12 +339,41 @@ fn run(args: &[String]) -> Res<i32> {
     // SAFETY: as above; closed once.
     unsafe { libc::close(wr) };
     if n != 1 {
-        let _ = child.kill();
+        child.kill();
         return Err("could not start the container process".into());
     }
-    let st = child.wait().map_err(|e| e.to_string())?;
+    let code = child.wait();
     let _ = std::fs::remove_dir_all(&bundle);
-    Ok(st.code().unwrap_or(128))
+    Ok(code)
+}
+
+/// The container's process.
+struct Child(libc::pid_t);
+
+impl Child {
+    /// Kills and reaps it.
+    fn kill(&self) {
+        // SAFETY: kill and waitpid on our own child's pid.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, std::ptr::null_mut(), 0);
+        }
+    }
+
+    /// Waits for it; its exit status, or 128 + the signal that killed it.
+    fn wait(&self) -> i32 {
+        let mut st = 0;
+        // SAFETY: waitpid on our own child, `st` a valid int.
+        let r = unsafe { libc::waitpid(self.0, &mut st, 0) };
+        if r != self.0 {
+            return 126;
+        }
+        if libc::WIFEXITED(st) {
+            libc::WEXITSTATUS(st)
+        } else {
+            128 + libc::WTERMSIG(st)
+        }
+    }
 }
 
 fn main() -> ExitCode {
