@@ -4,9 +4,11 @@
 #   vgpu-dkms_VERSION_all.deb   the module's source under /usr/src/vgpu-VERSION
 #                               with deploy/dkms.conf; dkms builds it for each
 #                               kernel at install (and on kernel upgrades)
-#   vgpuctl_VERSION_amd64.deb   /usr/bin/vgpuctl, its man pages (generated from
-#                               its command line), the udev rule, the
-#                               modprobe.d file and vgpu-exporter.service
+#   vgpuctl_VERSION_amd64.deb   /usr/bin/vgpuctl and /usr/bin/vgpu-dra-plugin
+#                               (the Kubernetes DRA kubelet plugin), their man
+#                               pages (generated from their command lines), the
+#                               udev rule, the modprobe.d file and
+#                               vgpu-exporter.service
 #
 #   scripts/package.sh [OUTDIR]      (default build/deb)
 #
@@ -140,9 +142,13 @@ build_deb "$root" "$out/vgpu-dkms_${debver}_all.deb"
 root="$work/vgpuctl"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/usr/share/man/man1" \
     "$root/lib/udev/rules.d" "$root/etc/modprobe.d" "$root/lib/systemd/system"
-(cd userspace && cargo build -q --release -p vgpuctl --target-dir "$VGPU_TOP/build/pkg-target" &&
- cargo run -q --release -p vgpuctl --example mangen --target-dir "$VGPU_TOP/build/pkg-target" -- "$work/man")
-install -m0755 -s "$VGPU_TOP/build/pkg-target/release/vgpuctl" "$root/usr/bin/vgpuctl"
+(cd userspace && cargo build -q --release -p vgpuctl -p vgpu-dra --bin vgpuctl --bin vgpu-dra-plugin \
+     --target-dir "$VGPU_TOP/build/pkg-target" &&
+ cargo run -q --release -p vgpuctl --example mangen --target-dir "$VGPU_TOP/build/pkg-target" -- "$work/man" &&
+ cargo run -q --release -p vgpu-dra --example mangen --target-dir "$VGPU_TOP/build/pkg-target" -- "$work/man")
+for b in vgpuctl vgpu-dra-plugin; do
+    install -m0755 -s "$VGPU_TOP/build/pkg-target/release/$b" "$root/usr/bin/$b"
+done
 for m in "$work"/man/*.1; do gzip -9n < "$m" > "$root/usr/share/man/man1/$(basename "$m").gz"; done
 install -m0644 deploy/udev/70-vgpu.rules "$root/lib/udev/rules.d/"
 install -m0644 deploy/modprobe.d/vgpu.conf "$root/etc/modprobe.d/"
@@ -152,7 +158,7 @@ docs vgpuctl "$root"
 # The shared libraries vgpuctl needs, as dpkg-shlibdeps finds them.
 mkdir -p "$work/shlibs/debian"
 printf 'Source: vgpu\n\nPackage: vgpuctl\nArchitecture: amd64\n' > "$work/shlibs/debian/control"
-depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/vgpuctl" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/vgpuctl" "$root/usr/bin/vgpu-dra-plugin" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "package: dpkg-shlibdeps found no dependencies for vgpuctl" >&2; exit 1; }
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 cat > "$root/DEBIAN/control" <<EOF
@@ -170,8 +176,9 @@ Description: configure vgpu's per-container virtual NVIDIA GPUs
  vgpuctl creates, configures and inspects the virtual GPUs of vgpu.ko
  through /sys/class/vgpu, writes CDI specs whose hooks bind a vGPU to the
  container a runtime starts with it (podman, Docker, containerd), and serves
- Prometheus metrics (vgpu-exporter.service). Also the udev rule and the
- modprobe configuration of the module.
+ Prometheus metrics (vgpu-exporter.service). vgpu-dra-plugin is the
+ Kubernetes DRA kubelet plugin that hands pods vGPUs by memory and compute.
+ Also the udev rule and the modprobe configuration of the module.
 EOF
 cat > "$root/DEBIAN/postinst" <<'EOF'
 #!/bin/sh

@@ -66,6 +66,7 @@ done
 src="$root/usr/src/vgpu-$version"
 for f in "$src/dkms.conf" "$src/Kbuild" "$src/Makefile" "$src/src/vgpu_main.rs" "$src/src/c/bounce.c" \
          "$root/usr/bin/vgpuctl" "$root/usr/share/man/man1/vgpuctl.1.gz" \
+         "$root/usr/bin/vgpu-dra-plugin" "$root/usr/share/man/man1/vgpu-dra-plugin.1.gz" \
          "$root/usr/share/man/man1/vgpuctl-hook.1.gz" "$root/lib/udev/rules.d/70-vgpu.rules" \
          "$root/etc/modprobe.d/vgpu.conf" "$root/lib/systemd/system/vgpu-exporter.service" \
          "$root/usr/share/doc/vgpuctl/copyright" "$root/usr/share/doc/vgpu-dkms/copyright"; do
@@ -79,6 +80,8 @@ check "installed vgpuctl runs" sh -c "'$root/usr/bin/vgpuctl' --version | grep -
 # PAGE TEXT: man page PAGE has TEXT (roff writes a hyphen as \-).
 man_has() { zcat "$root/usr/share/man/man1/$1.1.gz" | sed 's/\\-/-/g' | grep -qF -- "$2"; }
 check "vgpuctl-hook(1) documents create-runtime" man_has vgpuctl-hook create-runtime
+check "installed vgpu-dra-plugin runs" sh -c "'$root/usr/bin/vgpu-dra-plugin' --version | grep -qx 'vgpu-dra-plugin $version'"
+check "vgpu-dra-plugin(1) documents --kube-api" man_has vgpu-dra-plugin "--kube-api"
 for c in create remove set show list status cdi exporter hook; do
     check "vgpuctl(1) names vgpuctl-$c(1)" man_has vgpuctl "vgpuctl-$c(1)"
 done

@@ -4,11 +4,14 @@
 #   2. host: rustfmt and clippy, `cargo test` of the userspace workspace
 #      (the module's core-only logic, the client library, tools), and the
 #      Debian packages (scripts/test-packages.sh: built, lintian-clean,
-#      installed into a clean root, built by dkms against the test kernel);
+#      installed into a clean root, built by dkms against the test kernel),
+#      and the Kubernetes manifests against the API's schemas
+#      (scripts/validate-manifests.sh);
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
-#      lockdep, kmemleak; every suite but containers, which runs podman and
-#      needs the fast kernel's namespaces), and every suite again on the fast kernel with the
+#      lockdep, kmemleak; every suite but containers and dra, which run
+#      podman and the DRA plugin and need the fast kernel's unix sockets and
+#      namespaces), and every suite again on the fast kernel with the
 #      driver double claiming the oldest release vgpu has tables for (with
 #      --all-branches: each release vgpu has tables for, one run each);
 #   4. the demo (`make demo`) runs to the end with a clean kernel log.
@@ -48,7 +51,7 @@ fi
 passed=0 failed=0
 pass() { passed=$((passed + $1)); }
 fail() { failed=$((failed + $1)); echo "test: FAIL: $2"; }
-step() { echo; echo "=== $* ==="; }
+step() { echo; echo "=== $* === (at ${SECONDS} s)"; }
 
 step "toolchain"
 if ! scripts/setup-toolchain.sh; then
@@ -102,6 +105,16 @@ else
     echo "$out" | tail -20; fail 1 "packages did not run"
 fi
 
+step "host: Kubernetes manifests"
+if out=$(scripts/validate-manifests.sh 2>&1); then :; fi
+echo "$out" | grep -E '^(FAIL|manifests:)' || true
+if counts=$(echo "$out" | sed -n 's/^manifests: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p') && [ -n "$counts" ]; then
+    read -r mp mf <<< "$counts"
+    pass "$mp"; [ "$mf" = 0 ] || fail "$mf" "manifests"
+else
+    echo "$out" | tail -20; fail 1 "manifests did not validate"
+fi
+
 # One VM run: its step title, its log directory under build/, and
 # scripts/vm.sh's arguments; its counts go into the totals.
 vm_run() {
@@ -118,9 +131,9 @@ vm_run() {
 
 for v in "${variants[@]}"; do
     if [ "$v" = debug ]; then
-        # The containers suite needs the fast kernel's network and IPC
-        # namespaces (scripts/kconfig/containers.config).
-        vm_run "debug kernel, every suite but containers" "vm-$v" --variant "$v" -- -containers
+        # The containers and dra suites need the fast kernel's unix
+        # sockets, network and IPC namespaces (scripts/kconfig/containers.config).
+        vm_run "debug kernel, every suite but containers and dra" "vm-$v" --variant "$v" -- -containers -dra
     else
         vm_run "$v kernel" "vm-$v" --variant "$v"
     fi
@@ -143,5 +156,6 @@ else
 fi
 
 echo
+echo "test: ran in ${SECONDS} s"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

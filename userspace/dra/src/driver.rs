@@ -224,6 +224,16 @@ impl Driver {
                 c.namespace, c.name, self.cfg.driver
             )));
         }
+        // Each vGPU appears in the container as its GPU's /dev/nvidiaK:
+        // two of one GPU in one claim would be one device node.
+        for (i, a) in allocs.iter().enumerate() {
+            if allocs[..i].iter().any(|b| b.gpu == a.gpu) {
+                return Err(Error::Claim(format!(
+                    "claim {}/{} has two devices on GPU {} ({}): a container sees one vGPU per GPU; ask for distinct GPUs (constraints: distinctAttribute: vgpu.dev/uuid)",
+                    c.namespace, c.name, a.gpu, a.device
+                )));
+            }
+        }
         let pods = reserved_pods(&claim);
         let pod = match pods.as_slice() {
             [p] => p.clone(),

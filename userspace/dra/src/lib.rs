@@ -19,10 +19,12 @@
 //! - [`kube`]: the API server, or a directory standing in for it.
 //! - [`driver`]: prepare and unprepare.
 //! - [`server`]: the gRPC services on the kubelet's sockets.
+//! - [`cli`]: the command line.
 //! - [`proto`]: the generated gRPC code.
 
 pub mod checkpoint;
 pub mod claim;
+pub mod cli;
 pub mod driver;
 pub mod gpus;
 pub mod kube;

@@ -12,64 +12,12 @@ use tokio::net::UnixListener;
 use tokio_stream::wrappers::UnixListenerStream;
 
 use vgpu_dra::checkpoint::Store;
+use vgpu_dra::cli::Args;
 use vgpu_dra::driver::{Config, Driver};
 use vgpu_dra::gpus::{self, Sources};
 use vgpu_dra::kube::{DirApi, HttpApi, KubeApi};
 use vgpu_dra::server::{DraService, Log, RegistrationService};
-use vgpu_dra::{DEFAULT_PLUGINS_DIR, DEFAULT_REGISTRY_DIR, DRIVER_NAME};
-
-/// Serve vgpu.ko's GPUs to Kubernetes pods through Dynamic Resource
-/// Allocation: one vGPU per allocated device, sized by the claim.
-#[derive(Parser, Debug)]
-#[command(name = "vgpu-dra-plugin", version)]
-struct Args {
-    /// This node's name: the ResourceSlice's pool.
-    #[arg(long, env = "NODE_NAME")]
-    node_name: String,
-    /// The DRA driver name.
-    #[arg(long, default_value = DRIVER_NAME)]
-    driver_name: String,
-    /// The kubelet's plugin registry directory.
-    #[arg(long, default_value = DEFAULT_REGISTRY_DIR)]
-    registry_dir: PathBuf,
-    /// The plugin's directory: its DRA socket and checkpoint
-    /// (default: /var/lib/kubelet/plugins/DRIVER).
-    #[arg(long)]
-    plugin_dir: Option<PathBuf>,
-    /// Where CDI specs go.
-    #[arg(long, default_value = "/var/run/cdi")]
-    cdi_dir: PathBuf,
-    /// The sysfs root.
-    #[arg(long, default_value = "/sys")]
-    sysfs: PathBuf,
-    /// The device directory (nvidiactl, nvidiaK).
-    #[arg(long, default_value = "/dev")]
-    dev_root: PathBuf,
-    /// The proc root.
-    #[arg(long, default_value = "/proc")]
-    proc_root: PathBuf,
-    /// The API: `in-cluster` (the pod's service account), an
-    /// `http(s)://` URL (no credentials), or `dir:PATH` (objects as JSON
-    /// files, for nodes without an API server).
-    #[arg(long, default_value = "in-cluster")]
-    kube_api: String,
-    /// The vgpuctl the CDI hooks run, as the host sees it.
-    #[arg(long, default_value = "/usr/bin/vgpuctl")]
-    hook_path: String,
-    /// The params file the CDI specs mount at /proc/driver/nvidia/params.
-    #[arg(long, default_value = vgpuctl::cdi::DEFAULT_PARAMS_FILE)]
-    params_file: PathBuf,
-    /// The memory of a GPU the driver cannot be asked about (e.g. 80GiB).
-    #[arg(long, value_parser = parse_size)]
-    gpu_memory: Option<u64>,
-    /// Do not ask the NVIDIA driver for GPU sizes and UUIDs.
-    #[arg(long)]
-    no_driver_query: bool,
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    vgpuctl::units::parse_bytes(s).map_err(|e| e.to_string())
-}
+use vgpu_dra::DEFAULT_PLUGINS_DIR;
 
 fn log(msg: &str) {
     eprintln!("vgpu-dra-plugin: {msg}");

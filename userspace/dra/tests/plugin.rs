@@ -582,3 +582,41 @@ fn the_slice_is_published_once_and_replaced_when_it_changes() {
     let s = api.slice("node-a-vgpu-dev").unwrap().unwrap();
     assert_eq!(s.spec.pool.generation, 1);
 }
+
+#[test]
+fn two_devices_on_one_gpu_are_refused() {
+    let n = Node::new();
+    let (d, _) = n.driver();
+    n.put_claim(
+        "dup",
+        UID,
+        &claim_json(
+            &[
+                ("gpu", "gpu-0", Some("1Gi"), Some("10")),
+                ("gpu", "gpu-0", Some("1Gi"), Some("10")),
+            ],
+            None,
+        ),
+    );
+    let e = d.prepare(&cref("dup", UID)).unwrap_err().to_string();
+    assert!(
+        e.contains("two devices on GPU 0") && e.contains("distinctAttribute"),
+        "{e}"
+    );
+    assert!(n.vgpus().is_empty());
+}
+
+#[test]
+fn a_claim_for_several_pods_is_refused() {
+    let n = Node::new();
+    let (d, _) = n.driver();
+    let mut c = claim_json(&[("gpu", "gpu-0", Some("1Gi"), Some("10"))], None);
+    c["status"]["reservedFor"] = json!([
+        {"resource": "pods", "name": "a", "uid": "aaaaaaaa-0000-4000-8000-000000000001"},
+        {"resource": "pods", "name": "b", "uid": "aaaaaaaa-0000-4000-8000-000000000002"}
+    ]);
+    n.put_claim("shared", UID, &c);
+    let e = d.prepare(&cref("shared", UID)).unwrap_err().to_string();
+    assert!(e.contains("reserved for 2 pods"), "{e}");
+    assert!(n.vgpus().is_empty());
+}
