@@ -3,7 +3,8 @@
 # two containers share one GPU, each held to its own memory ceiling and
 # shown a GPU of its own size, and each given its own share of the GPU's
 # time; then an admin changes limits and shares live; then podman starts a
-# container with a vGPU by its CDI name, sized from its environment.
+# container with a vGPU by its CDI name, sized from its environment; then
+# the Kubernetes DRA plugin prepares a pod's claim.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is a cgroup v2 directory; its processes use /dev/vgpuctl and /dev/vgpuN as
@@ -114,6 +115,41 @@ echo "after podman stop: vgpu2 cgroup '$(cat "$(vgpu 2 cgroup)")', memory_used $
 p rm --all --force > /dev/null
 
 for i in 0 1 2; do echo $i > /sys/class/vgpu/remove; done
+
+say "Kubernetes: the DRA kubelet plugin gives a pod a vGPU of its claim's 2 GiB and 30%"
+# No kubelet or API server in this VM: vgpu-dra-testkubelet speaks the
+# kubelet's gRPC over the plugin's sockets and starts the pod's process as a
+# CDI runtime would; the API server is a directory holding the allocated
+# ResourceClaim (docs/kubernetes.md).
+k=/tmp/k8s pod=5d0c7a1e-9b2f-4c3d-8e4f-a1b2c3d4e5f6 uid=c1a1e000-0000-4000-8000-000000000001
+mkdir -p $k/api/namespaces/demo/resourceclaims
+cat > $k/api/namespaces/demo/resourceclaims/trainer-gpu.json <<EOF
+{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+ "metadata": {"name": "trainer-gpu", "namespace": "demo", "uid": "$uid"},
+ "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "vgpu.dev",
+   "capacity": {"requests": {"memory": "2Gi", "cores": "30"}}}}]}},
+ "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "vgpu.dev",
+   "pool": "demo", "device": "gpu-0", "consumedCapacity": {"memory": "2Gi", "cores": "30"}}]}},
+   "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "$pod"}]}}
+EOF
+vgpu-dra-plugin --node-name demo --kube-api dir:$k/api --registry-dir $k/registry \
+    --plugin-dir $k/plugin --cdi-dir $k/cdi --params-file $k/params --hook-path /bin/vgpuctl 2> $k/plugin.log &
+plugin=$!
+kl() { vgpu-dra-testkubelet "$@"; }
+echo "registration: $(kl register --registry-dir $k/registry --driver vgpu.dev)"
+grep -E 'GPU 0|ResourceSlice' $k/plugin.log
+echo "NodePrepareResources: $(kl prepare --endpoint $k/plugin/dra.sock --namespace demo --name trainer-gpu --uid $uid)"
+n=$(sed -n 's|.*"hostPath": "/dev/vgpu\([0-9]*\)".*|\1|p' $k/cdi/vgpu.dev-claim_$uid.json | head -1)
+echo "vgpu$n: memory_limit $(mib "$(cat "$(vgpu "$n" memory_limit)")") MiB, compute_share $(cat "$(vgpu "$n" compute_share)")%"
+printf 'the pod: '
+kl run --cdi-dir $k/cdi --device vgpu.dev/claim=$uid-0 --cgroup-root /sys/fs/cgroup \
+    --pod-cgroup /kubepods/besteffort/pod$pod --container trainer -- /bin/vgpu-selftest demo-alloc "$n" 256
+echo "vgpu$n is bound to the pod's cgroup: $(cat "$(vgpu "$n" cgroup)")"
+echo "NodeUnprepareResources: $(kl unprepare --endpoint $k/plugin/dra.sock --namespace demo --name trainer-gpu --uid $uid)"
+echo "vGPUs left: $(ls /sys/class/vgpu | grep -c '^vgpu[0-9]' || true)"
+kill $plugin; wait $plugin
+rmdir /sys/fs/cgroup/kubepods/besteffort/pod$pod/trainer /sys/fs/cgroup/kubepods/besteffort/pod$pod \
+    /sys/fs/cgroup/kubepods/besteffort /sys/fs/cgroup/kubepods
 rmmod vgpu
 rm -f /dev/nvidia-uvm
 rmmod nvidia

@@ -104,31 +104,27 @@ impl Driver {
                 .map(|d| d.vgpu)
                 .filter(|&v| !sysfs.exists(v))
                 .collect();
-            if c.stage == Stage::Preparing {
-                for d in &c.devices {
-                    if sysfs.exists(d.vgpu) {
-                        sysfs.remove(d.vgpu)?;
-                    }
-                }
-                let _ = fs::remove_file(spec_path(&cfg, uid));
-                notes.push(format!(
-                    "claim {}/{} ({uid}) was half-prepared: its vGPUs are removed, the kubelet's retry prepares it again",
-                    c.namespace, c.name
-                ));
-                forget.push(uid.clone());
+            let why = if c.stage == Stage::Preparing {
+                "was half-prepared"
             } else if !lost.is_empty() {
                 // vgpu.ko was reloaded under us: the claim's vGPUs are gone.
-                for d in &c.devices {
-                    if sysfs.exists(d.vgpu) {
-                        sysfs.remove(d.vgpu)?;
-                    }
+                "lost vGPUs (module reloaded?)"
+            } else {
+                continue;
+            };
+            match undo(&sysfs, &cfg, uid, c) {
+                Ok(()) => {
+                    notes.push(format!(
+                        "claim {}/{} ({uid}) {why}: its vGPUs are removed, the kubelet's retry prepares it again",
+                        c.namespace, c.name
+                    ));
+                    forget.push(uid.clone());
                 }
-                let _ = fs::remove_file(spec_path(&cfg, uid));
-                notes.push(format!(
-                    "claim {}/{} ({uid}) lost vGPUs {lost:?} (module reloaded?): forgotten, the next prepare makes them again",
+                // Kept: the next prepare of this claim tries again.
+                Err(e) => notes.push(format!(
+                    "claim {}/{} ({uid}) {why}, but its vGPUs could not be removed: {e}",
                     c.namespace, c.name
-                ));
-                forget.push(uid.clone());
+                )),
             }
         }
         if !forget.is_empty() {
@@ -211,10 +207,15 @@ impl Driver {
     /// Prepares `c`: its devices as the kubelet's answer wants them.
     pub fn prepare(&self, c: &ClaimRef) -> Result<Vec<PreparedDevice>> {
         let mut state = self.lock();
-        if let Some(p) = state.claims.get(&c.uid) {
+        if let Some(p) = state.claims.get(&c.uid).cloned() {
             if p.stage == Stage::Prepared {
                 return Ok(p.devices.clone());
             }
+            // An earlier attempt stopped half-way and could not be undone
+            // then: undo it now, or refuse while its vGPUs are busy.
+            undo(&self.sysfs, &self.cfg, &c.uid, &p)?;
+            state.claims.remove(&c.uid);
+            self.store.save(&state)?;
         }
         let claim = self.api.claim(&c.namespace, &c.name)?;
         let allocs = allocations(&claim, &c.uid, &self.cfg.driver, &self.cfg.node, &self.gpus)?;
@@ -401,21 +402,7 @@ impl Driver {
         let Some(p) = state.claims.get(&c.uid).cloned() else {
             return Ok(());
         };
-        for d in &p.devices {
-            if self.sysfs.exists(d.vgpu) {
-                self.sysfs.remove(d.vgpu)?;
-            }
-        }
-        match fs::remove_file(spec_path(&self.cfg, &c.uid)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::Io(
-                    spec_path(&self.cfg, &c.uid).display().to_string(),
-                    e,
-                ))
-            }
-        }
+        undo(&self.sysfs, &self.cfg, &c.uid, &p)?;
         state.claims.remove(&c.uid);
         self.store.save(&state)
     }
@@ -423,6 +410,21 @@ impl Driver {
     /// The claims prepared now (UIDs).
     pub fn prepared(&self) -> Vec<String> {
         self.lock().claims.keys().cloned().collect()
+    }
+}
+
+/// Removes claim `uid`'s vGPUs that exist and its CDI spec.
+fn undo(sysfs: &Sysfs, cfg: &Config, uid: &str, c: &PreparedClaim) -> Result<()> {
+    for d in &c.devices {
+        if sysfs.exists(d.vgpu) {
+            sysfs.remove(d.vgpu)?;
+        }
+    }
+    match fs::remove_file(spec_path(cfg, uid)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::Io(spec_path(cfg, uid).display().to_string(), e))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -620,3 +620,31 @@ fn a_claim_for_several_pods_is_refused() {
     assert!(e.contains("reserved for 2 pods"), "{e}");
     assert!(n.vgpus().is_empty());
 }
+
+#[test]
+fn a_half_prepared_claim_with_a_busy_vgpu_is_kept_until_it_can_be_undone() {
+    let n = Node::new();
+    n.put_claim(
+        "c1",
+        UID,
+        &claim_json(&[("gpu", "gpu-0", Some("1Gi"), Some("10"))], None),
+    );
+    let (d, _) = n.driver();
+    let v = d.prepare(&cref("c1", UID)).unwrap()[0].vgpu;
+    drop(d);
+    let store = Store::new(n.p("plugin/checkpoint.json"));
+    let mut c = store.load().unwrap();
+    c.claims.get_mut(UID).unwrap().stage = Stage::Preparing;
+    store.save(&c).unwrap();
+    // A process still has the vGPU open: it cannot go yet.
+    sim::set_users(&n.p("sys"), v, 1).unwrap();
+    let (d, notes) = n.driver();
+    assert!(notes[0].contains("could not be removed"), "{notes:?}");
+    assert_eq!(d.prepared(), vec![UID.to_string()], "kept, not leaked");
+    assert!(d.prepare(&cref("c1", UID)).is_err(), "refused while busy");
+    assert_eq!(n.vgpus(), vec![v]);
+    // Once free, the retry undoes the old attempt and prepares afresh.
+    sim::set_users(&n.p("sys"), v, 0).unwrap();
+    let again = d.prepare(&cref("c1", UID)).unwrap();
+    assert_eq!(n.vgpus(), vec![again[0].vgpu]);
+}
