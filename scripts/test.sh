@@ -95,25 +95,24 @@ else
 fi
 rm -f "$log"
 
-step "host: packages"
-if out=$(scripts/test-packages.sh fast 2>&1); then :; fi
-echo "$out" | grep -E '^(FAIL|E:|W:|packages:)' || true
-if counts=$(echo "$out" | sed -n 's/^packages: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p') && [ -n "$counts" ]; then
-    read -r pp pf <<< "$counts"
-    pass "$pp"; [ "$pf" = 0 ] || fail "$pf" "packages"
-else
-    echo "$out" | tail -20; fail 1 "packages did not run"
-fi
+# A host step whose script ends with "WHAT: N passed, M failed": its
+# failures and summary shown, its counts in the totals.
+counted_step() {
+    local title=$1 what=$2; shift 2
+    step "$title"
+    local out counts p f
+    if out=$("$@" 2>&1); then :; fi
+    echo "$out" | grep -E "^(FAIL|E:|W:|$what:)" || true
+    if counts=$(echo "$out" | sed -n "s/^$what: \([0-9]*\) passed, \([0-9]*\) failed\$/\1 \2/p") && [ -n "$counts" ]; then
+        read -r p f <<< "$counts"
+        pass "$p"; [ "$f" = 0 ] || fail "$f" "$what"
+    else
+        echo "$out" | tail -20; fail 1 "$what did not run"
+    fi
+}
 
-step "host: Kubernetes manifests"
-if out=$(scripts/validate-manifests.sh 2>&1); then :; fi
-echo "$out" | grep -E '^(FAIL|manifests:)' || true
-if counts=$(echo "$out" | sed -n 's/^manifests: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p') && [ -n "$counts" ]; then
-    read -r mp mf <<< "$counts"
-    pass "$mp"; [ "$mf" = 0 ] || fail "$mf" "manifests"
-else
-    echo "$out" | tail -20; fail 1 "manifests did not validate"
-fi
+counted_step "host: packages" packages scripts/test-packages.sh fast
+counted_step "host: Kubernetes manifests" manifests scripts/validate-manifests.sh
 
 # One VM run: its step title, its log directory under build/, and
 # scripts/vm.sh's arguments; its counts go into the totals.

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::claim::Alloc;
 use crate::{Error, Result};
 
 /// The file's format version.
@@ -40,21 +41,9 @@ pub enum Stage {
 pub struct PreparedDevice {
     /// vGPU number.
     pub vgpu: u32,
-    /// The request it satisfies.
-    pub request: String,
-    /// Its pool.
-    pub pool: String,
-    /// Its device (`gpu-K`).
-    pub device: String,
-    /// K.
-    pub gpu: u32,
-    /// Memory ceiling in bytes.
-    pub memory: u64,
-    /// Compute share in percent.
-    pub cores: u32,
-    /// The allocation's share ID.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub share_id: Option<String>,
+    /// The device of the claim it serves, and its sizes.
+    #[serde(flatten)]
+    pub alloc: Alloc,
     /// Its CDI device ID.
     pub cdi_device: String,
 }

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::gpus::GpuFacts;
 use crate::quantity::parse_whole;
@@ -36,7 +36,8 @@ pub const PARAMETERS_API_VERSION: &str = "vgpu.dev/v1";
 pub const PARAMETERS_KIND: &str = "VgpuParameters";
 
 /// One device of the claim, as a vGPU to create.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Alloc {
     /// The request it satisfies (`request` or `request/subrequest`).
     pub request: String,
@@ -51,6 +52,7 @@ pub struct Alloc {
     /// The vGPU's compute share in percent.
     pub cores: u32,
     /// The allocation's share ID, if it shares the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_id: Option<String>,
 }
 

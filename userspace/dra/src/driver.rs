@@ -263,13 +263,7 @@ impl Driver {
             taken.push(id);
             devices.push(PreparedDevice {
                 vgpu: id,
-                request: a.request.clone(),
-                pool: a.pool.clone(),
-                device: a.device.clone(),
-                gpu: a.gpu,
-                memory: a.memory,
-                cores: a.cores,
-                share_id: a.share_id.clone(),
+                alloc: a.clone(),
                 cdi_device: format!("{}={}-{i}", self.kind(), c.uid),
             });
         }
@@ -347,9 +341,9 @@ impl Driver {
         let s = &self.sysfs;
         for d in devices {
             s.create(d.vgpu)?;
-            s.write_attr(d.vgpu, "gpu", &d.gpu.to_string())?;
-            s.write_attr(d.vgpu, "memory_limit", &d.memory.to_string())?;
-            s.write_attr(d.vgpu, "compute_share", &d.cores.to_string())?;
+            s.write_attr(d.vgpu, "gpu", &d.alloc.gpu.to_string())?;
+            s.write_attr(d.vgpu, "memory_limit", &d.alloc.memory.to_string())?;
+            s.write_attr(d.vgpu, "compute_share", &d.alloc.cores.to_string())?;
         }
         let infos: Vec<VgpuInfo> = devices
             .iter()

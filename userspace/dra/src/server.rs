@@ -39,12 +39,7 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 /// A claim reference from the kubelet, checked: UIDs and names become
 /// file names, CDI device names and hook arguments.
 fn claim_ref(namespace: &str, name: &str, uid: &str) -> Result<ClaimRef, String> {
-    let uid_ok = !uid.is_empty()
-        && uid.len() <= 64
-        && uid
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !uid_ok {
+    if !vgpuctl::hook::valid_uid(uid) {
         return Err(format!("claim UID {uid:?} is not a Kubernetes UID"));
     }
     if namespace.is_empty() || name.is_empty() {
@@ -97,11 +92,11 @@ impl DraPlugin for DraService {
                             devices: devs
                                 .into_iter()
                                 .map(|d| Device {
-                                    request_names: vec![d.request],
-                                    pool_name: d.pool,
-                                    device_name: d.device,
+                                    request_names: vec![d.alloc.request],
+                                    pool_name: d.alloc.pool,
+                                    device_name: d.alloc.device,
                                     cdi_device_ids: vec![d.cdi_device],
-                                    share_id: d.share_id,
+                                    share_id: d.alloc.share_id,
                                 })
                                 .collect(),
                             error: String::new(),

@@ -339,6 +339,14 @@ impl Node {
         fs::write(d.join(format!("{name}.json")), v.to_string()).unwrap();
     }
 
+    /// Rewinds claim `uid` in the checkpoint to half-prepared.
+    fn mark_preparing(&self, uid: &str) {
+        let store = Store::new(self.p("plugin/checkpoint.json"));
+        let mut c = store.load().unwrap();
+        c.claims.get_mut(uid).unwrap().stage = Stage::Preparing;
+        store.save(&c).unwrap();
+    }
+
     fn vgpus(&self) -> Vec<u32> {
         self.sysfs().ids().unwrap()
     }
@@ -522,10 +530,7 @@ fn a_half_prepared_claim_is_undone_at_restart() {
     let devs = d.prepare(&cref("c1", UID)).unwrap();
     drop(d);
     // As if the plugin died between writing the record and finishing.
-    let store = Store::new(n.p("plugin/checkpoint.json"));
-    let mut c = store.load().unwrap();
-    c.claims.get_mut(UID).unwrap().stage = Stage::Preparing;
-    store.save(&c).unwrap();
+    n.mark_preparing(UID);
     let (d, notes) = n.driver();
     assert_eq!(notes.len(), 1);
     assert!(notes[0].contains("half-prepared"), "{notes:?}");
@@ -632,10 +637,7 @@ fn a_half_prepared_claim_with_a_busy_vgpu_is_kept_until_it_can_be_undone() {
     let (d, _) = n.driver();
     let v = d.prepare(&cref("c1", UID)).unwrap()[0].vgpu;
     drop(d);
-    let store = Store::new(n.p("plugin/checkpoint.json"));
-    let mut c = store.load().unwrap();
-    c.claims.get_mut(UID).unwrap().stage = Stage::Preparing;
-    store.save(&c).unwrap();
+    n.mark_preparing(UID);
     // A process still has the vGPU open: it cannot go yet.
     sim::set_users(&n.p("sys"), v, 1).unwrap();
     let (d, notes) = n.driver();

@@ -400,6 +400,17 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
+/// Whether `uid` is a Kubernetes object UID as the API server makes them
+/// (RFC 4122 text: lower-case hex digits and dashes); anything else is
+/// refused before it names a cgroup, a file or a CDI device.
+pub fn valid_uid(uid: &str) -> bool {
+    !uid.is_empty()
+        && uid.len() <= 64
+        && uid
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 /// The cgroup of pod `uid` that a container's cgroup `cg` lies in: the
 /// nearest ancestor-or-self whose last component names the pod the way the
 /// kubelet names pod cgroups: `pod<UID>` with the cgroupfs driver,
@@ -407,12 +418,7 @@ fn short(id: &str) -> &str {
 /// (kubelet `pkg/kubelet/cm/pod_container_manager_linux.go` and
 /// `cgroup_manager_linux.go`, Kubernetes 1.36).
 pub fn pod_cgroup(cg: &str, uid: &str) -> Result<String> {
-    let ok = !uid.is_empty()
-        && uid.len() <= 64
-        && uid
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !ok {
+    if !valid_uid(uid) {
         return Err(Error::BadValue(format!("{uid:?} is not a pod UID")));
     }
     let plain = format!("pod{uid}");
