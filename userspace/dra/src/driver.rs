@@ -152,15 +152,19 @@ impl Driver {
     }
 
     /// Publishes the node's ResourceSlice: created if missing, replaced
-    /// (generation + 1) if its devices differ, else left alone.
+    /// (generation + 1) if its devices differ, else left alone. Each GPU's
+    /// compute policy is read afresh (an administrator may change it at
+    /// any time; the profiles' DeviceClasses select by it).
     pub fn publish(&self, driver_version: Option<&str>) -> Result<String> {
-        let mut want = resource_slice(
-            &self.cfg.driver,
-            &self.cfg.node,
-            &self.gpus,
-            driver_version,
-            0,
-        );
+        let mut gpus = self.gpus.clone();
+        for g in &mut gpus {
+            g.compute_policy = self
+                .sysfs
+                .read_gpu_attr(g.index, "compute_policy")?
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty());
+        }
+        let mut want = resource_slice(&self.cfg.driver, &self.cfg.node, &gpus, driver_version, 0);
         let name = want.metadata.name.clone().unwrap_or_default();
         let have = self.api.slice(&name)?;
         if let Some(h) = &have {

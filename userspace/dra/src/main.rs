@@ -19,6 +19,9 @@ use vgpu_dra::kube::{DirApi, HttpApi, KubeApi};
 use vgpu_dra::server::{DraService, Log, RegistrationService};
 use vgpu_dra::DEFAULT_PLUGINS_DIR;
 
+/// How often the plugin checks whether its ResourceSlice is still true.
+const REPUBLISH: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn log(msg: &str) {
     eprintln!("vgpu-dra-plugin: {msg}");
 }
@@ -118,6 +121,32 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 logf.clone(),
             ))
             .serve_with_incoming_shutdown(UnixListenerStream::new(reg_listener), stopped(stop_rx));
+        // Republish when the slice would change (a GPU's compute policy).
+        let republish = {
+            let driver = driver.clone();
+            let sysfs = vgpuctl::sysfs::Sysfs::new(&a.sysfs);
+            async move {
+                let mut tick = tokio::time::interval(REPUBLISH);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let d = driver.clone();
+                    let s = sysfs.clone();
+                    let r = tokio::task::spawn_blocking(move || {
+                        let v = vgpu_dra::gpus::driver_version(&s)?;
+                        d.publish(v.as_deref())
+                    })
+                    .await;
+                    match r {
+                        Ok(Ok(m)) if m.ends_with("up to date") => {}
+                        Ok(Ok(m)) => log(&m),
+                        Ok(Err(e)) => log(&format!("republishing: {e}")),
+                        Err(e) => log(&format!("republishing: {e}")),
+                    }
+                }
+            }
+        };
+        tokio::spawn(republish);
         log(&format!(
             "serving {} at {} (registration {})",
             a.driver_name,

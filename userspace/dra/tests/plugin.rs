@@ -586,6 +586,23 @@ fn the_slice_is_published_once_and_replaced_when_it_changes() {
     assert!(d.publish(Some("580.95.05")).unwrap().contains("replaced"));
     let s = api.slice("node-a-vgpu-dev").unwrap().unwrap();
     assert_eq!(s.spec.pool.generation, 1);
+    // The administrator changes GPU 1's policy (the simulated module's
+    // default is fixed): the slice follows.
+    n.sysfs()
+        .write_gpu_attr(1, "compute_policy", "work-conserving")
+        .unwrap();
+    let m = d.publish(Some("580.95.05")).unwrap();
+    assert!(m.contains("replaced"), "{m}");
+    let s = api.slice("node-a-vgpu-dev").unwrap().unwrap();
+    assert_eq!(s.spec.pool.generation, 2);
+    let devs = s.spec.devices.unwrap();
+    let policy = |k: usize| {
+        devs[k].attributes.as_ref().unwrap()["computePolicy"]
+            .string
+            .clone()
+    };
+    assert_eq!(policy(1).as_deref(), Some("work-conserving"));
+    assert_eq!(policy(0).as_deref(), Some("fixed"));
 }
 
 #[test]
