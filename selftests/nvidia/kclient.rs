@@ -26,7 +26,7 @@ use kernel::prelude::*;
 
 use crate::nv::{
     abi::{self, status::*, Wire},
-    rmops::{op, Alloc, AllocBlock, GpuInfo, OpsCmd, PciLocation, RmOpsTable, CMD_SIZE},
+    rmops::{op, Alloc, AllocBlock, GpuInfo, OpsCmd, RmOpsTable, CMD_SIZE},
 };
 use crate::rm::{gpu_id_of, status_of, Space};
 use crate::{driver, release_cstr};
@@ -88,12 +88,7 @@ unsafe extern "C" fn enumerate_gpus(out: *mut GpuInfo) -> u32 {
     for i in 0..n {
         let info = GpuInfo {
             gpu_id: gpu_id_of(i as u32),
-            pci_info: PciLocation {
-                domain: 0,
-                bus: (i + 1) as u8,
-                slot: 0,
-                function: 0,
-            },
+            pci_info: crate::procfs::pci_location(i as u32),
             ..GpuInfo::EMPTY
         };
         // SAFETY: the caller passes an array of NV_MAX_GPUS (32) entries, and

@@ -32,9 +32,10 @@ const _: () = assert!(crate::MAX_GPUS <= 8);
 const MODEL: &CStr = c"vgpu driver double GPU";
 
 /// The PCI location of fake GPU `gpu`: domain 0, bus `gpu + 1`, slot 0,
-/// function 0, the location CARD_INFO (`rm.rs`) and `enumerate_gpus`
-/// (`kclient.rs`) report for it.
-fn pci_location(gpu: u32) -> PciLocation {
+/// function 0, the one location every interface of the double reports for
+/// it (CARD_INFO in `rm.rs`, `enumerate_gpus` in `kclient.rs`, the procfs
+/// directory here).
+pub(crate) fn pci_location(gpu: u32) -> PciLocation {
     PciLocation {
         domain: 0,
         bus: (gpu + 1) as u8,

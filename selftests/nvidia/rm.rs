@@ -619,8 +619,10 @@ impl Driver {
                 minor_number: i as u32,
                 ..Default::default()
             };
-            ci.pci_info.domain = 0;
-            ci.pci_info.bus = (i + 1) as u8;
+            let at = crate::procfs::pci_location(i as u32);
+            ci.pci_info.domain = at.domain;
+            ci.pci_info.bus = at.bus;
+            ci.pci_info.slot = at.slot;
             ci.pci_info.vendor_id = 0x10de;
             ci.pci_info.device_id = PCI_DEVICE_ID;
             let off = i * abi::CardInfo::SIZE;
