@@ -23,10 +23,7 @@ find "$VGPU_TOP/build/mod-$variant" -name '*.ko' -exec cp {} "$root/lib/modules/
 touch "$root/lib/modules/$krel/modules.order" "$root/lib/modules/$krel/modules.builtin"
 
 # Test programs: static, so the initramfs needs no libc.
-(cd "$VGPU_TOP/userspace" &&
- CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
- cargo build -q --release --target x86_64-unknown-linux-gnu --target-dir "$VGPU_TOP/build/guest-target" \
-     -p vgpu-selftest -p vgpuctl -p vgpu-dra)
+"$VGPU_TOP/scripts/build-userspace.sh"
 for b in vgpu-selftest vgpuctl vgpu-dra-plugin vgpu-dra-testkubelet; do
     cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/$b" "$root/bin/"
 done

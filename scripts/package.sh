@@ -142,24 +142,25 @@ build_deb "$root" "$out/vgpu-dkms_${debver}_all.deb"
 root="$work/vgpuctl"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/usr/share/man/man1" \
     "$root/lib/udev/rules.d" "$root/etc/modprobe.d" "$root/lib/systemd/system"
-(cd userspace && cargo build -q --release -p vgpuctl -p vgpu-dra --bin vgpuctl --bin vgpu-dra-plugin \
-     --target-dir "$VGPU_TOP/build/pkg-target" &&
- cargo run -q --release -p vgpuctl --example mangen --target-dir "$VGPU_TOP/build/pkg-target" -- "$work/man" &&
- cargo run -q --release -p vgpu-dra --example mangen --target-dir "$VGPU_TOP/build/pkg-target" -- "$work/man")
+# The binaries the test VM runs too: static (scripts/build-userspace.sh).
+scripts/build-userspace.sh
+rel="$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release"
+"$rel/examples/mangen" "$work/man"
+"$rel/examples/dra-mangen" "$work/man"
 for b in vgpuctl vgpu-dra-plugin; do
-    install -m0755 -s "$VGPU_TOP/build/pkg-target/release/$b" "$root/usr/bin/$b"
+    install -m0755 -s "$rel/$b" "$root/usr/bin/$b"
 done
+# Static on purpose: one build serves the packages and the test VM, and an
+# OCI hook runs in whatever library setup the runtime's host has.
+install -d "$root/usr/share/lintian/overrides"
+printf 'vgpuctl: statically-linked-binary [usr/bin/vgpuctl]\nvgpuctl: statically-linked-binary [usr/bin/vgpu-dra-plugin]\n' \
+    > "$root/usr/share/lintian/overrides/vgpuctl"
 for m in "$work"/man/*.1; do gzip -9n < "$m" > "$root/usr/share/man/man1/$(basename "$m").gz"; done
 install -m0644 deploy/udev/70-vgpu.rules "$root/lib/udev/rules.d/"
 install -m0644 deploy/modprobe.d/vgpu.conf "$root/etc/modprobe.d/"
 install -m0644 deploy/systemd/vgpu-exporter.service "$root/lib/systemd/system/"
 echo /etc/modprobe.d/vgpu.conf > "$root/DEBIAN/conffiles"
 docs vgpuctl "$root"
-# The shared libraries vgpuctl needs, as dpkg-shlibdeps finds them.
-mkdir -p "$work/shlibs/debian"
-printf 'Source: vgpu\n\nPackage: vgpuctl\nArchitecture: amd64\n' > "$work/shlibs/debian/control"
-depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/bin/vgpuctl" "$root/usr/bin/vgpu-dra-plugin" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
-[ -n "$depends" ] || { echo "package: dpkg-shlibdeps found no dependencies for vgpuctl" >&2; exit 1; }
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 cat > "$root/DEBIAN/control" <<EOF
 Package: vgpuctl
@@ -167,7 +168,6 @@ Version: $debver
 Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: $size
-Depends: $depends
 Recommends: vgpu-dkms (= $debver)
 Section: admin
 Priority: optional

@@ -3,7 +3,8 @@
 //! Writes `vgpu-dra-plugin.1`, generated from the plugin's command line
 //! (`cli::Args`).
 //!
-//! `cargo run -p vgpu-dra --example mangen -- OUTDIR` (scripts/package.sh).
+//! `dra-mangen OUTDIR` (built by scripts/build-userspace.sh, run by
+//! scripts/package.sh).
 
 use std::path::PathBuf;
 
