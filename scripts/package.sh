@@ -153,8 +153,10 @@ done
 # Static on purpose: one build serves the packages and the test VM, and an
 # OCI hook runs in whatever library setup the runtime's host has.
 install -d "$root/usr/share/lintian/overrides"
-printf 'vgpuctl: statically-linked-binary [usr/bin/vgpuctl]\nvgpuctl: statically-linked-binary [usr/bin/vgpu-dra-plugin]\n' \
-    > "$root/usr/share/lintian/overrides/vgpuctl"
+# (Static PIE binaries are ET_DYN, which lintian takes for libraries.)
+for b in vgpuctl vgpu-dra-plugin; do
+    printf 'vgpuctl: %s [usr/bin/%s]\n' statically-linked-binary "$b" shared-library-lacks-prerequisites "$b"
+done > "$root/usr/share/lintian/overrides/vgpuctl"
 for m in "$work"/man/*.1; do gzip -9n < "$m" > "$root/usr/share/man/man1/$(basename "$m").gz"; done
 install -m0644 deploy/udev/70-vgpu.rules "$root/lib/udev/rules.d/"
 install -m0644 deploy/modprobe.d/vgpu.conf "$root/etc/modprobe.d/"
