@@ -72,22 +72,24 @@ impl ProcFiles {
         let uuid =
             CStr::from_bytes_with_nul(text.get(..=len).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
         let at = pci_location(gpu);
+        let (model, uuid) = (MODEL.as_char_ptr(), uuid.as_char_ptr());
         // SAFETY: `&mut self` means `nv_double_procfs_init` succeeded and
         // `nv_double_procfs_exit` has not run, and no other call into
         // procfs.c runs at the same time (the one instance is borrowed
-        // exclusively). `MODEL` and `uuid` are valid NUL-terminated strings
-        // for the call, which copies them into its own storage.
-        to_result(unsafe {
+        // exclusively). `model` and `uuid` point to NUL-terminated strings
+        // that outlive the call, which copies them into its own storage.
+        let r = unsafe {
             nv_double_procfs_add_gpu(
                 gpu,
                 at.domain,
                 at.bus.into(),
                 at.slot.into(),
                 at.function.into(),
-                MODEL.as_char_ptr(),
-                uuid.as_char_ptr(),
+                model,
+                uuid,
             )
-        })
+        };
+        to_result(r)
     }
 }
 

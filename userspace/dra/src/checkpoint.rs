@@ -9,12 +9,11 @@
 //! [`Stage::Prepared`] once they and the CDI spec exist. A plugin that
 //! finds a claim still preparing at start died half-way: it removes the
 //! vGPUs that claim took and forgets it, so the kubelet's retry prepares
-//! it afresh. Every write replaces the file atomically (a new file, synced,
-//! renamed over the old, the directory synced).
+//! it afresh. Every write replaces the file atomically
+//! ([`vgpuctl::write_atomic`]).
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -71,21 +70,6 @@ pub struct Checkpoint {
     pub claims: BTreeMap<String, PreparedClaim>,
 }
 
-/// Replaces `path` with `data` atomically.
-pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let io = |e| Error::Io(path.display().to_string(), e);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
-    ));
-    let mut f = fs::File::create(&tmp).map_err(io)?;
-    f.write_all(data).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    fs::rename(&tmp, path).map_err(io)?;
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)
-}
-
 /// The checkpoint file.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -135,11 +119,8 @@ impl Store {
 
     /// Writes `c`.
     pub fn save(&self, c: &Checkpoint) -> Result<()> {
-        if let Some(d) = self.path.parent() {
-            fs::create_dir_all(d).map_err(|e| Error::Io(d.display().to_string(), e))?;
-        }
         let data = serde_json::to_vec_pretty(c).map_err(|e| Error::Other(e.to_string()))?;
-        write_atomic(&self.path, &data)
+        Ok(vgpuctl::write_atomic(&self.path, &data)?)
     }
 }
 

@@ -380,18 +380,13 @@ impl Driver {
         if spec.devices.len() != devices.len() {
             return Err(Error::Other("a new vGPU has no GPU".into()));
         }
-        fs::create_dir_all(&self.cfg.cdi_dir)
-            .map_err(|e| Error::Io(self.cfg.cdi_dir.display().to_string(), e))?;
-        if let Some(d) = self.cfg.params_file.parent() {
-            fs::create_dir_all(d).map_err(|e| Error::Io(d.display().to_string(), e))?;
-        }
         let host = cdi::read_host_params(&self.cfg.host_params);
-        crate::checkpoint::write_atomic(
+        vgpuctl::write_atomic(
             &self.cfg.params_file,
             cdi::params_text(host.as_deref()).as_bytes(),
         )?;
         let text = serde_json::to_vec_pretty(&spec).map_err(|e| Error::Other(e.to_string()))?;
-        crate::checkpoint::write_atomic(&spec_path(&self.cfg, &c.uid), &text)
+        Ok(vgpuctl::write_atomic(&spec_path(&self.cfg, &c.uid), &text)?)
     }
 
     /// Unprepares `c`.

@@ -102,10 +102,12 @@ impl KubeApi for DirApi {
     fn put_slice(&self, slice: &ResourceSlice, _exists: bool) -> Result<()> {
         let name = slice.metadata.name.as_deref().unwrap_or("");
         check_name("slice", name)?;
-        let dir = self.root.join("resourceslices");
-        fs::create_dir_all(&dir).map_err(|e| Error::Io(dir.display().to_string(), e))?;
         let body = serde_json::to_vec_pretty(slice).map_err(|e| Error::Api(e.to_string()))?;
-        crate::checkpoint::write_atomic(&dir.join(format!("{name}.json")), &body)
+        let path = self
+            .root
+            .join("resourceslices")
+            .join(format!("{name}.json"));
+        Ok(vgpuctl::write_atomic(&path, &body)?)
     }
 
     fn node_uid(&self, name: &str) -> Result<Option<String>> {

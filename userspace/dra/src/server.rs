@@ -24,8 +24,9 @@ use tonic::{Request, Response, Status};
 use crate::driver::{ClaimRef, Driver};
 use crate::proto::dra::dra_plugin_server::{DraPlugin, DraPluginServer};
 use crate::proto::dra::{
-    Device, NodePrepareResourceResponse, NodePrepareResourcesRequest, NodePrepareResourcesResponse,
-    NodeUnprepareResourceResponse, NodeUnprepareResourcesRequest, NodeUnprepareResourcesResponse,
+    Claim, Device, NodePrepareResourceResponse, NodePrepareResourcesRequest,
+    NodePrepareResourcesResponse, NodeUnprepareResourceResponse, NodeUnprepareResourcesRequest,
+    NodeUnprepareResourcesResponse,
 };
 use crate::proto::registration::registration_server::{Registration, RegistrationServer};
 use crate::proto::registration::{
@@ -65,60 +66,88 @@ impl DraService {
     }
 }
 
+impl DraService {
+    /// Runs `call` (`what`: its name in the log) on each claim of a
+    /// request, off the async runtime (the driver blocks on sysfs and the
+    /// API); each claim's outcome is logged, `done` saying what a success
+    /// did and `refused` what a failure is called. Returns (claim UID,
+    /// outcome) in the request's order.
+    async fn each_claim<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        claims: Vec<Claim>,
+        call: fn(&Driver, &ClaimRef) -> crate::Result<T>,
+        done: fn(&T) -> String,
+        refused: &'static str,
+    ) -> Result<Vec<(String, Result<T, String>)>, Status> {
+        let driver = self.driver.clone();
+        let log = self.log.clone();
+        tokio::task::spawn_blocking(move || {
+            claims
+                .into_iter()
+                .map(|c| {
+                    let r = claim_ref(&c.namespace, &c.name, &c.uid)
+                        .and_then(|r| call(&driver, &r).map_err(|e| e.to_string()));
+                    let said = match &r {
+                        Ok(v) => done(v),
+                        Err(e) => format!("{refused}: {e}"),
+                    };
+                    log(&format!(
+                        "{what} {}/{} ({}): {said}",
+                        c.namespace, c.name, c.uid
+                    ));
+                    (c.uid, r)
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| Status::internal(format!("{what}: {e}")))
+    }
+}
+
 #[tonic::async_trait]
 impl DraPlugin for DraService {
     async fn node_prepare_resources(
         &self,
         req: Request<NodePrepareResourcesRequest>,
     ) -> Result<Response<NodePrepareResourcesResponse>, Status> {
-        let claims = req.into_inner().claims;
-        let driver = self.driver.clone();
-        let log = self.log.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            let mut out = NodePrepareResourcesResponse::default();
-            for c in claims {
-                let r = claim_ref(&c.namespace, &c.name, &c.uid)
-                    .and_then(|r| driver.prepare(&r).map_err(|e| e.to_string()));
-                let answer = match r {
-                    Ok(devs) => {
-                        log(&format!(
-                            "prepare {}/{} ({}): vGPUs {:?}",
-                            c.namespace,
-                            c.name,
-                            c.uid,
-                            devs.iter().map(|d| d.vgpu).collect::<Vec<_>>()
-                        ));
-                        NodePrepareResourceResponse {
-                            devices: devs
-                                .into_iter()
-                                .map(|d| Device {
-                                    request_names: vec![d.alloc.request],
-                                    pool_name: d.alloc.pool,
-                                    device_name: d.alloc.device,
-                                    cdi_device_ids: vec![d.cdi_device],
-                                    share_id: d.alloc.share_id,
-                                })
-                                .collect(),
-                            error: String::new(),
-                        }
-                    }
-                    Err(e) => {
-                        log(&format!(
-                            "prepare {}/{} ({}): refused: {e}",
-                            c.namespace, c.name, c.uid
-                        ));
-                        NodePrepareResourceResponse {
-                            devices: Vec::new(),
-                            error: e,
-                        }
-                    }
-                };
-                out.claims.insert(c.uid, answer);
-            }
-            out
-        })
-        .await
-        .map_err(|e| Status::internal(format!("prepare: {e}")))?;
+        let outcomes = self
+            .each_claim(
+                "prepare",
+                req.into_inner().claims,
+                Driver::prepare,
+                |devs| {
+                    format!(
+                        "vGPUs {:?}",
+                        devs.iter().map(|d| d.vgpu).collect::<Vec<_>>()
+                    )
+                },
+                "refused",
+            )
+            .await?;
+        let mut out = NodePrepareResourcesResponse::default();
+        for (uid, r) in outcomes {
+            let answer = match r {
+                Ok(devs) => NodePrepareResourceResponse {
+                    devices: devs
+                        .into_iter()
+                        .map(|d| Device {
+                            request_names: vec![d.alloc.request],
+                            pool_name: d.alloc.pool,
+                            device_name: d.alloc.device,
+                            cdi_device_ids: vec![d.cdi_device],
+                            share_id: d.alloc.share_id,
+                        })
+                        .collect(),
+                    error: String::new(),
+                },
+                Err(error) => NodePrepareResourceResponse {
+                    devices: Vec::new(),
+                    error,
+                },
+            };
+            out.claims.insert(uid, answer);
+        }
         Ok(Response::new(out))
     }
 
@@ -126,37 +155,21 @@ impl DraPlugin for DraService {
         &self,
         req: Request<NodeUnprepareResourcesRequest>,
     ) -> Result<Response<NodeUnprepareResourcesResponse>, Status> {
-        let claims = req.into_inner().claims;
-        let driver = self.driver.clone();
-        let log = self.log.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            let mut out = NodeUnprepareResourcesResponse::default();
-            for c in claims {
-                let r = claim_ref(&c.namespace, &c.name, &c.uid)
-                    .and_then(|r| driver.unprepare(&r).map_err(|e| e.to_string()));
-                let error = match r {
-                    Ok(()) => {
-                        log(&format!(
-                            "unprepare {}/{} ({}): done",
-                            c.namespace, c.name, c.uid
-                        ));
-                        String::new()
-                    }
-                    Err(e) => {
-                        log(&format!(
-                            "unprepare {}/{} ({}): failed: {e}",
-                            c.namespace, c.name, c.uid
-                        ));
-                        e
-                    }
-                };
-                out.claims
-                    .insert(c.uid, NodeUnprepareResourceResponse { error });
-            }
-            out
-        })
-        .await
-        .map_err(|e| Status::internal(format!("unprepare: {e}")))?;
+        let outcomes = self
+            .each_claim(
+                "unprepare",
+                req.into_inner().claims,
+                Driver::unprepare,
+                |()| "done".to_string(),
+                "failed",
+            )
+            .await?;
+        let mut out = NodeUnprepareResourcesResponse::default();
+        for (uid, r) in outcomes {
+            let error = r.err().unwrap_or_default();
+            out.claims
+                .insert(uid, NodeUnprepareResourceResponse { error });
+        }
         Ok(Response::new(out))
     }
 }

@@ -2,8 +2,7 @@
 
 //! The subcommands: each returns what to print, for people and as JSON.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -714,22 +713,6 @@ fn status(cli: &Cli, s: &Sysfs) -> Result<Output> {
     })
 }
 
-/// Writes `text` to `path` through a temporary file and a rename, so readers
-/// (a runtime watching /etc/cdi) never see half a file.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(io)?;
-    }
-    let mut tmp = PathBuf::from(path);
-    tmp.as_mut_os_string().push(".tmp");
-    fs::write(&tmp, text).map_err(io)?;
-    fs::rename(&tmp, path).map_err(io)
-}
-
 /// `vgpuctl cdi`.
 fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
     if !cdi::valid_kind(&a.kind) {
@@ -783,7 +766,7 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         ));
     }
     let params = cdi::params_text(cdi::read_host_params(&a.host_params).as_deref());
-    write_atomic(&a.params_file, &params)?;
+    crate::write_atomic(&a.params_file, params.as_bytes())?;
     let text = serde_json::to_string_pretty(&spec)
         .map_err(|e| Error::Unexpected(format!("JSON: {e}")))?
         + "\n";
@@ -794,7 +777,7 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         .collect();
     match &a.output {
         Some(path) => {
-            write_atomic(path, &text)?;
+            crate::write_atomic(path, text.as_bytes())?;
             Ok(Output {
                 human: format!(
                     "wrote {} ({} devices: {}) and {}\n",

@@ -45,3 +45,30 @@ pub fn open_sysfs(root: &Path, simulate: bool) -> Result<sysfs::Sysfs> {
     }
     Ok(sysfs::Sysfs::simulated(root))
 }
+
+/// Replaces `path` with `data` atomically and durably: a temporary file
+/// beside it, synced, renamed over it, the directory synced; missing
+/// parent directories are made. Readers (a runtime watching a CDI
+/// directory, a restarted DRA plugin) see the old file or the new one,
+/// never half of one.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut tmp = path.to_path_buf();
+    tmp.as_mut_os_string().push(".tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(data).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)
+}
