@@ -7,6 +7,7 @@
 #                                          build against a node's kernel
 #   make install                           modules_install + depmod
 #   make test                              every test (host, KUnit, VM)
+#   make fuzz [FUZZ=calls=N,kills=N,...]   the reliability campaign (debug kernel)
 #   make demo                              the VM demo
 #   make vm                                boot the test VM to a shell
 #   make check                             rustfmt + clippy + warnings as errors
@@ -37,7 +38,7 @@ ifeq ($(CLIPPY),1)
 KBUILD_OPTS += CLIPPY=1
 endif
 
-.PHONY: all modules install modules_install clean check test test-all-branches bench demo vm kernel
+.PHONY: all modules install modules_install clean check test test-all-branches bench fuzz demo vm kernel
 
 all: modules
 
@@ -72,6 +73,12 @@ test-all-branches:
 
 bench:
 	scripts/bench.sh
+
+# The fuzzer, kill storms, fault injection and load cycles on the debug
+# kernel, with a budget (default: 10^6 calls, 10^4 kill cycles); prints the
+# figures and the reports found.
+fuzz:
+	scripts/fuzz.sh $(FUZZ)
 
 demo:
 	scripts/demo.sh

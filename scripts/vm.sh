@@ -2,7 +2,7 @@
 # Boot the vgpu test VM under QEMU (software emulation).
 #
 #   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount]
-#                 [--release RELEASE] [SUITE...]
+#                 [--release RELEASE] [--fuzz SPEC] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
 # selftests, and check the run: TAP results, KUnit results from the kernel
@@ -18,12 +18,14 @@
 # double claim that NVIDIA release (`vgpu_release=` on the kernel command
 # line: the test program writes the double's option to /etc/modprobe.d;
 # logs in build/vm-<variant>-<release>/): vgpu then runs with its tables
-# for it, or refuses to load. After `--`, `-SUITE` leaves a suite out
+# for it, or refuses to load. --fuzz passes the fuzz suite its budget
+# (`vgpu_fuzz=SPEC` on the kernel command line, for example
+# calls=1000000,kills=10000,cycles=100,seed=42). After `--`, `-SUITE` leaves a suite out
 # (`scripts/vm.sh --variant debug -- -containers`).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-variant=fast mode=test timeout="" icount="" release=""
+variant=fast mode=test timeout="" icount="" release="" fuzz=""
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --icount) icount=1; shift ;;
     --release) release=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --fuzz) fuzz=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     --) shift; suites+=("$@"); break ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
@@ -59,6 +62,10 @@ if [ -n "$release" ]; then
     *) echo "vm: the double cannot claim release $release" >&2; exit 2 ;;
     esac
     append="$append vgpu_release=$release"
+fi
+if [ -n "$fuzz" ]; then
+    case "$fuzz" in *[!a-z0-9=,]*) echo "vm: bad --fuzz spec $fuzz" >&2; exit 2 ;; esac
+    append="$append vgpu_fuzz=$fuzz"
 fi
 mem=1G; [ "$variant" = debug ] && mem=2G
 # --icount: one CPU whose clock advances one nanosecond per guest

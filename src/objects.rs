@@ -88,6 +88,7 @@ pub(crate) fn share(slot: &mut Option<Held>) -> Result<Option<Arc<Charge>>> {
         Some(Held::Own(_)) => {
             // Allocated before the charge moves, so a failure leaves it held
             // where it was.
+            crate::kapi::inject::record()?;
             let uninit = UniqueArc::<Charge>::new_uninit(GFP_KERNEL)?;
             let Some(Held::Own(c)) = slot.take() else {
                 return Ok(None);
@@ -151,6 +152,12 @@ pub(crate) struct Client {
     /// about 700 guest instructions an alloc-and-free pair, half again what
     /// the rest of vgpu's accounting costs.
     spare: KVec<RBTreeNodeReservation<u32, Obj>>,
+    /// How many objects `objs` holds.
+    count: usize,
+    /// Room for the walk of a free (empty between walks): capacity for
+    /// every object and one more, kept by [`Objects::add_obj`], so that
+    /// forgetting a tree never allocates and never stops half-way.
+    walk: KVec<u32>,
 }
 
 /// How many nodes of forgotten objects a client keeps for reuse.
@@ -163,6 +170,8 @@ impl Client {
             objs: RBTree::new(),
             children: RBTree::new(),
             spare: KVec::with_capacity(SPARE_NODES, GFP_KERNEL)?,
+            count: 0,
+            walk: KVec::new(),
         })
     }
 
@@ -175,6 +184,7 @@ impl Client {
         // Dropping the object drops its charge reference, its schedule entry
         // and its watch; its node is kept if there is room.
         if let Some(node) = self.objs.remove_node(&handle) {
+            self.count -= 1;
             let _ = self.spare.push_within_capacity(node.into_reservation());
         }
         self.one_child_fewer(parent);
@@ -200,6 +210,7 @@ pub(crate) struct Objects {
 impl Objects {
     /// Records a verified client.
     pub(crate) fn add_client(&mut self, handle: u32) -> Result {
+        crate::kapi::inject::record()?;
         self.clients.push(Client::new(handle)?, GFP_KERNEL)?;
         Ok(())
     }
@@ -237,6 +248,10 @@ impl Objects {
     /// under the same handle before is forgotten.
     pub(crate) fn add_obj(&mut self, client: u32, obj: Obj) -> Result {
         let c = self.client_mut(client).ok_or(EINVAL)?;
+        crate::kapi::inject::record()?;
+        // Room for a walk over every object, this one included (see
+        // `freed`).
+        c.walk.reserve(c.count + 2, GFP_KERNEL)?;
         let (handle, parent) = (obj.handle, obj.parent);
         let node = match c.spare.pop() {
             Some(r) => r,
@@ -250,11 +265,14 @@ impl Objects {
                 c.children.insert(RBTreeNode::new(parent, 1, GFP_KERNEL)?);
             }
         }
-        if let Some(old) = c.objs.insert(node) {
-            // Recorded under this handle before: one child fewer for the
-            // old object's parent.
-            let (_, old) = old.to_key_value();
-            c.one_child_fewer(old.parent);
+        match c.objs.insert(node) {
+            Some(old) => {
+                // Recorded under this handle before: one child fewer for
+                // the old object's parent.
+                let (_, old) = old.to_key_value();
+                c.one_child_fewer(old.parent);
+            }
+            None => c.count += 1,
         }
         Ok(())
     }
@@ -278,36 +296,34 @@ impl Objects {
             c.forget(handle);
             return;
         }
-        // Forget the tree under `handle` level by level (device, its
-        // children, channels in TSGs). Only handles that are parents need
-        // looking for in the next pass, and they are few (devices,
-        // subdevices, TSGs), so a pass is one walk of the objects against a
-        // short list; leaves are forgotten as they are found.
-        let mut parents: KVec<u32> = KVec::new();
-        if parents.push(handle, GFP_KERNEL).is_err() {
-            return;
-        }
-        while !parents.is_empty() {
-            let mut found: KVec<u32> = KVec::new();
+        // Forget the tree under `handle`, breadth first, in the client's
+        // walk buffer, which has room for every object (`add_obj` keeps
+        // it so): no allocation here, so a freed tree is never left half
+        // recorded (charges and schedule entries of objects the driver
+        // freed; found by the fuzz suite's fault injection). Only handles
+        // that are parents are searched for children, and they are few
+        // (devices, subdevices, TSGs); a push past the room (only a cycle
+        // of parents could ask for one) is dropped, which bounds the walk.
+        let mut walk = core::mem::take(&mut c.walk);
+        walk.clear();
+        let _ = walk.push_within_capacity(handle);
+        let mut head = 0;
+        while let Some(&p) = walk.get(head) {
+            head += 1;
+            if c.children.get(&p).is_none() {
+                continue;
+            }
             for (h, o) in c.objs.iter() {
-                // A failed push leaves the rest for the client's free.
-                if parents.contains(&o.parent) {
-                    let _ = found.push(*h, GFP_KERNEL);
+                if o.parent == p && *h != p {
+                    let _ = walk.push_within_capacity(*h);
                 }
             }
-            for h in parents.iter() {
-                c.forget(*h);
-            }
-            let mut next: KVec<u32> = KVec::new();
-            for h in found.iter() {
-                if c.children.get(h).is_some() {
-                    let _ = next.push(*h, GFP_KERNEL);
-                } else {
-                    c.forget(*h);
-                }
-            }
-            parents = next;
         }
+        for h in walk.iter() {
+            c.forget(*h);
+        }
+        walk.clear();
+        c.walk = walk;
     }
 }
 

@@ -60,16 +60,22 @@ fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
         return Ok(made(real, Role::Uvm(uvm))?);
     }
     let v = state.vgpus.get(dev.minor() - 1).ok_or(ENODEV)?;
-    // Users first, then the settings: the order sysfs writers take too.
-    let mut users = v.users.lock();
-    if !v.admits_current()? {
-        return Err(EACCES);
-    }
-    let gpu = v.config.lock().gpu.ok_or(ENODEV)?;
-    let real = state.backend.gpu(gpu).ok_or(ENODEV)?.open(file)?;
-    let me = made(real, Role::Gpu(v.clone()))?;
-    *users += 1;
-    Ok(me)
+    let real = {
+        // Users first, then the settings: the order sysfs writers take too.
+        let mut users = v.users.lock();
+        if !v.admits_current()? {
+            return Err(EACCES);
+        }
+        let gpu = v.config.lock().gpu.ok_or(ENODEV)?;
+        let real = state.backend.gpu(gpu).ok_or(ENODEV)?.open(file)?;
+        // Counted before the proxy file is made, with the lock released:
+        // if making it fails, its drop gives the count back, taking this
+        // lock (found by the fuzz suite's fault injection: the drop ran
+        // with the lock held, and the open deadlocked).
+        *users += 1;
+        real
+    };
+    Ok(made(real, Role::Gpu(v.clone()))?)
 }
 
 #[vtable]

@@ -59,6 +59,7 @@ impl Enrolled {
     /// Enrols `handle` of `client` (a TSG if `tsg`, else a channel outside a
     /// TSG) with `vgpu`. The driver creates both disabled.
     pub(crate) fn new(vgpu: &Arc<Vgpu>, client: u32, handle: u32, tsg: bool) -> Result<Arc<Self>> {
+        crate::kapi::inject::record()?;
         let id = {
             let mut c = vgpu.compute.lock();
             let id = c.next_id;
@@ -164,6 +165,7 @@ impl Watched {
         // channel's USERD, 4-aligned (checked above); `Watched::drop` takes
         // the watch holding `userd` out of the list before it unmaps them.
         let userd = unsafe { UserdMap::new(addr) };
+        crate::kapi::inject::record()?;
         let id = {
             let mut c = vgpu.compute.lock();
             let id = c.next_id;

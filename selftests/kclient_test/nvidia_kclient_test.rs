@@ -12,6 +12,14 @@ use kernel::prelude::*;
 pub mod nv;
 #[path = "../../src/kapi/rmops.rs"]
 mod rmops;
+/// vgpu's fault-injection points, which `rmops.rs` calls: none here (this
+/// module tests the driver double's interface, not vgpu's error paths).
+mod inject {
+    /// Never fails.
+    pub(crate) fn driver_call() -> kernel::error::Result {
+        Ok(())
+    }
+}
 #[path = "../../src/status.rs"]
 mod status;
 

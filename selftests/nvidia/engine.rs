@@ -286,6 +286,11 @@ impl Engine {
         Ok(())
     }
 
+    /// How many TSGs the engine has.
+    pub(crate) fn tsg_count(&self) -> usize {
+        self.state.lock().tsgs.len()
+    }
+
     /// Removes a TSG and its channels.
     pub(crate) fn remove_tsg(&self, id: u32) {
         let mut s = self.state.lock();

@@ -196,6 +196,7 @@ pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
 /// stops the engines first.
 struct NvidiaDouble {
     _view: Pin<KBox<debugfs::File<()>>>,
+    _gpus_view: Pin<KBox<debugfs::File<()>>>,
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
@@ -206,6 +207,14 @@ struct NvidiaDouble {
     _uvm_region: Region,
     _class: Class,
     _proc: procfs::ProcFiles,
+}
+
+/// Writes the test-only per-GPU view (see `uvm.rs`, `gpus_view`).
+fn write_gpus_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    match driver() {
+        Ok(drv) => drv.gpus_view(f),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Writes the test-only UVM residency view (see `uvm.rs`).
@@ -346,6 +355,10 @@ impl NvidiaDouble {
             debugfs.read_callback_file(c"uvm", (), &write_uvm_view),
             GFP_KERNEL,
         )?;
+        let gpus_view = KBox::pin_init(
+            debugfs.read_callback_file(c"gpus", (), &write_gpus_view),
+            GFP_KERNEL,
+        )?;
         let gpu_files = KBox::pin_init(
             debugfs.read_callback_file(c"gpu_files", (), &show_gpu_files),
             GFP_KERNEL,
@@ -362,6 +375,7 @@ impl NvidiaDouble {
         );
         Ok(Self {
             _view: view,
+            _gpus_view: gpus_view,
             _map_delay: map_delay,
             _gpu_files: gpu_files,
             _debugfs: debugfs,

@@ -194,7 +194,7 @@ pub(crate) struct Rm {
 
 pub(crate) struct Gpu {
     pub(crate) vram: u64,
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
 }
 
 /// The whole driver double.

@@ -170,8 +170,8 @@ enum RangeKind {
     /// Made by REGISTER_CHANNEL.
     Channel,
     /// Made by MAP_DYNAMIC_PARALLELISM_REGION: SKED-reflected PTEs on one
-    /// GPU, no memory behind them (uvm_va_range.c:567).
-    SkedReflected,
+    /// GPU (index `gpu`), no memory behind them (uvm_va_range.c:567).
+    SkedReflected { gpu: u32 },
 }
 
 /// A range group (`UVM_CREATE_RANGE_GROUP`) and the addresses in it.
@@ -438,7 +438,7 @@ fn destroy_range(rm: &mut Rm, si: usize, ri: usize) {
                 rm.put_mem(m.mem);
             }
         }
-        RangeKind::Channel | RangeKind::SkedReflected => {}
+        RangeKind::Channel | RangeKind::SkedReflected { .. } => {}
     }
 }
 
@@ -1299,7 +1299,7 @@ impl Driver {
             // (uvm_va_range.c:689-707).
             if !matches!(
                 s.ranges[ri].kind,
-                RangeKind::External { .. } | RangeKind::SkedReflected
+                RangeKind::External { .. } | RangeKind::SkedReflected { .. }
             ) {
                 return Err(NV_ERR_INVALID_ADDRESS);
             }
@@ -1540,9 +1540,9 @@ impl Driver {
         let gpu = self.gpu_by_uuid(&q.uuid);
         self.with_space(id, |rm, si| {
             let s = &mut rm.uvm.spaces[si];
-            if !gpu.is_some_and(|g| s.has_vaspace(g)) {
+            let Some(gpu) = gpu.filter(|&g| s.has_vaspace(g)) else {
                 return Err(NV_ERR_INVALID_DEVICE);
-            }
+            };
             if q.base + q.length > VA_LIMIT {
                 return Err(NV_ERR_OUT_OF_RANGE);
             }
@@ -1552,7 +1552,7 @@ impl Driver {
             {
                 return Err(NV_ERR_INVALID_ADDRESS);
             }
-            s.add_range(q.base, q.length, RangeKind::SkedReflected)
+            s.add_range(q.base, q.length, RangeKind::SkedReflected { gpu })
         })
     }
 
@@ -1706,6 +1706,34 @@ impl Driver {
     }
 
     /// The test-only residency view (debugfs `nvidia-double/uvm`).
+    /// The test-only view of each GPU's state (debugfs
+    /// `nvidia-double/gpus`), one line a GPU: `gpu G heap H used U managed
+    /// M dp D tsgs T`, where `used` is the VRAM taken from the heap (RM
+    /// objects and managed residency), `managed` the managed residency in
+    /// it, `dp` the dynamic-parallelism regions mapped on the GPU and
+    /// `tsgs` the TSGs its engine has (a bare channel's own TSG included).
+    pub(crate) fn gpus_view(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rm = self.rm.lock();
+        for g in 0..self.gpus.len() {
+            let dp = rm
+                .uvm
+                .spaces
+                .iter()
+                .flat_map(|s| s.ranges.iter())
+                .filter(|r| matches!(r.kind, RangeKind::SkedReflected { gpu } if gpu as usize == g))
+                .count();
+            writeln!(
+                f,
+                "gpu {g} heap {} used {} managed {} dp {dp} tsgs {}",
+                self.heap(g as u32),
+                rm.vram_used[g],
+                rm.uvm.resident[g],
+                self.gpus[g].engine.tsg_count(),
+            )?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn uvm_view(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rm = self.rm.lock();
         for g in 0..self.gpus.len() {

@@ -26,6 +26,7 @@ pub(crate) mod cgroup;
 pub(crate) mod chrdev;
 pub(crate) mod class;
 pub(crate) mod fdtable;
+pub(crate) mod inject;
 pub(crate) mod kthread;
 pub(crate) mod mm;
 pub(crate) mod random;

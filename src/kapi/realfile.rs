@@ -182,6 +182,7 @@ impl RealFile {
     /// Forwards an ioctl. `arg` is the caller's own argument (user pointer):
     /// the driver copies from and to user memory itself.
     pub(crate) fn ioctl(&self, cmd: u32, arg: usize) -> Result<isize> {
+        super::inject::driver_call()?;
         let Some(op) = self.fops().unlocked_ioctl else {
             return Err(ENOTTY);
         };
@@ -204,6 +205,7 @@ impl RealFile {
     /// driver's vm_ops find their state through it), then the driver sets
     /// the mapping up.
     pub(crate) fn mmap(&self, vma: &VmaNew) -> Result {
+        super::inject::driver_call()?;
         let Some(op) = self.fops().mmap else {
             return Err(ENODEV);
         };
@@ -261,6 +263,7 @@ impl RealFile {
         if fd_off.checked_add(4).is_none_or(|end| end > blk.len()) {
             return Err(EINVAL);
         }
+        super::inject::driver_call()?;
         bounced(blk, |slot| {
             let fd_field = slot.kernel_ptr(fd_off, 4)?.cast::<c_int>();
             let arg = slot.user_addr(0) as c_ulong;

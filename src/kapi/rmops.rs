@@ -144,6 +144,7 @@ impl RmOps {
     /// that member's size, the same in every release of [`release::RELEASES`])
     /// and copies the block back.
     fn call(&self, op: u32, params: &mut [u8]) -> Result {
+        super::inject::driver_call()?;
         let mut cmd = OpsCmd::new_in(release::current().kernel, op, params).ok_or(EINVAL)?;
         let mut sp: *mut c_void = core::ptr::null_mut();
         // SAFETY: `sp` is a valid place for the stack pointer.
@@ -386,11 +387,33 @@ impl RmObject<'_> {
     }
 }
 
+/// How many times an undoing free is tried (a millisecond apart) before
+/// the object is left to its client's free.
+const UNDO_TRIES: u32 = 16;
+
 impl Drop for RmObject<'_> {
     fn drop(&mut self) {
         // By the type invariant the object exists and is this guard's to
-        // free; a failure leaves it to the client's free.
-        let _ = self.rm.free(self.client, self.parent, self.handle);
+        // free. The guard undoes a step that failed after the driver made
+        // the object, whose charge the caller has already given back: a
+        // free that fails for want of memory (the driver's call stack, an
+        // injected failure: `Fail::Os`, or RM's NV_ERR_NO_MEMORY) is tried
+        // again rather than leave the object held uncharged until its
+        // client goes (found by the fuzz suite's fault injection). Any
+        // other answer is final.
+        for _ in 0..UNDO_TRIES {
+            match self.rm.free(self.client, self.parent, self.handle) {
+                Err(Fail::Os(_)) | Err(Fail::Rm(abi::status::NV_ERR_NO_MEMORY)) => {
+                    kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1))
+                }
+                _ => return,
+            }
+        }
+        pr_warn!(
+            "vgpu: could not free object {:#x} of client {:#x}: left to the client's free\n",
+            self.handle,
+            self.client
+        );
     }
 }
 

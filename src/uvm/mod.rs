@@ -391,6 +391,7 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
 
 /// Keeps `charge` while UVM maps its memory (or a region) at `base`.
 fn hold_external(space: &Arc<Space>, base: u64, charge: Arc<Charge>) -> Result {
+    crate::kapi::inject::record()?;
     space.inner.lock().external.push(
         External {
             base,
@@ -443,6 +444,10 @@ pub(crate) fn mmap(me: &ProxyFile, u: &UvmFile, vma: &VmaNew) -> Result {
     space.reconcile_in_mmap();
     if !space.charge(len) {
         return Err(ENOMEM);
+    }
+    if let Err(e) = crate::kapi::inject::record() {
+        space.refund(len);
+        return Err(e);
     }
     let id = {
         let mut inner = space.inner.lock();

@@ -18,6 +18,7 @@ mod demo;
 mod double;
 mod dra;
 mod expect;
+mod fuzz;
 mod kclient;
 mod memory;
 mod module;
@@ -48,8 +49,8 @@ const SUITES: &[Suite] = &[
     ("dra", dra::TESTS),
 ];
 
-/// Suites that run only when named (benchmarks).
-const ON_REQUEST: &[Suite] = &[("bench", bench::TESTS)];
+/// Suites that run only when named (benchmarks, the fuzzer).
+const ON_REQUEST: &[Suite] = &[("bench", bench::TESTS), ("fuzz", fuzz::TESTS)];
 
 /// The tests `wanted` names, per suite, in suite order. `-SUITE` leaves a
 /// suite out (of all suites when nothing else is named): the debug kernel
@@ -89,6 +90,9 @@ fn main() {
     // as the libcuda of that driver does (the newest where vgpu has no
     // tables for it: those runs test that vgpu refuses to load).
     nvclient::speak_release(&sys::claimed_release());
+    if wanted.first().map(String::as_str) == Some("fuzz-exec") {
+        std::process::exit(fuzz::exec_child(&wanted[1..]));
+    }
     if wanted.first().map(String::as_str) == Some("demo-alloc") {
         std::process::exit(demo::alloc(&wanted[1..]));
     }

@@ -22,13 +22,19 @@ pub struct Session {
 impl Session {
     /// Opens `ctl` and `gpu` and allocates client, device and subdevice.
     pub fn open(ctl: &str, gpu: &str) -> Result<Session, String> {
+        Self::open_on(ctl, gpu, 0)
+    }
+
+    /// As [`Session::open`], with device instance `device_id` (the index
+    /// of the GPU the device is for).
+    pub fn open_on(ctl: &str, gpu: &str, device_id: u32) -> Result<Session, String> {
         let c = Ctl::open(ctl).map_err(|e| format!("open {ctl}: {e:?}"))?;
         let g = Gpu::open(gpu).map_err(|e| format!("open {gpu}: {e:?}"))?;
         let client = c
             .alloc_root_client()
             .map_err(|e| format!("client: {e:?}"))?;
         let device = c
-            .alloc_device(client, 0, 0)
+            .alloc_device(client, 0, device_id)
             .map_err(|e| format!("device: {e:?}"))?;
         let subdevice = c
             .alloc_subdevice(client, device, 0, 0)

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The invariants the fuzzer checks between its steps and at the end.
+//!
+//! Checked with every tenant's threads stopped (no call in flight):
+//! - each vGPU's `memory_used` is at most its `memory_limit`;
+//! - on each GPU, the VRAM vgpu charged its vGPUs (`memory_used` less
+//!   `memory_managed`) is what the double holds for RM objects (`used`
+//!   less the managed residency in it), plus the page-table bound vgpu
+//!   charges each dynamic-parallelism region the double has mapped there
+//!   (those take no VRAM in the double: `selftests/nvidia/uvm.rs`);
+//! - on each GPU, the TSGs vgpu's scheduler tracks (`compute_tsgs`, summed)
+//!   are the TSGs the double's engine has;
+//! - no process of a tenant has a real NVIDIA file in its fd table.
+//!
+//! Once every tenant process has gone: no charge, no TSG, nothing held
+//! in the double (checked with a short wait, as the double returns
+//! managed residency after the files close).
+
+use super::ops::Tenant;
+use crate::ensure;
+use crate::sys::read_file;
+use crate::tap::Outcome;
+use nvclient::uvm::DP_REGION_PAGE_TABLES;
+use std::time::{Duration, Instant};
+
+/// One GPU of the double (debugfs `nvidia-double/gpus`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuView {
+    /// VRAM taken from the heap: RM objects and managed residency.
+    pub used: u64,
+    /// Managed residency in it.
+    pub managed: u64,
+    /// Dynamic-parallelism regions mapped on the GPU.
+    pub dp: u64,
+    /// TSGs of its engine.
+    pub tsgs: u64,
+}
+
+const VIEW: &str = "/sys/kernel/debug/nvidia-double/gpus";
+
+/// The double's view of GPU `g`.
+pub fn gpu(g: u32) -> Result<GpuView, String> {
+    let text = read_file(VIEW)?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("gpu {g} ")))
+        .ok_or(format!("no gpu {g} in {VIEW}: {text}"))?;
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let field = |name: &str| -> Result<u64, String> {
+        let i = w
+            .iter()
+            .position(|x| *x == name)
+            .ok_or(format!("no {name} in {line:?}"))?;
+        w.get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .ok_or(format!("bad {name} in {line:?}"))
+    };
+    Ok(GpuView {
+        used: field("used")?,
+        managed: field("managed")?,
+        dp: field("dp")?,
+        tsgs: field("tsgs")?,
+    })
+}
+
+/// vGPU `v`'s sysfs number `name`.
+pub fn attr(v: u32, name: &str) -> Result<u64, String> {
+    let s = read_file(&format!("/sys/class/vgpu/vgpu{v}/{name}"))?;
+    s.trim()
+        .parse()
+        .map_err(|_| format!("vgpu{v}/{name}: {s:?}"))
+}
+
+/// Every invariant, with the tenants' processes `pids` stopped.
+pub fn live(tenants: &[Tenant], pids: &[i32]) -> Outcome {
+    let mut errs = Vec::new();
+    let mut gpus: Vec<u32> = tenants.iter().map(|t| t.gpu).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    for &g in &gpus {
+        let d = gpu(g)?;
+        let (mut vram, mut tsgs) = (0u64, 0u64);
+        for t in tenants.iter().filter(|t| t.gpu == g) {
+            let (used, managed) = (
+                attr(t.vgpu, "memory_used")?,
+                attr(t.vgpu, "memory_managed")?,
+            );
+            if used > t.limit {
+                errs.push(format!(
+                    "vgpu{}: memory_used {used} over memory_limit {}",
+                    t.vgpu, t.limit
+                ));
+            }
+            vram += used.saturating_sub(managed);
+            tsgs += attr(t.vgpu, "compute_tsgs")?;
+        }
+        let held = d.used - d.managed + d.dp * DP_REGION_PAGE_TABLES;
+        if vram != held {
+            errs.push(format!(
+                "GPU {g}: vgpu charged {vram} bytes of VRAM, the double holds {} for RM objects and has {} DP regions ({held} in all)",
+                d.used - d.managed,
+                d.dp
+            ));
+        }
+        if tsgs != d.tsgs {
+            errs.push(format!(
+                "GPU {g}: vgpu's scheduler tracks {tsgs} TSGs, the double's engine has {}",
+                d.tsgs
+            ));
+        }
+    }
+    for &pid in pids {
+        if let Err(e) = no_real_files(pid) {
+            errs.push(e);
+        }
+    }
+    ensure!(errs.is_empty(), "{}", errs.join("\n"));
+    Ok(())
+}
+
+/// No fd of process `pid` is a real NVIDIA node.
+pub fn no_real_files(pid: i32) -> Outcome {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Ok(());
+    };
+    for e in dir.flatten() {
+        if let Ok(t) = std::fs::read_link(e.path()) {
+            let t = t.to_string_lossy();
+            ensure!(
+                !t.starts_with("/dev/nvidia"),
+                "process {pid}: fd {:?} is {t}",
+                e.file_name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// With every tenant process gone: nothing charged, tracked or held.
+pub fn settled(tenants: &[Tenant]) -> Outcome {
+    let t0 = Instant::now();
+    loop {
+        let r = zero(tenants);
+        if r.is_ok() || t0.elapsed() > Duration::from_secs(10) {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn zero(tenants: &[Tenant]) -> Outcome {
+    let mut errs = Vec::new();
+    for t in tenants {
+        for a in ["memory_used", "memory_managed", "compute_tsgs", "users"] {
+            let v = attr(t.vgpu, a)?;
+            if v != 0 {
+                errs.push(format!("vgpu{}/{a} = {v} with no tenant left", t.vgpu));
+            }
+        }
+        let d = gpu(t.gpu)?;
+        if d != GpuView::default() {
+            errs.push(format!("GPU {}: the double still holds {d:?}", t.gpu));
+        }
+    }
+    ensure!(errs.is_empty(), "{}", errs.join("\n"));
+    Ok(())
+}

@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The reliability campaign (issue 19): a structure-aware fuzzer of every
+//! entry point of vgpu's nodes, kill storms, fault injection and load and
+//! unload cycles, with the invariants of `check.rs` checked throughout.
+//!
+//! The suite runs on request (`fuzz`): `make fuzz` for a long run, and a
+//! bounded slice in `make test` on the debug kernel (KASAN, lockdep,
+//! kmemleak, the fault-injection framework). Its budget comes from the
+//! kernel command line, `vgpu_fuzz=calls=N,kills=N,cycles=N,seed=N`
+//! (`scripts/vm.sh --fuzz`); what is not given takes the CI slice's value,
+//! and the seed is the clock's when not given. The seed is printed first:
+//! a failure names it and the round, and the same seed replays the same
+//! calls (the interleaving of threads and kills is the emulator's).
+//!
+//! Three tenants: vGPU 0 (256 MiB) on GPU 0 in `/fz0`, vGPU 1 (192 MiB,
+//! share 60) on GPU 1 in `/fz1`, and vGPU 2 (64 MiB, share 0: its enables
+//! wait for ever) on GPU 1 in `/fz2`, used by the kill storms only.
+
+mod check;
+mod cycles;
+mod inject;
+mod mem;
+mod ops;
+mod rng;
+mod run;
+mod storm;
+
+pub use ops::exec_child;
+
+use crate::ensure;
+use crate::sys::{delete_module, make_uvm_nodes, module_loaded, sh, write_file};
+use crate::tap::{Outcome, Test};
+use ops::Tenant;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Tests of this suite.
+pub const TESTS: &[Test] = &[
+    Test {
+        name: "setup",
+        run: setup,
+    },
+    Test {
+        name: "failed_allocs_stay_accounted",
+        run: failed_allocs_stay_accounted,
+    },
+    Test {
+        name: "failed_frees_leave_nothing",
+        run: failed_frees_leave_nothing,
+    },
+    Test {
+        name: "failed_opens_give_back",
+        run: failed_opens_give_back,
+    },
+    Test {
+        name: "calls",
+        run: calls,
+    },
+    Test {
+        name: "kill_storms",
+        run: kill_storms,
+    },
+    Test {
+        name: "fault_injection",
+        run: fault_injection,
+    },
+    Test {
+        name: "teardown",
+        run: teardown,
+    },
+    Test {
+        name: "load_unload",
+        run: load_unload,
+    },
+    Test {
+        name: "figures",
+        run: figures,
+    },
+];
+
+/// The run's budget.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    calls: u64,
+    kills: u64,
+    cycles: u64,
+    seed: u64,
+}
+
+/// What the run did, for `figures`.
+#[derive(Default, Debug)]
+struct Figures {
+    calls: u64,
+    refused: u64,
+    busy_s: f64,
+    checks: u64,
+    killed_rounds: u64,
+    kills: u64,
+    mid_loop: u64,
+    injected: [u64; 3],
+    injected_calls: u64,
+    cycles: u64,
+    refused_unloads: u64,
+    raced_unloads: u64,
+}
+
+static FIGURES: Mutex<Option<Figures>> = Mutex::new(None);
+
+fn record(f: impl FnOnce(&mut Figures)) {
+    if let Ok(mut g) = FIGURES.lock() {
+        f(g.get_or_insert_with(Figures::default));
+    }
+}
+
+/// The CI slice: 10^5 calls, 10^3 kill cycles, 100 load cycles.
+const SLICE: Budget = Budget {
+    calls: 100_000,
+    kills: 1_000,
+    cycles: 100,
+    seed: 0,
+};
+
+fn budget() -> Budget {
+    static B: Mutex<Option<Budget>> = Mutex::new(None);
+    let mut g = match B.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    *g.get_or_insert_with(|| {
+        let mut b = SLICE;
+        b.seed = crate::sys::monotonic_ns() ^ u64::from(std::process::id());
+        let spec = std::env::var("vgpu_fuzz").unwrap_or_default();
+        for kv in spec.split(',') {
+            let Some((k, v)) = kv.split_once('=') else {
+                continue;
+            };
+            let Ok(v) = v.parse::<u64>() else { continue };
+            match k {
+                "calls" => b.calls = v,
+                "kills" => b.kills = v,
+                "cycles" => b.cycles = v,
+                "seed" => b.seed = v,
+                _ => {}
+            }
+        }
+        b
+    })
+}
+
+const TENANTS: [Tenant; 2] = [
+    Tenant {
+        index: 0,
+        vgpu: 0,
+        gpu: 0,
+        limit: 256 << 20,
+        cgroup: "/fz0",
+    },
+    Tenant {
+        index: 1,
+        vgpu: 1,
+        gpu: 1,
+        limit: 192 << 20,
+        cgroup: "/fz1",
+    },
+];
+
+const WINDOW: Tenant = Tenant {
+    index: 2,
+    vgpu: 2,
+    gpu: 1,
+    limit: 64 << 20,
+    cgroup: "/fz2",
+};
+
+/// Calls per round of the plain fuzzing (4 invariant checks each).
+const PER_ROUND: u64 = 4_000;
+/// The share of the calls made under fault injection.
+const INJECTED_PERCENT: u64 = 20;
+
+fn setup() -> Outcome {
+    let b = budget();
+    println!(
+        "# fuzz: seed {} (budget: {} calls, {} kill cycles, {} load cycles)",
+        b.seed, b.calls, b.kills, b.cycles
+    );
+    sh("modprobe nvidia gpus=2 vram0_mib=1024 vram1_mib=1024")?;
+    make_uvm_nodes()?;
+    sh("modprobe vgpu")?;
+    let w = |f: &str, v: &str| {
+        write_file(&format!("/sys/class/vgpu/{f}"), v).map_err(|e| format!("{f} = {v}: errno {e}"))
+    };
+    for (t, share) in [(TENANTS[0], 100), (TENANTS[1], 60), (WINDOW, 0)] {
+        std::fs::create_dir_all(format!("/sys/fs/cgroup{}", t.cgroup))
+            .map_err(|e| format!("mkdir {}: {e}", t.cgroup))?;
+        w("create", &t.vgpu.to_string())?;
+        w(&format!("vgpu{}/gpu", t.vgpu), &t.gpu.to_string())?;
+        w(
+            &format!("vgpu{}/memory_limit", t.vgpu),
+            &t.limit.to_string(),
+        )?;
+        w(&format!("vgpu{}/cgroup", t.vgpu), t.cgroup)?;
+        w(&format!("vgpu{}/compute_share", t.vgpu), &share.to_string())?;
+    }
+    check::settled(&TENANTS)
+}
+
+/// Regression (found by this suite's fault injection): when a step after
+/// the driver made an object fails (vgpu's record of it, its schedule
+/// entry), vgpu frees the object again before it gives the charge back;
+/// that free failing too (the driver's call stack not allocated) left the
+/// driver holding VRAM nobody was charged for. Each run here fails two
+/// allocations (the step and the free), a little later each time, while a
+/// container allocates VRAM, a TSG and a channel; then every invariant
+/// must hold.
+fn failed_allocs_stay_accounted() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks the fault-injection framework (the debug kernel has it)"
+    );
+    let t = TENANTS[0];
+    let mut fired = 0;
+    inject::mark(true);
+    let r = (|| -> Outcome {
+        for space in (0..=4096u64).step_by(64) {
+            inject::arm_once(space, 2)?;
+            let r = crate::sys::as_container(t.cgroup, || {
+                let s = crate::session::Session::open_on(
+                    "/dev/vgpuctl",
+                    &format!("/dev/vgpu{}", t.vgpu),
+                    t.gpu,
+                )?;
+                let (c, d) = (s.client, s.device);
+                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
+                let vram = s.ctl.alloc_vram(c, d, 0, 1 << 20).map(|m| m.handle);
+                let tsg = s.ctl.alloc_tsg(c, d, 0, nvclient::tsg_params(0));
+                let ch = tsg.as_ref().map(|&tsg| {
+                    s.ctl
+                        .alloc_work_channel(
+                            c,
+                            d,
+                            tsg,
+                            nvclient::abi::class::AMPERE_CHANNEL_GPFIFO_A,
+                            8,
+                        )
+                        .map(|w| w.h_channel)
+                });
+                write_file("/proc/self/make-it-fail", "0").map_err(|e| format!("flag: {e}"))?;
+                check::live(&TENANTS, &[])
+                    .map_err(|e| format!("vram {vram:?}, tsg {tsg:?}, channel {ch:?}: {e}"))
+            });
+            fired += u64::from(inject::fired(2)?);
+            inject::disarm("failslab")?;
+            r.map_err(|e| format!("allocations failed after {space} bytes: {e}"))?;
+            check::settled(&TENANTS)?;
+        }
+        Ok(())
+    })();
+    let _ = inject::disarm("failslab");
+    inject::mark(false);
+    r?;
+    ensure!(fired > 0, "no allocation was failed");
+    println!("# fuzz: {fired} allocation sequences with failed allocations");
+    Ok(())
+}
+
+/// Regression (found by this suite's fault injection): an allocation that
+/// fails while a device is freed leaves nothing of the tree under it
+/// recorded. vgpu collected the descendants of a freed object into lists
+/// it allocated; a failed allocation left the rest recorded (a TSG the
+/// driver had freed still scheduled, VRAM it had freed still charged)
+/// until the client went. Each free here runs with one allocation failed,
+/// a little later each time; then every invariant must hold.
+fn failed_frees_leave_nothing() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks the fault-injection framework (the debug kernel has it)"
+    );
+    let t = TENANTS[0];
+    let mut fired = 0;
+    inject::mark(true);
+    let r = (|| -> Outcome {
+        for space in (0..=2048u64).step_by(32) {
+            inject::arm_once(space, 1)?;
+            let r = crate::sys::as_container(t.cgroup, || {
+                let s = crate::session::Session::open_on(
+                    "/dev/vgpuctl",
+                    &format!("/dev/vgpu{}", t.vgpu),
+                    t.gpu,
+                )?;
+                let (c, d) = (s.client, s.device);
+                let e = |w: &'static str| move |e: nvclient::Error| format!("{w}: {e:?}");
+                s.ctl.alloc_vram(c, d, 0, 1 << 20).map_err(e("vram"))?;
+                let tsg = s
+                    .ctl
+                    .alloc_tsg(c, d, 0, nvclient::tsg_params(0))
+                    .map_err(e("tsg"))?;
+                s.ctl
+                    .alloc_work_channel(c, d, tsg, nvclient::abi::class::AMPERE_CHANNEL_GPFIFO_A, 8)
+                    .map_err(e("channel"))?;
+                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
+                let freed = s.ctl.free(c, c, d);
+                write_file("/proc/self/make-it-fail", "0").map_err(|e| format!("flag: {e}"))?;
+                // Freed or not, vgpu's records must match the driver's.
+                check::live(&TENANTS, &[]).map_err(|e| format!("free {freed:?}: {e}"))
+            });
+            fired += u64::from(inject::fired(1)?);
+            inject::disarm("failslab")?;
+            r.map_err(|e| format!("an allocation failed after {space} bytes: {e}"))?;
+            check::settled(&TENANTS)?;
+        }
+        Ok(())
+    })();
+    let _ = inject::disarm("failslab");
+    inject::mark(false);
+    r?;
+    ensure!(fired > 0, "no allocation was failed");
+    println!("# fuzz: {fired} frees with a failed allocation");
+    Ok(())
+}
+
+/// Regression (found by this suite's fault injection): an allocation that
+/// fails anywhere in the open of a vgpu node fails the open and leaves
+/// nothing behind: no user counted, no lock held. The GPU node's open held
+/// its vGPU's users lock when making its proxy file failed; the file's drop
+/// took that lock again, and the open deadlocked. Each open here runs with
+/// one allocation failed, a little later each time (failslab's `space`),
+/// in a child the test waits for a bounded time.
+fn failed_opens_give_back() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks the fault-injection framework (the debug kernel has it)"
+    );
+    let t = TENANTS[0];
+    let node = format!("/dev/vgpu{}", t.vgpu);
+    let mut fired = 0;
+    inject::mark(true);
+    let r = (|| -> Outcome {
+        // An open first allocates the 4 KiB buffer its cgroup check reads
+        // the caller's cgroup path into: the sweep steps fast up to it,
+        // then slowly through what follows (the real file, the proxy file).
+        for space in (0..4096u64).step_by(256).chain((4096..=6656).step_by(16)) {
+            inject::arm_once(space, 1)?;
+            let pid = spawn_opener(t.cgroup, &node)?;
+            let t0 = Instant::now();
+            let mut st = 0;
+            // SAFETY: our child; WNOHANG polls it.
+            while unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == 0 {
+                if t0.elapsed() > std::time::Duration::from_secs(30) {
+                    return Err(format!(
+                        "an open with an allocation failed after {space} bytes hung (deadlock?)"
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            fired += u64::from(inject::fired(1)?);
+            inject::disarm("failslab")?;
+            ensure!(
+                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+                "the opener ended with status {st:#x} (space {space})"
+            );
+            let users = check::attr(t.vgpu, "users")?;
+            ensure!(
+                users == 0,
+                "vgpu{}/users = {users} after the opener exited (an allocation failed after {space} bytes)",
+                t.vgpu
+            );
+        }
+        check::settled(&TENANTS)
+    })();
+    let _ = inject::disarm("failslab");
+    inject::mark(false);
+    r?;
+    ensure!(fired > 0, "no allocation was failed");
+    println!("# fuzz: {fired} opens with a failed allocation");
+    Ok(())
+}
+
+/// A child of `cgroup` flagged for fault injection that opens `node`, the
+/// ctl node and the UVM node, then exits 0.
+fn spawn_opener(cgroup: &str, node: &str) -> Result<i32, String> {
+    let paths: Vec<std::ffi::CString> = [node, "/dev/vgpuctl", "/dev/vgpu-uvm"]
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(*p).ok())
+        .collect();
+    // SAFETY: the test program is single-threaded here; the child makes
+    // plain system calls and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: errno {}", crate::sys::errno()));
+    }
+    if pid == 0 {
+        let ok = crate::sys::join_cgroup(cgroup).is_ok()
+            && write_file("/proc/self/make-it-fail", "1").is_ok();
+        for p in &paths {
+            // SAFETY: a valid path; the fd is closed at once.
+            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
+            if fd >= 0 {
+                // SAFETY: our fd.
+                unsafe { libc::close(fd) };
+            }
+        }
+        // SAFETY: leaving the child.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    Ok(pid)
+}
+
+fn calls() -> Outcome {
+    let b = budget();
+    let n = b.calls * (100 - INJECTED_PERCENT) / 100;
+    let t = run::rounds(b.seed, &TENANTS, n, PER_ROUND, false)?;
+    println!(
+        "# fuzz: {} calls ({} refused) in {:.1} s, {} invariant checks, {} rounds ended by SIGKILL",
+        t.calls,
+        t.refused,
+        t.busy.as_secs_f64(),
+        t.checks,
+        t.killed
+    );
+    record(|f| {
+        f.calls += t.calls;
+        f.refused += t.refused;
+        f.busy_s += t.busy.as_secs_f64();
+        f.checks += t.checks;
+        f.killed_rounds += t.killed;
+    });
+    Ok(())
+}
+
+fn kill_storms() -> Outcome {
+    let b = budget();
+    let t0 = Instant::now();
+    let t = storm::storms(b.seed, &TENANTS, WINDOW, b.kills)?;
+    println!(
+        "# fuzz: {} processes SIGKILLed ({} mid-loop) in {:.1} s, {} settled checks",
+        t.kills,
+        t.mid_loop,
+        t0.elapsed().as_secs_f64(),
+        t.checks
+    );
+    // A storm that never caught a victim inside its loop tested set-up
+    // only.
+    ensure!(
+        t.mid_loop * 2 >= t.kills,
+        "only {} of {} kills came after a victim's first turn",
+        t.mid_loop,
+        t.kills
+    );
+    record(|f| {
+        f.kills += t.kills;
+        f.mid_loop += t.mid_loop;
+        f.checks += t.checks;
+    });
+    Ok(())
+}
+
+fn fault_injection() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks failslab, fail_page_alloc or fail_function (the debug kernel has them)"
+    );
+    let b = budget();
+    let n = (b.calls * INJECTED_PERCENT / 100).max(1);
+    let mut injected = [0u64; 3];
+    let mut calls = 0;
+    // Allocations first (failslab and fail_page_alloc together), then
+    // vgpu's own points; each for half the calls.
+    for (phase, attrs, percent) in [
+        (0u64, &inject::ATTRS[..2], 10u32),
+        (1, &inject::ATTRS[2..], 20),
+    ] {
+        inject::mark(true);
+        let armed = attrs.iter().try_for_each(|a| inject::arm(a, percent));
+        let r = armed.and_then(|()| {
+            run::rounds(
+                b.seed ^ (phase + 1) << 48,
+                &TENANTS,
+                n / 2,
+                PER_ROUND / 2,
+                true,
+            )
+        });
+        let mut counts = Vec::new();
+        for a in attrs {
+            counts.push(inject::disarm(a));
+        }
+        inject::mark(false);
+        let t = r?;
+        for (a, c) in attrs.iter().zip(counts) {
+            let i = inject::ATTRS.iter().position(|x| x == a).unwrap_or(0);
+            injected[i] += c?;
+        }
+        calls += t.calls;
+        record(|f| {
+            f.calls += t.calls;
+            f.refused += t.refused;
+            f.busy_s += t.busy.as_secs_f64();
+            f.checks += t.checks;
+            f.killed_rounds += t.killed;
+        });
+    }
+    println!(
+        "# fuzz: {calls} calls under fault injection; injected: failslab {}, fail_page_alloc {}, fail_function {}",
+        injected[0], injected[1], injected[2]
+    );
+    ensure!(
+        injected.iter().all(|&n| n > 0),
+        "a framework injected nothing: {injected:?}"
+    );
+    record(|f| {
+        f.injected = injected;
+        f.injected_calls = calls;
+    });
+    Ok(())
+}
+
+fn teardown() -> Outcome {
+    let mut all = TENANTS.to_vec();
+    all.push(WINDOW);
+    check::settled(&all)?;
+    for t in all {
+        write_file("/sys/class/vgpu/remove", &t.vgpu.to_string())
+            .map_err(|e| format!("remove vgpu{}: errno {e}", t.vgpu))?;
+    }
+    delete_module("vgpu").map_err(|e| format!("rmmod vgpu: errno {e}"))?;
+    ensure!(!module_loaded("vgpu"), "vgpu still loaded");
+    kmemleak_clean()
+}
+
+/// A kmemleak scan finds nothing (where the kernel has kmemleak).
+fn kmemleak_clean() -> Outcome {
+    let kml = "/sys/kernel/debug/kmemleak";
+    if !std::path::Path::new(kml).exists() {
+        return Ok(());
+    }
+    for _ in 0..2 {
+        write_file(kml, "scan").map_err(|e| format!("kmemleak scan: errno {e}"))?;
+    }
+    let report = std::fs::read_to_string(kml).map_err(|e| format!("kmemleak: {e}"))?;
+    ensure!(report.trim().is_empty(), "kmemleak: {report}");
+    Ok(())
+}
+
+fn load_unload() -> Outcome {
+    let b = budget();
+    let t0 = Instant::now();
+    let t = cycles::cycles(b.seed, b.cycles)?;
+    println!(
+        "# fuzz: {} load/unload cycles in {:.1} s ({} unloads refused with a tenant alive, {} tenants killed during an unload)",
+        t.cycles,
+        t0.elapsed().as_secs_f64(),
+        t.refused,
+        t.raced
+    );
+    record(|f| {
+        f.cycles += t.cycles;
+        f.refused_unloads += t.refused;
+        f.raced_unloads += t.raced;
+    });
+    kmemleak_clean()
+}
+
+fn figures() -> Outcome {
+    let g = FIGURES.lock().map_err(|_| "figures lock")?;
+    let f = g.as_ref().ok_or("nothing ran")?;
+    let b = budget();
+    println!("# fuzz figures: seed {}", b.seed);
+    println!(
+        "# fuzz figures: calls {} ({} refused), {:.0} calls/s",
+        f.calls,
+        f.refused,
+        f.calls as f64 / f.busy_s.max(1e-9)
+    );
+    println!(
+        "# fuzz figures: kill cycles {} ({} mid-loop), {} rounds ended by SIGKILL",
+        f.kills, f.mid_loop, f.killed_rounds
+    );
+    println!(
+        "# fuzz figures: injected faults {} (failslab {}, fail_page_alloc {}, fail_function {}) over {} calls",
+        f.injected.iter().sum::<u64>(),
+        f.injected[0],
+        f.injected[1],
+        f.injected[2],
+        f.injected_calls
+    );
+    println!(
+        "# fuzz figures: load/unload cycles {} ({} refused while a tenant lived, {} raced with a kill)",
+        f.cycles, f.refused_unloads, f.raced_unloads
+    );
+    println!("# fuzz figures: invariant checks {}", f.checks);
+    ensure!(
+        f.calls >= b.calls && f.kills >= b.kills && f.cycles >= b.cycles,
+        "the budget was not spent: {f:?}"
+    );
+    Ok(())
+}

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Rounds of fuzzing: one worker process per tenant, each with several
+//! threads stepping [`super::ops::Thread`]s, stopped every chunk for the
+//! invariants; at the end of a round the workers exit or are killed, and
+//! what they held must all come back.
+
+use super::check;
+use super::mem::Scratch;
+use super::ops::{Board, Fds, Stats, Tenant, Thread};
+use super::rng::Rng;
+use crate::sys::{errno, join_cgroup, Shared};
+use crate::tap::Outcome;
+use std::time::{Duration, Instant};
+
+/// Threads per worker.
+pub const THREADS: usize = 2;
+/// Invariant checks per round (the workers stop after each chunk).
+pub const CHUNKS: u64 = 4;
+
+/// Control slots of a worker on the control page: chunks done, calls,
+/// refused calls.
+const SLOT_DONE: usize = 0;
+const SLOT_CALLS: usize = 1;
+const SLOT_REFUSED: usize = 2;
+/// The chunk workers may start (the parent raises it).
+const SLOT_GO: usize = 500;
+
+fn slot(w: usize, s: usize) -> usize {
+    w * 4 + s
+}
+
+/// What rounds did.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Totals {
+    /// Calls made.
+    pub calls: u64,
+    /// Calls refused.
+    pub refused: u64,
+    /// Invariant checks passed.
+    pub checks: u64,
+    /// Rounds whose workers were SIGKILLed (not exited).
+    pub killed: u64,
+    /// Time spent in calls (the workers' running time, not the checks).
+    pub busy: Duration,
+}
+
+/// Runs rounds until `calls` calls are made, `tenants` fuzzed at once.
+/// `make_it_fail` flags the workers for fault injection
+/// (`/proc/self/make-it-fail`). Fails at the first broken invariant,
+/// naming the seed and round.
+pub fn rounds(
+    seed: u64,
+    tenants: &[Tenant],
+    calls: u64,
+    per_round: u64,
+    make_it_fail: bool,
+) -> Result<Totals, String> {
+    let board = Board(Shared::new()?);
+    let mut totals = Totals::default();
+    let mut round = 0u64;
+    while totals.calls < calls {
+        let per_thread = (per_round / CHUNKS / (tenants.len() * THREADS) as u64).max(1);
+        let r = one_round(
+            seed,
+            round,
+            tenants,
+            &board,
+            per_thread,
+            make_it_fail,
+            &mut totals,
+        );
+        r.map_err(|e| format!("seed {seed} round {round}: {e}"))?;
+        round += 1;
+    }
+    Ok(totals)
+}
+
+fn one_round(
+    seed: u64,
+    round: u64,
+    tenants: &[Tenant],
+    board: &Board,
+    per_thread: u64,
+    make_it_fail: bool,
+    totals: &mut Totals,
+) -> Outcome {
+    let ctl = Shared::new()?;
+    let mut rng = Rng::derive(seed, round);
+    let mut pids = Vec::new();
+    for (w, t) in tenants.iter().enumerate() {
+        let wseed = rng.next();
+        // SAFETY: the test program is single-threaded here; the child
+        // runs the worker and exits without returning.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(format!("fork: errno {}", errno()));
+        }
+        if pid == 0 {
+            let code = worker(
+                w,
+                *t,
+                tenants.len(),
+                wseed,
+                board,
+                &ctl,
+                per_thread,
+                make_it_fail,
+            );
+            // SAFETY: leaving the child.
+            unsafe { libc::_exit(code) };
+        }
+        pids.push(pid);
+    }
+    // Half the rounds end with SIGKILL in the middle of the last chunk,
+    // at a random point of it.
+    let kill = rng.chance(50);
+    let mut result = Ok(());
+    let t0 = Instant::now();
+    let mut last = Duration::from_millis(100);
+    for chunk in 1..=CHUNKS {
+        let c0 = Instant::now();
+        if kill && chunk == CHUNKS {
+            std::thread::sleep(last.mul_f64(rng.below(1000) as f64 / 1000.0));
+            totals.busy += c0.elapsed();
+            break;
+        }
+        // Wait for every worker to finish the chunk (or die).
+        loop {
+            let done = (0..tenants.len()).all(|w| ctl.get(slot(w, SLOT_DONE)) >= chunk);
+            if done {
+                break;
+            }
+            if pids.iter().any(|&p| exited(p)) {
+                result = Err(format!("a worker died in chunk {chunk}"));
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(600) {
+                result = Err(format!("chunk {chunk} did not end in 600 s"));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        last = c0.elapsed();
+        totals.busy += last;
+        if result.is_err() {
+            break;
+        }
+        if let Err(e) = check::live(tenants, &pids) {
+            result = Err(format!("after chunk {chunk}: {e}"));
+            break;
+        }
+        totals.checks += 1;
+        ctl.set(SLOT_GO, chunk);
+    }
+    if kill || result.is_err() {
+        for &p in &pids {
+            // SAFETY: our children.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        totals.killed += u64::from(kill);
+    } else {
+        ctl.set(SLOT_GO, CHUNKS + 1);
+    }
+    for &p in &pids {
+        let mut st = 0;
+        // SAFETY: our child, reaped once.
+        unsafe { libc::waitpid(p, &mut st, 0) };
+        if !kill && result.is_ok() && !(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0) {
+            result = Err(format!("worker {p} ended with status {st:#x}"));
+        }
+    }
+    for w in 0..tenants.len() {
+        totals.calls += ctl.get(slot(w, SLOT_CALLS));
+        totals.refused += ctl.get(slot(w, SLOT_REFUSED));
+    }
+    result?;
+    check::settled(tenants).map_err(|e| {
+        format!(
+            "after the workers {}: {e}",
+            if kill { "were killed" } else { "exited" }
+        )
+    })?;
+    totals.checks += 1;
+    Ok(())
+}
+
+/// Whether child `pid` has ended (without reaping it).
+fn exited(pid: i32) -> bool {
+    // SAFETY: a zeroed siginfo for waitid to fill.
+    let mut info: libc::siginfo_t = unsafe { core::mem::zeroed() };
+    // SAFETY: our child; WNOWAIT leaves it to be reaped later.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: waitid filled `info` (si_pid 0 when nothing ended).
+    r == 0 && unsafe { info.si_pid() } != 0
+}
+
+/// One worker process: joins its tenant's cgroup, runs `CHUNKS` chunks of
+/// `per_thread` steps on `THREADS` threads, reporting after each and
+/// waiting for the parent's go. Returns its exit code.
+#[allow(clippy::too_many_arguments)]
+fn worker(
+    w: usize,
+    tenant: Tenant,
+    tenants: usize,
+    seed: u64,
+    board: &Board,
+    ctl: &Shared,
+    per_thread: u64,
+    make_it_fail: bool,
+) -> i32 {
+    if join_cgroup(tenant.cgroup).is_err() {
+        return 2;
+    }
+    if make_it_fail && crate::sys::write_file("/proc/self/make-it-fail", "1").is_err() {
+        return 3;
+    }
+    let Ok(scratch) = Scratch::new() else {
+        return 4;
+    };
+    let fds: Fds = Fds::default();
+    let mut threads: Vec<Thread<'_>> = (0..THREADS)
+        .map(|i| {
+            Thread::new(
+                Rng::derive(seed, i as u64),
+                tenant,
+                tenants,
+                scratch,
+                &fds,
+                board,
+            )
+        })
+        .collect();
+    for chunk in 1..=CHUNKS {
+        std::thread::scope(|sc| {
+            for t in threads.iter_mut() {
+                sc.spawn(move || {
+                    for _ in 0..per_thread {
+                        t.step();
+                    }
+                    t.reap();
+                });
+            }
+        });
+        let s = threads.iter().fold(Stats::default(), |a, t| Stats {
+            calls: a.calls + t.stats.calls,
+            refused: a.refused + t.stats.refused,
+        });
+        ctl.set(slot(w, SLOT_CALLS), s.calls);
+        ctl.set(slot(w, SLOT_REFUSED), s.refused);
+        ctl.set(slot(w, SLOT_DONE), chunk);
+        while ctl.get(SLOT_GO) < chunk {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    if std::env::var("vgpu_fuzz").is_ok_and(|v| v.contains("profile=1")) {
+        for t in threads.iter() {
+            println!("# fuzz profile: worker {w}: {}", t.profile());
+        }
+    }
+    for t in threads.iter_mut() {
+        t.finish();
+    }
+    if let Ok(mut f) = fds.lock() {
+        for fd in f.drain(..) {
+            // SAFETY: fds of the shared set, closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+    0
+}
