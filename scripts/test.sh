@@ -14,6 +14,9 @@
 #      namespaces), and every suite again on the fast kernel with the
 #      driver double claiming the oldest release vgpu has tables for (with
 #      --all-branches: each release vgpu has tables for, one run each);
+#      and the fuzz suite's CI slice on the debug kernel (10^5 fuzzed calls,
+#      10^3 kill cycles, fault injection, 100 load cycles; make fuzz runs
+#      the long one);
 #   4. the demo (`make demo`) runs to the end with a clean kernel log.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
@@ -138,6 +141,14 @@ for v in "${variants[@]}"; do
     fi
     # Keep this run's logs: the demo below boots into build/vm-fast again.
     rm -rf "build/test-vm-$v" && cp -r "build/vm-$v" "build/test-vm-$v" 2>/dev/null || true
+    if [ "$v" = debug ]; then
+        # The reliability campaign's slice (issue 19): a VM of its own, as
+        # it arms fault injection; its seed is the clock's, printed first.
+        vm_run "debug kernel, fuzz slice" "vm-$v" --variant "$v" --timeout 1800 \
+            --fuzz calls=100000,kills=1000,cycles=100 fuzz
+        rm -rf build/test-vm-fuzz && cp -r "build/vm-$v" build/test-vm-fuzz 2>/dev/null || true
+        grep '^# fuzz figures' "build/vm-$v/tap.log" 2>/dev/null || true
+    fi
 done
 
 # Older releases vgpu has tables for: every suite again on the fast

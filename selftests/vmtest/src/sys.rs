@@ -315,6 +315,12 @@ impl Shared {
     pub fn set(&self, i: usize, v: u64) {
         self.slot(i).store(v, core::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Sets `bits` in slot `i` (atomically: other processes may too).
+    pub fn or(&self, i: usize, bits: u64) {
+        self.slot(i)
+            .fetch_or(bits, core::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Drop for Shared {

@@ -72,6 +72,22 @@ pub fn arm_once(space: u64, times: u32) -> Outcome {
     set("failslab", "probability", "100")
 }
 
+/// Arms fail_function to fail `times` calls of vgpu's injection points
+/// (driver calls and records alike) in a row, after `space` calls that
+/// pass: any caller (see [`arm`]).
+pub fn arm_points(space: u64, times: u32) -> Outcome {
+    arm("fail_function", 0)?;
+    set("fail_function", "times", &times.to_string())?;
+    set("fail_function", "space", &space.to_string())?;
+    set("fail_function", "probability", "100")
+}
+
+/// Whether a failure [`arm_points`] armed has happened.
+pub fn points_fired(times: u32) -> Result<bool, String> {
+    let left = read_file(&format!("{DBG}/fail_function/times"))?;
+    Ok(left.trim() != times.to_string())
+}
+
 /// Whether a failure [`arm_once`] armed has happened (`times` armed).
 pub fn fired(times: u32) -> Result<bool, String> {
     let left = read_file(&format!("{DBG}/failslab/times"))?;
@@ -129,7 +145,8 @@ pub fn disarm(attr: &str) -> Result<u64, String> {
         .parse()
         .map_err(|e| format!("{attr}/times: {e}"))?;
     if attr == "fail_function" {
-        set(attr, "inject", "")?;
+        // An empty line clears the list (an empty write does nothing).
+        set(attr, "inject", "\n")?;
     }
     Ok(TIMES.saturating_sub(left.max(0) as u64))
 }

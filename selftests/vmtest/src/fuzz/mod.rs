@@ -50,6 +50,10 @@ pub const TESTS: &[Test] = &[
         run: failed_frees_leave_nothing,
     },
     Test {
+        name: "failed_closes_leave_nothing",
+        run: failed_closes_leave_nothing,
+    },
+    Test {
         name: "failed_opens_give_back",
         run: failed_opens_give_back,
     },
@@ -208,11 +212,12 @@ fn setup() -> Outcome {
 /// Regression (found by this suite's fault injection): when a step after
 /// the driver made an object fails (vgpu's record of it, its schedule
 /// entry), vgpu frees the object again before it gives the charge back;
-/// that free failing too (the driver's call stack not allocated) left the
-/// driver holding VRAM nobody was charged for. Each run here fails two
-/// allocations (the step and the free), a little later each time, while a
-/// container allocates VRAM, a TSG and a channel; then every invariant
-/// must hold.
+/// that free failing too (the driver out of memory for it, or its call
+/// stack not allocated) left the driver holding VRAM nobody was charged
+/// for. Each run here fails two calls of vgpu's injection points in a row
+/// (a record, then the free that undoes it; or a driver call, then the
+/// next), a little later each time, while a container allocates VRAM, a
+/// TSG and a channel; then every invariant must hold.
 fn failed_allocs_stay_accounted() -> Outcome {
     ensure!(
         inject::available(),
@@ -222,8 +227,7 @@ fn failed_allocs_stay_accounted() -> Outcome {
     let mut fired = 0;
     inject::mark(true);
     let r = (|| -> Outcome {
-        for space in (0..=4096u64).step_by(64) {
-            inject::arm_once(space, 2)?;
+        for space in 0..48u64 {
             let r = crate::sys::as_container(t.cgroup, || {
                 let s = crate::session::Session::open_on(
                     "/dev/vgpuctl",
@@ -231,7 +235,7 @@ fn failed_allocs_stay_accounted() -> Outcome {
                     t.gpu,
                 )?;
                 let (c, d) = (s.client, s.device);
-                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
+                inject::arm_points(space, 2)?;
                 let vram = s.ctl.alloc_vram(c, d, 0, 1 << 20).map(|m| m.handle);
                 let tsg = s.ctl.alloc_tsg(c, d, 0, nvclient::tsg_params(0));
                 let ch = tsg.as_ref().map(|&tsg| {
@@ -245,22 +249,22 @@ fn failed_allocs_stay_accounted() -> Outcome {
                         )
                         .map(|w| w.h_channel)
                 });
-                write_file("/proc/self/make-it-fail", "0").map_err(|e| format!("flag: {e}"))?;
+                inject::disarm("fail_function")?;
                 check::live(&TENANTS, &[])
                     .map_err(|e| format!("vram {vram:?}, tsg {tsg:?}, channel {ch:?}: {e}"))
             });
-            fired += u64::from(inject::fired(2)?);
-            inject::disarm("failslab")?;
-            r.map_err(|e| format!("allocations failed after {space} bytes: {e}"))?;
+            fired += u64::from(inject::points_fired(2)?);
+            inject::disarm("fail_function")?;
+            r.map_err(|e| format!("two injection points failed after {space} calls: {e}"))?;
             check::settled(&TENANTS)?;
         }
         Ok(())
     })();
-    let _ = inject::disarm("failslab");
+    let _ = inject::disarm("fail_function");
     inject::mark(false);
     r?;
-    ensure!(fired > 0, "no allocation was failed");
-    println!("# fuzz: {fired} allocation sequences with failed allocations");
+    ensure!(fired > 0, "no injection point was failed");
+    println!("# fuzz: {fired} allocation sequences with failed calls");
     Ok(())
 }
 
@@ -316,6 +320,54 @@ fn failed_frees_leave_nothing() -> Outcome {
     r?;
     ensure!(fired > 0, "no allocation was failed");
     println!("# fuzz: {fired} frees with a failed allocation");
+    Ok(())
+}
+
+/// Regression (found by this suite's fault injection): an allocation that
+/// fails while a `/dev/vgpuctl` file closes leaves nothing behind. The
+/// close took its clients out of the module's index through a list it
+/// allocated; a failed allocation left entries in the index, which kept
+/// the file and its records (a TSG scheduled for ever, the vGPU no longer
+/// removable). Each container process here holds a TSG and exits with one
+/// allocation of its close failed, a little later each time.
+fn failed_closes_leave_nothing() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks the fault-injection framework (the debug kernel has it)"
+    );
+    let t = TENANTS[0];
+    let mut fired = 0;
+    inject::mark(true);
+    let r = (|| -> Outcome {
+        for space in (0..=1024u64).step_by(16) {
+            inject::arm_once(space, 1)?;
+            crate::sys::as_container(t.cgroup, || {
+                let s = crate::session::Session::open_on(
+                    "/dev/vgpuctl",
+                    &format!("/dev/vgpu{}", t.vgpu),
+                    t.gpu,
+                )?;
+                s.ctl
+                    .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
+                    .map_err(|e| format!("tsg: {e:?}"))?;
+                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
+                // The files close as the process exits, flagged.
+                std::mem::forget(s);
+                Ok(())
+            })?;
+            fired += u64::from(inject::fired(1)?);
+            inject::disarm("failslab")?;
+            check::settled(&TENANTS).map_err(|e| {
+                format!("an allocation failed after {space} bytes of the close: {e}")
+            })?;
+        }
+        Ok(())
+    })();
+    let _ = inject::disarm("failslab");
+    inject::mark(false);
+    r?;
+    ensure!(fired > 0, "no allocation was failed");
+    println!("# fuzz: {fired} closes with a failed allocation");
     Ok(())
 }
 
@@ -410,6 +462,11 @@ fn calls() -> Outcome {
     let b = budget();
     let n = b.calls * (100 - INJECTED_PERCENT) / 100;
     let t = run::rounds(b.seed, &TENANTS, n, PER_ROUND, false)?;
+    let c = t.cover;
+    println!(
+        "# fuzz: dispatch-table rows used: escapes {}/{}, UVM commands {}/{}, classes {}/{}, controls {}/{}",
+        c[0].0, c[0].1, c[1].0, c[1].1, c[2].0, c[2].1, c[3].0, c[3].1
+    );
     println!(
         "# fuzz: {} calls ({} refused) in {:.1} s, {} invariant checks, {} rounds ended by SIGKILL",
         t.calls,
@@ -425,6 +482,14 @@ fn calls() -> Outcome {
         f.checks += t.checks;
         f.killed_rounds += t.killed;
     });
+    // With 10^4 calls or more, every row has been drawn many times over:
+    // one missing means the generator cannot reach it.
+    if t.calls >= 10_000 {
+        ensure!(
+            c.iter().all(|(used, of)| used == of),
+            "dispatch-table rows never used: {c:?} (used, of)"
+        );
+    }
     Ok(())
 }
 

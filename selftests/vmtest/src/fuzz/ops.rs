@@ -40,23 +40,65 @@ pub struct Tenant {
 }
 
 /// Handles every tenant's threads post for the others to use (foreign
-/// handles for them): `BOARD_SLOTS` pairs of (client, object) per tenant.
-pub struct Board(pub Shared);
+/// handles for them): `BOARD_SLOTS` pairs of (client, object) per tenant;
+/// and which rows of the dispatch table the raw calls have used.
+pub struct Board {
+    handles: Shared,
+    cover: Shared,
+}
 
 /// Pairs per tenant on the board.
 pub const BOARD_SLOTS: usize = 80;
 
+/// The families of the dispatch table, for the coverage bitmap: each
+/// family's rows start at its base bit.
+#[derive(Clone, Copy, Debug)]
+pub enum Family {
+    /// Escapes.
+    Escape = 0,
+    /// UVM commands.
+    Uvm = 1024,
+    /// RM classes.
+    Class = 2048,
+    /// RM controls.
+    Control = 4096,
+}
+
 impl Board {
+    /// A new board, shared with the processes forked after.
+    pub fn new() -> Result<Board, String> {
+        Ok(Board {
+            handles: Shared::new()?,
+            cover: Shared::new()?,
+        })
+    }
+
+    /// Row `k` of `family` was used.
+    fn covered(&self, family: Family, k: usize) {
+        let bit = family as usize + k;
+        self.cover.or(bit / 64, 1 << (bit % 64));
+    }
+
+    /// How many of the first `rows` rows of `family` were used.
+    pub fn coverage(&self, family: Family, rows: usize) -> usize {
+        (0..rows)
+            .filter(|k| {
+                let bit = family as usize + k;
+                self.cover.get(bit / 64) & (1 << (bit % 64)) != 0
+            })
+            .count()
+    }
+
     fn post(&self, rng: &mut Rng, t: usize, client: u32, object: u32) {
         let i = (t * BOARD_SLOTS + rng.index(BOARD_SLOTS)) * 2;
-        self.0.set(i, client as u64);
-        self.0.set(i + 1, object as u64);
+        self.handles.set(i, client as u64);
+        self.handles.set(i + 1, object as u64);
     }
 
     /// A pair posted by tenant `t` (zeros where none was).
     fn get(&self, rng: &mut Rng, t: usize) -> (u32, u32) {
         let i = (t * BOARD_SLOTS + rng.index(BOARD_SLOTS)) * 2;
-        (self.0.get(i) as u32, self.0.get(i + 1) as u32)
+        (self.handles.get(i) as u32, self.handles.get(i + 1) as u32)
     }
 }
 
@@ -891,8 +933,12 @@ impl<'a> Thread<'a> {
 
     fn raw_escape(&mut self) {
         let rows = nvclient::speaks().escapes;
-        let (nr, rule, esc) = match self.rng.pick(rows) {
-            Some(r) if self.rng.chance(92) => (r.nr, r.size, Some(r.escape)),
+        let k = self.rng.index(rows.len());
+        let (nr, rule, esc) = match rows.get(k) {
+            Some(r) if self.rng.chance(92) => {
+                self.board.covered(Family::Escape, k);
+                (r.nr, r.size, Some(r.escape))
+            }
             _ => (self.rng.next() as u8, SizeRule::Any, None),
         };
         let size = self.size_by(rule);
@@ -931,8 +977,12 @@ impl<'a> Thread<'a> {
     fn raw_control(&mut self) {
         let Some(i) = self.session() else { return };
         let rows = nvclient::speaks().controls;
-        let (cmd, size) = match self.rng.pick(rows) {
-            Some(r) if self.rng.chance(90) => (r.cmd, r.params_size as usize),
+        let k = self.rng.index(rows.len());
+        let (cmd, size) = match rows.get(k) {
+            Some(r) if self.rng.chance(90) => {
+                self.board.covered(Family::Control, k);
+                (r.cmd, r.params_size as usize)
+            }
             _ => (self.rng.next() as u32, self.rng.index(1024)),
         };
         let s = &self.sessions[i];
@@ -972,8 +1022,12 @@ impl<'a> Thread<'a> {
     fn raw_alloc(&mut self) {
         let Some(i) = self.session() else { return };
         let rows = nvclient::speaks().classes;
-        let (cls, size) = match self.rng.pick(rows) {
-            Some(r) if self.rng.chance(90) => (r.class, r.params_size as usize),
+        let k = self.rng.index(rows.len());
+        let (cls, size) = match rows.get(k) {
+            Some(r) if self.rng.chance(90) => {
+                self.board.covered(Family::Class, k);
+                (r.class, r.params_size as usize)
+            }
             _ => (self.rng.next() as u32, self.rng.index(512)),
         };
         let s = &self.sessions[i];
@@ -1032,10 +1086,12 @@ impl<'a> Thread<'a> {
 
     fn raw_uvm(&mut self) {
         let rows = nvclient::speaks().uvm;
-        let Some(row) = self.rng.pick(rows).copied() else {
+        let k = self.rng.index(rows.len());
+        let Some(row) = rows.get(k).copied() else {
             return;
         };
         let (num, size) = if self.rng.chance(92) {
+            self.board.covered(Family::Uvm, k);
             (row.number, row.size)
         } else {
             (self.rng.below(128) as u32, self.rng.index(256))

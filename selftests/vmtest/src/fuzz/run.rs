@@ -7,7 +7,7 @@
 
 use super::check;
 use super::mem::Scratch;
-use super::ops::{Board, Fds, Stats, Tenant, Thread};
+use super::ops::{Board, Family, Fds, Stats, Tenant, Thread};
 use super::rng::Rng;
 use crate::sys::{errno, join_cgroup, Shared};
 use crate::tap::Outcome;
@@ -43,6 +43,9 @@ pub struct Totals {
     pub killed: u64,
     /// Time spent in calls (the workers' running time, not the checks).
     pub busy: Duration,
+    /// Rows of the dispatch table the raw calls used, per family
+    /// (escapes, UVM commands, classes, controls): used, of.
+    pub cover: [(usize, usize); 4],
 }
 
 /// Runs rounds until `calls` calls are made, `tenants` fuzzed at once.
@@ -56,7 +59,7 @@ pub fn rounds(
     per_round: u64,
     make_it_fail: bool,
 ) -> Result<Totals, String> {
-    let board = Board(Shared::new()?);
+    let board = Board::new()?;
     let mut totals = Totals::default();
     let mut round = 0u64;
     while totals.calls < calls {
@@ -73,6 +76,14 @@ pub fn rounds(
         r.map_err(|e| format!("seed {seed} round {round}: {e}"))?;
         round += 1;
     }
+    let r = nvclient::speaks();
+    totals.cover = [
+        (Family::Escape, r.escapes.len()),
+        (Family::Uvm, r.uvm.len()),
+        (Family::Class, r.classes.len()),
+        (Family::Control, r.controls.len()),
+    ]
+    .map(|(f, n)| (board.coverage(f, n), n));
     Ok(totals)
 }
 

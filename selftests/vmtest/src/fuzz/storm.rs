@@ -66,7 +66,7 @@ pub fn storms(
     window: Tenant,
     kills: u64,
 ) -> Result<StormTotals, String> {
-    let board = Board(Shared::new()?);
+    let board = Board::new()?;
     let mut all: Vec<Tenant> = tenants.to_vec();
     all.push(window);
     let mut t = StormTotals::default();
