@@ -52,6 +52,28 @@ class VmCheck(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertGreater(counts[1], 0)
 
+    def test_injected_allocation_failures(self):
+        # Inside a fuzz injection window an allocator's warning and its
+        # stack are the injection working; outside one, or anything else
+        # inside one, is a report.
+        warning = ("[  9.1] vgpu-selftest: page allocation failure: order:0, mode:0xcc0(GFP_KERNEL)\n"
+                   "[  9.1] CPU: 0 UID: 0 PID: 7 Comm: vgpu-selftest\n"
+                   "[  9.1] Call Trace:\n[  9.1]  <TASK>\n[  9.1]  dump_stack_lvl+0x1\n[  9.1]  </TASK>\n"
+                   "[  9.2] vgpu-selftest: vmalloc error: size 131072, failed to allocate\n"
+                   "[  9.2] Call Trace:\n[  9.2]  <TASK>\n[  9.2]  </TASK>\n")
+        on, off = "[  9.0] vgpu-fuzz: fault injection armed\n", "[  9.3] vgpu-fuzz: fault injection disarmed\n"
+        head, tail = GOOD_CONSOLE.split("VGPU-VM-DONE")
+        rc, _, out = check(head + on + warning + off + "VGPU-VM-DONE" + tail, GOOD_TAP)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("2 allocation-failure warnings", out)
+        rc, _, out = check(head + warning + "VGPU-VM-DONE" + tail, GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("call trace", out)
+        lockdep = "[  9.1] WARNING: possible recursive locking detected\n[  9.1] Call Trace:\n"
+        rc, _, out = check(head + on + lockdep + off + "VGPU-VM-DONE" + tail, GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("lockdep", out)
+
     def test_kernel_reports(self):
         # Each sample must be caught by its own pattern, not only by a
         # generic one it also matches ("BUG: KASAN" matches "BUG").
