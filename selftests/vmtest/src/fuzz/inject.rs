@@ -82,15 +82,10 @@ pub fn arm_points(space: u64, times: u32) -> Outcome {
     set("fail_function", "probability", "100")
 }
 
-/// Whether a failure [`arm_points`] armed has happened.
-pub fn points_fired(times: u32) -> Result<bool, String> {
-    let left = read_file(&format!("{DBG}/fail_function/times"))?;
-    Ok(left.trim() != times.to_string())
-}
-
-/// Whether a failure [`arm_once`] armed has happened (`times` armed).
-pub fn fired(times: u32) -> Result<bool, String> {
-    let left = read_file(&format!("{DBG}/failslab/times"))?;
+/// Whether a failure armed on `attr` for `times` failures
+/// ([`arm_once`], [`arm_points`]) has happened.
+pub fn fired(attr: &str, times: u32) -> Result<bool, String> {
+    let left = read_file(&format!("{DBG}/{attr}/times"))?;
     Ok(left.trim() != times.to_string())
 }
 

@@ -22,6 +22,7 @@ mod cycles;
 mod inject;
 mod mem;
 mod ops;
+mod regress;
 mod rng;
 mod run;
 mod storm;
@@ -43,19 +44,19 @@ pub const TESTS: &[Test] = &[
     },
     Test {
         name: "failed_allocs_stay_accounted",
-        run: failed_allocs_stay_accounted,
+        run: regress::failed_allocs_stay_accounted,
     },
     Test {
         name: "failed_frees_leave_nothing",
-        run: failed_frees_leave_nothing,
+        run: regress::failed_frees_leave_nothing,
     },
     Test {
         name: "failed_closes_leave_nothing",
-        run: failed_closes_leave_nothing,
+        run: regress::failed_closes_leave_nothing,
     },
     Test {
         name: "failed_opens_give_back",
-        run: failed_opens_give_back,
+        run: regress::failed_opens_give_back,
     },
     Test {
         name: "calls",
@@ -152,7 +153,7 @@ fn budget() -> Budget {
     })
 }
 
-const TENANTS: [Tenant; 2] = [
+pub(super) const TENANTS: [Tenant; 2] = [
     Tenant {
         index: 0,
         vgpu: 0,
@@ -207,255 +208,6 @@ fn setup() -> Outcome {
         w(&format!("vgpu{}/compute_share", t.vgpu), &share.to_string())?;
     }
     check::settled(&TENANTS)
-}
-
-/// Regression (found by this suite's fault injection): when a step after
-/// the driver made an object fails (vgpu's record of it, its schedule
-/// entry), vgpu frees the object again before it gives the charge back;
-/// that free failing too (the driver out of memory for it, or its call
-/// stack not allocated) left the driver holding VRAM nobody was charged
-/// for. Each run here fails two calls of vgpu's injection points in a row
-/// (a record, then the free that undoes it; or a driver call, then the
-/// next), a little later each time, while a container allocates VRAM, a
-/// TSG and a channel; then every invariant must hold.
-fn failed_allocs_stay_accounted() -> Outcome {
-    ensure!(
-        inject::available(),
-        "this kernel lacks the fault-injection framework (the debug kernel has it)"
-    );
-    let t = TENANTS[0];
-    let mut fired = 0;
-    inject::mark(true);
-    let r = (|| -> Outcome {
-        for space in 0..48u64 {
-            let r = crate::sys::as_container(t.cgroup, || {
-                let s = crate::session::Session::open_on(
-                    "/dev/vgpuctl",
-                    &format!("/dev/vgpu{}", t.vgpu),
-                    t.gpu,
-                )?;
-                let (c, d) = (s.client, s.device);
-                inject::arm_points(space, 2)?;
-                let vram = s.ctl.alloc_vram(c, d, 0, 1 << 20).map(|m| m.handle);
-                let tsg = s.ctl.alloc_tsg(c, d, 0, nvclient::tsg_params(0));
-                let ch = tsg.as_ref().map(|&tsg| {
-                    s.ctl
-                        .alloc_work_channel(
-                            c,
-                            d,
-                            tsg,
-                            nvclient::abi::class::AMPERE_CHANNEL_GPFIFO_A,
-                            8,
-                        )
-                        .map(|w| w.h_channel)
-                });
-                inject::disarm("fail_function")?;
-                check::live(&TENANTS, &[])
-                    .map_err(|e| format!("vram {vram:?}, tsg {tsg:?}, channel {ch:?}: {e}"))
-            });
-            fired += u64::from(inject::points_fired(2)?);
-            inject::disarm("fail_function")?;
-            r.map_err(|e| format!("two injection points failed after {space} calls: {e}"))?;
-            check::settled(&TENANTS)?;
-        }
-        Ok(())
-    })();
-    let _ = inject::disarm("fail_function");
-    inject::mark(false);
-    r?;
-    ensure!(fired > 0, "no injection point was failed");
-    println!("# fuzz: {fired} allocation sequences with failed calls");
-    Ok(())
-}
-
-/// Regression (found by this suite's fault injection): an allocation that
-/// fails while a device is freed leaves nothing of the tree under it
-/// recorded. vgpu collected the descendants of a freed object into lists
-/// it allocated; a failed allocation left the rest recorded (a TSG the
-/// driver had freed still scheduled, VRAM it had freed still charged)
-/// until the client went. Each free here runs with one allocation failed,
-/// a little later each time; then every invariant must hold.
-fn failed_frees_leave_nothing() -> Outcome {
-    ensure!(
-        inject::available(),
-        "this kernel lacks the fault-injection framework (the debug kernel has it)"
-    );
-    let t = TENANTS[0];
-    let mut fired = 0;
-    inject::mark(true);
-    let r = (|| -> Outcome {
-        for space in (0..=2048u64).step_by(32) {
-            inject::arm_once(space, 1)?;
-            let r = crate::sys::as_container(t.cgroup, || {
-                let s = crate::session::Session::open_on(
-                    "/dev/vgpuctl",
-                    &format!("/dev/vgpu{}", t.vgpu),
-                    t.gpu,
-                )?;
-                let (c, d) = (s.client, s.device);
-                let e = |w: &'static str| move |e: nvclient::Error| format!("{w}: {e:?}");
-                s.ctl.alloc_vram(c, d, 0, 1 << 20).map_err(e("vram"))?;
-                let tsg = s
-                    .ctl
-                    .alloc_tsg(c, d, 0, nvclient::tsg_params(0))
-                    .map_err(e("tsg"))?;
-                s.ctl
-                    .alloc_work_channel(c, d, tsg, nvclient::abi::class::AMPERE_CHANNEL_GPFIFO_A, 8)
-                    .map_err(e("channel"))?;
-                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
-                let freed = s.ctl.free(c, c, d);
-                write_file("/proc/self/make-it-fail", "0").map_err(|e| format!("flag: {e}"))?;
-                // Freed or not, vgpu's records must match the driver's.
-                check::live(&TENANTS, &[]).map_err(|e| format!("free {freed:?}: {e}"))
-            });
-            fired += u64::from(inject::fired(1)?);
-            inject::disarm("failslab")?;
-            r.map_err(|e| format!("an allocation failed after {space} bytes: {e}"))?;
-            check::settled(&TENANTS)?;
-        }
-        Ok(())
-    })();
-    let _ = inject::disarm("failslab");
-    inject::mark(false);
-    r?;
-    ensure!(fired > 0, "no allocation was failed");
-    println!("# fuzz: {fired} frees with a failed allocation");
-    Ok(())
-}
-
-/// Regression (found by this suite's fault injection): an allocation that
-/// fails while a `/dev/vgpuctl` file closes leaves nothing behind. The
-/// close took its clients out of the module's index through a list it
-/// allocated; a failed allocation left entries in the index, which kept
-/// the file and its records (a TSG scheduled for ever, the vGPU no longer
-/// removable). Each container process here holds a TSG and exits with one
-/// allocation of its close failed, a little later each time.
-fn failed_closes_leave_nothing() -> Outcome {
-    ensure!(
-        inject::available(),
-        "this kernel lacks the fault-injection framework (the debug kernel has it)"
-    );
-    let t = TENANTS[0];
-    let mut fired = 0;
-    inject::mark(true);
-    let r = (|| -> Outcome {
-        for space in (0..=1024u64).step_by(16) {
-            inject::arm_once(space, 1)?;
-            crate::sys::as_container(t.cgroup, || {
-                let s = crate::session::Session::open_on(
-                    "/dev/vgpuctl",
-                    &format!("/dev/vgpu{}", t.vgpu),
-                    t.gpu,
-                )?;
-                s.ctl
-                    .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
-                    .map_err(|e| format!("tsg: {e:?}"))?;
-                write_file("/proc/self/make-it-fail", "1").map_err(|e| format!("flag: {e}"))?;
-                // The files close as the process exits, flagged.
-                std::mem::forget(s);
-                Ok(())
-            })?;
-            fired += u64::from(inject::fired(1)?);
-            inject::disarm("failslab")?;
-            check::settled(&TENANTS).map_err(|e| {
-                format!("an allocation failed after {space} bytes of the close: {e}")
-            })?;
-        }
-        Ok(())
-    })();
-    let _ = inject::disarm("failslab");
-    inject::mark(false);
-    r?;
-    ensure!(fired > 0, "no allocation was failed");
-    println!("# fuzz: {fired} closes with a failed allocation");
-    Ok(())
-}
-
-/// Regression (found by this suite's fault injection): an allocation that
-/// fails anywhere in the open of a vgpu node fails the open and leaves
-/// nothing behind: no user counted, no lock held. The GPU node's open held
-/// its vGPU's users lock when making its proxy file failed; the file's drop
-/// took that lock again, and the open deadlocked. Each open here runs with
-/// one allocation failed, a little later each time (failslab's `space`),
-/// in a child the test waits for a bounded time.
-fn failed_opens_give_back() -> Outcome {
-    ensure!(
-        inject::available(),
-        "this kernel lacks the fault-injection framework (the debug kernel has it)"
-    );
-    let t = TENANTS[0];
-    let node = format!("/dev/vgpu{}", t.vgpu);
-    let mut fired = 0;
-    inject::mark(true);
-    let r = (|| -> Outcome {
-        // An open first allocates the 4 KiB buffer its cgroup check reads
-        // the caller's cgroup path into: the sweep steps fast up to it,
-        // then slowly through what follows (the real file, the proxy file).
-        for space in (0..4096u64).step_by(256).chain((4096..=6656).step_by(16)) {
-            inject::arm_once(space, 1)?;
-            let pid = spawn_opener(t.cgroup, &node)?;
-            let t0 = Instant::now();
-            let mut st = 0;
-            // SAFETY: our child; WNOHANG polls it.
-            while unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == 0 {
-                if t0.elapsed() > std::time::Duration::from_secs(30) {
-                    return Err(format!(
-                        "an open with an allocation failed after {space} bytes hung (deadlock?)"
-                    ));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            fired += u64::from(inject::fired(1)?);
-            inject::disarm("failslab")?;
-            ensure!(
-                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-                "the opener ended with status {st:#x} (space {space})"
-            );
-            let users = check::attr(t.vgpu, "users")?;
-            ensure!(
-                users == 0,
-                "vgpu{}/users = {users} after the opener exited (an allocation failed after {space} bytes)",
-                t.vgpu
-            );
-        }
-        check::settled(&TENANTS)
-    })();
-    let _ = inject::disarm("failslab");
-    inject::mark(false);
-    r?;
-    ensure!(fired > 0, "no allocation was failed");
-    println!("# fuzz: {fired} opens with a failed allocation");
-    Ok(())
-}
-
-/// A child of `cgroup` flagged for fault injection that opens `node`, the
-/// ctl node and the UVM node, then exits 0.
-fn spawn_opener(cgroup: &str, node: &str) -> Result<i32, String> {
-    let paths: Vec<std::ffi::CString> = [node, "/dev/vgpuctl", "/dev/vgpu-uvm"]
-        .iter()
-        .filter_map(|p| std::ffi::CString::new(*p).ok())
-        .collect();
-    // SAFETY: the test program is single-threaded here; the child makes
-    // plain system calls and exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: errno {}", crate::sys::errno()));
-    }
-    if pid == 0 {
-        let ok = crate::sys::join_cgroup(cgroup).is_ok()
-            && write_file("/proc/self/make-it-fail", "1").is_ok();
-        for p in &paths {
-            // SAFETY: a valid path; the fd is closed at once.
-            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
-            if fd >= 0 {
-                // SAFETY: our fd.
-                unsafe { libc::close(fd) };
-            }
-        }
-        // SAFETY: leaving the child.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-    Ok(pid)
 }
 
 fn calls() -> Outcome {

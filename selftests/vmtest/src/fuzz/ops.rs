@@ -183,6 +183,17 @@ fn put(b: &mut [u8], at: usize, v: &[u8]) {
     }
 }
 
+/// Writes `v` as a field of `size` bytes (1, 2, 4 or 8) at `at`.
+fn put_field(b: &mut [u8], at: usize, size: usize, v: u64) {
+    match size {
+        1 => put(b, at, &[v as u8]),
+        2 => put(b, at, &(v as u16).to_ne_bytes()),
+        4 => put(b, at, &(v as u32).to_ne_bytes()),
+        8 => put(b, at, &v.to_ne_bytes()),
+        _ => {}
+    }
+}
+
 impl<'a> Thread<'a> {
     /// A thread of `tenant` with stream `rng`.
     pub fn new(
@@ -907,13 +918,7 @@ impl<'a> Thread<'a> {
             } else {
                 self.rng.edgy_u32() as u64
             };
-            match f.size {
-                1 => put(b, at, &[v as u8]),
-                2 => put(b, at, &(v as u16).to_ne_bytes()),
-                4 => put(b, at, &(v as u32).to_ne_bytes()),
-                8 => put(b, at, &v.to_ne_bytes()),
-                _ => {}
-            }
+            put_field(b, at, f.size, v);
         }
     }
 
@@ -1143,13 +1148,7 @@ impl<'a> Thread<'a> {
                 } else {
                     self.rng.edgy_u32() as u64
                 };
-                match f.size {
-                    1 => put(&mut b, f.offset, &[v as u8]),
-                    2 => put(&mut b, f.offset, &(v as u16).to_ne_bytes()),
-                    4 => put(&mut b, f.offset, &(v as u32).to_ne_bytes()),
-                    8 => put(&mut b, f.offset, &v.to_ne_bytes()),
-                    _ => {}
-                }
+                put_field(&mut b, f.offset, f.size, v);
             }
         } else {
             b.iter_mut().for_each(|x| *x = self.rng.next() as u8);

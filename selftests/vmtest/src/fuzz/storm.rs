@@ -100,40 +100,26 @@ fn one_batch(
         } else {
             tenants[rng.index(tenants.len())]
         };
+        let n = all.len();
+        let mut go = |kind, i, src| -> Result<(), String> {
+            let v = Victim {
+                kind,
+                i,
+                src,
+                tenant,
+                tenants: n,
+                seed: rng.next(),
+            };
+            victims.push((spawn(v, &page, board)?, i));
+            Ok(())
+        };
         if kind == Kind::Dup {
             // Its source first, in the same container.
-            victims.push((
-                spawn(
-                    Kind::DupSource,
-                    i,
-                    i,
-                    tenant,
-                    all.len(),
-                    rng.next(),
-                    &page,
-                    board,
-                )?,
-                i,
-            ));
-            victims.push((
-                spawn(
-                    Kind::Dup,
-                    i + 1,
-                    i,
-                    tenant,
-                    all.len(),
-                    rng.next(),
-                    &page,
-                    board,
-                )?,
-                i + 1,
-            ));
+            go(Kind::DupSource, i, i)?;
+            go(Kind::Dup, i + 1, i)?;
             i += 2;
         } else {
-            victims.push((
-                spawn(kind, i, i, tenant, all.len(), rng.next(), &page, board)?,
-                i,
-            ));
+            go(kind, i, i)?;
             i += 1;
         }
     }
@@ -180,19 +166,22 @@ fn reap(victims: &[(i32, usize)]) {
     }
 }
 
-/// Forks victim `i` of `kind` for `tenant`; a DUP victim finds its
-/// source's handles at `SRC + 2 * src`.
-#[allow(clippy::too_many_arguments)]
-fn spawn(
+/// One victim: what it loops on, its slot `i` on the batch's page, the
+/// slot of its DUP source (`src`), its tenant, how many tenants the run
+/// has, and its random stream's seed.
+#[derive(Clone, Copy)]
+struct Victim {
     kind: Kind,
     i: usize,
     src: usize,
     tenant: Tenant,
     tenants: usize,
     seed: u64,
-    page: &Shared,
-    board: &Board,
-) -> Result<i32, String> {
+}
+
+/// Forks a victim; a DUP victim finds its source's handles at
+/// `SRC + 2 * src`.
+fn spawn(v: Victim, page: &Shared, board: &Board) -> Result<i32, String> {
     // SAFETY: the test program is single-threaded here; the child runs
     // the victim and never returns.
     let pid = unsafe { libc::fork() };
@@ -200,11 +189,10 @@ fn spawn(
         return Err(format!("fork: errno {}", errno()));
     }
     if pid == 0 {
-        let r = victim(kind, i, src, tenant, tenants, seed, page, board);
-        if let Err(e) = r {
-            println!("#   kill storm: {kind:?} victim could not set up: {e}");
+        if let Err(e) = victim(v, page, board) {
+            println!("#   kill storm: {:?} victim could not set up: {e}", v.kind);
         }
-        page.set(READY + i, 2);
+        page.set(READY + v.i, 2);
         // SAFETY: leaving the child.
         unsafe { libc::_exit(1) };
     }
@@ -226,17 +214,15 @@ fn retry<T>(mut f: impl FnMut() -> nvclient::Result<T>) -> nvclient::Result<T> {
 }
 
 /// The victim's set-up, then its loop (it never returns on success).
-#[allow(clippy::too_many_arguments)]
-fn victim(
-    kind: Kind,
-    i: usize,
-    src: usize,
-    tenant: Tenant,
-    tenants: usize,
-    seed: u64,
-    page: &Shared,
-    board: &Board,
-) -> Result<(), String> {
+fn victim(v: Victim, page: &Shared, board: &Board) -> Result<(), String> {
+    let Victim {
+        kind,
+        i,
+        src,
+        tenant,
+        tenants,
+        seed,
+    } = v;
     join_cgroup(tenant.cgroup).map_err(|e| format!("join: errno {e}"))?;
     let e = |what: &'static str| move |err: nvclient::Error| format!("{what}: {err:?}");
     let node = format!("/dev/vgpu{}", tenant.vgpu);
