@@ -122,26 +122,48 @@ pub fn failed_frees_leave_nothing() -> Outcome {
     })
 }
 
-/// An allocation that fails while a `/dev/vgpuctl` file closes leaves
-/// nothing behind. The close took its clients out of the module's index
-/// through a list it allocated; a failed allocation left entries in the
-/// index, which kept the file and its records (a TSG scheduled for ever,
-/// the vGPU no longer removable). Each container process holds a TSG and
-/// exits, its files closing, flagged.
+/// A `/dev/vgpuctl` file that closes while allocations fail leaves nothing
+/// behind. The close took its clients out of the module's index through a
+/// list it allocated; a failed allocation left entries in the index, which
+/// kept the file and its records (a TSG scheduled for ever, the vGPU no
+/// longer removable). Each run's container process holds one to three
+/// sessions with a TSG each and exits flagged, with every allocation that
+/// has vgpu on the stack failing: the close now allocates nothing, so
+/// nothing may be failed, and nothing may be left.
 pub fn failed_closes_leave_nothing() -> Outcome {
+    ensure!(
+        inject::available(),
+        "this kernel lacks the fault-injection framework (the debug kernel has it)"
+    );
     let t = TENANTS[0];
-    sweep("closes", "failslab", 1, (0..=1024).step_by(16), |space| {
-        inject::arm_once(space, 1)?;
-        as_container(t.cgroup, || {
-            let s = session(&t)?;
-            s.ctl
-                .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
-                .map_err(|e| format!("tsg: {e:?}"))?;
-            flag(true)?;
-            std::mem::forget(s);
-            Ok(())
-        })
-    })
+    inject::mark(true);
+    let r = (|| -> Outcome {
+        for run in 0..24u64 {
+            inject::arm("failslab", 100)?;
+            let r = as_container(t.cgroup, || {
+                let mut held = Vec::new();
+                for _ in 0..=run % 3 {
+                    let s = session(&t)?;
+                    s.ctl
+                        .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
+                        .map_err(|e| format!("tsg: {e:?}"))?;
+                    held.push(s);
+                }
+                flag(true)?;
+                // The files close as the process exits, flagged.
+                std::mem::forget(held);
+                Ok(())
+            });
+            let failed = inject::disarm("failslab")?;
+            r?;
+            check::settled(&TENANTS)
+                .map_err(|e| format!("run {run} ({failed} allocations failed): {e}"))?;
+        }
+        Ok(())
+    })();
+    let _ = inject::disarm("failslab");
+    inject::mark(false);
+    r
 }
 
 /// An allocation that fails anywhere in the open of a vgpu node fails the
