@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$VGPU_TOP"
 
 spec=${1:-calls=1000000,kills=10000,cycles=100}
+# No seed given: the guest draws one from its clock (printed first).
 case "$spec" in *[!a-z0-9=,]*) echo "fuzz: bad spec $spec" >&2; exit 2 ;; esac
 # Emulation runs the debug kernel at a few hundred calls a second: allow
 # for the budget (and a floor for boot, storms and cycles).
