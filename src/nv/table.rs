@@ -922,6 +922,12 @@ pub enum UvmHandler {
     /// UVM_MAP_EXTERNAL_ALLOCATION: client checked; the memory's charge is
     /// held while UVM maps it.
     MapExternal,
+    /// UVM_UNMAP_EXTERNAL: forwarded from vgpu's copy; the holds of the
+    /// GPU's mappings it removes go.
+    UnmapExternal,
+    /// UVM_UNREGISTER_GPU_VASPACE, UVM_UNREGISTER_GPU: forwarded from
+    /// vgpu's copy; the holds of the GPU's external mappings go.
+    UnregisterGpu,
     /// UVM_FREE: forwarded from vgpu's copy; held charges at its base go.
     Free,
     /// UVM_MAP_DYNAMIC_PARALLELISM_REGION: its page-table bound charged.
@@ -992,7 +998,7 @@ pub(crate) const UVM_ROWS: [UvmRow; 32] = [
     uvm(Command::CreateRangeGroup, P::Forward, U::Forward),
     uvm(Command::DestroyRangeGroup, P::Forward, U::Forward),
     uvm(Command::RegisterGpuVaspace, P::Bounce, U::ClientChecked),
-    uvm(Command::UnregisterGpuVaspace, P::Forward, U::Forward),
+    uvm(Command::UnregisterGpuVaspace, P::Bounce, U::UnregisterGpu),
     uvm(Command::RegisterChannel, P::Bounce, U::ClientChecked),
     uvm(Command::UnregisterChannel, P::Bounce, U::ClientChecked),
     uvm(Command::EnablePeerAccess, P::Forward, U::Forward),
@@ -1001,7 +1007,7 @@ pub(crate) const UVM_ROWS: [UvmRow; 32] = [
     uvm(Command::MapExternalAllocation, P::Bounce, U::MapExternal),
     uvm(Command::Free, P::Bounce, U::Free),
     uvm(Command::RegisterGpu, P::Bounce, U::RegisterGpu),
-    uvm(Command::UnregisterGpu, P::Forward, U::Forward),
+    uvm(Command::UnregisterGpu, P::Bounce, U::UnregisterGpu),
     uvm(Command::PageableMemAccess, P::Forward, U::Forward),
     uvm(Command::SetPreferredLocation, P::Forward, U::Forward),
     uvm(Command::UnsetPreferredLocation, P::Forward, U::Forward),
@@ -1014,7 +1020,7 @@ pub(crate) const UVM_ROWS: [UvmRow; 32] = [
     uvm(Command::ToolsReadProcessMemory, P::Forward, U::Forward),
     uvm(Command::ToolsWriteProcessMemory, P::Forward, U::Forward),
     uvm(Command::MapDynamicParallelismRegion, P::Bounce, U::DpRegion),
-    uvm(Command::UnmapExternal, P::Forward, U::Forward),
+    uvm(Command::UnmapExternal, P::Bounce, U::UnmapExternal),
     uvm(Command::AllocSemaphorePool, P::Forward, U::Forward),
     uvm(Command::ValidateVaRange, P::Forward, U::Forward),
     uvm(Command::CreateExternalRange, P::Forward, U::Forward),

@@ -158,6 +158,8 @@ pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result
         UvmHandler::RegisterGpu => register_gpu(&cx),
         UvmHandler::ClientChecked => client_checked(&cx),
         UvmHandler::MapExternal => map_external(&cx),
+        UvmHandler::UnmapExternal => unmap_external(&cx),
+        UvmHandler::UnregisterGpu => unregister_gpu(&cx),
         UvmHandler::Free => free(&cx),
         UvmHandler::DpRegion => dp_region(&cx),
     }
@@ -250,28 +252,101 @@ fn client_checked(cx: &Ctx<'_>) -> Result<isize> {
 }
 
 /// UVM_MAP_EXTERNAL_ALLOCATION: the client checked; RM memory UVM maps stays
-/// charged while UVM holds it, even after RM frees its handle. Field by
-/// field: the block is 9 KiB, too large to decode on the stack.
+/// charged while a GPU maps it, even after RM frees its handle. A mapping
+/// replaces what its GPUs mapped where it lies (UVM unmaps that first,
+/// `uvm_map_external.c` at 595.45.04, as the double does). Field by field:
+/// the block is 9 KiB, too large to decode on the stack.
 fn map_external(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = cx.block()?;
     // Where the release's layout has them (535's block is 1,200 bytes).
     let at = |name| cx.row.field(name).and_then(|o| blk.get(o..)).ok_or(EINVAL);
     let base: u64 = decode(at("base")?)?;
+    let length: u64 = decode(at("length")?)?;
     let h_memory: u32 = decode(at("h_memory")?)?;
+    let count: u64 = decode(at("gpu_attributes_count")?)?;
+    let attrs = cx.row.field("per_gpu_attributes").ok_or(EINVAL)?;
     let h_client = client_of(cx, &blk)?;
     if !clients::client_in(cx.host, h_client, cx.vgpus()) {
         return cx.answer(NV_ERR_INVALID_OBJECT_HANDLE);
     }
+    // The container's GPUs it maps on (the driver refuses any other: it
+    // needs a GPU VA space there, which only those can have).
+    let mut gpus = 0u32;
+    for k in 0..count.min(uvm::MAX_GPU_ATTRIBUTES as u64) as usize {
+        let off = attrs + k * uvm::GpuMappingAttributes::SIZE;
+        let Some(uuid) = blk.get(off..off + 16) else {
+            break;
+        };
+        let mut u: Uuid = [0; 16];
+        u.copy_from_slice(uuid);
+        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &u).filter(|&g| g < 32) {
+            gpus |= 1 << g;
+        }
+    }
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
+        unmapped(&cx.file.space, gpus, Some((base, length)));
         if let Some(charge) = clients::charge_of(cx.host, h_client, h_memory) {
-            hold_external(&cx.file.space, base, charge)?;
+            hold_external(&cx.file.space, base, length, Some(gpus), charge)?;
         }
     }
     Ok(r)
 }
 
-/// UVM_FREE: what was held at its base goes with it.
+/// UVM_UNMAP_EXTERNAL: forwarded from vgpu's copy; once the driver has
+/// unmapped the GPU's mappings that overlap the range, their holds on that
+/// GPU go (UVM drops the memory with its last mapping).
+fn unmap_external(cx: &Ctx<'_>) -> Result<isize> {
+    let mut blk = cx.block()?;
+    let at = |name| cx.row.field(name).and_then(|o| blk.get(o..)).ok_or(EINVAL);
+    let base: u64 = decode(at("base")?)?;
+    let length: u64 = decode(at("length")?)?;
+    let uuid: Uuid = decode(at("uuid")?)?;
+    let r = cx.forward_block(&mut blk)?;
+    if cx.status(&blk)? == NV_OK {
+        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &uuid).filter(|&g| g < 32) {
+            unmapped(&cx.file.space, 1 << g, Some((base, length)));
+        }
+    }
+    Ok(r)
+}
+
+/// UVM_UNREGISTER_GPU_VASPACE and UVM_UNREGISTER_GPU: forwarded from
+/// vgpu's copy; once the driver has unregistered the GPU, every external
+/// mapping on it is gone (`uvm_va_space.c`, the GPU VA space's removal
+/// unmaps them, at 595.45.04; the double likewise), and their holds on
+/// that GPU with them.
+fn unregister_gpu(cx: &Ctx<'_>) -> Result<isize> {
+    let mut blk = cx.block()?;
+    let at = cx.row.field("gpu_uuid").ok_or(EINVAL)?;
+    let uuid: Uuid = decode(blk.get(at..).ok_or(EINVAL)?)?;
+    let r = cx.forward_block(&mut blk)?;
+    if cx.status(&blk)? == NV_OK {
+        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &uuid).filter(|&g| g < 32) {
+            unmapped(&cx.file.space, 1 << g, None);
+        }
+    }
+    Ok(r)
+}
+
+/// The GPUs in `gpus` no longer map what they mapped in `space` (where it
+/// overlaps `[base, base + length)`, if given): mappings no GPU maps any
+/// more let their charges go. Allocates nothing: the charges drop under
+/// the space's lock (refunds take a vGPU's lock, which comes after it).
+fn unmapped(space: &Arc<Space>, gpus: u32, within: Option<(u64, u64)>) {
+    let mut inner = space.inner.lock();
+    for e in inner.external.iter_mut() {
+        let hit = within.is_none_or(|(b, l)| uvm::overlaps(e.base, e.end - e.base, b, l));
+        if let (Some(g), true) = (e.gpus.as_mut(), hit) {
+            *g &= !gpus;
+        }
+    }
+    inner.external.retain(|e| e.gpus != Some(0));
+}
+
+/// UVM_FREE: what was held at its base goes with it. Allocates nothing
+/// (it once gathered the holds into a list, and an allocation failure
+/// left them held): the charges drop under the space's lock.
 fn free(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = cx.block()?;
     // `base` where the release's layout has it (first, in every release).
@@ -279,22 +354,7 @@ fn free(cx: &Ctx<'_>) -> Result<isize> {
     let base: u64 = decode(blk.get(at..).ok_or(EINVAL)?)?;
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
-        let gone = {
-            let mut inner = cx.file.space.inner.lock();
-            let mut gone = KVec::new();
-            let mut i = 0;
-            while i < inner.external.len() {
-                if inner.external[i].base == base {
-                    if let Ok(e) = inner.external.remove(i) {
-                        gone.push(e, GFP_KERNEL)?;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            gone
-        };
-        drop(gone);
+        cx.file.space.inner.lock().external.retain(|e| e.base != base);
     }
     Ok(r)
 }
@@ -368,7 +428,7 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
     // Held before the answer is copied out, so a caller whose block faults
     // by then still has its region paid for.
     if cx.status(&blk)? == NV_OK {
-        if let Err(e) = hold_external(&cx.file.space, p.base, charge) {
+        if let Err(e) = hold_external(&cx.file.space, p.base, p.length, None, charge) {
             // No record, no region: it goes (and the charge with it), by
             // UVM_FREE in the release's layout (580 and older want the
             // length too).
@@ -389,12 +449,21 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
     Ok(r)
 }
 
-/// Keeps `charge` while UVM maps its memory (or a region) at `base`.
-fn hold_external(space: &Arc<Space>, base: u64, charge: Arc<Charge>) -> Result {
+/// Keeps `charge` while UVM maps its memory on `gpus` (or a region) at
+/// `[base, base + length)`.
+fn hold_external(
+    space: &Arc<Space>,
+    base: u64,
+    length: u64,
+    gpus: Option<u32>,
+    charge: Arc<Charge>,
+) -> Result {
     crate::kapi::inject::record()?;
     space.inner.lock().external.push(
         External {
             base,
+            end: base.saturating_add(length),
+            gpus,
             _charge: charge,
         },
         GFP_KERNEL,

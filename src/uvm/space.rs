@@ -29,12 +29,18 @@ pub(super) struct Managed {
     pub(super) charged: u64,
 }
 
-/// RM memory that UVM maps into a range and keeps allocated until the range
-/// is freed, or the page tables of a dynamic-parallelism region at `base`:
-/// its charge is held as long.
+/// RM memory that UVM maps into a range, held by UVM as long as a GPU maps
+/// it there, or the page tables of a dynamic-parallelism region at `base`,
+/// held until the region is freed: its charge is held as long.
 pub(super) struct External {
-    /// Where UVM maps it.
+    /// Where UVM maps it (or the region starts).
     pub(super) base: u64,
+    /// Where the mapping ends.
+    pub(super) end: u64,
+    /// A mapping: the GPUs (by index, a bit each) that map it; the hold
+    /// goes when the last one unmaps. `None`: a region, held until
+    /// UVM_FREE or the end of the VA space.
+    pub(super) gpus: Option<u32>,
     /// Held while it is mapped.
     pub(super) _charge: Arc<Charge>,
 }

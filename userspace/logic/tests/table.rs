@@ -579,22 +579,24 @@ fn vm_tests() -> BTreeMap<String, BTreeSet<String>> {
     };
     let main = read("main.rs");
     let mut suites = BTreeMap::new();
-    for line in main.lines().map(str::trim) {
-        // ("memory", memory::TESTS), or the last of a one-line list.
-        let Some((_, rest)) = line.split_once("(\"") else {
-            continue;
-        };
+    // ("memory", memory::TESTS), one a line or several in a one-line list.
+    let entries = main
+        .lines()
+        .map(str::trim)
+        .flat_map(|line| line.split("(\"").skip(1));
+    for rest in entries {
         let Some((suite, module)) = rest.split_once("\", ") else {
             continue;
         };
-        let module = module.strip_suffix(';').unwrap_or(module);
-        let Some(module) = module
-            .strip_suffix("::TESTS),")
-            .or_else(|| module.strip_suffix("::TESTS)]"))
-        else {
+        let Some((module, _)) = module.split_once("::TESTS)") else {
             continue;
         };
-        let src = read(&format!("{module}.rs"));
+        // A module is a file, or a directory with its `mod.rs`.
+        let src = if std::path::Path::new(&format!("{dir}/{module}.rs")).exists() {
+            read(&format!("{module}.rs"))
+        } else {
+            read(&format!("{module}/mod.rs"))
+        };
         // The module's `pub const TESTS: &[Test] = ...;`: either `Test`
         // literals (`name: "..."`) or the `tests![ident, ...]` shorthand.
         let list = src
