@@ -58,6 +58,10 @@ pub const TESTS: &[Test] = &[
         run: external_keeps_charge,
     },
     Test {
+        name: "external_charge_goes_with_the_mapping",
+        run: external_charge_goes_with_the_mapping,
+    },
+    Test {
         name: "two_containers",
         run: two_containers,
     },
@@ -467,6 +471,55 @@ fn external_keeps_charge() -> Outcome {
         );
         Ok(())
     })
+}
+
+/// UVM holds RM memory it maps only as long as a GPU maps it: after an
+/// RM free, UVM_UNMAP_EXTERNAL of the mapping, UVM_UNREGISTER_GPU_VASPACE
+/// or UVM_UNREGISTER_GPU lets it go in the driver, and its charge with it
+/// (found by the fuzz suite: vgpu kept the charge until UVM_FREE). A second
+/// mapping over the first replaces it: one charge is held, not two.
+fn external_charge_goes_with_the_mapping() -> Outcome {
+    for how in ["unmap", "unregister vaspace", "unregister gpu"] {
+        as_container("/ua", || {
+            let c = context(0)?;
+            let e = |w: &'static str| move |err: Error| format!("{how}: {w}: {err:?}");
+            let used0 = view_gpu(0)?.1;
+            let mem =
+                c.s.ctl
+                    .alloc_vram(c.s.client, c.s.device, 0, 8 * MIB)
+                    .map_err(e("VRAM"))?;
+            let base = 0x7200_0000_0000u64;
+            c.u.uvm
+                .create_external_range(base, 8 * MIB)
+                .map_err(e("external range"))?;
+            for _ in 0..2 {
+                c.u.uvm
+                    .map_external_allocation(base, 8 * MIB, 0, &[c.u.uuid], c.s.client, mem.handle)
+                    .map_err(e("MAP_EXTERNAL_ALLOCATION"))?;
+            }
+            c.s.ctl
+                .free(c.s.client, c.s.device, mem.handle)
+                .map_err(e("RM free"))?;
+            ensure!(
+                sysfs(0, "memory_used")? == 8 * MIB,
+                "{how}: after RM free of mapped memory: used {}",
+                sysfs(0, "memory_used")?
+            );
+            match how {
+                "unmap" => c.u.uvm.unmap_external(base, 8 * MIB, &c.u.uuid),
+                "unregister vaspace" => c.u.uvm.unregister_gpu_vaspace(&c.u.uuid),
+                _ => c.u.uvm.unregister_gpu(&c.u.uuid),
+            }
+            .map_err(e("the unmapping call"))?;
+            let (used, held) = (sysfs(0, "memory_used")?, view_gpu(0)?.1 - used0);
+            ensure!(
+                used == 0 && held == 0,
+                "{how}: the driver holds {held} bytes, vgpu charges {used}"
+            );
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 fn two_containers() -> Outcome {
