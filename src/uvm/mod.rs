@@ -287,10 +287,66 @@ fn map_external(cx: &Ctx<'_>) -> Result<isize> {
     if cx.status(&blk)? == NV_OK {
         unmapped(&cx.file.space, gpus, Some((base, length)));
         if let Some(charge) = clients::charge_of(cx.host, h_client, h_memory) {
-            hold_external(&cx.file.space, base, length, Some(gpus), charge)?;
+            if let Err(e) = hold_external(&cx.file.space, base, length, Some(gpus), charge) {
+                // No hold, no mapping: each GPU's goes again, or the
+                // driver would keep memory nobody is charged for.
+                for g in 0..count.min(uvm::MAX_GPU_ATTRIBUTES as u64) as usize {
+                    let off = attrs + g * uvm::GpuMappingAttributes::SIZE;
+                    if let Some(uuid) = blk.get(off..off + 16) {
+                        let (b, l) = (base.to_ne_bytes(), length.to_ne_bytes());
+                        undo(
+                            cx,
+                            Command::UnmapExternal,
+                            &[("base", &b), ("length", &l), ("uuid", uuid)],
+                        );
+                    }
+                }
+                return Err(e);
+            }
         }
     }
     Ok(r)
+}
+
+/// Sends `command` with `fields` set in the release's layout, from a kernel
+/// copy, to undo what a call did when vgpu could not record it. Tried
+/// again, a millisecond apart, while it fails for want of memory (an errno,
+/// or `NV_ERR_NO_MEMORY`), up to 16 times: an undo given up leaves the
+/// driver holding what nobody is charged for (found by the fuzz suite's
+/// fault injection).
+fn undo(cx: &Ctx<'_>, command: Command, fields: &[(&str, &[u8])]) {
+    let row = release::current().uvm_command(command);
+    let mut b = [0u8; 64];
+    let Some(blk) = b.get_mut(..row.size) else {
+        return;
+    };
+    for (name, value) in fields {
+        if let Some(d) = row
+            .field(name)
+            .and_then(|o| blk.get_mut(o..o + value.len()))
+        {
+            d.copy_from_slice(value);
+        }
+    }
+    let mut work = [0u8; 64];
+    for _ in 0..16 {
+        let Some(w) = work.get_mut(..blk.len()) else {
+            return;
+        };
+        w.copy_from_slice(blk);
+        let status = match cx.real.ioctl_block(command.number(), w) {
+            Ok(_) => row
+                .status_at
+                .and_then(|o| w.get(o..o + 4))
+                .map_or(NV_OK, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]])),
+            Err(_) => NV_ERR_NO_MEMORY,
+        };
+        if status != NV_ERR_NO_MEMORY {
+            return;
+        }
+        kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
+    }
+    pr_warn!("vgpu: could not undo UVM command {}\n", command.number());
 }
 
 /// UVM_UNMAP_EXTERNAL: forwarded from vgpu's copy; once the driver has
@@ -432,16 +488,8 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
             // No record, no region: it goes (and the charge with it), by
             // UVM_FREE in the release's layout (580 and older want the
             // length too).
-            let row = release::current().uvm_command(Command::Free);
-            let mut free = [0u8; 32];
-            if let Some(blk) = free.get_mut(..row.size) {
-                for (name, value) in [("base", p.base), ("length", p.length)] {
-                    if let Some(d) = row.field(name).and_then(|off| blk.get_mut(off..)) {
-                        value.encode(d);
-                    }
-                }
-                let _ = cx.real.ioctl_block(Command::Free.number(), blk);
-            }
+            let (b, l) = (p.base.to_ne_bytes(), p.length.to_ne_bytes());
+            undo(cx, Command::Free, &[("base", &b), ("length", &l)]);
             return Err(e);
         }
     }
