@@ -177,7 +177,7 @@ pub fn failed_opens_give_back() -> Outcome {
     // An open first allocates the 4 KiB buffer its cgroup check reads the
     // caller's cgroup path into: the sweep steps fast up to it, then
     // slowly through what follows (the real file, the proxy file).
-    let spaces = (0..4096).step_by(256).chain((4096..=6656).step_by(16));
+    let spaces = (0..4096).step_by(512).chain((4096..=6656).step_by(32));
     sweep("opens", "failslab", 1, spaces, |space| {
         inject::arm_once(space, 1)?;
         let pid = spawn_opener(t.cgroup, &node)?;
