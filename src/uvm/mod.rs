@@ -279,9 +279,7 @@ fn map_external(cx: &Ctx<'_>) -> Result<isize> {
         };
         let mut u: Uuid = [0; 16];
         u.copy_from_slice(uuid);
-        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &u).filter(|&g| g < 32) {
-            gpus |= 1 << g;
-        }
+        gpus |= gpu_bit(cx, &u);
     }
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
@@ -360,9 +358,7 @@ fn unmap_external(cx: &Ctx<'_>) -> Result<isize> {
     let uuid: Uuid = decode(at("uuid")?)?;
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
-        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &uuid).filter(|&g| g < 32) {
-            unmapped(&cx.file.space, 1 << g, Some((base, length)));
-        }
+        unmapped(&cx.file.space, gpu_bit(cx, &uuid), Some((base, length)));
     }
     Ok(r)
 }
@@ -378,11 +374,17 @@ fn unregister_gpu(cx: &Ctx<'_>) -> Result<isize> {
     let uuid: Uuid = decode(blk.get(at..).ok_or(EINVAL)?)?;
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
-        if let Some(g) = container_gpu(cx.host, cx.vgpus(), &uuid).filter(|&g| g < 32) {
-            unmapped(&cx.file.space, 1 << g, None);
-        }
+        unmapped(&cx.file.space, gpu_bit(cx, &uuid), None);
     }
     Ok(r)
+}
+
+/// The bit of the GPU with UUID `uuid` in a hold's set of GPUs, if the
+/// container has a vGPU on it (0 otherwise: the driver maps only on those).
+fn gpu_bit(cx: &Ctx<'_>, uuid: &Uuid) -> u32 {
+    container_gpu(cx.host, cx.vgpus(), uuid)
+        .filter(|&g| g < 32)
+        .map_or(0, |g| 1 << g)
 }
 
 /// The GPUs in `gpus` no longer map what they mapped in `space` (where it
@@ -410,7 +412,12 @@ fn free(cx: &Ctx<'_>) -> Result<isize> {
     let base: u64 = decode(blk.get(at..).ok_or(EINVAL)?)?;
     let r = cx.forward_block(&mut blk)?;
     if cx.status(&blk)? == NV_OK {
-        cx.file.space.inner.lock().external.retain(|e| e.base != base);
+        cx.file
+            .space
+            .inner
+            .lock()
+            .external
+            .retain(|e| e.base != base);
     }
     Ok(r)
 }

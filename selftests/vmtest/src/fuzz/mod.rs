@@ -118,6 +118,17 @@ fn record(f: impl FnOnce(&mut Figures)) {
     }
 }
 
+/// Adds what rounds of calls did to the figures.
+fn record_rounds(t: &run::Totals) {
+    record(|f| {
+        f.calls += t.calls;
+        f.refused += t.refused;
+        f.busy_s += t.busy.as_secs_f64();
+        f.checks += t.checks;
+        f.killed_rounds += t.killed;
+    });
+}
+
 /// The CI slice: 10^5 calls, 10^3 kill cycles, 100 load cycles.
 const SLICE: Budget = Budget {
     calls: 100_000,
@@ -227,13 +238,7 @@ fn calls() -> Outcome {
         t.checks,
         t.killed
     );
-    record(|f| {
-        f.calls += t.calls;
-        f.refused += t.refused;
-        f.busy_s += t.busy.as_secs_f64();
-        f.checks += t.checks;
-        f.killed_rounds += t.killed;
-    });
+    record_rounds(&t);
     // With 10^4 calls or more, every row has been drawn many times over:
     // one missing means the generator cannot reach it.
     if t.calls >= 10_000 {
@@ -309,13 +314,7 @@ fn fault_injection() -> Outcome {
             injected[i] += c?;
         }
         calls += t.calls;
-        record(|f| {
-            f.calls += t.calls;
-            f.refused += t.refused;
-            f.busy_s += t.busy.as_secs_f64();
-            f.checks += t.checks;
-            f.killed_rounds += t.killed;
-        });
+        record_rounds(&t);
     }
     println!(
         "# fuzz: {calls} calls under fault injection; injected: failslab {}, fail_page_alloc {}, fail_function {}",
