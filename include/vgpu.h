@@ -109,6 +109,26 @@
 #define VGPU_ATTR_COMPUTE_TSGS "compute_tsgs"
 
 /**
+ * vGPU file: its priority level (`VGPU_COMPUTE_PRIORITY_MIN` to
+ * `VGPU_COMPUTE_PRIORITY_MAX`): while a vGPU of a higher level on the same
+ * GPU has work, lower levels do not run.
+ */
+#define VGPU_ATTR_COMPUTE_PRIORITY "compute_priority"
+
+/**
+ * vGPU file: `1` while its work is frozen (its TSGs disabled and
+ * preempted, its memory still charged), `0` otherwise.
+ */
+#define VGPU_ATTR_COMPUTE_FROZEN "compute_frozen"
+
+/**
+ * vGPU file (read-only): microseconds it had runnable work (a TSG its
+ * owner enabled with work queued, or a call waiting for its window),
+ * whether or not its window was open.
+ */
+#define VGPU_ATTR_COMPUTE_BUSY_US "compute_busy_us"
+
+/**
  * Prefix of a physical GPU's settings directory: GPU K is `gpuK`.
  */
 #define VGPU_SYSFS_GPU_DIR_PREFIX "gpu"
@@ -147,6 +167,22 @@
  * The longest cgroup path accepted, in bytes, without the NUL.
  */
 #define VGPU_CGROUP_PATH_MAX 4095
+
+/**
+ * The lowest priority level (best-effort: runs only in time every higher
+ * level leaves idle).
+ */
+#define VGPU_COMPUTE_PRIORITY_MIN 0
+
+/**
+ * The highest priority level.
+ */
+#define VGPU_COMPUTE_PRIORITY_MAX 3
+
+/**
+ * A new vGPU's priority level.
+ */
+#define VGPU_COMPUTE_PRIORITY_DEFAULT 1
 
 /**
  * The highest compute share, in percent (also the default).

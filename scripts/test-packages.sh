@@ -82,7 +82,7 @@ man_has() { zcat "$root/usr/share/man/man1/$1.1.gz" | sed 's/\\-/-/g' | grep -qF
 check "vgpuctl-hook(1) documents create-runtime" man_has vgpuctl-hook create-runtime
 check "installed vgpu-dra-plugin runs" sh -c "'$root/usr/bin/vgpu-dra-plugin' --version | grep -qx 'vgpu-dra-plugin $version'"
 check "vgpu-dra-plugin(1) documents --kube-api" man_has vgpu-dra-plugin "--kube-api"
-for c in create remove set show list status cdi exporter hook; do
+for c in create remove set show list status freeze thaw cdi exporter hook; do
     check "vgpuctl(1) names vgpuctl-$c(1)" man_has vgpuctl "vgpuctl-$c(1)"
 done
 

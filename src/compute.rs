@@ -32,6 +32,22 @@ pub const MAX_PERIOD_US: u32 = 1_000_000;
 /// more than 100).
 pub const DEFAULT_SHARE: u8 = 100;
 
+/// The lowest priority level: best-effort work, which runs only in the time
+/// every higher level leaves idle (Tencent qGPU's "offline").
+pub const MIN_PRIORITY: u8 = 0;
+/// The highest priority level.
+pub const MAX_PRIORITY: u8 = 3;
+/// A new vGPU's priority level: one above best-effort, so an admin can
+/// demote batch work without touching anyone else, and promote online work
+/// above everyone else's.
+///
+/// Four levels: two are what qGPU (online/offline) and HAMi offer; one
+/// above "online" gives a critical tier (an inference SLO, system work)
+/// that even online work yields to. A level is absolute (a higher level
+/// that has work takes the GPU whatever the shares), so more levels would
+/// give no finer control, only configurations harder to predict.
+pub const DEFAULT_PRIORITY: u8 = 1;
+
 /// How a GPU's time is divided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -68,6 +84,23 @@ pub fn parse_share(input: &[u8]) -> Result<u8, ParseError> {
     }
 }
 
+/// A priority level, `MIN_PRIORITY..=MAX_PRIORITY`.
+pub fn parse_priority(input: &[u8]) -> Result<u8, ParseError> {
+    match parse_u64(input)? {
+        v if v <= u64::from(MAX_PRIORITY) => Ok(v as u8),
+        _ => Err(ParseError::Range),
+    }
+}
+
+/// `0` (thawed) or `1` (frozen).
+pub fn parse_frozen(input: &[u8]) -> Result<bool, ParseError> {
+    match parse_u64(input)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(ParseError::Range),
+    }
+}
+
 /// A period in microseconds, `MIN_PERIOD_US..=MAX_PERIOD_US`.
 pub fn parse_period_us(input: &[u8]) -> Result<u32, ParseError> {
     let v = parse_u64(input)?;
@@ -83,39 +116,67 @@ pub struct Tenant {
     /// Its share, in percent.
     pub share: u8,
     /// Whether it has work: at least one TSG (or channel outside a TSG) that
-    /// its owner has enabled. A vGPU without is idle.
+    /// its owner has enabled, and is not frozen. A vGPU without is idle.
     pub busy: bool,
+    /// Its priority level.
+    pub level: u8,
 }
 
 /// Each tenant's target for one period of `period_ns`, into `out` (same
 /// length as `tenants`); returns the idle target (the rest of the period).
 ///
 /// - Fixed: a tenant's target is `period * share / max(100, sum)`, where
-///   the sum runs over every tenant, busy or not: shares that add up to more
-///   than 100 are scaled down, and a cap does not grow when others idle.
-///   Idle tenants' targets are 0 (their time stays idle).
-/// - Work-conserving: busy tenants split the whole period in proportion to
-///   their shares; nothing is left idle while a busy tenant has a share.
+///   the sum runs over every tenant, busy or not, of every level: shares
+///   that add up to more than 100 are scaled down, and a cap does not grow
+///   when others idle. Idle tenants' targets are 0 (their time stays idle).
+///   The caps fit in the period together, so levels change only the order
+///   of the windows (higher levels first) and who may cut in (see the
+///   scheduler).
+/// - Work-conserving: the busy tenants of the highest level that has any
+///   (with a share) split the whole period in proportion to their shares;
+///   lower levels get nothing planned. What the higher level leaves idle
+///   (its windows end when it runs dry) goes to the lower levels in the
+///   periods that follow, planned the same way.
+///
+/// With every tenant at one level, both are the plain policies.
 pub fn targets(policy: Policy, period_ns: u64, tenants: &[Tenant], out: &mut [u64]) -> u64 {
+    for o in out.iter_mut() {
+        *o = 0;
+    }
     let sum_all: u64 = tenants.iter().map(|t| u64::from(t.share)).sum();
-    let sum_busy: u64 = tenants
-        .iter()
-        .filter(|t| t.busy)
-        .map(|t| u64::from(t.share))
-        .sum();
-    let denom = match policy {
-        Policy::Fixed => sum_all.max(100),
-        Policy::WorkConserving => sum_busy,
+    let busy_at = |level: u8| {
+        tenants
+            .iter()
+            .filter(move |t| t.busy && t.level == level)
+            .map(|t| u64::from(t.share))
+            .sum::<u64>()
     };
     let mut given = 0u64;
-    for (t, o) in tenants.iter().zip(out.iter_mut()) {
-        *o = if t.busy && denom > 0 {
-            // share <= 100 and period <= 1 s in ns: no overflow in u64.
-            period_ns * u64::from(t.share) / denom
-        } else {
-            0
-        };
-        given += *o;
+    match policy {
+        Policy::Fixed => {
+            let denom = sum_all.max(100);
+            for (t, o) in tenants.iter().zip(out.iter_mut()) {
+                if t.busy {
+                    // share <= 100 and period <= 1 s in ns: no overflow.
+                    *o = period_ns * u64::from(t.share) / denom;
+                    given += *o;
+                }
+            }
+        }
+        Policy::WorkConserving => {
+            let top = (MIN_PRIORITY..=MAX_PRIORITY)
+                .rev()
+                .find(|&l| busy_at(l) > 0);
+            if let Some(level) = top {
+                let denom = busy_at(level);
+                for (t, o) in tenants.iter().zip(out.iter_mut()) {
+                    if t.busy && t.level == level {
+                        *o = period_ns * u64::from(t.share) / denom;
+                        given += *o;
+                    }
+                }
+            }
+        }
     }
     period_ns.saturating_sub(given)
 }

@@ -224,6 +224,9 @@ pub(crate) struct Settings {
 struct Run {
     /// The vGPU whose window is open.
     owner: Option<Arc<Vgpu>>,
+    /// Whether that window is for waiting calls only (its TSGs stay
+    /// disabled: enables are recorded, not applied).
+    calls_only: bool,
 }
 
 impl Run {
@@ -325,7 +328,10 @@ impl GpuSched {
                     period_us: compute::DEFAULT_PERIOD_US,
                     generation: 0,
                 }),
-                run <- new_mutex!(Run { owner: None }),
+                run <- new_mutex!(Run {
+                    owner: None,
+                    calls_only: false,
+                }),
                 opened <- new_condvar!(),
                 switching: AtomicBool::new(false),
                 node <- new_mutex!(None),
@@ -358,7 +364,7 @@ impl GpuSched {
         apply: impl FnOnce() -> RmResult,
     ) -> RmResult {
         let run = self.run.lock();
-        let open = run.is(Some(vgpu));
+        let open = run.is(Some(vgpu)) && !run.calls_only;
         if !enable || open {
             apply()?;
         }
@@ -431,22 +437,43 @@ impl GpuSched {
     }
 
     /// Opens `to`'s window (`None`: the idle window): the previous owner's
-    /// objects are disabled and preempted, `to`'s wanted ones enabled.
+    /// objects are disabled and preempted, `to`'s wanted ones enabled. A
+    /// frozen `to` gets the idle window instead (it was frozen since the
+    /// period was planned).
     fn switch_to(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>) -> Result {
-        if self.run.lock().is(to) {
-            return Ok(());
+        self.switch_with(rm, to, true)
+    }
+
+    /// [`GpuSched::switch_to`]; `enable` false opens a window for `to`'s
+    /// waiting calls only (its TSGs stay disabled; whatever a call enables
+    /// is disabled again when the window closes).
+    fn switch_with(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>, enable: bool) -> Result {
+        {
+            let run = self.run.lock();
+            if run.is(to) && run.calls_only != enable {
+                return Ok(());
+            }
         }
         self.switching.store(true, Ordering::Release);
         let mut run = self.run.lock();
         let r = (|| -> Result {
             if let Some(old) = run.owner.take() {
                 stop_all(rm, &old)?;
+                old.compute.lock().window_open = false;
             }
+            run.calls_only = !enable;
             if let Some(new) = to {
-                for e in entries_of(new)?.iter().filter(|e| e.wanted) {
-                    let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+                {
+                    let mut c = new.compute.lock();
+                    if c.frozen {
+                        return Ok(());
+                    }
+                    c.window_open = true;
                 }
                 run.owner = Some(new.clone());
+                for e in entries_of(new)?.iter().filter(|e| enable && e.wanted) {
+                    let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+                }
             }
             Ok(())
         })();
@@ -457,18 +484,67 @@ impl GpuSched {
     }
 }
 
-/// Sleeps until `deadline`, a stop request, or `keep` turning false (it is
-/// asked every step of at most 2 ms); returns whether `keep` ended it.
-fn sleep_until(deadline: Instant<Monotonic>, stop: &Stop, keep: impl Fn() -> bool) -> bool {
+/// The scheduler's step while nothing can cut a window short, in us: how
+/// often it looks at its tenants (work-conserving windows end when their
+/// owner runs dry) and samples their busy time.
+const STEP_US: u64 = 2000;
+
+/// The step while a vGPU of a higher level than the window's owner could
+/// take the GPU, in us: how soon new work of a higher level is noticed.
+/// vgpu cannot trap doorbell writes; it polls the USERD `GPPut` of the
+/// waiting vGPU's channels (mapped in [`Watched`]), so this bounds the
+/// added latency of a higher-level work item (plus one switch: a disable
+/// and preempt of each of the owner's TSGs). 250 us is a quarter of the
+/// driver's default TSG timeslice, and costs 4000 wake-ups a second only
+/// while levels are mixed on the GPU.
+const PREEMPT_STEP_US: u64 = 250;
+
+/// The window a lower level gets, once a period, for calls of its
+/// containers waiting for a window while a higher level takes every period
+/// (work-conserving): its TSGs stay disabled, so its containers can set up
+/// and query, but not run. Short, so a higher level's work waits little;
+/// long enough for a few calls.
+const CALL_WINDOW_NS: u64 = 1_000_000;
+
+/// Why a window ended before its time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Its owner ran out of work (work-conserving), or was frozen.
+    Dry,
+    /// A vGPU of a higher level (index into the period's vGPUs) has work.
+    Preempted(usize),
+    /// The idle window of a work-conserving GPU: a vGPU has work.
+    Woken,
+}
+
+/// Samples the busy time of `vgpus`: the time since `last` goes to those
+/// runnable now (see [`crate::vgpu::Compute::sample`]).
+fn sample(vgpus: &[Arc<Vgpu>], last: &mut Option<Instant<Monotonic>>) {
+    let now = Instant::<Monotonic>::now();
+    let dt = last.map_or(0, |l| (now - l).as_nanos().max(0) as u64);
+    *last = Some(now);
+    for v in vgpus {
+        v.compute.lock().sample(dt);
+    }
+}
+
+/// Sleeps until `deadline` or a stop request, in steps of at most `step`
+/// us; before each, `cut` may end the window early (its answer returned).
+fn sleep_until(
+    deadline: Instant<Monotonic>,
+    stop: &Stop,
+    step: u64,
+    mut cut: impl FnMut() -> Option<Cut>,
+) -> Option<Cut> {
     loop {
         let left = (deadline - Instant::<Monotonic>::now()).as_nanos();
         if left <= 0 || stop.requested() {
-            return false;
+            return None;
         }
-        if !keep() {
-            return true;
+        if let Some(c) = cut() {
+            return Some(c);
         }
-        kthread::sleep_us((left as u64).div_ceil(1000).min(2000));
+        kthread::sleep_us((left as u64).div_ceil(1000).min(step));
     }
 }
 
@@ -484,6 +560,12 @@ struct Carry {
     /// window) and when it was settled. Its owner keeps the GPU until the
     /// next switch, so the time in between is its too.
     last: Option<(Option<u32>, Instant<Monotonic>)>,
+    /// The vGPU whose work-conserving window a higher level cut short last:
+    /// its level's windows start after it next time, so a level cut often
+    /// shares its time by turns.
+    cut: Option<u32>,
+    /// When busy time was last sampled.
+    sampled: Option<Instant<Monotonic>>,
 }
 
 /// The scheduler thread of one GPU.
@@ -510,6 +592,8 @@ impl SchedWorker {
                     debts: KVec::new(),
                     idle_debt: 0,
                     last: None,
+                    cut: None,
+                    sampled: None,
                 }),
             }),
             GFP_KERNEL,
@@ -520,21 +604,26 @@ impl SchedWorker {
     fn period(&self, stop: &Stop) -> Result {
         let settings = self.gpu.settings();
         let period_ns = u64::from(settings.period_us) * 1000;
+        let conserving = settings.policy == Policy::WorkConserving;
         let rm = &self.rm;
         let vgpus = self.vgpus.on_gpu(self.gpu.gpu)?;
         let mut tenants = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        // Whether calls of its containers wait for a window.
+        let mut calls = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
         for v in vgpus.iter() {
             let c = v.compute.lock();
+            calls.push(c.waiting > 0 && c.share > 0 && !c.frozen, GFP_KERNEL)?;
             tenants.push(
                 Tenant {
                     share: c.share,
-                    busy: c.busy(),
+                    busy: c.runnable(),
+                    level: c.priority,
                 },
                 GFP_KERNEL,
             )?;
         }
         let mut targets = KVec::from_elem(0u64, vgpus.len(), GFP_KERNEL)?;
-        let idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
+        let mut idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
 
         let mut carry = self.carry.lock();
         let same = carry.seen.len() == vgpus.len()
@@ -586,13 +675,65 @@ impl SchedWorker {
             }
         }
 
+        // The windows: higher levels first; within a level in vGPU order,
+        // but after the vGPU cut short last (turns, see `Carry::cut`).
+        let mut order: KVec<usize> = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        for level in (compute::MIN_PRIORITY..=compute::MAX_PRIORITY).rev() {
+            let first = order.len();
+            for (i, t) in tenants.iter().enumerate() {
+                if t.level == level && targets[i] > 0 {
+                    order.push(i, GFP_KERNEL)?;
+                }
+            }
+            // Work-conserving: a level below the one planned, with calls
+            // waiting, gets a window for them (see `CALL_WINDOW_NS`).
+            if conserving {
+                for (i, t) in tenants.iter().enumerate() {
+                    if t.level == level && targets[i] == 0 && calls[i] {
+                        order.push(i, GFP_KERNEL)?;
+                    }
+                }
+            }
+            let mine = &mut order[first..];
+            if let Some(p) = carry
+                .cut
+                .and_then(|id| mine.iter().position(|&i| vgpus[i].id == id))
+            {
+                mine.rotate_left(p + 1);
+            }
+        }
+
         // A window starts when its switch starts: what the switch costs is
         // the incoming owner's, so a period lasts its length however long
         // switches take, and every share stays a share of the wall clock.
         let mut mark = Instant::<Monotonic>::now();
-        for (i, v) in vgpus.iter().enumerate() {
+        let mut pos = 0;
+        while let Some(&i) = order.get(pos) {
+            pos += 1;
+            let v = &vgpus[i];
             let target = targets[i];
+            let level = tenants[i].level;
             if target == 0 {
+                // A window for waiting calls only (work-conserving).
+                self.gpu.switch_with(rm, Some(v), false)?;
+                let sampled = &mut carry.sampled;
+                sleep_until(
+                    mark + kernel::time::Delta::from_nanos(CALL_WINDOW_NS as i64),
+                    stop,
+                    PREEMPT_STEP_US,
+                    || {
+                        sample(&vgpus, sampled);
+                        v.compute.lock().frozen.then_some(Cut::Dry)
+                    },
+                );
+                let end = Instant::<Monotonic>::now();
+                let actual = (end - mark).as_nanos().max(0) as u64;
+                mark = end;
+                carry.last = Some((Some(v.id), end));
+                self.account(&vgpus, &tenants, Some(i), actual);
+                if stop.requested() {
+                    return Ok(());
+                }
                 continue;
             }
             let k = match carry.debts.iter().position(|(id, _)| *id == v.id) {
@@ -604,39 +745,97 @@ impl SchedWorker {
             };
             let len = compute::window(target, carry.debts[k].1);
             self.gpu.switch_to(rm, Some(v))?;
-            // Work-conserving: a window whose owner runs out of work ends
-            // early, and what it did not use is not owed to it.
-            let conserving = settings.policy == Policy::WorkConserving;
-            let ended = sleep_until(
+            // Who may cut in: a higher level with work. Work-conserving:
+            // any (its windows end when it runs dry, and it is owed the
+            // GPU again as soon as it has work); fixed: one that had no
+            // window this period (its cap still unused).
+            let may_cut = |j: usize| {
+                tenants[j].level > level && (conserving || targets[j] == 0)
+            };
+            let step = if (0..vgpus.len()).any(may_cut) {
+                PREEMPT_STEP_US
+            } else {
+                STEP_US
+            };
+            let sampled = &mut carry.sampled;
+            let cut = sleep_until(
                 mark + kernel::time::Delta::from_nanos(len as i64),
                 stop,
-                || !conserving || v.compute.lock().busy(),
+                step,
+                || {
+                    sample(&vgpus, sampled);
+                    let c = v.compute.lock();
+                    // Work-conserving: a window whose owner runs out of
+                    // work ends early.
+                    if c.frozen || (conserving && !c.runnable()) {
+                        return Some(Cut::Dry);
+                    }
+                    drop(c);
+                    (0..vgpus.len())
+                        .find(|&j| may_cut(j) && vgpus[j].compute.lock().runnable())
+                        .map(Cut::Preempted)
+                },
             );
             let end = Instant::<Monotonic>::now();
             let actual = (end - mark).as_nanos().max(0) as u64;
             mark = end;
             carry.last = Some((Some(v.id), end));
             compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
-            if ended {
+            // What a work-conserving window did not use is not owed to it
+            // (a fixed window cut short by a higher level is: its cap is a
+            // promise, paid back in the periods that follow).
+            let owed = match cut {
+                Some(Cut::Preempted(_)) => !conserving,
+                Some(_) => false,
+                None => true,
+            };
+            if !owed {
                 carry.debts[k].1 = carry.debts[k].1.min(0);
             }
             self.account(&vgpus, &tenants, Some(i), actual);
             if stop.requested() {
                 return Ok(());
             }
+            if let Some(Cut::Preempted(j)) = cut {
+                if conserving {
+                    // Plan afresh: the higher level takes the period.
+                    carry.cut = Some(v.id);
+                    return Ok(());
+                }
+                // Fixed: the higher level's window comes next, out of the
+                // time its cap left idle; the rest of the plan follows.
+                tenants[j].busy = true;
+                idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
+                order.insert_within_capacity(pos, j).map_err(|_| ENOMEM)?;
+            }
         }
         if idle > 0 {
             let len = compute::window(idle, carry.idle_debt);
             self.gpu.switch_to(rm, None)?;
-            sleep_until(
+            // Work-conserving: idle only until a vGPU with a share has work.
+            let woken = |j: usize| tenants[j].share > 0 && vgpus[j].compute.lock().runnable();
+            let step = if conserving && vgpus.iter().any(|v| v.compute.lock().objects() > 0) {
+                PREEMPT_STEP_US
+            } else {
+                STEP_US
+            };
+            let sampled = &mut carry.sampled;
+            let cut = sleep_until(
                 mark + kernel::time::Delta::from_nanos(len as i64),
                 stop,
-                || true,
+                step,
+                || {
+                    sample(&vgpus, sampled);
+                    (conserving && (0..vgpus.len()).any(woken)).then_some(Cut::Woken)
+                },
             );
             let end = Instant::<Monotonic>::now();
             let actual = (end - mark).as_nanos().max(0) as u64;
             carry.last = Some((None, end));
             compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
+            if cut.is_some() {
+                carry.idle_debt = carry.idle_debt.min(0);
+            }
             self.account(&vgpus, &tenants, None, actual);
         }
         Ok(())

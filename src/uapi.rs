@@ -80,6 +80,30 @@ pub const VGPU_ATTR_COMPUTE_THROTTLED_US: &str = "compute_throttled_us";
 /// vGPU file (read-only): TSGs and channels outside TSGs it schedules.
 pub const VGPU_ATTR_COMPUTE_TSGS: &str = "compute_tsgs";
 
+/// vGPU file: its priority level (`VGPU_COMPUTE_PRIORITY_MIN` to
+/// `VGPU_COMPUTE_PRIORITY_MAX`): while a vGPU of a higher level on the same
+/// GPU has work, lower levels do not run.
+pub const VGPU_ATTR_COMPUTE_PRIORITY: &str = "compute_priority";
+
+/// vGPU file: `1` while its work is frozen (its TSGs disabled and
+/// preempted, its memory still charged), `0` otherwise.
+pub const VGPU_ATTR_COMPUTE_FROZEN: &str = "compute_frozen";
+
+/// vGPU file (read-only): microseconds it had runnable work (a TSG its
+/// owner enabled with work queued, or a call waiting for its window),
+/// whether or not its window was open.
+pub const VGPU_ATTR_COMPUTE_BUSY_US: &str = "compute_busy_us";
+
+/// The lowest priority level (best-effort: runs only in time every higher
+/// level leaves idle).
+pub const VGPU_COMPUTE_PRIORITY_MIN: u32 = 0;
+
+/// The highest priority level.
+pub const VGPU_COMPUTE_PRIORITY_MAX: u32 = 3;
+
+/// A new vGPU's priority level.
+pub const VGPU_COMPUTE_PRIORITY_DEFAULT: u32 = 1;
+
 /// The highest compute share, in percent (also the default).
 pub const VGPU_COMPUTE_SHARE_MAX: u32 = 100;
 

@@ -184,6 +184,12 @@ pub(crate) struct Entry {
 pub(crate) struct Compute {
     /// Share of the GPU, in percent.
     pub(crate) share: u8,
+    /// Priority level (`compute::MIN_PRIORITY..=compute::MAX_PRIORITY`).
+    pub(crate) priority: u8,
+    /// Frozen: it gets no window until thawed.
+    pub(crate) frozen: bool,
+    /// Whether its window is open (set by the scheduler as it switches).
+    pub(crate) window_open: bool,
     /// Its TSGs and channels outside TSGs.
     pub(crate) entries: KVec<Entry>,
     /// The next entry or watch number.
@@ -193,6 +199,11 @@ pub(crate) struct Compute {
     /// Time it had work but another vGPU's window (or the idle window) was
     /// open, in ns.
     pub(crate) throttled_ns: u64,
+    /// Time it had runnable work ([`Compute::runnable`]), in ns: sampled
+    /// by its GPU's scheduler at every step (see `crate::sched`).
+    pub(crate) busy_ns: u64,
+    /// Whether it was runnable at the last sample.
+    pub(crate) was_runnable: bool,
     /// Forwarded calls waiting for its window.
     pub(crate) waiting: u32,
     /// The USERD of its channels that vgpu could map.
@@ -227,10 +238,15 @@ impl Compute {
     pub(crate) fn new() -> Self {
         Self {
             share: compute::DEFAULT_SHARE,
+            priority: compute::DEFAULT_PRIORITY,
+            frozen: false,
+            window_open: false,
             entries: KVec::new(),
             next_id: 1,
             granted_ns: 0,
             throttled_ns: 0,
+            busy_ns: 0,
+            was_runnable: false,
             waiting: 0,
             watches: KVec::new(),
         }
@@ -254,6 +270,24 @@ impl Compute {
                 .entries
                 .iter()
                 .any(|e| e.wanted && self.pending(e.id) != Some(false))
+    }
+
+    /// Whether it has work it may run: busy and not frozen.
+    pub(crate) fn runnable(&self) -> bool {
+        !self.frozen && self.busy()
+    }
+
+    /// Adds a sample of [`Compute::runnable`] taken `dt` ns after the last
+    /// one to `busy_ns`: all of `dt` if it was runnable at both, half if at
+    /// one (the change fell somewhere in between), none if at neither.
+    pub(crate) fn sample(&mut self, dt: u64) {
+        let now = self.runnable();
+        self.busy_ns += match (self.was_runnable, now) {
+            (true, true) => dt,
+            (false, false) => 0,
+            _ => dt / 2,
+        };
+        self.was_runnable = now;
     }
 
     /// How many TSGs and channels outside TSGs it has.

@@ -321,7 +321,11 @@ mod compute_tests {
 
     #[test]
     fn windows_follow_the_shares() {
-        let t = |share, busy| Tenant { share, busy };
+        let t = |share, busy| Tenant {
+            share,
+            busy,
+            level: 1,
+        };
         let mut out = [0u64; 4];
         let idle = targets(
             Policy::Fixed,

@@ -201,6 +201,24 @@ const F_COMPUTE_TSGS: usize = 8;
 const F_MEMORY_REFUSED: usize = 9;
 const F_MEMORY_MANAGED: usize = 10;
 const F_CALLS_DENIED: usize = 11;
+const F_COMPUTE_PRIORITY: usize = 12;
+const F_COMPUTE_FROZEN: usize = 13;
+const F_COMPUTE_BUSY_US: usize = 14;
+
+/// Waits until `v`'s window is closed: at most [`FREEZE_WAIT_MS`] (the
+/// scheduler closes it within one of its steps; a stopped scheduler has
+/// closed it already).
+fn wait_closed(v: &Vgpu) {
+    for _ in 0..FREEZE_WAIT_MS {
+        if !v.compute.lock().window_open {
+            return;
+        }
+        crate::kapi::kthread::sleep_us(1000);
+    }
+}
+
+/// How long a freeze waits for the vGPU's window to close, in ms.
+const FREEZE_WAIT_MS: u32 = 1000;
 
 impl DeviceFiles for VgpuFiles {
     type Data = Vgpu;
@@ -254,6 +272,18 @@ impl DeviceFiles for VgpuFiles {
             name: c"calls_denied",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"compute_priority",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"compute_frozen",
+            mode: 0o644,
+        },
+        FileSpec {
+            name: c"compute_busy_us",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
@@ -284,13 +314,22 @@ impl DeviceFiles for VgpuFiles {
                 drop(cfg);
                 writeln!(out, "{}", *v.users.lock())
             }
-            F_COMPUTE_SHARE | F_COMPUTE_GRANTED_US | F_COMPUTE_THROTTLED_US | F_COMPUTE_TSGS => {
+            F_COMPUTE_SHARE
+            | F_COMPUTE_GRANTED_US
+            | F_COMPUTE_THROTTLED_US
+            | F_COMPUTE_TSGS
+            | F_COMPUTE_PRIORITY
+            | F_COMPUTE_FROZEN
+            | F_COMPUTE_BUSY_US => {
                 drop(cfg);
                 let c = v.compute.lock();
                 match index {
                     F_COMPUTE_SHARE => writeln!(out, "{}", c.share),
                     F_COMPUTE_GRANTED_US => writeln!(out, "{}", us(c.granted_ns)),
                     F_COMPUTE_THROTTLED_US => writeln!(out, "{}", us(c.throttled_ns)),
+                    F_COMPUTE_PRIORITY => writeln!(out, "{}", c.priority),
+                    F_COMPUTE_FROZEN => writeln!(out, "{}", u8::from(c.frozen)),
+                    F_COMPUTE_BUSY_US => writeln!(out, "{}", us(c.busy_ns)),
                     _ => writeln!(out, "{}", c.objects()),
                 }
             }
@@ -323,6 +362,21 @@ impl DeviceFiles for VgpuFiles {
             }
             F_COMPUTE_SHARE => {
                 v.compute.lock().share = compute::parse_share(input).map_err(errno)?;
+                Ok(())
+            }
+            F_COMPUTE_PRIORITY => {
+                v.compute.lock().priority = compute::parse_priority(input).map_err(errno)?;
+                Ok(())
+            }
+            F_COMPUTE_FROZEN => {
+                let frozen = compute::parse_frozen(input).map_err(errno)?;
+                v.compute.lock().frozen = frozen;
+                if frozen {
+                    // The scheduler closes an open window of a frozen vGPU
+                    // at its next step (its TSGs disabled and preempted):
+                    // the write returns once that is done.
+                    wait_closed(v);
+                }
                 Ok(())
             }
             F_CGROUP => {

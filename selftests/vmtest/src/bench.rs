@@ -60,6 +60,26 @@ pub const TESTS: &[Test] = &[
         name: "compute_teardown",
         run: compute_teardown,
     },
+    Test {
+        name: "priority_setup",
+        run: crate::priority::bench_setup,
+    },
+    Test {
+        name: "priority_latency_and_fill",
+        run: crate::priority::bench_latency_and_fill,
+    },
+    Test {
+        name: "priority_freeze",
+        run: crate::priority::bench_freeze,
+    },
+    Test {
+        name: "priority_busy_accuracy",
+        run: crate::priority::bench_busy_accuracy,
+    },
+    Test {
+        name: "priority_teardown",
+        run: crate::priority::bench_teardown,
+    },
 ];
 
 fn session(ctl: &str, gpu: &str) -> Result<Session, String> {

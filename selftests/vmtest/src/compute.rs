@@ -328,7 +328,7 @@ fn split(a: &Tenant, b: &Tenant, x: u32, y: u32, settle: Duration) -> Result<Vec
 /// incoming window pays: on the fast kernel about 1% of the GPU (sums of
 /// 98-99%); on the debug kernel, where KASAN and lockdep slow every call
 /// and the emulator may be loaded, 10-20% (sums of 80-90%).
-fn busy_floor() -> f64 {
+pub(crate) fn busy_floor() -> f64 {
     if std::env::var("vgpu_variant").as_deref() == Ok("debug") {
         70.0
     } else {

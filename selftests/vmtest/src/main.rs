@@ -22,6 +22,7 @@ mod fuzz;
 mod kclient;
 mod memory;
 mod module;
+mod priority;
 mod proxy;
 mod rewritten;
 mod session;
@@ -43,6 +44,7 @@ const SUITES: &[Suite] = &[
     ("proxy", proxy::TESTS),
     ("uvm", uvm::TESTS),
     ("compute", compute::TESTS),
+    ("priority", priority::TESTS),
     ("rewritten", rewritten::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("containers", containers::TESTS),

@@ -5,15 +5,24 @@
 //! every share within a fraction of a point.
 
 use vgpu_logic::compute::{
-    parse_period_us, parse_policy, parse_share, settle, targets, window, Policy, Tenant,
-    DEFAULT_PERIOD_US,
+    parse_frozen, parse_period_us, parse_policy, parse_priority, parse_share, settle, targets,
+    window, Policy, Tenant, DEFAULT_PERIOD_US, DEFAULT_PRIORITY, MAX_PRIORITY,
 };
 use vgpu_logic::config::ParseError;
 
 const P: u64 = 50_000_000;
 
 fn t(share: u8, busy: bool) -> Tenant {
-    Tenant { share, busy }
+    Tenant {
+        share,
+        busy,
+        level: DEFAULT_PRIORITY,
+    }
+}
+
+/// A tenant at priority `level`.
+fn at(level: u8, share: u8, busy: bool) -> Tenant {
+    Tenant { share, busy, level }
 }
 
 #[test]
@@ -200,4 +209,96 @@ fn sysfs_values() {
         Err(ParseError::Range)
     );
     assert_eq!(parse_period_us(b"1e3"), Err(ParseError::Invalid));
+}
+
+#[test]
+fn work_conserving_gives_the_period_to_the_highest_busy_level() {
+    let mut out = [0u64; 4];
+    // Level 2 busy: it takes the whole period, split by its shares; the
+    // lower levels get nothing planned however large their shares.
+    let tenants = [
+        at(2, 30, true),
+        at(2, 10, true),
+        at(1, 100, true),
+        at(0, 50, true),
+    ];
+    let idle = targets(Policy::WorkConserving, P, &tenants, &mut out);
+    assert_eq!(idle, 0);
+    assert_eq!(out, [P * 3 / 4, P / 4, 0, 0]);
+    // Level 2 idle: level 1 takes it all; then level 0.
+    let tenants = [
+        at(2, 30, false),
+        at(2, 10, false),
+        at(1, 100, true),
+        at(0, 50, true),
+    ];
+    targets(Policy::WorkConserving, P, &tenants, &mut out);
+    assert_eq!(out, [0, 0, P, 0]);
+    let tenants = [
+        at(2, 30, false),
+        at(2, 10, false),
+        at(1, 100, false),
+        at(0, 50, true),
+    ];
+    targets(Policy::WorkConserving, P, &tenants, &mut out);
+    assert_eq!(out, [0, 0, 0, P]);
+    // A busy level whose shares are all 0 never runs: the next level down
+    // gets the period.
+    let tenants = [
+        at(3, 0, true),
+        at(2, 10, false),
+        at(1, 40, true),
+        at(1, 60, true),
+    ];
+    targets(Policy::WorkConserving, P, &tenants, &mut out);
+    assert_eq!(out, [0, 0, P * 2 / 5, P * 3 / 5]);
+    // Nobody busy: all idle.
+    let tenants = [at(3, 10, false), at(0, 10, false)];
+    let mut two = [1u64; 2];
+    assert_eq!(targets(Policy::WorkConserving, P, &tenants, &mut two), P);
+    assert_eq!(two, [0, 0]);
+}
+
+#[test]
+fn fixed_caps_do_not_depend_on_levels() {
+    // Caps are caps whatever the level: levels only order the windows.
+    let mut a = [0u64; 3];
+    let mut b = [0u64; 3];
+    let same = [t(20, true), t(30, true), t(10, false)];
+    let mixed = [at(3, 20, true), at(0, 30, true), at(2, 10, false)];
+    let ia = targets(Policy::Fixed, P, &same, &mut a);
+    let ib = targets(Policy::Fixed, P, &mixed, &mut b);
+    assert_eq!((a, ia), (b, ib));
+    assert_eq!(b, [P / 5, P * 3 / 10, 0]);
+    assert_eq!(ib, P / 2);
+}
+
+#[test]
+fn one_level_is_the_plain_policy() {
+    // Every tenant at the same level, whichever: the targets of the
+    // policies without priority (checked against the default level).
+    for level in 0..=MAX_PRIORITY {
+        for policy in [Policy::Fixed, Policy::WorkConserving] {
+            let plain = [t(10, true), t(50, false), t(40, true), t(0, true)];
+            let lvl = plain.map(|x| at(level, x.share, x.busy));
+            let (mut a, mut b) = ([0u64; 4], [0u64; 4]);
+            let ia = targets(policy, P, &plain, &mut a);
+            let ib = targets(policy, P, &lvl, &mut b);
+            assert_eq!((a, ia), (b, ib), "{policy:?} at level {level}");
+        }
+    }
+}
+
+#[test]
+fn priority_and_frozen_values() {
+    assert_eq!(parse_priority(b"0\n"), Ok(0));
+    assert_eq!(parse_priority(b"3"), Ok(MAX_PRIORITY));
+    assert_eq!(parse_priority(b"4"), Err(ParseError::Range));
+    assert_eq!(parse_priority(b"-1"), Err(ParseError::Invalid));
+    assert_eq!(parse_priority(b"high"), Err(ParseError::Invalid));
+    assert_eq!(parse_priority(b""), Err(ParseError::Invalid));
+    assert_eq!(parse_frozen(b"1\n"), Ok(true));
+    assert_eq!(parse_frozen(b"0"), Ok(false));
+    assert_eq!(parse_frozen(b"2"), Err(ParseError::Range));
+    assert_eq!(parse_frozen(b"yes"), Err(ParseError::Invalid));
 }

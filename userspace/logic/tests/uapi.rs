@@ -76,6 +76,12 @@ fn constants() -> Vec<(&'static str, String)> {
         VGPU_ATTR_COMPUTE_GRANTED_US,
         VGPU_ATTR_COMPUTE_THROTTLED_US,
         VGPU_ATTR_COMPUTE_TSGS,
+        VGPU_ATTR_COMPUTE_PRIORITY,
+        VGPU_ATTR_COMPUTE_FROZEN,
+        VGPU_ATTR_COMPUTE_BUSY_US,
+        VGPU_COMPUTE_PRIORITY_MIN,
+        VGPU_COMPUTE_PRIORITY_MAX,
+        VGPU_COMPUTE_PRIORITY_DEFAULT,
         VGPU_COMPUTE_SHARE_MAX,
         VGPU_SYSFS_GPU_DIR_PREFIX,
         VGPU_GPU_ATTR_COMPUTE_POLICY,
@@ -129,6 +135,15 @@ fn numbers_agree_with_the_module() {
     let share = |n: u32| compute::parse_share(n.to_string().as_bytes());
     assert_eq!(share(VGPU_COMPUTE_SHARE_MAX), Ok(100));
     assert_eq!(share(VGPU_COMPUTE_SHARE_MAX + 1), Err(ParseError::Range));
+    assert_eq!(VGPU_COMPUTE_PRIORITY_MIN, u32::from(compute::MIN_PRIORITY));
+    assert_eq!(VGPU_COMPUTE_PRIORITY_MAX, u32::from(compute::MAX_PRIORITY));
+    assert_eq!(
+        VGPU_COMPUTE_PRIORITY_DEFAULT,
+        u32::from(compute::DEFAULT_PRIORITY)
+    );
+    let prio = |n: u32| compute::parse_priority(n.to_string().as_bytes());
+    assert_eq!(prio(VGPU_COMPUTE_PRIORITY_MIN), Ok(0));
+    assert_eq!(prio(VGPU_COMPUTE_PRIORITY_MAX + 1), Err(ParseError::Range));
     assert_eq!(VGPU_COMPUTE_PERIOD_US_MIN, compute::MIN_PERIOD_US);
     assert_eq!(VGPU_COMPUTE_PERIOD_US_MAX, compute::MAX_PERIOD_US);
     assert_eq!(VGPU_COMPUTE_PERIOD_US_DEFAULT, compute::DEFAULT_PERIOD_US);
@@ -158,6 +173,9 @@ fn names_agree_with_the_module() {
         VGPU_ATTR_COMPUTE_GRANTED_US,
         VGPU_ATTR_COMPUTE_THROTTLED_US,
         VGPU_ATTR_COMPUTE_TSGS,
+        VGPU_ATTR_COMPUTE_PRIORITY,
+        VGPU_ATTR_COMPUTE_FROZEN,
+        VGPU_ATTR_COMPUTE_BUSY_US,
         VGPU_GPU_ATTR_COMPUTE_POLICY,
         VGPU_GPU_ATTR_COMPUTE_PERIOD_US,
     ] {

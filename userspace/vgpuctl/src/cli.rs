@@ -51,6 +51,20 @@ pub enum Command {
     /// Change a vGPU's settings (--compute-policy and --period-us: its GPU's,
     /// for all vGPUs on that GPU).
     Set(SetArgs),
+    /// Freeze a vGPU's work: its TSGs are disabled and preempted until
+    /// `thaw` (its memory stays charged, its processes keep running on the
+    /// CPU).
+    Freeze {
+        /// vGPU number.
+        #[arg(value_parser = id_arg)]
+        id: u32,
+    },
+    /// Thaw a vGPU frozen with `freeze`: its work runs again.
+    Thaw {
+        /// vGPU number.
+        #[arg(value_parser = id_arg)]
+        id: u32,
+    },
     /// Show one vGPU.
     Show {
         /// vGPU number.
@@ -107,6 +121,11 @@ pub struct CreateArgs {
     /// Compute share, e.g. 30% (the total with --gpus, split evenly).
     #[arg(long, value_name = "SHARE")]
     pub compute: Option<String>,
+    /// Compute priority level, 0 (best-effort: runs only in time higher
+    /// levels leave idle) to 3; higher levels preempt lower ones on the
+    /// same GPU (default: the module's, 1). With --gpus, for each vGPU.
+    #[arg(long, value_name = "LEVEL", value_parser = priority_arg)]
+    pub priority: Option<u32>,
     /// Compute policy of the GPU(s) the new vGPUs go on. Per GPU: it
     /// applies to every vGPU on that GPU.
     #[arg(long, value_enum)]
@@ -144,6 +163,11 @@ pub struct SetArgs {
     /// Compute share, e.g. 30%.
     #[arg(long, value_name = "SHARE")]
     pub compute: Option<String>,
+    /// Compute priority level, 0 (best-effort: runs only in time higher
+    /// levels leave idle) to 3; higher levels preempt lower ones on the
+    /// same GPU.
+    #[arg(long, value_name = "LEVEL", value_parser = priority_arg)]
+    pub priority: Option<u32>,
     /// Compute policy of the vGPU's GPU (with --gpu, of the new one). Per
     /// GPU: it applies to every vGPU on that GPU.
     #[arg(long, value_enum)]
@@ -239,6 +263,23 @@ fn secs_arg(s: &str) -> Result<std::time::Duration, String> {
         Ok(v) if v > 0.0 && v <= 3600.0 => Ok(std::time::Duration::from_secs_f64(v)),
         _ => Err(format!(
             "{s:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}
+
+/// The priority levels the module accepts.
+pub const PRIORITY: std::ops::RangeInclusive<u32> =
+    vgpu_logic::uapi::VGPU_COMPUTE_PRIORITY_MIN..=vgpu_logic::uapi::VGPU_COMPUTE_PRIORITY_MAX;
+
+fn priority_arg(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(v) if PRIORITY.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a priority level ({} to {}: {} is best-effort, higher levels preempt lower ones; default {})",
+            PRIORITY.start(),
+            PRIORITY.end(),
+            PRIORITY.start(),
+            vgpu_logic::uapi::VGPU_COMPUTE_PRIORITY_DEFAULT
         )),
     }
 }

@@ -65,6 +65,8 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::Create(a) => create(cli, s, a),
         Command::Remove { ids } => remove(s, ids),
         Command::Set(a) => set(cli, s, a),
+        Command::Freeze { id } => freeze(s, *id, true),
+        Command::Thaw { id } => freeze(s, *id, false),
         Command::Show { id } => show(s, *id),
         Command::List => list(s),
         Command::Status => status(cli, s),
@@ -114,6 +116,11 @@ fn duration(v: Option<u64>) -> String {
     v.map_or("-".to_string(), format_us)
 }
 
+/// `compute_frozen` for people: `yes`, `no`, `-` if unknown.
+fn frozen(v: Option<bool>) -> String {
+    v.map_or("-", |f| if f { "yes" } else { "no" }).to_string()
+}
+
 /// One line about a vGPU, for `create`.
 fn summary(v: &VgpuInfo) -> String {
     let mut s = format!(
@@ -125,6 +132,9 @@ fn summary(v: &VgpuInfo) -> String {
     );
     if let Some(c) = v.compute_share {
         s.push_str(&format!(", compute {c}%"));
+    }
+    if let Some(p) = v.compute_priority {
+        s.push_str(&format!(", priority {p}"));
     }
     match (&v.compute_policy, v.compute_period_us) {
         (None, None) => {}
@@ -149,6 +159,7 @@ fn vgpu_writes(
     gpu: Option<u32>,
     memory: Option<Limit>,
     compute: Option<u32>,
+    priority: Option<u32>,
 ) -> Vec<(&'static str, String)> {
     let mut w = Vec::new();
     if let Some(g) = gpu {
@@ -159,6 +170,9 @@ fn vgpu_writes(
     }
     if let Some(c) = compute {
         w.push(("compute_share", c.to_string()));
+    }
+    if let Some(p) = priority {
+        w.push(("compute_priority", p.to_string()));
     }
     w
 }
@@ -354,7 +368,7 @@ fn create(cli: &Cli, s: &Sysfs, a: &CreateArgs) -> Result<Output> {
             s.create(id)?;
             created.push(id);
             let mem = (memory != Limit::Max).then_some(memory);
-            for (name, v) in vgpu_writes(Some(k), mem, compute) {
+            for (name, v) in vgpu_writes(Some(k), mem, compute, a.priority) {
                 s.write_attr(id, name, &v)?;
             }
         }
@@ -428,11 +442,11 @@ fn set(cli: &Cli, s: &Sysfs, a: &SetArgs) -> Result<Output> {
         .as_deref()
         .map(|c| parse_share(c, 100))
         .transpose()?;
-    let vw = vgpu_writes(a.gpu, a.memory, compute);
+    let vw = vgpu_writes(a.gpu, a.memory, compute, a.priority);
     let gw = gpu_writes(a.compute_policy, a.period_us);
     if vw.is_empty() && gw.is_empty() && a.cgroup.is_none() {
         return Err(Error::BadValue(
-            "nothing to set (give --memory, --compute, --compute-policy, --period-us, --cgroup or --gpu)".to_string(),
+            "nothing to set (give --memory, --compute, --priority, --compute-policy, --period-us, --cgroup or --gpu)".to_string(),
         ));
     }
     let old = VgpuInfo::read(s, a.id)?;
@@ -500,6 +514,32 @@ fn set(cli: &Cli, s: &Sysfs, a: &SetArgs) -> Result<Output> {
     })
 }
 
+/// `vgpuctl freeze` (`frozen`) and `vgpuctl thaw`.
+fn freeze(s: &Sysfs, id: u32, frozen: bool) -> Result<Output> {
+    s.check_loaded()?;
+    require_root()?;
+    s.check_exists(id)?;
+    let value = if frozen { "1" } else { "0" };
+    let before = s.read_attr(id, "compute_frozen")?;
+    // Written even when it is so already: a freeze returns once the
+    // module has stopped the vGPU's work, whatever the file said.
+    s.write_attr(id, "compute_frozen", value)?;
+    let v = VgpuInfo::read(s, id)?;
+    let human = match (frozen, before.as_deref() == Some(value)) {
+        (true, false) => format!(
+            "froze vgpu{id}: its work is stopped (memory stays charged) until `vgpuctl thaw {id}`\n"
+        ),
+        (true, true) => format!("vgpu{id} was already frozen\n"),
+        (false, false) => format!("thawed vgpu{id}: its work runs again\n"),
+        (false, true) => format!("vgpu{id} was not frozen\n"),
+    };
+    Ok(Output {
+        human,
+        json: to_json(&v)?,
+        warnings: Vec::new(),
+    })
+}
+
 fn show_text(v: &VgpuInfo) -> String {
     let rows: Vec<(&str, String)> = vec![
         ("vgpu", v.id.to_string()),
@@ -519,8 +559,11 @@ fn show_text(v: &VgpuInfo) -> String {
         ("compute_share", share(v.compute_share)),
         ("compute_policy", opt(v.compute_policy.clone())),
         ("compute_period_us", opt(v.compute_period_us)),
+        ("compute_priority", opt(v.compute_priority)),
+        ("compute_frozen", frozen(v.compute_frozen)),
         ("compute_granted_us", opt(v.compute_granted_us)),
         ("compute_throttled_us", opt(v.compute_throttled_us)),
+        ("compute_busy_us", opt(v.compute_busy_us)),
         ("compute_tsgs", opt(v.compute_tsgs)),
     ];
     rows.iter().map(|(k, v)| format!("{k:<20} {v}\n")).collect()
@@ -551,10 +594,13 @@ fn list(s: &Sysfs) -> Result<Output> {
                 format_bytes(v.memory_used),
                 bytes(v.memory_managed),
                 share(v.compute_share),
+                opt(v.compute_priority),
+                frozen(v.compute_frozen),
                 opt(v.compute_policy.clone()),
                 duration(v.compute_period_us),
                 duration(v.compute_granted_us),
                 duration(v.compute_throttled_us),
+                duration(v.compute_busy_us),
                 opt(v.compute_tsgs),
                 v.cgroup.clone().unwrap_or("-".to_string()),
                 v.users.to_string(),
@@ -573,10 +619,13 @@ fn list(s: &Sysfs) -> Result<Output> {
                 "USED",
                 "MANAGED",
                 "COMPUTE",
+                "PRIO",
+                "FROZEN",
                 "POLICY",
                 "PERIOD",
                 "GRANTED",
                 "THROTTLED",
+                "BUSY",
                 "TSGS",
                 "CGROUP",
                 "USERS",

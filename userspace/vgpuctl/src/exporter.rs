@@ -12,8 +12,10 @@
 //! Metric families (see `docs/vgpuctl.md`): per vGPU `vgpu_up`,
 //! `vgpu_memory_limit_bytes` (`+Inf` for no limit), `vgpu_memory_used_bytes`,
 //! `vgpu_users`, and, when the module has the files,
-//! `vgpu_memory_managed_bytes`, `vgpu_compute_share_percent`, `vgpu_granted_seconds_total`,
-//! `vgpu_throttled_seconds_total`, `vgpu_compute_tsgs`,
+//! `vgpu_memory_managed_bytes`, `vgpu_compute_share_percent`,
+//! `vgpu_compute_priority`, `vgpu_compute_frozen` (0 or 1),
+//! `vgpu_granted_seconds_total`, `vgpu_throttled_seconds_total`,
+//! `vgpu_busy_seconds_total`, `vgpu_compute_tsgs`,
 //! `vgpu_alloc_refused_total`; per physical GPU (`gpuK/`)
 //! `vgpu_gpu_compute_policy` (info style: 1 with a `policy` label) and
 //! `vgpu_gpu_compute_period_seconds`; plus
@@ -152,6 +154,16 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
         "gauge",
         "Compute share of the vGPU in percent of its GPU.",
     );
+    let mut priority = Family::new(
+        "vgpu_compute_priority",
+        "gauge",
+        "Compute priority level of the vGPU, 0 (best-effort) to 3: while a vGPU of a higher level on its GPU has work, lower levels do not run.",
+    );
+    let mut frozen = Family::new(
+        "vgpu_compute_frozen",
+        "gauge",
+        "1 while the vGPU's work is frozen (its TSGs disabled and preempted, its memory still charged), else 0.",
+    );
     let mut granted = Family::new(
         "vgpu_granted_seconds_total",
         "counter",
@@ -161,6 +173,11 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
         "vgpu_throttled_seconds_total",
         "counter",
         "Time the vGPU had work while another vGPU's window (or the idle window) was open, in seconds.",
+    );
+    let mut busy = Family::new(
+        "vgpu_busy_seconds_total",
+        "counter",
+        "Time the vGPU had runnable work, whether or not its window was open, in seconds.",
     );
     let mut tsgs = Family::new(
         "vgpu_compute_tsgs",
@@ -223,6 +240,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
             (&mut managed, "memory_managed"),
             (&mut users, "users"),
             (&mut share, "compute_share"),
+            (&mut priority, "compute_priority"),
             (&mut tsgs, "compute_tsgs"),
             (&mut refused, "memory_refused"),
         ];
@@ -231,9 +249,18 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
                 fam.samples.push((labels.clone(), n.to_string()));
             }
         }
+        // A flag: anything but 0 or 1 is malformed.
+        match read_num(s, id, "compute_frozen", stats) {
+            Some(n @ 0..=1) => frozen.samples.push((labels.clone(), n.to_string())),
+            Some(_) => {
+                stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            None => {}
+        }
         for (fam, file) in [
             (&mut granted, "compute_granted_us"),
             (&mut throttled, "compute_throttled_us"),
+            (&mut busy, "compute_busy_us"),
         ] {
             if let Some(n) = read_num(s, id, file, stats) {
                 fam.samples.push((labels.clone(), seconds(n)));
@@ -276,8 +303,8 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
 
     let mut out = String::new();
     for f in [
-        up, limit, used, managed, users, share, granted, throttled, tsgs, refused, policy, period,
-        errors,
+        up, limit, used, managed, users, share, priority, frozen, granted, throttled, busy, tsgs,
+        refused, policy, period, errors,
     ] {
         if f.samples.is_empty() {
             continue;
@@ -617,7 +644,14 @@ mod tests {
             out.contains(&format!("vgpu_memory_used_bytes{l} 0\n")),
             "{out}"
         );
-        assert!(!out.contains("vgpu_compute_share_percent"), "{out}");
+        for family in [
+            "vgpu_compute_share_percent",
+            "vgpu_compute_priority",
+            "vgpu_compute_frozen",
+            "vgpu_busy_seconds_total",
+        ] {
+            assert!(!out.contains(family), "{family}: {out}");
+        }
 
         assert!(!out.contains("vgpu_gpu_compute"), "{out}");
 
@@ -646,12 +680,22 @@ mod tests {
         std::fs::write(s.vgpu_dir(2).join("compute_granted_us"), "2500000\n").unwrap();
         std::fs::write(s.vgpu_dir(2).join("compute_throttled_us"), "7\n").unwrap();
         std::fs::write(s.vgpu_dir(2).join("compute_tsgs"), "3\n").unwrap();
+        s.write_attr(2, "compute_priority", "3").unwrap();
+        s.write_attr(2, "compute_frozen", "1").unwrap();
+        std::fs::write(s.vgpu_dir(2).join("compute_busy_us"), "3000001\n").unwrap();
         let out = render(&s, &stats);
         let l = r#"{vgpu="2",gpu="1",cgroup=""}"#;
         for line in [
             format!("vgpu_compute_share_percent{l} 40\n"),
+            format!("vgpu_compute_priority{l} 3\n"),
+            "# TYPE vgpu_compute_priority gauge\n".to_string(),
+            format!("vgpu_compute_frozen{l} 1\n"),
+            "# TYPE vgpu_compute_frozen gauge\n".to_string(),
             format!("vgpu_granted_seconds_total{l} 2.500000\n"),
             format!("vgpu_throttled_seconds_total{l} 0.000007\n"),
+            format!("vgpu_busy_seconds_total{l} 3.000001\n"),
+            "# TYPE vgpu_busy_seconds_total counter\n".to_string(),
+            "# HELP vgpu_busy_seconds_total Time the vGPU had runnable work, whether or not its window was open, in seconds.\n".to_string(),
             format!("vgpu_compute_tsgs{l} 3\n"),
             "# TYPE vgpu_compute_tsgs gauge\n".to_string(),
             "# TYPE vgpu_gpu_compute_policy gauge\n".to_string(),
@@ -677,6 +721,76 @@ mod tests {
         );
         assert!(
             out.contains("vgpu_exporter_scrape_errors_total 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn render_priority_and_freeze() {
+        let t = tempfile::tempdir().unwrap();
+        let stats = Stats::default();
+        let s = Sysfs::simulated(t.path());
+        sim::init_tree(t.path(), Some(&[(0, None)]), true).unwrap();
+        s.create(0).unwrap();
+        s.create(1).unwrap();
+        s.write_attr(1, "compute_priority", "0").unwrap();
+        s.write_attr(1, "compute_frozen", "1").unwrap();
+        std::fs::write(s.vgpu_dir(1).join("compute_busy_us"), "250\n").unwrap();
+        let out = render(&s, &stats);
+        let (l0, l1) = (
+            r#"{vgpu="0",gpu="",cgroup=""}"#,
+            r#"{vgpu="1",gpu="",cgroup=""}"#,
+        );
+        for line in [
+            // The module's defaults: level 1, thawed, never busy.
+            format!("vgpu_compute_priority{l0} 1\n"),
+            format!("vgpu_compute_frozen{l0} 0\n"),
+            format!("vgpu_busy_seconds_total{l0} 0.000000\n"),
+            format!("vgpu_compute_priority{l1} 0\n"),
+            format!("vgpu_compute_frozen{l1} 1\n"),
+            format!("vgpu_busy_seconds_total{l1} 0.000250\n"),
+            "vgpu_exporter_scrape_errors_total 0\n".to_string(),
+        ] {
+            assert!(out.contains(&line), "{line}: {out}");
+        }
+        // Families in order: settings, then the time counters.
+        let at = |name: &str| out.find(&format!("# HELP {name} ")).unwrap();
+        assert!(at("vgpu_compute_share_percent") < at("vgpu_compute_priority"));
+        assert!(at("vgpu_compute_priority") < at("vgpu_compute_frozen"));
+        assert!(at("vgpu_throttled_seconds_total") < at("vgpu_busy_seconds_total"));
+
+        // A module from before priorities: those series are left out,
+        // without a scrape error; the other compute series stay.
+        for id in [0, 1] {
+            for name in ["compute_priority", "compute_frozen", "compute_busy_us"] {
+                std::fs::remove_file(s.vgpu_dir(id).join(name)).unwrap();
+            }
+        }
+        let out = render(&s, &stats);
+        for family in [
+            "vgpu_compute_priority",
+            "vgpu_compute_frozen",
+            "vgpu_busy_seconds_total",
+        ] {
+            assert!(!out.contains(family), "{family}: {out}");
+        }
+        assert!(
+            out.contains(&format!("vgpu_compute_share_percent{l0} 100\n")),
+            "{out}"
+        );
+        assert!(
+            out.contains("vgpu_exporter_scrape_errors_total 0\n"),
+            "{out}"
+        );
+
+        // Malformed: a flag other than 0 or 1, a level that is no number.
+        std::fs::write(s.vgpu_dir(0).join("compute_frozen"), "2\n").unwrap();
+        std::fs::write(s.vgpu_dir(1).join("compute_priority"), "high\n").unwrap();
+        let out = render(&s, &stats);
+        assert!(!out.contains("vgpu_compute_frozen"), "{out}");
+        assert!(!out.contains("vgpu_compute_priority"), "{out}");
+        assert!(
+            out.contains("vgpu_exporter_scrape_errors_total 2\n"),
             "{out}"
         );
     }

@@ -15,9 +15,10 @@ use crate::units::Limit;
 /// In JSON, `gpu` is `null` when unset, `memory_limit` is `null` for no
 /// limit (`max`), `cgroup` is `null` when unbound, and `memory_managed` and
 /// each `compute_*` field are left out when their file is missing (on a
-/// module from before the UVM proxy, or without compute shares), and
-/// `compute_policy` / `compute_period_us` (its GPU's settings) also while
-/// the vGPU has no GPU.
+/// module from before the UVM proxy, or without compute shares or
+/// priorities), and `compute_policy` / `compute_period_us` (its GPU's
+/// settings) also while the vGPU has no GPU. `compute_frozen` is a boolean
+/// (the file holds `0` or `1`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct VgpuInfo {
     /// The vGPU number `N`.
@@ -47,6 +48,14 @@ pub struct VgpuInfo {
     /// `gpuK/compute_period_us` of its GPU `K`: the scheduling period, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_period_us: Option<u64>,
+    /// `vgpuN/compute_priority`: its priority level, 0 (best-effort) to 3;
+    /// while a vGPU of a higher level on its GPU has work, it does not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_priority: Option<u32>,
+    /// `vgpuN/compute_frozen`: whether its work is frozen (`1` in the file;
+    /// its TSGs disabled and preempted, its memory still charged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_frozen: Option<bool>,
     /// `vgpuN/compute_granted_us`: µs its scheduling window was open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_granted_us: Option<u64>,
@@ -54,10 +63,23 @@ pub struct VgpuInfo {
     /// window (or the idle window) was open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_throttled_us: Option<u64>,
+    /// `vgpuN/compute_busy_us`: µs it had runnable work, whether or not its
+    /// window was open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_busy_us: Option<u64>,
     /// `vgpuN/compute_tsgs`: TSGs and channels outside TSGs the scheduler
     /// tracks for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_tsgs: Option<u64>,
+}
+
+/// The contents of a `0`/`1` file (`compute_frozen`) as a flag.
+fn flag(file: &str, v: &str) -> Result<bool> {
+    match v {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(Error::Unexpected(format!("{file} holds {v:?}, not 0 or 1"))),
+    }
 }
 
 fn number<T: std::str::FromStr>(file: &str, v: &str) -> Result<T> {
@@ -131,8 +153,17 @@ impl VgpuInfo {
                 .transpose()?,
             compute_policy: settings.compute_policy,
             compute_period_us: settings.compute_period_us,
+            compute_priority: s
+                .read_attr(id, "compute_priority")?
+                .map(|v| number(&format!("vgpu{id}/compute_priority"), &v))
+                .transpose()?,
+            compute_frozen: s
+                .read_attr(id, "compute_frozen")?
+                .map(|v| flag(&format!("vgpu{id}/compute_frozen"), &v))
+                .transpose()?,
             compute_granted_us: optional_num("compute_granted_us")?,
             compute_throttled_us: optional_num("compute_throttled_us")?,
+            compute_busy_us: optional_num("compute_busy_us")?,
             compute_tsgs: optional_num("compute_tsgs")?,
         })
     }

@@ -18,11 +18,16 @@
 //! | `class/vgpu/vgpuN/compute_share` | share of its GPU in percent, 0 to 100 (default 100) |
 //! | `class/vgpu/vgpuN/compute_granted_us`, `compute_throttled_us` | read-only counters: µs its window was open; µs it had work while another window (or the idle one) was open |
 //! | `class/vgpu/vgpuN/compute_tsgs` | read-only: TSGs and channels outside TSGs the scheduler tracks for it |
+//! | `class/vgpu/vgpuN/compute_priority` | priority level, 0 (best-effort) to 3 (default 1): while a vGPU of a higher level on its GPU has work, lower levels do not run |
+//! | `class/vgpu/vgpuN/compute_frozen` | `1` while its work is frozen (TSGs disabled and preempted, memory still charged), `0` to thaw |
+//! | `class/vgpu/vgpuN/compute_busy_us` | read-only counter: µs it had runnable work, whether or not its window was open |
 //! | `class/vgpu/gpuK/compute_policy` | GPU `K`'s policy, `fixed` (default) or `work-conserving` |
 //! | `class/vgpu/gpuK/compute_period_us` | GPU `K`'s scheduling period in µs, 1000 to 1000000 (default 50000) |
 //!
-//! The compute files are absent on modules without compute shares, and
-//! `memory_managed` on modules from before the UVM proxy; the readers here
+//! The compute files are absent on modules without compute shares (and
+//! `compute_priority`, `compute_frozen`, `compute_busy_us` on modules from
+//! before priorities), and `memory_managed` on modules from before the UVM
+//! proxy; the readers here
 //! return `None` for a missing file so older modules still work. `gpuK/` (one per GPU the module found, no `/dev` node) holds the
 //! settings shared by all vGPUs on GPU `K`; `class/vgpu` also has the
 //! `vgpuctl` device's directory, so only canonical `vgpuN` and `gpuK`

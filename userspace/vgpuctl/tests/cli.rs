@@ -47,8 +47,11 @@ fn create_show_list_remove() {
         "compute_share        -\n",
         "compute_policy       -\n",
         "compute_period_us    -\n",
+        "compute_priority     -\n",
+        "compute_frozen       -\n",
         "compute_granted_us   -\n",
         "compute_throttled_us -\n",
+        "compute_busy_us      -\n",
         "compute_tsgs         -\n",
     ] {
         assert!(show.out.contains(row), "{row:?}: {}", show.out);
@@ -268,8 +271,9 @@ fn compute_shares_when_the_module_has_them() {
         json!({"id": 0, "device": "/dev/vgpu0", "gpu": 0, "memory_limit": 6 * GIB,
                "memory_used": 0, "memory_managed": 0, "cgroup": "/a", "users": 0,
                "compute_share": 30, "compute_policy": "work-conserving",
-               "compute_period_us": 20000, "compute_granted_us": 0,
-               "compute_throttled_us": 0, "compute_tsgs": 0})
+               "compute_period_us": 20000, "compute_priority": 1,
+               "compute_frozen": false, "compute_granted_us": 0,
+               "compute_throttled_us": 0, "compute_busy_us": 0, "compute_tsgs": 0})
     );
     // The share is the vGPU's; the policy and period are GPU 0's.
     assert_eq!(f.attr(0, "compute_share"), "30");
@@ -295,7 +299,7 @@ fn compute_shares_when_the_module_has_them() {
     ]);
     assert_eq!(
         r.out,
-        "created vgpu1 (/dev/vgpu1): GPU 0, memory 1 GiB, compute 20% \
+        "created vgpu1 (/dev/vgpu1): GPU 0, memory 1 GiB, compute 20%, priority 1 \
          (GPU 0: work-conserving, period 20 ms), cgroup /b\n"
     );
     assert!(!r.err.contains("per-GPU"), "{}", r.err);
@@ -315,11 +319,15 @@ fn compute_shares_when_the_module_has_them() {
     f.put(0, "compute_granted_us", "1500000");
     f.put(0, "compute_throttled_us", "250");
     f.put(0, "compute_tsgs", "3");
+    f.put(0, "compute_busy_us", "2000000");
     let show = f.ok(&["show", "0"]);
     for row in [
         "compute_share        50%\n",
+        "compute_priority     1\n",
+        "compute_frozen       no\n",
         "compute_granted_us   1500000\n",
         "compute_throttled_us 250\n",
+        "compute_busy_us      2000000\n",
         "compute_tsgs         3\n",
     ] {
         assert!(show.out.contains(row), "{row:?}: {}", show.out);
@@ -328,15 +336,18 @@ fn compute_shares_when_the_module_has_them() {
     let lines: Vec<&str> = list.out.lines().collect();
     assert_eq!(
         lines[0],
-        "ID  DEVICE      GPU  MEMORY  USED  MANAGED  COMPUTE  POLICY  PERIOD  GRANTED  THROTTLED  TSGS  CGROUP  USERS"
+        "ID  DEVICE      GPU  MEMORY  USED  MANAGED  COMPUTE  PRIO  FROZEN  POLICY  PERIOD  GRANTED  THROTTLED  BUSY  TSGS  CGROUP  USERS"
     );
     assert_eq!(
         lines[1],
-        "0   /dev/vgpu0  0    6 GiB   0 B   0 B      50%      fixed   20 ms   1.5 s    250 us     3     /a      0"
+        "0   /dev/vgpu0  0    6 GiB   0 B   0 B      50%      1     no      fixed   20 ms   1.5 s    250 us     2 s   3     /a      0"
     );
     let j = f.ok(&["list", "--json"]).json();
     assert_eq!(j[0]["compute_granted_us"], 1_500_000);
     assert_eq!(j[0]["compute_throttled_us"], 250);
+    assert_eq!(j[0]["compute_busy_us"], 2_000_000);
+    assert_eq!(j[0]["compute_priority"], 1);
+    assert_eq!(j[0]["compute_frozen"], false);
     assert_eq!(j[0]["compute_tsgs"], 3);
     assert_eq!(j[1]["compute_policy"], "fixed");
 
@@ -872,6 +883,12 @@ fn bad_values() {
         (&["create", "--period-us", "999"], "not a scheduling period"),
         (&["create", "--period-us", "1000001"], "1000 to 1000000"),
         (
+            &["create", "--priority", "4"],
+            "\"4\" is not a priority level (0 to 3",
+        ),
+        (&["set", "1", "--priority", "high"], "not a priority level"),
+        (&["freeze", "x"], "not a vGPU number"),
+        (
             &["set", "1", "--period-us", "50ms"],
             "not a scheduling period",
         ),
@@ -920,4 +937,266 @@ fn simulation_is_refused_for_the_real_sysfs() {
     let r = common::run(c);
     assert_eq!(r.code, USAGE);
     assert!(r.err.contains("not /sys"), "{}", r.err);
+}
+
+#[test]
+fn priority_on_create_and_set() {
+    let f = Fake::new(2, Some(24), true);
+    // create: written with the vGPU's other settings, before the cgroup.
+    let r = f.ok(&[
+        "create",
+        "--cgroup",
+        "/a",
+        "--memory",
+        "1GiB",
+        "--compute",
+        "30%",
+        "--priority",
+        "3",
+        "--gpu",
+        "0",
+    ]);
+    assert_eq!(f.attr(0, "compute_priority"), "3");
+    assert!(r.out.contains("compute 30%, priority 3 ("), "{}", r.out);
+    // Without --priority: the module's default, 1.
+    f.ok(&[
+        "create",
+        "--id",
+        "4",
+        "--memory",
+        "1GiB",
+        "--compute",
+        "10%",
+        "--gpu",
+        "1",
+    ]);
+    assert_eq!(f.attr(4, "compute_priority"), "1");
+    // --gpus: every vGPU gets the level (it is not split).
+    let v = f
+        .ok(&[
+            "--json",
+            "create",
+            "--gpus",
+            "2",
+            "--memory",
+            "2GiB",
+            "--compute",
+            "20%",
+            "--priority",
+            "0",
+        ])
+        .json();
+    let ids: Vec<u32> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            assert_eq!(x["compute_priority"], 0, "{x}");
+            x["id"].as_u64().unwrap() as u32
+        })
+        .collect();
+    assert_eq!(ids, vec![1, 2]);
+    for id in ids {
+        assert_eq!(f.attr(id, "compute_priority"), "0");
+    }
+
+    // set: --priority alone is something to set.
+    let r = f.ok(&["set", "0", "--priority", "0"]);
+    assert_eq!(f.attr(0, "compute_priority"), "0");
+    assert!(r.out.contains("compute_priority     0\n"), "{}", r.out);
+    assert_eq!(f.ok(&["show", "0", "--json"]).json()["compute_priority"], 0);
+    let list = f.ok(&["list"]);
+    let header = list.out.lines().next().unwrap();
+    assert!(header.contains("  COMPUTE  PRIO  FROZEN  "), "{}", list.out);
+
+    // A later step fails: the old level is put back.
+    f.fail("vgpu0/cgroup", "ENOMEM");
+    let r = f.run(&["set", "0", "--priority", "2", "--cgroup", "/b"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert_eq!(f.attr(0, "compute_priority"), "0");
+    // create rolls back on a refused level.
+    f.fail("compute_priority", "EIO");
+    let r = f.run(&["create", "--priority", "2", "--gpu", "1", "--force"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(r.err.contains("compute_priority"), "{}", r.err);
+    assert_eq!(f.vgpus(), vec![0, 1, 2, 4]);
+}
+
+#[test]
+fn bad_priority_writes_nothing() {
+    let f = Fake::new(1, Some(24), true);
+    f.ok(&["create", "--id", "0", "--compute", "10%"]);
+    let before: Vec<String> = ["compute_priority", "compute_share", "memory_limit"]
+        .iter()
+        .map(|n| f.attr(0, n))
+        .collect();
+    for (args, bad) in [
+        (&["create", "--priority", "4", "--memory", "1GiB"][..], "4"),
+        (&["create", "--priority", "high"], "high"),
+        (&["set", "0", "--priority", "4", "--compute", "20%"], "4"),
+        (
+            &["set", "0", "--memory", "1GiB", "--priority", "high"],
+            "high",
+        ),
+        (&["set", "0", "--priority=-1"], "-1"),
+    ] {
+        let r = f.run(args);
+        assert_eq!(r.code, USAGE, "{args:?}: {}", r.err);
+        assert!(
+            r.err.contains(&format!(
+                "\"{bad}\" is not a priority level (0 to 3: 0 is best-effort, \
+                 higher levels preempt lower ones; default 1)"
+            )),
+            "{args:?}: {}",
+            r.err
+        );
+        assert!(r.out.is_empty(), "{args:?}: {}", r.out);
+    }
+    // Nothing was created or changed.
+    assert_eq!(f.vgpus(), vec![0]);
+    let after: Vec<String> = ["compute_priority", "compute_share", "memory_limit"]
+        .iter()
+        .map(|n| f.attr(0, n))
+        .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn freeze_and_thaw() {
+    let f = Fake::new(1, Some(24), true);
+    f.ok(&["create", "--cgroup", "/a", "--memory", "1GiB"]);
+    vgpuctl::sysfs::sim::set_memory(&f.sys(), 0, GIB / 2, 0).unwrap();
+    assert_eq!(f.attr(0, "compute_frozen"), "0");
+
+    let r = f.ok(&["freeze", "0"]);
+    assert_eq!(f.attr(0, "compute_frozen"), "1");
+    assert_eq!(
+        r.out,
+        "froze vgpu0: its work is stopped (memory stays charged) until `vgpuctl thaw 0`\n"
+    );
+    // Its memory stays charged.
+    assert_eq!(f.attr(0, "memory_used"), (GIB / 2).to_string());
+    let show = f.ok(&["show", "vgpu0"]);
+    assert!(
+        show.out.contains("compute_frozen       yes\n"),
+        "{}",
+        show.out
+    );
+    let list = f.ok(&["list"]);
+    let lines: Vec<&str> = list.out.lines().collect();
+    let col = lines[0].find("FROZEN").unwrap();
+    assert_eq!(&lines[1][col..col + 4], "yes ", "{}", list.out);
+    // Again: said, not an error.
+    assert_eq!(f.ok(&["freeze", "0"]).out, "vgpu0 was already frozen\n");
+    let j = f.ok(&["--json", "freeze", "0"]).json();
+    assert_eq!(j["id"], 0);
+    assert_eq!(j["compute_frozen"], true);
+
+    let r = f.ok(&["thaw", "0"]);
+    assert_eq!(f.attr(0, "compute_frozen"), "0");
+    assert_eq!(r.out, "thawed vgpu0: its work runs again\n");
+    assert_eq!(f.ok(&["thaw", "0"]).out, "vgpu0 was not frozen\n");
+    assert_eq!(
+        f.ok(&["show", "0", "--json"]).json()["compute_frozen"],
+        false
+    );
+
+    // The module's refusal, in words.
+    f.fail("compute_frozen", "EIO");
+    let r = f.run(&["freeze", "0"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err.contains("writing \"1\" to") && r.err.contains("vgpu0/compute_frozen"),
+        "{}",
+        r.err
+    );
+}
+
+#[test]
+fn freeze_errors() {
+    let f = Fake::new(1, Some(24), true);
+    f.ok(&["create", "--id", "0"]);
+    // Root only, like every change.
+    for args in [
+        &["freeze", "0"][..],
+        &["thaw", "0"],
+        &["set", "0", "--priority", "2"],
+    ] {
+        let r = f.run_as_user(args);
+        assert_eq!(r.code, NOT_ROOT, "{args:?}");
+        assert_eq!(
+            r.err,
+            "vgpuctl: permission denied: changing vGPUs needs root\n"
+        );
+    }
+    assert_eq!(f.attr(0, "compute_frozen"), "0");
+    assert_eq!(f.attr(0, "compute_priority"), "1");
+    // No such vGPU.
+    for args in [&["freeze", "9"][..], &["thaw", "9"]] {
+        let r = f.run(args);
+        assert_eq!(r.code, NOT_FOUND, "{args:?}");
+        assert_eq!(r.err, "vgpuctl: no such vGPU: 9\n");
+    }
+    // A module without the files: compute shares from before priorities,
+    // or none at all. Reading still works, with `-` and no JSON keys.
+    for name in ["compute_priority", "compute_frozen", "compute_busy_us"] {
+        std::fs::remove_file(f.vgpu_dir(0).join(name)).unwrap();
+    }
+    for (args, name) in [
+        (&["freeze", "0"][..], "compute_frozen"),
+        (&["thaw", "0"], "compute_frozen"),
+        (&["set", "0", "--priority", "2"], "compute_priority"),
+    ] {
+        let r = f.run(args);
+        assert_eq!(r.code, FAILURE, "{args:?}: {}", r.err);
+        assert_eq!(
+            r.err,
+            format!("vgpuctl: not supported by this vgpu module: vGPU setting \"{name}\"\n")
+        );
+    }
+    let show = f.ok(&["show", "0"]);
+    for row in [
+        "compute_priority     -\n",
+        "compute_frozen       -\n",
+        "compute_busy_us      -\n",
+        "compute_share        100%\n",
+    ] {
+        assert!(show.out.contains(row), "{row:?}: {}", show.out);
+    }
+    let j = f.ok(&["show", "0", "--json"]).json();
+    for key in ["compute_priority", "compute_frozen", "compute_busy_us"] {
+        assert!(j.get(key).is_none(), "{key}: {j}");
+    }
+    assert_eq!(j["compute_granted_us"], 0);
+    let f = Fake::new(1, Some(24), false);
+    f.ok(&["create", "--id", "0"]);
+    let r = f.run(&["freeze", "0"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err.contains("not supported by this vgpu module"),
+        "{}",
+        r.err
+    );
+    // create rolls back a level the module cannot take.
+    let r = f.run(&["create", "--priority", "2", "--gpu", "0", "--force"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err
+            .contains("not supported by this vgpu module: vGPU setting \"compute_priority\""),
+        "{}",
+        r.err
+    );
+    assert_eq!(f.vgpus(), vec![0]);
+    // A file holding something else than 0 or 1 is reported, not guessed.
+    let f = Fake::new(1, Some(24), true);
+    f.ok(&["create", "--id", "0"]);
+    f.put(0, "compute_frozen", "2");
+    let r = f.run(&["show", "0"]);
+    assert_eq!(r.code, FAILURE, "{}", r.err);
+    assert!(
+        r.err
+            .contains("vgpu0/compute_frozen holds \"2\", not 0 or 1"),
+        "{}",
+        r.err
+    );
 }

@@ -278,8 +278,11 @@ const FAMILIES: &[(&str, &str)] = &[
 
 const OPTIONAL: &[(&str, &str)] = &[
     ("vgpu_compute_share_percent", "gauge"),
+    ("vgpu_compute_priority", "gauge"),
+    ("vgpu_compute_frozen", "gauge"),
     ("vgpu_granted_seconds_total", "counter"),
     ("vgpu_throttled_seconds_total", "counter"),
+    ("vgpu_busy_seconds_total", "counter"),
     ("vgpu_compute_tsgs", "gauge"),
     ("vgpu_gpu_compute_policy", "gauge"),
     ("vgpu_gpu_compute_period_seconds", "gauge"),
@@ -354,7 +357,10 @@ fn compute_and_refusal_counters() {
     f.put(0, "compute_granted_us", "1500000");
     f.put(0, "compute_throttled_us", "250");
     f.put(0, "compute_tsgs", "4");
+    f.put(0, "compute_busy_us", "2000000");
     f.put(0, "memory_refused", "7");
+    f.ok(&["set", "0", "--priority", "2"]);
+    f.ok(&["freeze", "0"]);
     // A malformed file: counted as a scrape error, its series left out.
     f.put(3, "compute_granted_us", "soon");
     let s = Server::start(&f);
@@ -375,6 +381,16 @@ fn compute_and_refusal_counters() {
         Some(0.00025)
     );
     assert_eq!(m.get("vgpu_throttled_seconds_total", Some(3)), Some(0.0));
+    assert_eq!(m.get("vgpu_compute_priority", Some(0)), Some(2.0));
+    assert_eq!(m.get("vgpu_compute_priority", Some(3)), Some(1.0));
+    assert_eq!(m.get("vgpu_compute_frozen", Some(0)), Some(1.0));
+    assert_eq!(m.get("vgpu_compute_frozen", Some(3)), Some(0.0));
+    assert_eq!(m.get("vgpu_busy_seconds_total", Some(0)), Some(2.0));
+    assert_eq!(m.get("vgpu_busy_seconds_total", Some(3)), Some(0.0));
+    assert_eq!(
+        m.labels("vgpu_compute_frozen", 0),
+        m.labels("vgpu_granted_seconds_total", 0)
+    );
     assert_eq!(m.get("vgpu_compute_tsgs", Some(0)), Some(4.0));
     assert_eq!(m.get("vgpu_compute_tsgs", Some(3)), Some(0.0));
     assert_eq!(m.get("vgpu_alloc_refused_total", Some(0)), Some(7.0));
@@ -403,8 +419,10 @@ fn compute_and_refusal_counters() {
         "--compute-policy",
         "fixed",
     ]);
+    f.ok(&["thaw", "0"]);
     let m = metrics(&s);
     assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(2.0));
+    assert_eq!(m.get("vgpu_compute_frozen", Some(0)), Some(0.0));
     assert_eq!(
         m.for_gpu("vgpu_gpu_compute_policy", 0)[0].labels["policy"],
         "fixed"
@@ -413,6 +431,31 @@ fn compute_and_refusal_counters() {
         m.for_gpu("vgpu_gpu_compute_period_seconds", 0)[0].value,
         0.001
     );
+}
+
+/// A module with compute shares from before priorities has no
+/// `compute_priority`, `compute_frozen`, `compute_busy_us`: those families
+/// are left out, without a scrape error; the other compute series stay.
+#[test]
+fn priority_families_without_the_files() {
+    let f = two_vgpus(true);
+    for id in [0, 3] {
+        for name in ["compute_priority", "compute_frozen", "compute_busy_us"] {
+            fs::remove_file(f.vgpu_dir(id).join(name)).unwrap();
+        }
+    }
+    let r = f.ok(&["exporter", "--once"]);
+    let m = Exposition::parse(&r.out);
+    for name in [
+        "vgpu_compute_priority",
+        "vgpu_compute_frozen",
+        "vgpu_busy_seconds_total",
+    ] {
+        assert!(!r.out.contains(name), "{name}: {}", r.out);
+    }
+    assert_eq!(m.get("vgpu_compute_share_percent", Some(0)), Some(100.0));
+    assert_eq!(m.get("vgpu_granted_seconds_total", Some(0)), Some(0.0));
+    assert_eq!(m.get("vgpu_exporter_scrape_errors_total", None), Some(0.0));
 }
 
 /// A module from before the UVM proxy has no `memory_managed`: the family

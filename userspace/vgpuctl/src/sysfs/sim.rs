@@ -9,7 +9,8 @@
 //!
 //! - `create N`: `EINVAL`/`ERANGE` for a bad number, `EEXIST` if it exists;
 //!   makes `vgpuN/` with the module's defaults (and the compute files
-//!   `compute_share` 100, `compute_granted_us`, `compute_throttled_us`,
+//!   `compute_share` 100, `compute_priority` 1, `compute_frozen` 0,
+//!   `compute_granted_us`, `compute_throttled_us`, `compute_busy_us`,
 //!   `compute_tsgs` 0 if `class/vgpu/.sim-compute` exists, as a module with
 //!   compute shares would).
 //! - `remove N`: `ENOENT` if absent, `EBUSY` while `users`, `memory_used` or
@@ -19,7 +20,8 @@
 //!   no `gpuK/` while others do; `EBUSY` while `users` or `compute_tsgs` is
 //!   not 0.
 //! - `memory_limit`, `cgroup`: the module's parsers; `compute_share`: `0` to
-//!   `100` (`ERANGE` above, `EINVAL` for anything but digits).
+//!   `100`, `compute_priority`: `0` to `3`, `compute_frozen`: `0` or `1`
+//!   (`ERANGE` above, `EINVAL` for anything but digits).
 //! - `gpuK/compute_policy`: `fixed` or `work-conserving`, else `EINVAL`;
 //!   `gpuK/compute_period_us`: `1000` to `1000000`, `ERANGE` outside,
 //!   `EINVAL` for anything but digits. [`init_tree`] (with `compute`) and
@@ -28,7 +30,9 @@
 //! - Read-only files: `EACCES`.
 //!
 //! The counters (`users`, `memory_used`, `memory_refused`, `memory_managed`,
-//! `compute_*_us`, `compute_tsgs`) are plain files a test may write to. As
+//! `compute_*_us`, `compute_tsgs`) are plain files a test may write to.
+//! Removing a vGPU's `compute_priority`, `compute_frozen` and
+//! `compute_busy_us` makes it one of a module from before priorities. As
 //! in the module, `memory_managed` (managed, nvidia-uvm, mappings) is a part
 //! of `memory_used`, not added to it: a test that charges managed memory
 //! writes both ([`set_memory`]). Removing a vGPU's `memory_managed` file
@@ -64,8 +68,11 @@ const BASE_FILES: &[(&str, &str)] = &[
 /// initial contents (`src/vgpus.rs`, `src/sched.rs`).
 const COMPUTE_FILES: &[(&str, &str)] = &[
     ("compute_share", "100"),
+    ("compute_priority", "1"),
+    ("compute_frozen", "0"),
     ("compute_granted_us", "0"),
     ("compute_throttled_us", "0"),
+    ("compute_busy_us", "0"),
     ("compute_tsgs", "0"),
 ];
 
@@ -279,6 +286,12 @@ pub fn write_attr(s: &Sysfs, id: u32, name: &str, value: &str) -> io::Result<()>
         "compute_share" => compute::parse_share(input)
             .map_err(parse_errno)?
             .to_string(),
+        "compute_priority" => compute::parse_priority(input)
+            .map_err(parse_errno)?
+            .to_string(),
+        "compute_frozen" => {
+            u8::from(compute::parse_frozen(input).map_err(parse_errno)?).to_string()
+        }
         _ => return Err(errno(libc::EACCES)),
     };
     fs::write(s.vgpu_dir(id).join(name), format!("{stored}\n"))
@@ -402,8 +415,11 @@ mod tests {
         // Defaults.
         for (name, v) in [
             ("compute_share", "100"),
+            ("compute_priority", "1"),
+            ("compute_frozen", "0"),
             ("compute_granted_us", "0"),
             ("compute_throttled_us", "0"),
+            ("compute_busy_us", "0"),
             ("compute_tsgs", "0"),
         ] {
             assert_eq!(s.read_attr(3, name).unwrap().as_deref(), Some(v), "{name}");
@@ -434,7 +450,35 @@ mod tests {
                 "{v:?}"
             );
         }
-        for name in ["compute_granted_us", "compute_throttled_us", "compute_tsgs"] {
+        // compute_priority: 0..=3; compute_frozen: 0 or 1.
+        s.write_attr(3, "compute_priority", "0").unwrap();
+        s.write_attr(3, "compute_priority", "3\n").unwrap();
+        assert_eq!(s.read_attr(3, "compute_priority").unwrap().unwrap(), "3");
+        s.write_attr(3, "compute_frozen", "1\n").unwrap();
+        assert_eq!(s.read_attr(3, "compute_frozen").unwrap().unwrap(), "1");
+        s.write_attr(3, "compute_frozen", "0").unwrap();
+        assert_eq!(s.read_attr(3, "compute_frozen").unwrap().unwrap(), "0");
+        for (name, v, e) in [
+            ("compute_priority", "4", libc::ERANGE),
+            ("compute_priority", "high", libc::EINVAL),
+            ("compute_priority", "-1", libc::EINVAL),
+            ("compute_frozen", "2", libc::ERANGE),
+            ("compute_frozen", "yes", libc::EINVAL),
+            ("compute_frozen", "", libc::EINVAL),
+        ] {
+            assert_eq!(
+                raw(s.write_attr(3, name, v).unwrap_err()),
+                Some(e),
+                "{name} {v:?}"
+            );
+        }
+        assert_eq!(s.read_attr(3, "compute_priority").unwrap().unwrap(), "3");
+        for name in [
+            "compute_granted_us",
+            "compute_throttled_us",
+            "compute_busy_us",
+            "compute_tsgs",
+        ] {
             assert_eq!(
                 raw(s.write_attr(3, name, "0").unwrap_err()),
                 Some(libc::EACCES)
