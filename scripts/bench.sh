@@ -12,7 +12,13 @@
 #    10/20/30/40 over 10 s (target: max error <= 2 points), work conservation
 #    with one tenant idle (target >= 95%), throughput at 100% vs the double
 #    alone (target >= 0.97), steady state after a share change (target
-#    <= 2 periods), and the scheduler's CPU cost with 32 busy vGPUs.
+#    <= 2 periods), and the scheduler's CPU cost with 32 busy vGPUs;
+#  - priority (issue 20), in the instruction-counting VM: a high-priority
+#    tenant's 1 ms items at 30% load beside 1 and 3 saturating low-priority
+#    tenants, p50/p99 completion latency against alone (target p99 <= 1.10x
+#    alone + 1 ms) and the share of its idle time the low ones fill (target
+#    >= 95%); a frozen tenant's engine time over 1 s (target 0) and after
+#    the thaw; busy time against the double's engine time (target <= 1%).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
@@ -23,7 +29,9 @@ scripts/vm.sh --timeout 900 double.fairness_two_tsgs bench.ioctl_cost bench.comp
     { cat build/vm-fast/tap.log; exit 1; }
 # The per-call costs again in guest instructions, on a VM whose clock counts
 # them: these repeat exactly from run to run.
-scripts/vm.sh --icount --timeout 900 bench.ioctl_instructions >/dev/null ||
+scripts/vm.sh --icount --timeout 1500 bench.ioctl_instructions bench.priority_setup \
+    bench.priority_latency_and_fill bench.priority_freeze bench.priority_busy_accuracy \
+    bench.priority_teardown >/dev/null ||
     { cat build/vm-fast-icount/tap.log; exit 1; }
 log=build/vm-fast/tap.log
 ilog=build/vm-fast-icount/tap.log
@@ -39,6 +47,8 @@ echo "== per-ioctl cost through vgpu in wall-clock time under the emulator (medi
 grep '# bench:' "$log" | sed 's/^# bench: /  /'
 echo "== compute shares (saturating tenants on the double's engine)"
 grep '# compute:' "$log" | sed 's/^# compute: /  /'
+echo "== priority, freeze, busy time (the double's engine, in the instruction-counting VM)"
+grep -E '# (priority|freeze|busy time):' "$ilog" | sed -E 's/^# (priority|freeze|busy time): /  \1: /'
 )
 echo "$report"
 
@@ -46,7 +56,7 @@ echo "$report"
 # and a line that reports no steady state misses its target. Fewer target
 # lines than the benches print means a bench did not report: also a miss.
 echo "== targets"
-echo "$report" | awk -v want=14 '
+echo "$report" | awk -v want=21 '
     /no steady state/ { miss[++m] = $0 }
     /\(target (<=|>=) [0-9.]+/ {
         n++

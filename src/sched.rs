@@ -457,22 +457,44 @@ impl GpuSched {
         self.switching.store(true, Ordering::Release);
         let mut run = self.run.lock();
         let r = (|| -> Result {
-            if let Some(old) = run.owner.take() {
-                stop_all(rm, &old)?;
-                old.compute.lock().window_open = false;
+            let old = run.owner.take();
+            // Between levels, the incoming owner's TSGs are enabled before
+            // the outgoing one's are stopped, so the GPU does not idle
+            // through the switch: a higher level taking the GPU lets the
+            // lower one run until its disable (it ran anyway), and a lower
+            // one filling after a higher level ran dry has the GPU while
+            // the idle higher level's TSGs are stopped. Within a level the
+            // outgoing owner stops first, so it gains nothing from a
+            // switch (shares exact to the half point).
+            let level = |v: &Arc<Vgpu>| v.compute.lock().priority;
+            let early = match (&old, to) {
+                (Some(o), Some(n)) => level(o) != level(n),
+                _ => false,
+            };
+            if !early {
+                if let Some(o) = &old {
+                    stop_all(rm, o)?;
+                    o.compute.lock().window_open = false;
+                }
             }
             run.calls_only = !enable;
             if let Some(new) = to {
-                {
+                let frozen = {
                     let mut c = new.compute.lock();
-                    if c.frozen {
-                        return Ok(());
+                    c.window_open = !c.frozen;
+                    c.frozen
+                };
+                if !frozen {
+                    run.owner = Some(new.clone());
+                    for e in entries_of(new)?.iter().filter(|e| enable && e.wanted) {
+                        let _ = schedule(rm, e.client, e.handle, e.tsg, true);
                     }
-                    c.window_open = true;
                 }
-                run.owner = Some(new.clone());
-                for e in entries_of(new)?.iter().filter(|e| enable && e.wanted) {
-                    let _ = schedule(rm, e.client, e.handle, e.tsg, true);
+            }
+            if early {
+                if let Some(o) = &old {
+                    stop_all(rm, o)?;
+                    o.compute.lock().window_open = false;
                 }
             }
             Ok(())
@@ -494,10 +516,12 @@ const STEP_US: u64 = 2000;
 /// vgpu cannot trap doorbell writes; it polls the USERD `GPPut` of the
 /// waiting vGPU's channels (mapped in [`Watched`]), so this bounds the
 /// added latency of a higher-level work item (plus one switch: a disable
-/// and preempt of each of the owner's TSGs). 250 us is a quarter of the
-/// driver's default TSG timeslice, and costs 4000 wake-ups a second only
-/// while levels are mixed on the GPU.
-const PREEMPT_STEP_US: u64 = 250;
+/// and preempt of each of the owner's TSGs). 100 us is a tenth of the
+/// driver's default TSG timeslice; the 10000 wake-ups a second it costs
+/// (each a few locks and a USERD read per watched channel) are spent only
+/// while levels are mixed on the GPU or a work-conserving GPU idles with
+/// TSGs.
+const PREEMPT_STEP_US: u64 = 100;
 
 /// The window a lower level gets, once a period, for calls of its
 /// containers waiting for a window while a higher level takes every period
@@ -749,10 +773,11 @@ impl SchedWorker {
             // any (its windows end when it runs dry, and it is owed the
             // GPU again as soon as it has work); fixed: one that had no
             // window this period (its cap still unused).
-            let may_cut = |j: usize| {
-                tenants[j].level > level && (conserving || targets[j] == 0)
-            };
-            let step = if (0..vgpus.len()).any(may_cut) {
+            let may_cut = |j: usize| tenants[j].level > level && (conserving || targets[j] == 0);
+            // Fine steps while a higher level may cut in, or while a lower
+            // level waits for this work-conserving window to run dry.
+            let below = |j: usize| conserving && tenants[j].level < level && tenants[j].busy;
+            let step = if (0..vgpus.len()).any(|j| may_cut(j) || below(j)) {
                 PREEMPT_STEP_US
             } else {
                 STEP_US

@@ -51,7 +51,7 @@ use kernel::{
 };
 
 use crate::file::NvFile;
-use crate::kapi::kthread::{Stop, Worker};
+use crate::kapi::kthread::{sleep_us, Stop, Worker};
 use crate::memory::Backing;
 
 /// Doorbell offset in a USERMODE page.
@@ -452,9 +452,12 @@ impl Engine {
         s.pick();
     }
 
-    /// One scheduling step; returns whether anything is runnable, and the
+    /// One scheduling step; returns whether anything is on the engine or
+    /// enabled, the ns
+    /// until the item on the engine ends (or its TSG's timeslice does,
+    /// whichever is first; `None` with nothing on the engine), and the
     /// touches that finished their engine time (to apply without the lock).
-    fn step(&self) -> (bool, KVec<Touch>) {
+    fn step(&self) -> (bool, Option<u64>, KVec<Touch>) {
         let mut s = self.state.lock();
         // Doorbells: arm the channel whose token was written.
         let mut tokens = KVec::new();
@@ -475,7 +478,20 @@ impl Engine {
         }
         s.advance();
         s.pick();
-        (s.current.is_some(), core::mem::take(&mut s.touches))
+        let next = s.current.and_then(|cur| {
+            let t = s.tsgs.iter().find(|t| t.id == cur)?;
+            let item = t
+                .chans
+                .iter()
+                .filter(|c| c.pending() && c.left_ns > 0)
+                .map(|c| c.left_ns)
+                .min()
+                .unwrap_or(1);
+            Some(item.min(t.timeslice_ns.saturating_sub(s.slice_ns)))
+        });
+        // An enabled TSG may get work any time: poll as when busy.
+        let ready = s.current.is_some() || s.tsgs.iter().any(|t| t.enabled);
+        (ready, next, core::mem::take(&mut s.touches))
     }
 }
 
@@ -550,13 +566,20 @@ pub(crate) struct EngineWorker {
 
 impl Worker for EngineWorker {
     fn turn(&self, _stop: &Stop) {
-        let (busy, touches) = self.engine.step();
+        let (busy, next, touches) = self.engine.step();
         for t in touches.iter() {
             let served = self.driver.uvm_touch(self.gpu, t.token, t.addr);
             self.engine.finish_touch(t.token, served);
         }
         // Poll fast while there is work, slower when idle (hardware would
-        // sleep until a doorbell; polling keeps the double simple).
-        fsleep(Delta::from_micros(if busy { 200 } else { 1000 }));
+        // sleep until a doorbell; polling keeps the double simple). With an
+        // item on the engine, wake when it ends (at least 20 us on), on a
+        // timer without slack: hardware completes an item when its time is
+        // done, and so moves GPGet on, not up to a poll later (a guess at
+        // hardware's timing, as the ns items are the double's own).
+        match next {
+            Some(ns) if busy => sleep_us(ns.div_ceil(1000).clamp(20, 200)),
+            _ => fsleep(Delta::from_micros(if busy { 200 } else { 1000 })),
+        }
     }
 }
