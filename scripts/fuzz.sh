@@ -7,7 +7,7 @@
 #
 # SPEC is calls=N,kills=N,cycles=N[,seed=N] (default: the long run,
 # calls=1000000,kills=10000,cycles=100; a seed replays a run's calls). The
-# CI slice in `make test` is calls=100000,kills=1000,cycles=100.
+# CI slice in `make test` is calls=60000,kills=500,cycles=100.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"

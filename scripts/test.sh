@@ -146,7 +146,7 @@ for v in "${variants[@]}"; do
         # it arms fault injection. A fixed seed, so that a failure here
         # replays from the log; make fuzz draws its own from the clock.
         vm_run "debug kernel, fuzz slice" "vm-$v" --variant "$v" --timeout 1800 \
-            --fuzz calls=100000,kills=1000,cycles=100,seed=17185022720 fuzz
+            --fuzz calls=60000,kills=500,cycles=100,seed=17185022720 fuzz
         rm -rf build/test-vm-fuzz && cp -r "build/vm-$v" build/test-vm-fuzz 2>/dev/null || true
         grep '^# fuzz figures' "build/vm-$v/tap.log" 2>/dev/null || true
     fi

@@ -55,6 +55,10 @@ pub const TESTS: &[Test] = &[
         run: regress::failed_closes_leave_nothing,
     },
     Test {
+        name: "closes_failing_one_allocation_leave_nothing",
+        run: regress::closes_failing_one_allocation_leave_nothing,
+    },
+    Test {
         name: "failed_opens_give_back",
         run: regress::failed_opens_give_back,
     },
@@ -129,10 +133,10 @@ fn record_rounds(t: &run::Totals) {
     });
 }
 
-/// The CI slice: 10^5 calls, 10^3 kill cycles, 100 load cycles.
+/// The CI slice: 6 * 10^4 calls, 500 kill cycles, 100 load cycles.
 const SLICE: Budget = Budget {
-    calls: 100_000,
-    kills: 1_000,
+    calls: 60_000,
+    kills: 500,
     cycles: 100,
     seed: 0,
 };

@@ -166,6 +166,33 @@ pub fn failed_closes_leave_nothing() -> Outcome {
     r
 }
 
+/// One allocation failing anywhere in the closes of a container's files
+/// (as its process exits: a session with a TSG and VRAM) leaves nothing
+/// behind. The close of `/dev/vgpuctl` once gathered the file's clients in
+/// a list as it took them out of the index: an allocation failing there
+/// left the rest in the index, and with them the file, its TSG and its
+/// charge, for good. The sweep fails the first allocation with vgpu on
+/// the stack after `space` bytes of them, from the first one on.
+pub fn closes_failing_one_allocation_leave_nothing() -> Outcome {
+    let t = TENANTS[0];
+    sweep("closes", "failslab", 1, (0..1024).step_by(16), |space| {
+        as_container(t.cgroup, || {
+            let s = session(&t)?;
+            s.ctl
+                .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
+                .map_err(|e| format!("tsg: {e:?}"))?;
+            s.ctl
+                .alloc_vram(s.client, s.device, 0, 1 << 20)
+                .map_err(|e| format!("vram: {e:?}"))?;
+            inject::arm_once(space, 1)?;
+            flag(true)?;
+            // The files close as the process exits, flagged.
+            std::mem::forget(s);
+            Ok(())
+        })
+    })
+}
+
 /// An allocation that fails anywhere in the open of a vgpu node fails the
 /// open and leaves nothing behind: no user counted, no lock held. The GPU
 /// node's open held its vGPU's users lock when making its proxy file
