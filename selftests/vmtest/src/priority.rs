@@ -329,16 +329,28 @@ fn tenant_cannot_raise_its_priority() -> Outcome {
     Ok(())
 }
 
+/// A tenant process in cgroup `cg` with a session on vGPU `id` (a TSG and
+/// a work channel, disabled), looping on the body `setup` returns; `page`
+/// is shared with it.
+fn work_looper<'p, F: FnMut() + 'p>(
+    page: &'p Shared,
+    cg: &str,
+    id: u32,
+    setup: impl FnOnce(Work, &'p Shared) -> Result<F, String>,
+) -> Result<Looper, String> {
+    let (cg, gpu) = (cg.to_string(), node(id));
+    Looper::spawn(move || {
+        join_cgroup(&cg).map_err(|e| format!("join {cg}: errno {e}"))?;
+        setup(Work::open("/dev/vgpuctl", &gpu, false)?, page)
+    })
+}
+
 /// A tenant that asks for its work to be enabled every turn, every way it
 /// can, and keeps its ring full; slot 0 of its page is its engine time,
 /// slot 1 its turns.
 fn pushy_tenant(cg: &str, id: u32) -> Result<(Looper, Shared), String> {
     let page = Shared::new()?;
-    let (cg, gpu) = (cg.to_string(), node(id));
-    let shared = &page;
-    let proc = Looper::spawn(move || {
-        join_cgroup(&cg).map_err(|e| format!("join {cg}: errno {e}"))?;
-        let w = Work::open("/dev/vgpuctl", &gpu, false)?;
+    let t = work_looper(&page, cg, id, |w, shared| {
         w.start(MS)?;
         let mut turns = 0;
         Ok(move || {
@@ -352,7 +364,7 @@ fn pushy_tenant(cg: &str, id: u32) -> Result<(Looper, Shared), String> {
             sleep(Duration::from_millis(5));
         })
     })?;
-    Ok((proc, page))
+    Ok((t, page))
 }
 
 /// Freezing stops a running tenant at once and for as long as it lasts,
@@ -396,10 +408,7 @@ fn freeze_outlasts_the_tenants_enables() -> Outcome {
 fn sigkill_of_a_frozen_tenant_frees_everything() -> Outcome {
     set_policy(0, "work-conserving")?;
     let page = Shared::new()?;
-    let shared = &page;
-    let t = Looper::spawn(move || {
-        join_cgroup("/pa").map_err(|e| format!("join: errno {e}"))?;
-        let w = Work::open("/dev/vgpuctl", &node(0), false)?;
+    let t = work_looper(&page, "/pa", 0, |w, shared| {
         w.s.ctl
             .alloc_vram(w.s.client, w.s.device, 0, 64 << 20)
             .map_err(|e| format!("vram: {e:?}"))?;
@@ -535,11 +544,7 @@ const PROBE_SLOTS: usize = 500;
 /// moving past it).
 fn prober(cg: &str, id: u32, seed: u64) -> Result<(Looper, Shared), String> {
     let page = Shared::new()?;
-    let (cg, gpu) = (cg.to_string(), node(id));
-    let shared = &page;
-    let proc = Looper::spawn(move || {
-        join_cgroup(&cg).map_err(|e| format!("join {cg}: errno {e}"))?;
-        let w = Work::open("/dev/vgpuctl", &gpu, false)?;
+    let t = work_looper(&page, cg, id, |w, shared| {
         rm_ok(w.enable(Enable::Tsg, true), "enable")?;
         ensure!(w.bell.ring(w.ch.token), "doorbell");
         let mut x = seed | 1;
@@ -572,7 +577,7 @@ fn prober(cg: &str, id: u32, seed: u64) -> Result<(Looper, Shared), String> {
             shared.set(PROBE_COUNT, n);
         })
     })?;
-    Ok((proc, page))
+    Ok((t, page))
 }
 
 /// Waits for `want` new samples of a prober; returns (p50, p99) in ns, the
@@ -693,10 +698,7 @@ pub fn bench_freeze() -> Outcome {
 /// `compute_busy_us` against its TSG's engine time.
 pub fn bench_busy_accuracy() -> Outcome {
     let page = Shared::new()?;
-    let shared = &page;
-    let t = Looper::spawn(move || {
-        join_cgroup("/qb").map_err(|e| format!("join: errno {e}"))?;
-        let w = Work::open("/dev/vgpuctl", &node(1), false)?;
+    let t = work_looper(&page, "/qb", 1, |w, shared| {
         rm_ok(w.enable(Enable::Tsg, true), "enable")?;
         ensure!(w.bell.ring(w.ch.token), "doorbell");
         let t0 = Instant::now();
