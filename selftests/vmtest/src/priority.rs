@@ -529,10 +529,14 @@ pub fn bench_teardown() -> Outcome {
     remove_vgpus(&BENCH_VGPUS)
 }
 
-/// Slots of a prober's page: samples taken, then the latencies (ns).
+/// Slot of a prober's page: samples taken (the latencies, in ns, from
+/// [`PROBE_FIRST`]).
 const PROBE_COUNT: usize = 0;
-/// Slot of the prober's engine time.
+/// Slots of the prober's engine time and the CLOCK_MONOTONIC time it was
+/// read at, under a sequence count (odd while being written).
 const PROBE_NS: usize = 1;
+const PROBE_T: usize = 2;
+const PROBE_SEQ: usize = 3;
 /// First latency slot.
 const PROBE_FIRST: usize = 8;
 /// Latency slots.
@@ -573,18 +577,39 @@ fn prober(cg: &str, id: u32, seed: u64) -> Result<(Looper, Shared), String> {
             let lat = crate::sys::monotonic_ns() - t0;
             shared.set(PROBE_FIRST + (n as usize % PROBE_SLOTS), lat);
             n += 1;
+            let seq = shared.get(PROBE_SEQ);
+            shared.set(PROBE_SEQ, seq + 1);
+            shared.set(PROBE_T, crate::sys::monotonic_ns());
             shared.set(PROBE_NS, w.ch.ring.tsg_ns());
+            shared.set(PROBE_SEQ, seq + 2);
             shared.set(PROBE_COUNT, n);
         })
     })?;
     Ok((t, page))
 }
 
+/// A prober's (CLOCK_MONOTONIC ns, engine ns), read together.
+fn probe_sample(page: &Shared) -> (u64, u64) {
+    loop {
+        let a = page.get(PROBE_SEQ);
+        let (t, ns) = (page.get(PROBE_T), page.get(PROBE_NS));
+        if a.is_multiple_of(2) && page.get(PROBE_SEQ) == a {
+            return (t, ns);
+        }
+    }
+}
+
+/// The share of the GPU a tenant had between two of its (time, engine ns)
+/// samples.
+fn rate(a: (u64, u64), b: (u64, u64)) -> f64 {
+    (b.1 - a.1) as f64 / (b.0 - a.0).max(1) as f64
+}
+
 /// Waits for `want` new samples of a prober; returns (p50, p99) in ns, the
-/// prober's engine ns, and the wall ns they took.
-fn latencies(page: &Shared, want: u64) -> Result<(f64, f64, u64, u64), String> {
+/// share of the GPU the prober had meanwhile, and the wall ns they took.
+fn latencies(page: &Shared, want: u64) -> Result<(f64, f64, f64, u64), String> {
     let n0 = page.get(PROBE_COUNT);
-    let (ns0, t0) = (page.get(PROBE_NS), Instant::now());
+    let (s0, t0) = (probe_sample(page), Instant::now());
     while page.get(PROBE_COUNT) < n0 + want {
         ensure!(
             t0.elapsed() < Duration::from_secs(60),
@@ -602,13 +627,13 @@ fn latencies(page: &Shared, want: u64) -> Result<(f64, f64, u64, u64), String> {
     Ok((
         pick(0.50),
         pick(0.99),
-        page.get(PROBE_NS) - ns0,
+        rate(s0, probe_sample(page)),
         t0.elapsed().as_nanos() as u64,
     ))
 }
 
 /// Latency samples per configuration.
-const SAMPLES: u64 = 400;
+const SAMPLES: u64 = 480;
 
 /// The high-priority tenant's completion latency alone and beside 1 and 3
 /// saturating low-priority tenants, and how much of the time it leaves
@@ -623,7 +648,7 @@ pub fn bench_latency_and_fill() -> Outcome {
         a99 / 1e6
     );
     let mut lows = Vec::new();
-    for (k, n) in [(1usize, 1u32), (2, 3)] {
+    for n in [1u32, 3] {
         while lows.len() < n as usize {
             let id = lows.len() as u32 + 1;
             let cg = BENCH_VGPUS[id as usize].1;
@@ -636,9 +661,15 @@ pub fn bench_latency_and_fill() -> Outcome {
             )?);
         }
         sleep(Duration::from_millis(300));
-        let before: Vec<u64> = lows.iter().map(Tenant::ns).collect();
-        let (p50, p99, hi_ns, wall) = latencies(&page, SAMPLES)?;
-        let low_ns: u64 = lows.iter().zip(&before).map(|(t, b)| t.ns() - b).sum();
+        let before: Vec<(u64, u64)> = lows.iter().map(Tenant::sample).collect();
+        let (p50, p99, hi, wall) = latencies(&page, SAMPLES)?;
+        // Each tenant's share from its own timed samples (a tenant reports
+        // every 5 ms: a count read at a set time would be up to 5 ms old).
+        let low: f64 = lows
+            .iter()
+            .zip(&before)
+            .map(|(t, b)| rate(*b, t.sample()))
+            .sum();
         let limit = 1.10 * a99 + 1e6;
         println!(
             "# priority: beside {n} low: p50 {:.2} ms ({:.2}x alone), p99 {:.2} ms ({:.2}x alone)",
@@ -652,14 +683,12 @@ pub fn bench_latency_and_fill() -> Outcome {
             limit / 1e6,
             p99 / limit
         );
-        let left = wall.saturating_sub(hi_ns) as f64;
         println!(
             "# priority: beside {n} low: high tenant ran {:.1}% of {:.2} s; low tenants filled {:.1}% of what it left idle (target >= 95)",
-            hi_ns as f64 * 100.0 / wall as f64,
+            hi * 100.0,
             wall as f64 / 1e9,
-            low_ns as f64 * 100.0 / left
+            low * 100.0 / (1.0 - hi)
         );
-        let _ = k;
     }
     drop(lows);
     drop(p);
