@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 # Software emulation: the debug kernel (KASAN, lockdep) is several times slower.
-[ -n "$timeout" ] || { [ "$variant" = debug ] && timeout=900 || timeout=300; }
+[ -n "$timeout" ] || { [ "$variant" = debug ] && timeout=1500 || timeout=600; }
 
 # From a fresh machine too (`make demo` first): install what is missing.
 "$VGPU_TOP/scripts/setup-toolchain.sh"
