@@ -441,13 +441,20 @@ impl GpuSched {
     /// frozen `to` gets the idle window instead (it was frozen since the
     /// period was planned).
     fn switch_to(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>) -> Result {
-        self.switch_with(rm, to, true)
+        self.switch_with(rm, to, true, false)
     }
 
     /// [`GpuSched::switch_to`]; `enable` false opens a window for `to`'s
     /// waiting calls only (its TSGs stay disabled; whatever a call enables
-    /// is disabled again when the window closes).
-    fn switch_with(&self, rm: &RmOps, to: Option<&Arc<Vgpu>>, enable: bool) -> Result {
+    /// is disabled again when the window closes). `overlap` (work-conserving
+    /// GPUs only): between levels, enable before stopping (below).
+    fn switch_with(
+        &self,
+        rm: &RmOps,
+        to: Option<&Arc<Vgpu>>,
+        enable: bool,
+        overlap: bool,
+    ) -> Result {
         {
             let run = self.run.lock();
             if run.is(to) && run.calls_only != enable {
@@ -458,17 +465,18 @@ impl GpuSched {
         let mut run = self.run.lock();
         let r = (|| -> Result {
             let old = run.owner.take();
-            // Between levels, the incoming owner's TSGs are enabled before
-            // the outgoing one's are stopped, so the GPU does not idle
-            // through the switch: a higher level taking the GPU lets the
-            // lower one run until its disable (it ran anyway), and a lower
-            // one filling after a higher level ran dry has the GPU while
-            // the idle higher level's TSGs are stopped. Within a level the
-            // outgoing owner stops first, so it gains nothing from a
-            // switch (shares exact to the half point).
+            // Between levels of a work-conserving GPU, the incoming owner's
+            // TSGs are enabled before the outgoing one's are stopped, so the
+            // GPU does not idle through the switch: a higher level taking
+            // the GPU lets the lower one run until its disable (it ran
+            // anyway), and a lower one filling after a higher level ran dry
+            // has the GPU while the idle higher level's TSGs are stopped.
+            // Otherwise the outgoing owner stops first, so it gains nothing
+            // from a switch: shares exact to the half point, fixed caps
+            // kept however slow the switch.
             let level = |v: &Arc<Vgpu>| v.compute.lock().priority;
             let early = match (&old, to) {
-                (Some(o), Some(n)) => level(o) != level(n),
+                (Some(o), Some(n)) => overlap && level(o) != level(n),
                 _ => false,
             };
             if !early {
@@ -739,7 +747,7 @@ impl SchedWorker {
             let level = tenants[i].level;
             if target == 0 {
                 // A window for waiting calls only (work-conserving).
-                self.gpu.switch_with(rm, Some(v), false)?;
+                self.gpu.switch_with(rm, Some(v), false, false)?;
                 let sampled = &mut carry.sampled;
                 sleep_until(
                     mark + kernel::time::Delta::from_nanos(CALL_WINDOW_NS as i64),
@@ -768,7 +776,7 @@ impl SchedWorker {
                 }
             };
             let len = compute::window(target, carry.debts[k].1);
-            self.gpu.switch_to(rm, Some(v))?;
+            self.gpu.switch_with(rm, Some(v), true, conserving)?;
             // Who may cut in: a higher level with work. Work-conserving:
             // any (its windows end when it runs dry, and it is owed the
             // GPU again as soon as it has work); fixed: one that had no

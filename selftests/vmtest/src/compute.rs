@@ -339,7 +339,7 @@ pub(crate) fn busy_floor() -> f64 {
 /// Checks a split of two saturating tenants against shares `x` and `y`
 /// (adding up to 100): together they use at least [`busy_floor`] of the
 /// GPU, and each gets its share of what they used within 10 points.
-fn check_split(s: &[f64], x: f64, y: f64) -> Outcome {
+pub(crate) fn check_split(s: &[f64], x: f64, y: f64) -> Outcome {
     let sum = s[0] + s[1];
     let enough = sum >= busy_floor();
     ensure!(

@@ -2165,7 +2165,14 @@ fn killed_processes_leak_nothing() -> Outcome {
             }
             pids.push(pid);
         }
-        // Let them get going, then kill them at different moments.
+        // Let them get going (each through one loop at least: on the
+        // debug kernel under a loaded emulator set-up alone can take more
+        // than 300 ms), then kill them at different moments.
+        let t0 = Instant::now();
+        while (0..pids.len()).any(|k| shared.get(k) == 0) && t0.elapsed() < Duration::from_secs(10)
+        {
+            sleep(Duration::from_millis(10));
+        }
         sleep(Duration::from_millis(300 + round * 70));
         for (k, pid) in pids.iter().enumerate() {
             sleep(Duration::from_millis(13 * k as u64));

@@ -7,7 +7,9 @@
 //! benchmarks (latency, fill, freeze, busy-time accuracy) are at the end,
 //! run by `make bench` in a VM whose clock counts guest instructions.
 
-use crate::compute::{busy_floor, expect_rm, set_policy, set_share, shares, Enable, Tenant, Work};
+use crate::compute::{
+    busy_floor, check_split, expect_rm, set_policy, set_share, shares, Enable, Tenant, Work,
+};
 use crate::ensure;
 use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
 use crate::tap::{Outcome, Test};
@@ -210,10 +212,7 @@ fn priority_change_takes_effect_within_a_period() -> Outcome {
         Duration::from_secs(1),
     );
     println!("# fixed 30/70, vgpu0 at level 3: {:.1} / {:.1}", s[0], s[1]);
-    ensure!(
-        (s[0] - 30.0).abs() <= 10.0 && s[1] >= 45.0,
-        "fixed 30/70 with levels: {s:?}"
-    );
+    check_split(&s, 30.0, 70.0).map_err(|e| format!("fixed, with levels: {e}"))?;
     drop((a, b));
     set_priority(0, 1)?;
     for (id, _) in VGPUS {
