@@ -580,6 +580,21 @@ fn sleep_until(
     }
 }
 
+/// Ends the window that opened at `mark`, owned by `owner` (`None`: the
+/// idle window): returns how long it lasted, in ns, moves `mark` to now
+/// (the next window's start) and records it as the last window.
+fn end_window(
+    mark: &mut Instant<Monotonic>,
+    last: &mut Option<(Option<u32>, Instant<Monotonic>)>,
+    owner: Option<u32>,
+) -> u64 {
+    let end = Instant::<Monotonic>::now();
+    let actual = (end - *mark).as_nanos().max(0) as u64;
+    *mark = end;
+    *last = Some((owner, end));
+    actual
+}
+
 /// What the scheduler carries from one period to the next.
 struct Carry {
     generation: u64,
@@ -758,10 +773,7 @@ impl SchedWorker {
                         v.compute.lock().frozen.then_some(Cut::Dry)
                     },
                 );
-                let end = Instant::<Monotonic>::now();
-                let actual = (end - mark).as_nanos().max(0) as u64;
-                mark = end;
-                carry.last = Some((Some(v.id), end));
+                let actual = end_window(&mut mark, &mut carry.last, Some(v.id));
                 self.account(&vgpus, &tenants, Some(i), actual);
                 if stop.requested() {
                     return Ok(());
@@ -809,10 +821,7 @@ impl SchedWorker {
                         .map(Cut::Preempted)
                 },
             );
-            let end = Instant::<Monotonic>::now();
-            let actual = (end - mark).as_nanos().max(0) as u64;
-            mark = end;
-            carry.last = Some((Some(v.id), end));
+            let actual = end_window(&mut mark, &mut carry.last, Some(v.id));
             compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
             // What a work-conserving window did not use is not owed to it
             // (a fixed window cut short by a higher level is: its cap is a
@@ -862,9 +871,7 @@ impl SchedWorker {
                     (conserving && (0..vgpus.len()).any(woken)).then_some(Cut::Woken)
                 },
             );
-            let end = Instant::<Monotonic>::now();
-            let actual = (end - mark).as_nanos().max(0) as u64;
-            carry.last = Some((None, end));
+            let actual = end_window(&mut mark, &mut carry.last, None);
             compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
             if cut.is_some() {
                 carry.idle_debt = carry.idle_debt.min(0);

@@ -355,16 +355,23 @@ pub(crate) fn check_split(s: &[f64], x: f64, y: f64) -> Outcome {
     Ok(())
 }
 
-fn setup() -> Outcome {
+/// Loads the double (one GPU) and vgpu, and creates `vgpus` (number,
+/// cgroup) on GPU 0, each bound to its cgroup.
+pub(crate) fn make_vgpus(vgpus: &[(u32, &str)]) -> Outcome {
     sh("modprobe nvidia gpus=1 vram0_mib=4096")?;
     sh("modprobe vgpu")?;
-    for (id, cg) in [(0, "/ca"), (1, "/cb")] {
+    for &(id, cg) in vgpus {
         std::fs::create_dir_all(format!("/sys/fs/cgroup{cg}"))
             .map_err(|e| format!("mkdir {cg}: {e}"))?;
         set("/sys/class/vgpu/create", &id.to_string())?;
         set(&vgpu_file(id, "gpu"), "0")?;
         set(&vgpu_file(id, "cgroup"), cg)?;
     }
+    Ok(())
+}
+
+fn setup() -> Outcome {
+    make_vgpus(&[(0, "/ca"), (1, "/cb")])?;
     ensure!(
         read_file(&vgpu_file(0, "compute_share"))? == "100",
         "default share"

@@ -8,7 +8,8 @@
 //! run by `make bench` in a VM whose clock counts guest instructions.
 
 use crate::compute::{
-    busy_floor, check_split, expect_rm, set_policy, set_share, shares, Enable, Tenant, Work,
+    busy_floor, check_split, expect_rm, make_vgpus, set_policy, set_share, shares, Enable, Tenant,
+    Work,
 };
 use crate::ensure;
 use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
@@ -87,20 +88,6 @@ pub fn busy_us(id: u32) -> Result<u64, String> {
 
 fn node(id: u32) -> String {
     format!("/dev/vgpu{id}")
-}
-
-/// Creates `vgpus` on GPU 0 (the double with one GPU, loaded with vgpu).
-fn make_vgpus(vgpus: &[(u32, &str)]) -> Outcome {
-    sh("modprobe nvidia gpus=1 vram0_mib=4096")?;
-    sh("modprobe vgpu")?;
-    for &(id, cg) in vgpus {
-        std::fs::create_dir_all(format!("/sys/fs/cgroup{cg}"))
-            .map_err(|e| format!("mkdir {cg}: {e}"))?;
-        set("/sys/class/vgpu/create", &id.to_string())?;
-        set(&file(id, "gpu"), "0")?;
-        set(&file(id, "cgroup"), cg)?;
-    }
-    Ok(())
 }
 
 fn remove_vgpus(vgpus: &[(u32, &str)]) -> Outcome {
