@@ -129,6 +129,12 @@
 #define VGPU_ATTR_COMPUTE_BUSY_US "compute_busy_us"
 
 /**
+ * vGPU file (read-only): the processes using it, one line each: host PID,
+ * bytes charged, command name.
+ */
+#define VGPU_ATTR_PROCESSES "processes"
+
+/**
  * Prefix of a physical GPU's settings directory: GPU K is `gpuK`.
  */
 #define VGPU_SYSFS_GPU_DIR_PREFIX "gpu"

@@ -16,6 +16,8 @@ use kernel::{
     sync::{Arc, Mutex, UniqueArc},
 };
 
+use crate::kapi::pid::{ProcessPid, COMM_LEN};
+use crate::procs::{Counter, Hold, ProcUse};
 use crate::sched::{Enrolled, Watched};
 use crate::vgpu::Vgpu;
 
@@ -60,11 +62,17 @@ pub(crate) struct Charge {
     pub(crate) vgpu: Arc<Vgpu>,
     /// Bytes.
     pub(crate) bytes: u64,
+    /// The process they are charged to on the vGPU's list of processes
+    /// (`src/procs.rs`), if any.
+    pub(crate) owner: Option<Arc<ProcUse>>,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
         self.vgpu.config.lock().memory.release(self.bytes);
+        if let Some(u) = &self.owner {
+            u.refunded(self.bytes);
+        }
     }
 }
 
@@ -134,12 +142,22 @@ pub(crate) struct Obj {
     /// `Drop`, which stops watching).
     #[expect(dead_code, reason = "held for its Drop only")]
     pub(crate) watch: Option<Arc<Watched>>,
+    /// For a device or channel, its count on its process's entry in the
+    /// vGPU's list of processes (held for its `Drop`, which gives it back).
+    #[expect(dead_code, reason = "held for its Drop only")]
+    pub(crate) user: Option<Hold>,
 }
 
 /// A verified client.
 pub(crate) struct Client {
     /// Its handle.
     pub(crate) handle: u32,
+    /// The process that created it (RM's `ProcID`, `pOsPidInfo`).
+    pid: ProcessPid,
+    /// That process's command name then.
+    comm: [u8; COMM_LEN],
+    /// Its process's entry on each vGPU it has used, held while it lives.
+    users: KVec<(Arc<Vgpu>, Hold)>,
     /// Its accounted objects, by handle.
     objs: RBTree<u32, Obj>,
     /// For every handle that is the parent of an accounted object (itself
@@ -164,9 +182,12 @@ pub(crate) struct Client {
 const SPARE_NODES: usize = 8;
 
 impl Client {
-    fn new(handle: u32) -> Result<Self> {
+    fn new(handle: u32, pid: ProcessPid, comm: [u8; COMM_LEN]) -> Result<Self> {
         Ok(Self {
             handle,
+            pid,
+            comm,
+            users: KVec::new(),
             objs: RBTree::new(),
             children: RBTree::new(),
             spare: KVec::with_capacity(SPARE_NODES, GFP_KERNEL)?,
@@ -208,11 +229,49 @@ pub(crate) struct Objects {
 }
 
 impl Objects {
-    /// Records a verified client.
-    pub(crate) fn add_client(&mut self, handle: u32) -> Result {
+    /// Records a verified client, created by process `pid` (command
+    /// `comm`).
+    pub(crate) fn add_client(
+        &mut self,
+        handle: u32,
+        pid: ProcessPid,
+        comm: [u8; COMM_LEN],
+    ) -> Result {
         crate::kapi::inject::record()?;
-        self.clients.push(Client::new(handle)?, GFP_KERNEL)?;
+        self.clients
+            .push(Client::new(handle, pid, comm)?, GFP_KERNEL)?;
         Ok(())
+    }
+
+    /// The entry of client `client`'s process in `v`'s list of processes,
+    /// which the client holds from the first time on, while it lives.
+    /// `EINVAL` if it is not a recorded client.
+    fn client_hold(&mut self, client: u32, v: &Arc<Vgpu>) -> Result<&Hold> {
+        let c = self.client_mut(client).ok_or(EINVAL)?;
+        let i = match c.users.iter().position(|(w, _)| Arc::ptr_eq(w, v)) {
+            Some(i) => i,
+            None => {
+                c.users.reserve(1, GFP_KERNEL)?;
+                let h = v.procs.lock().hold(&c.pid, &c.comm, Counter::Client)?;
+                c.users
+                    .push_within_capacity((v.clone(), h))
+                    .map_err(|_| ENOMEM)?;
+                c.users.len() - 1
+            }
+        };
+        c.users.get(i).map(|(_, h)| h).ok_or(EINVAL)
+    }
+
+    /// A count of `what` (a device, a channel) on the entry of client
+    /// `client`'s process in `v`'s list of processes.
+    pub(crate) fn hold_on(&mut self, client: u32, v: &Arc<Vgpu>, what: Counter) -> Result<Hold> {
+        Ok(self.client_hold(client, v)?.also(what))
+    }
+
+    /// The entry of client `client`'s process in `v`'s list of processes,
+    /// to charge its memory to.
+    pub(crate) fn user_on(&mut self, client: u32, v: &Arc<Vgpu>) -> Result<Arc<ProcUse>> {
+        Ok(self.client_hold(client, v)?.user().clone())
     }
 
     /// The handles of this file's verified clients.
@@ -362,11 +421,16 @@ impl Reservation {
         }
     }
 
-    /// The reservation as the charge of an object.
-    pub(crate) fn into_charge(self) -> Charge {
+    /// The reservation as the charge of an object, charged to process
+    /// `owner` (see [`Charge::owner`]).
+    pub(crate) fn into_charge(self, owner: Option<Arc<ProcUse>>) -> Charge {
+        if let Some(u) = &owner {
+            u.charged(self.bytes);
+        }
         let charge = Charge {
             vgpu: self.vgpu.clone(),
             bytes: self.bytes,
+            owner,
         };
         // The charge holds the bytes now: this reservation gives none back
         // when it drops.

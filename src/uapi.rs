@@ -94,6 +94,10 @@ pub const VGPU_ATTR_COMPUTE_FROZEN: &str = "compute_frozen";
 /// whether or not its window was open.
 pub const VGPU_ATTR_COMPUTE_BUSY_US: &str = "compute_busy_us";
 
+/// vGPU file (read-only): the processes using it, one line each: host PID,
+/// bytes charged, command name.
+pub const VGPU_ATTR_PROCESSES: &str = "processes";
+
 /// The lowest priority level (best-effort: runs only in time every higher
 /// level leaves idle).
 pub const VGPU_COMPUTE_PRIORITY_MIN: u32 = 0;

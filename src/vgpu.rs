@@ -17,6 +17,7 @@ use crate::compute;
 use crate::config;
 use crate::kapi::{chrdev::Node, userd::UserdMap};
 use crate::ledger::Ledger;
+use crate::procs::Procs;
 
 /// Something that holds charges on a vGPU and can measure them again.
 pub(crate) trait Reclaim: Send + Sync {
@@ -88,6 +89,10 @@ pub(crate) struct Vgpu {
     /// above, called without any of the vGPU's locks held.
     #[pin]
     pub(crate) reclaimers: Mutex<KVec<Arc<dyn Reclaim>>>,
+    /// The processes using it (`src/procs.rs`): a leaf lock, taken with
+    /// nothing else taken under it.
+    #[pin]
+    pub(crate) procs: Mutex<Procs>,
     /// The GPUs it may be backed by (those with a real node at load).
     pub(crate) backable: GpuSet,
 }

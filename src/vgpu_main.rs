@@ -31,6 +31,7 @@ mod host;
 pub mod ledger;
 pub mod nv;
 mod objects;
+mod procs;
 mod proxy;
 mod rm;
 mod sched;

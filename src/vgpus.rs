@@ -24,6 +24,7 @@ use crate::kapi::{
     sysfs::{DeviceFiles, DeviceFilesGroup, Emit, FileSpec},
 };
 use crate::ledger::Ledger;
+use crate::procs::Procs;
 use crate::vgpu::{Compute, Config, GpuSet, Vgpu};
 
 /// vGPU numbers run from 0 to `MAX_VGPU`; vGPU `N` is minor `N + 1`.
@@ -127,6 +128,7 @@ impl Vgpus {
                 compute <- new_mutex!(Compute::new()),
                 node <- new_mutex!(None),
                 reclaimers <- new_mutex!(KVec::new()),
+                procs <- new_mutex!(Procs::default()),
                 backable: self.gpus,
             }),
             GFP_KERNEL,
@@ -204,6 +206,7 @@ const F_CALLS_DENIED: usize = 11;
 const F_COMPUTE_PRIORITY: usize = 12;
 const F_COMPUTE_FROZEN: usize = 13;
 const F_COMPUTE_BUSY_US: usize = 14;
+const F_PROCESSES: usize = 15;
 
 /// Waits until `v`'s window is closed: at most [`FREEZE_WAIT_MS`] (the
 /// scheduler closes it within one of its steps; a stopped scheduler has
@@ -216,6 +219,27 @@ fn wait_closed(v: &Vgpu) {
         crate::kapi::kthread::sleep_us(1000);
     }
 }
+
+/// `processes`: one line per process using the vGPU (`src/procs.rs`):
+/// its PID on the host, the bytes charged to it, and its command name
+/// (bytes outside printable ASCII, and spaces, written `?`, so a line
+/// always has three fields). Processes past what one page holds are left
+/// out, and a last line `...` says so.
+fn show_processes(v: &Vgpu, out: &mut Emit<'_>) -> Result {
+    let procs = v.procs.lock();
+    for u in procs.visible() {
+        let mut comm = [0u8; crate::kapi::pid::COMM_LEN];
+        let name = crate::procs::printable(u.comm(), &mut comm);
+        if out.room() < LINE_MAX + 4 {
+            return writeln!(out, "...").map_err(|_| EFBIG);
+        }
+        writeln!(out, "{} {} {}", u.pid().host_nr(), u.bytes(), name).map_err(|_| EFBIG)?;
+    }
+    Ok(())
+}
+
+/// The longest line of `processes`: a PID, a byte count, a command name.
+const LINE_MAX: usize = 11 + 1 + 20 + 1 + crate::kapi::pid::COMM_LEN + 1;
 
 /// How long a freeze waits for the vGPU's window to close, in ms.
 const FREEZE_WAIT_MS: u32 = 1000;
@@ -284,9 +308,17 @@ impl DeviceFiles for VgpuFiles {
             name: c"compute_busy_us",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"processes",
+            mode: 0o444,
+        },
     ];
 
     fn show(v: &Vgpu, index: usize, out: &mut Emit<'_>) -> Result {
+        if index == F_PROCESSES {
+            v.reclaim();
+            return show_processes(v, out);
+        }
         if matches!(index, F_MEMORY_USED | F_MEMORY_MANAGED) {
             // Exact at every reading: managed mappings that are gone are
             // refunded first.

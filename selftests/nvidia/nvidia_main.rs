@@ -42,12 +42,15 @@ mod fdtable;
 #[path = "../../src/kapi/kthread.rs"]
 mod kthread;
 #[allow(dead_code)]
+#[path = "../../src/kapi/pid.rs"]
+mod pid;
+#[allow(dead_code)]
 #[path = "../../src/kapi/user.rs"]
 mod user;
 
 /// The shared wrappers under the name vgpu uses for them.
 mod kapi {
-    pub(crate) use super::{chrdev, class, fdtable, kthread, user};
+    pub(crate) use super::{chrdev, class, fdtable, kthread, pid, user};
 }
 #[path = "../../src/nv/mod.rs"]
 pub mod nv;
@@ -199,6 +202,7 @@ struct NvidiaDouble {
     _gpus_view: Pin<KBox<debugfs::File<()>>>,
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
+    _rusd_polled: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
@@ -230,6 +234,26 @@ fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result
 /// proxy's call is inside the driver. 0 (the default) adds nothing.
 pub(crate) static MAP_DELAY_MS: core::sync::atomic::AtomicU32 =
     core::sync::atomic::AtomicU32::new(0);
+
+/// Every RUSD `polledDataMask` the double has been given (at allocation or
+/// by REQUEST_DATA_POLL), ORed together: a test-only view in debugfs,
+/// `rusd_polled` (hex), reset by writing to it, so a test sees whether a
+/// bit vgpu refuses ever reached the driver.
+pub(crate) static RUSD_POLLED: core::sync::atomic::AtomicU64 =
+    core::sync::atomic::AtomicU64::new(0);
+
+fn show_rusd_polled(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    writeln!(
+        f,
+        "{:#x}",
+        RUSD_POLLED.load(core::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+fn reset_rusd_polled(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    RUSD_POLLED.store(0, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
 
 /// Open files of each GPU node (test-only view in debugfs, `gpu_files`): a
 /// test sees which GPU a proxy's private file reaches.
@@ -367,6 +391,15 @@ impl NvidiaDouble {
             debugfs.read_write_callback_file(c"map_delay_ms", (), &show_map_delay, &set_map_delay),
             GFP_KERNEL,
         )?;
+        let rusd_polled = KBox::pin_init(
+            debugfs.read_write_callback_file(
+                c"rusd_polled",
+                (),
+                &show_rusd_polled,
+                &reset_rusd_polled,
+            ),
+            GFP_KERNEL,
+        )?;
         let proc = procfs::ProcFiles::new(release_cstr(), n as u32)?;
         pr_info!(
             "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
@@ -378,6 +411,7 @@ impl NvidiaDouble {
             _gpus_view: gpus_view,
             _map_delay: map_delay,
             _gpu_files: gpu_files,
+            _rusd_polled: rusd_polled,
             _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,

@@ -18,7 +18,7 @@ use kernel::{
 
 use crate::engine::{Engine, EngineWorker};
 use crate::file::{self, Kind, MapCtx, NvFile};
-use crate::kapi::{fdtable, kthread::Thread, user};
+use crate::kapi::{fdtable, kthread::Thread, pid::ProcessPid, user};
 use crate::memory::{Backing, MAX_BACKED};
 use crate::nv::abi::{self, class, ctrl, fb_info, heap, status::*, surface_info, version, Wire};
 use crate::nv::ioctl::Escape;
@@ -134,6 +134,12 @@ pub(crate) enum ObjKind {
         gpu: u32,
         mem: u32,
     },
+    /// An engine object (compute, copy) in a channel: RM's
+    /// `ChannelDescendant`, with its class.
+    Engine {
+        gpu: u32,
+        class: u32,
+    },
     Other,
 }
 
@@ -151,6 +157,11 @@ pub(crate) struct Client {
     /// The process (thread group id) that created it: RM stamps
     /// `ProcID = osGetCurrentProcess()` (`current->tgid`) at creation.
     proc: i32,
+    /// A reference on that process's `struct pid`, which RM takes for
+    /// clients below kernel privilege (`pOsPidInfo = osGetPidInfo()`,
+    /// `rmapi/client.c:111-114` at 595.45.04) to number the process in the
+    /// PID namespace of whoever asks later; none for kernel clients.
+    pid: Option<ProcessPid>,
     objects: KVec<Object>,
     next_handle: u32,
 }
@@ -306,6 +317,7 @@ impl Client {
                 | ObjKind::Tsg { gpu, .. }
                 | ObjKind::Channel { gpu, .. }
                 | ObjKind::Usermode { gpu, .. }
+                | ObjKind::Engine { gpu, .. }
                 | ObjKind::VaSpace { gpu, .. } => return Some(gpu),
                 _ => h = o.parent,
             }
@@ -314,7 +326,162 @@ impl Client {
     }
 }
 
+/// Whether `c` is an engine class (compute, copy) of the claimed
+/// release's table: what lives in a channel (RM's `ChannelDescendant`).
+fn is_engine_class(c: u32) -> bool {
+    crate::abi()
+        .class_row(c)
+        .is_some_and(|r| r.family == crate::nv::table::Family::Engine)
+}
+
+/// Whether GET_PID_INFO numbers a client's process in the caller's PID
+/// namespace (from 565.57: `_gpuMatchClientPid`, `gpu/gpu_rmapi.c:973-988`
+/// at 570.211.01) or compares its host PID (`ProcID == pid`,
+/// `gpu_rmapi.c:982-983` at 550.163.01; 535.288.01 likewise).
+fn pid_info_in_caller_ns() -> bool {
+    let major = crate::release()
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(0);
+    major >= 565
+}
+
+/// A client's process as the caller's PID namespace numbers it, as
+/// `_gpuConvertPid` does (`gpu/gpu_rmapi.c:810-822` at 595.45.04): by its
+/// `struct pid` (0 where the namespace cannot see it), else its `ProcID`.
+fn ns_pid(c: &Client) -> u32 {
+    match &c.pid {
+        Some(p) => p.nr_seen_by_caller().max(0) as u32,
+        None => c.proc as u32,
+    }
+}
+
 impl Rm {
+    /// GPU_GET_PIDS on GPU `gpu` (`subdeviceCtrlCmdGpuGetPids_IMPL`,
+    /// `gpu/subdevice/subdevice_ctrl_gpu_kernel.c:2242-2321`;
+    /// `gpuGetProcWithObject_IMPL`, `gpu/gpu_rmapi.c:833-1010`, at
+    /// 595.45.04): every client of every process, kernel clients left out,
+    /// that has a device on the GPU and an object of class `id` (for
+    /// NV20_SUBDEVICE_0, any subdevice; for another class, an engine object
+    /// of that class on the GPU), numbered in the caller's PID namespace
+    /// (a process it cannot see is left out), each process once, at most
+    /// 950. GUESS: RM skips a process already listed by comparing its host
+    /// `ProcID` with the namespace PIDs listed; the double compares
+    /// namespace PIDs.
+    fn get_pids(&self, gpu: u32, p: &mut [u8]) -> RmResult {
+        use abi::pids;
+        let id_type: u32 = abi::read_field(p, 0);
+        let id: u32 = abi::read_field(p, 4);
+        match id_type {
+            pids::GET_PIDS_ID_TYPE_CLASS => {}
+            // No vGPU guests on the double's GPUs.
+            pids::GET_PIDS_ID_TYPE_VGPU_GUEST => {
+                p[8..12].copy_from_slice(&0u32.to_ne_bytes());
+                return Ok(());
+            }
+            _ => return Err(NV_ERR_INVALID_ARGUMENT),
+        }
+        let mut n = 0usize;
+        for c in self.clients.iter().filter(|c| c.file != 0) {
+            if n == pids::GET_PIDS_MAX_COUNT as usize {
+                break;
+            }
+            let on_gpu = c
+                .objects
+                .iter()
+                .any(|o| o.kind == ObjKind::Device { gpu });
+            let has = c.objects.iter().any(|o| match o.kind {
+                ObjKind::Subdevice { .. } => id == class::NV20_SUBDEVICE_0,
+                ObjKind::Engine { gpu: g, class } => g == gpu && class == id,
+                _ => false,
+            });
+            if !on_gpu || !has {
+                continue;
+            }
+            let pid = ns_pid(c);
+            let listed = (0..n).any(|k| {
+                let at = abi::GetPidsParams::PID_TBL + k * 4;
+                abi::read_field::<u32>(p, at) == pid
+            });
+            if pid == 0 || listed {
+                continue;
+            }
+            let at = abi::GetPidsParams::PID_TBL + n * 4;
+            p[at..at + 4].copy_from_slice(&pid.to_ne_bytes());
+            n += 1;
+        }
+        p[8..12].copy_from_slice(&(n as u32).to_ne_bytes());
+        Ok(())
+    }
+
+    /// GPU_GET_PID_INFO on GPU `gpu` (`subdeviceCtrlCmdGpuGetPidInfo_IMPL`,
+    /// `subdevice_ctrl_gpu_kernel.c:2328-2400`;
+    /// `gpuFindClientInfoWithPidIterator_IMPL` and `_gpuCollectMemInfo`,
+    /// `gpu/gpu_rmapi.c` at 595.45.04): for each entry, the video memory
+    /// of every client of that process (kernel clients left out) under its
+    /// devices on the GPU: VRAM held by one handle is `memPrivate`, by
+    /// several `memSharedOwned` (GUESS: RM tells the handle that owns the
+    /// memory, `memSharedOwned`, from its duplicates, `memSharedDuped`;
+    /// the double does not record which handle came first). A PID no
+    /// client has gives zeros, NV_OK.
+    fn get_pid_info(&mut self, gpu: u32, p: &mut [u8]) -> RmResult {
+        use abi::pids;
+        const ENTRY: usize = abi::PidInfo::SIZE;
+        let count: u32 = abi::read_field(p, 0);
+        if count == 0 || count > pids::GET_PID_INFO_MAX_COUNT {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let in_ns = pid_info_in_caller_ns();
+        for i in 0..count as usize {
+            let at = abi::GetPidInfoParams::LIST + i * ENTRY;
+            let mut e = abi::PidInfo::decode(&p[at..at + ENTRY]);
+            e.compute_instance_id = pids::PARTITION_ID_INVALID;
+            e.gpu_instance_id = pids::PARTITION_ID_INVALID;
+            if e.index != pids::PID_INFO_INDEX_VIDEO_MEMORY_USAGE {
+                e.result = NV_ERR_INVALID_ARGUMENT;
+            } else {
+                e.mem_private = 0;
+                e.mem_shared_owned = 0;
+                e.mem_shared_duped = 0;
+                e.protected_mem_private = 0;
+                e.protected_mem_shared_owned = 0;
+                e.protected_mem_shared_duped = 0;
+                e.result = if e.pid == 0 {
+                    NV_ERR_INVALID_ARGUMENT
+                } else {
+                    NV_OK
+                };
+                for ci in 0..self.clients.len() {
+                    let c = &self.clients[ci];
+                    let pid = if in_ns { ns_pid(c) } else { c.proc as u32 };
+                    if e.pid == 0 || c.file == 0 || pid != e.pid {
+                        continue;
+                    }
+                    let mut mems = KVec::new();
+                    for o in c.objects.iter() {
+                        if let ObjKind::Memory { mem } = o.kind {
+                            if c.gpu_of(o.parent) == Some(gpu) {
+                                mems.push(mem, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
+                            }
+                        }
+                    }
+                    for mem in mems {
+                        if let Some(m) = self.mem(mem).filter(|m| m.vram) {
+                            if m.refs > 1 {
+                                e.mem_shared_owned += m.size;
+                            } else {
+                                e.mem_private += m.size;
+                            }
+                        }
+                    }
+                }
+            }
+            e.encode(&mut p[at..at + ENTRY]);
+        }
+        Ok(())
+    }
+
     /// Drops kernel mappings whose memory handle is gone (freed with its
     /// parent or client): as RM tears them down, the address is then dead.
     fn purge_kmaps(&mut self) {
@@ -758,6 +925,10 @@ impl Driver {
                         handle,
                         file: caller.owner(),
                         proc: current_tgid(),
+                        pid: match caller {
+                            Caller::File(_) => ProcessPid::current().ok(),
+                            Caller::Kernel => None,
+                        },
                         objects: KVec::new(),
                         next_handle: 0,
                     },
@@ -967,6 +1138,30 @@ impl Driver {
                 let mem = rm.new_mem(gpu, 64 << 10, false, Some(b))?;
                 ObjKind::Usermode { gpu, mem }
             }
+            // RM_USER_SHARED_DATA: a page of telemetry (not modelled: the
+            // double maps nothing for it). Its `polledDataMask` (8 bytes;
+            // 4 reserved ones before 550) is recorded for the tests.
+            // Parent: a subdevice (`resource_list.h:844`).
+            abi::rusd::CLASS => {
+                if !matches!(parent_kind, Some(ObjKind::Subdevice { .. })) {
+                    return Err(NV_ERR_INVALID_OBJECT_PARENT);
+                }
+                let mut m = [0u8; 8];
+                let n = params.len().min(8);
+                m[..n].copy_from_slice(&params[..n]);
+                crate::RUSD_POLLED.fetch_or(
+                    u64::from_ne_bytes(m),
+                    core::sync::atomic::Ordering::Relaxed,
+                );
+                ObjKind::Other
+            }
+            // An engine object of the release's (compute, copy), in a
+            // channel. GUESS: RM accepts only the GPU's own engine classes;
+            // the double takes every engine class its release's table has.
+            c if is_engine_class(c) => match parent_kind {
+                Some(ObjKind::Channel { gpu, .. }) => ObjKind::Engine { gpu, class: c },
+                _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
+            },
             _ => return Err(NV_ERR_INVALID_CLASS),
         };
         let obj = Object {
@@ -1258,6 +1453,28 @@ impl Driver {
                 }
                 store(&q, p);
                 Ok(())
+            }
+            (abi::rusd::REQUEST_DATA_POLL, Some(ObjKind::Other)) => {
+                // GUESS: the double does not tell a RUSD object from other
+                // objects it does not model; the mask is recorded.
+                if p.len() != 8 {
+                    return Err(NV_ERR_INVALID_ARGUMENT);
+                }
+                let mask = u64::from_ne_bytes(p[..8].try_into().map_err(|_| NV_ERR_INVALID_ARGUMENT)?);
+                crate::RUSD_POLLED.fetch_or(mask, core::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            (ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, Some(ObjKind::Subdevice { gpu })) => {
+                if p.len() != abi::GetPidsParams::SIZE {
+                    return Err(NV_ERR_INVALID_ARGUMENT);
+                }
+                rm.get_pids(gpu, p)
+            }
+            (ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO, Some(ObjKind::Subdevice { gpu })) => {
+                if p.len() != abi::GetPidInfoParams::SIZE {
+                    return Err(NV_ERR_INVALID_ARGUMENT);
+                }
+                rm.get_pid_info(gpu, p)
             }
             (ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, Some(ObjKind::Memory { mem })) => {
                 let size = rm.mem(mem).map(|m| m.size).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
@@ -1681,6 +1898,12 @@ fn params_rule(h_class: u32) -> Option<ParamsRule> {
         class::TURING_USERMODE_A | class::AMPERE_USERMODE_A => None,
         // RS_OPTIONAL(NV_HOPPER_USERMODE_A_PARAMS) (885).
         class::HOPPER_USERMODE_A => Optional(abi::UsermodeAllocParams::SIZE),
+        // RS_REQUIRED(NV00DE_ALLOC_PARAMETERS) (845): 8 bytes, 4 before 550.
+        c @ abi::rusd::CLASS => Required(class_size(c, 8)),
+        // RS_OPTIONAL(NV_GR_ALLOCATION_PARAMETERS) (2063) for compute,
+        // RS_OPTIONAL(NVB0B5_ALLOCATION_PARAMETERS) (1594) for copy: the
+        // release's row's size.
+        c if is_engine_class(c) => Optional(crate::abi().class_row(c)?.params_size as usize),
         _ => return Option::None,
     })
 }

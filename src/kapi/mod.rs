@@ -29,6 +29,7 @@ pub(crate) mod fdtable;
 pub(crate) mod inject;
 pub(crate) mod kthread;
 pub(crate) mod mm;
+pub(crate) mod pid;
 pub(crate) mod random;
 pub(crate) mod realfile;
 pub(crate) mod rmops;

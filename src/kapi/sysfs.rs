@@ -31,6 +31,13 @@ pub(crate) struct Emit<'a> {
     len: usize,
 }
 
+impl Emit<'_> {
+    /// Bytes left in the page.
+    pub(crate) fn room(&self) -> usize {
+        self.buf.len().saturating_sub(self.len)
+    }
+}
+
 impl fmt::Write for Emit<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let b = s.as_bytes();

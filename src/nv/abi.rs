@@ -629,6 +629,8 @@ pub mod class {
     pub const NV_MEMORY_FABRIC: u32 = 0xf8;
     /// A GPU VA reservation with no backing.
     pub const NV50_MEMORY_VIRTUAL: u32 = 0x50a0;
+    /// An MPS server's marker object (`class/cl900e.h`).
+    pub const MPS_COMPUTE: u32 = 0x900e;
     /// A subcontext; params [`super::CtxShareAllocParams`].
     pub const FERMI_CONTEXT_SHARE_A: u32 = 0x9067;
     /// A GPU address space; params [`super::VaSpaceAllocParams`].
@@ -895,6 +897,41 @@ pub mod fb_info {
                 | USABLE_RAM_SIZE
         )
     }
+}
+
+/// RM_USER_SHARED_DATA (`class/cl00de.h`, `ctrl/ctrl00de.h`): what a
+/// caller may ask RM to keep polling into its page.
+pub mod rusd {
+    /// The class (`RM_USER_SHARED_DATA`).
+    pub const CLASS: u32 = 0x00de;
+    /// `NV00DE_CTRL_CMD_REQUEST_DATA_POLL`: params one `NvU64
+    /// polledDataMask`, as the class's alloc params (4 reserved bytes
+    /// before 550).
+    pub const REQUEST_DATA_POLL: u32 = 0x00de_0001;
+    /// `NV00DE_RUSD_POLL_PROC_UTIL` (from 590): per-process utilisation,
+    /// with the process ids of every tenant on the GPU.
+    pub const POLL_PROC_UTIL: u64 = 0x80;
+}
+
+/// GPU_GET_PIDS and GPU_GET_PID_INFO (`ctrl/ctrl2080/ctrl2080gpu.h`):
+/// list bounds, id types and info indices.
+pub mod pids {
+    /// Most PIDs one GPU_GET_PIDS answer holds
+    /// (`NV2080_CTRL_GPU_GET_PIDS_MAX_COUNT`).
+    pub const GET_PIDS_MAX_COUNT: u32 = 950;
+    /// `idType`: `id` is a class (`NV2080_CTRL_GPU_GET_PIDS_ID_TYPE_CLASS`).
+    pub const GET_PIDS_ID_TYPE_CLASS: u32 = 0;
+    /// `idType`: processes of vGPU guests (a host's view; not a
+    /// container's).
+    pub const GET_PIDS_ID_TYPE_VGPU_GUEST: u32 = 1;
+    /// Most entries one GPU_GET_PID_INFO call takes
+    /// (`NV2080_CTRL_GPU_GET_PID_INFO_MAX_COUNT`).
+    pub const GET_PID_INFO_MAX_COUNT: u32 = 200;
+    /// The only info index: video memory usage
+    /// (`NV2080_CTRL_GPU_PID_INFO_INDEX_VIDEO_MEMORY_USAGE`).
+    pub const PID_INFO_INDEX_VIDEO_MEMORY_USAGE: u32 = 0;
+    /// No MIG partition (`NV2080_CTRL_GPU_PARTITION_ID_INVALID`).
+    pub const PARTITION_ID_INVALID: u32 = 0xffff_ffff;
 }
 
 /// `NV0041_CTRL_SURFACE_INFO_INDEX_*` (`ctrl/ctrl0041.h`).
@@ -2310,6 +2347,76 @@ impl FbGetInfoV2Params {
             .find(|e| e.index == index)
             .map(|e| e.data)
     }
+}
+
+wire_struct! {
+    /// NV2080_CTRL_GPU_GET_PIDS_PARAMS (`ctrl/ctrl2080/ctrl2080gpu.h`): the
+    /// processes with objects of class `id` on the GPU. 3812 bytes: handlers
+    /// read and write it by field ([`GetPidsParams::PID_TBL`]), never
+    /// whole on a kernel stack.
+    pub struct GetPidsParams, size 3812 {
+        /// [`pids::GET_PIDS_ID_TYPE_CLASS`] or `_VGPU_GUEST`.
+        id_type @ 0: u32,
+        /// The class.
+        id @ 4: u32,
+        /// Out: PIDs in `pid_tbl`.
+        pid_tbl_count @ 8: u32,
+        /// Out: the PIDs, in the caller's PID namespace.
+        pid_tbl @ 12: [u32; 950],
+    }
+}
+
+impl GetPidsParams {
+    /// Offset of `pid_tbl`.
+    pub const PID_TBL: usize = 12;
+}
+
+wire_struct! {
+    /// NV2080_CTRL_GPU_PID_INFO (`ctrl/ctrl2080/ctrl2080gpu.h`): one entry of
+    /// GPU_GET_PID_INFO, a process and its video memory (the
+    /// `data.vidMemUsage` member of the union, its only one) and MIG
+    /// subscription.
+    pub struct PidInfo, size 72 {
+        /// The process, in the caller's PID namespace.
+        pid @ 0: u32,
+        /// Which information ([`pids::PID_INFO_INDEX_VIDEO_MEMORY_USAGE`]).
+        index @ 4: u32,
+        /// Out: this entry's status.
+        result @ 8: u32,
+        /// Out: memory only this process's clients hold.
+        mem_private @ 16: u64,
+        /// Out: memory shared with other clients, owned by this process's.
+        mem_shared_owned @ 24: u64,
+        /// Out: memory duplicated from other clients' into this process's.
+        mem_shared_duped @ 32: u64,
+        /// Out: as `mem_private`, of protected memory.
+        protected_mem_private @ 40: u64,
+        /// Out: as `mem_shared_owned`, of protected memory.
+        protected_mem_shared_owned @ 48: u64,
+        /// Out: as `mem_shared_duped`, of protected memory.
+        protected_mem_shared_duped @ 56: u64,
+        /// Out: MIG compute instance ([`pids::PARTITION_ID_INVALID`]).
+        compute_instance_id @ 64: u32,
+        /// Out: MIG GPU instance ([`pids::PARTITION_ID_INVALID`]).
+        gpu_instance_id @ 68: u32,
+    }
+}
+
+wire_struct! {
+    /// NV2080_CTRL_GPU_GET_PID_INFO_PARAMS (`ctrl/ctrl2080/ctrl2080gpu.h`).
+    /// 14408 bytes: handlers go through it entry by entry ([`PidInfo`] at
+    /// [`GetPidInfoParams::LIST`]), never whole on a kernel stack.
+    pub struct GetPidInfoParams, size 14408 {
+        /// Entries used (1 to 200).
+        list_count @ 0: u32,
+        /// The entries.
+        list @ 8: [PidInfo; 200],
+    }
+}
+
+impl GetPidInfoParams {
+    /// Offset of `list`.
+    pub const LIST: usize = 8;
 }
 
 wire_struct! {

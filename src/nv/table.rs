@@ -54,7 +54,8 @@ pub enum Policy {
     Bounce,
     /// Executed by vgpu itself on its own copy, through the driver's
     /// kernel-client interface, with accounting (devices, VRAM, TSGs,
-    /// channels).
+    /// channels), or answered by vgpu from its own records (the process
+    /// queries).
     Served,
     /// Forwarded or executed with vgpu changing the request or the answer
     /// (FB sizes, client handles, a tenant's scheduling calls).
@@ -203,6 +204,16 @@ pub enum ControlHandler {
     /// three), and whose implementation decides nothing on the caller's
     /// privilege (`docs/dispatch-table.md` argues each).
     Kernel,
+    /// REQUEST_DATA_POLL of RM_USER_SHARED_DATA: its mask read into a
+    /// kernel copy, refused with NV_ERR_INSUFFICIENT_PERMISSIONS if it asks
+    /// for per-process utilisation (`rusd::POLL_PROC_UTIL`, other tenants'
+    /// processes), else forwarded with the copy as its params.
+    PolledData,
+    /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
+    /// answered by vgpu from the vGPU's list of processes (the container's
+    /// own, numbered in the caller's PID namespace, with the bytes its
+    /// ledger charged them); never forwarded (`src/rm/processes.rs`).
+    Processes,
 }
 
 /// The largest params block a [`ControlHandler::Kernel`] control may have:
@@ -286,7 +297,7 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     //   tenants' use, and no ioctl passes when it is read: map a vgpu shadow page with the vGPU's
     //   figures, or deny the class once libcuda is seen to tolerate it (nvproxy admits it for
     //   compute, so CUDA allocates it).
-    cl(0x00de, "RM_USER_SHARED_DATA", 8, P::Bounce, F::Perf),
+    cl(abi::rusd::CLASS, "RM_USER_SHARED_DATA", 8, P::Bounce, F::Perf),
     // TODO(issue 21): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
     //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
     cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
@@ -409,9 +420,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
     cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
-    // TODO(issue 21): refuse the mask bit NV00DE_RUSD_POLL_PROC_UTIL (other tenants' processes);
-    //   today forwarded unchecked.
-    ct(0x00de_0001, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Bounce, F::Perf),
+    cth(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Bounce, F::Perf, C::PolledData),
     // TODO(issue 21): allow with NV_MEMORY_FABRIC.
     ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
     // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
@@ -441,10 +450,8 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x2080_0157, "NV2080_CTRL_CMD_GPU_QUERY_INFOROM_ECC_SUPPORT", 0, P::Forward, F::GpuInfo),
     cth(0x2080_0170, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2", 340, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_018b, "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS", 40, P::Forward, F::GpuInfo),
-    // TODO(issue 21): serve it with the container's own processes (nvidia-smi's process list).
-    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, "NV2080_CTRL_CMD_GPU_GET_PIDS", 3812, P::Denied, F::GpuInfo),
-    // TODO(issue 21): serve it for the container's own processes from the ledger.
-    ct(ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO, "NV2080_CTRL_CMD_GPU_GET_PID_INFO", 14408, P::Denied, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, "NV2080_CTRL_CMD_GPU_GET_PIDS", 3812, P::Served, F::GpuInfo, C::Processes),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO, "NV2080_CTRL_CMD_GPU_GET_PID_INFO", 14408, P::Served, F::GpuInfo, C::Processes),
     ct(ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG", 8, P::Denied, F::GpuInfo),
     ct(ctrl::NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG", 260, P::Forward, F::GpuInfo),
     ct(0x2080_019f, "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO", 400, P::Forward, F::GpuInfo),

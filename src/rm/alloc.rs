@@ -11,11 +11,13 @@ use kernel::{prelude::*, sync::Arc};
 use super::clients;
 use super::ctx::{CtlFile, Ctx};
 use crate::deny;
+use crate::kapi::pid::{current_comm, ProcessPid};
 use crate::kapi::{rmops::RmOps, user};
-use crate::nv::abi::{self, class, ctrl, status::*, Wire};
+use crate::nv::abi::{self, class, ctrl, rusd, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::Policy;
 use crate::objects::{Held, Kind, Obj, Reservation};
+use crate::procs::Counter;
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
 
@@ -95,6 +97,9 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
         cx.file.count_denied();
         return answer(addr, blk, h.h_new, NV_ERR_INVALID_CLASS);
     }
+    if h.h_class == rusd::CLASS && h.pparams != 0 {
+        return polled_data(cx, blk, &h, row.map_or(0, |r| r.params_size as usize));
+    }
     let result = match policy {
         Some(Policy::Rewritten) => return client(cx, blk, h.h_new),
         Some(Policy::Served) => accounted(cx, &h, row.map_or(0, |r| r.params_size as usize)),
@@ -105,6 +110,43 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
         Err(Fail::Rm(st)) => answer(addr, blk, h.h_new, st),
         Err(Fail::Os(e)) => Err(e),
     }
+}
+
+/// RM_USER_SHARED_DATA with params: its `polledDataMask` (the class's
+/// `size` bytes: 8, or 4 reserved ones before 550) read into a kernel copy;
+/// a mask that asks for per-process utilisation (`rusd::POLL_PROC_UTIL`:
+/// every tenant's processes and their use, kept current in the page) is
+/// refused with NV_ERR_INSUFFICIENT_PERMISSIONS, anything else forwarded
+/// with the copy as its params, from a bounce slot with the block, so no
+/// other thread can set the bit once checked.
+fn polled_data(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize) -> Result<isize> {
+    let addr = cx.call.addr;
+    let mut p = [0u8; 8];
+    let Some(params) = p.get_mut(..size) else {
+        return answer(addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
+    };
+    if user::read(h.pparams, params).is_err() {
+        // `os_memcpy_from_user` (`os-interface.c:522-529`).
+        return answer(addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+    }
+    if u64::from_ne_bytes(p) & rusd::POLL_PROC_UTIL != 0 {
+        cx.file.count_denied();
+        return answer(addr, blk, h.h_new, NV_ERR_INSUFFICIENT_PERMISSIONS);
+    }
+    let at = if blk.len() == abi::Nvos21::SIZE {
+        abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms")
+    } else {
+        abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms")
+    };
+    let status_at = if blk.len() == abi::Nvos21::SIZE {
+        abi::field_offset(abi::Nvos21::FIELDS, "status")
+    } else {
+        abi::field_offset(abi::Nvos64::FIELDS, "status")
+    };
+    let params = p.get_mut(..size).ok_or(EINVAL)?;
+    cx.call.forward_block_with(cx.real, blk, at, params, |b| {
+        abi::read_field::<u32>(b, status_at) == NV_OK
+    })
 }
 
 /// A client: forwarded (the driver binds it to this file's real ctl file),
@@ -139,7 +181,9 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
     if fresh && exists(handle)? {
         let mut objects = cx.file.objects.lock();
         if !objects.has_client(handle) {
-            objects.add_client(handle)?;
+            // RM records the creating process for the client's views
+            // (`rmapi/client.c:111-114` at 595.45.04): so does vgpu.
+            objects.add_client(handle, ProcessPid::current()?, current_comm())?;
             drop(objects);
             if let Err(e) = clients::record(cx.host, handle, cx.file) {
                 cx.file.objects.lock().freed(handle, handle);
@@ -284,6 +328,29 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         (Kind::Tsg, _) | (Kind::Channel, None) => Some(file.vgpu_on(p.gpu).ok_or(EACCES)?.clone()),
         _ => None,
     };
+    // What the client's process holds on the vGPU there (devices,
+    // channels) or is charged (memory), on its list of processes.
+    let (user, owner) = match (p.kind, &p.vram) {
+        (Kind::Device, _) => (Some(Counter::Device), None),
+        (Kind::Channel, _) => (Some(Counter::Channel), None),
+        (_, Some((v, _))) => (None, Some(v)),
+        _ => (None, None),
+    };
+    let user = match user {
+        Some(what) => {
+            let v = file.vgpu_on(p.gpu).ok_or(EACCES)?;
+            let held = file.objects.lock().hold_on(h.h_root, v, what);
+            Some(held.map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?)
+        }
+        None => None,
+    };
+    let owner = match owner {
+        Some(v) => {
+            let u = file.objects.lock().user_on(h.h_root, v);
+            Some(u.map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?)
+        }
+        None => None,
+    };
     let mut reserved = match &p.vram {
         Some((v, floor)) => Some(Reservation::new(v, *floor).ok_or(Fail::Rm(NV_ERR_NO_MEMORY))?),
         None => None,
@@ -308,7 +375,7 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         }
     }
     if let Some(r) = reserved.take() {
-        charge = Some(Held::Own(r.into_charge()));
+        charge = Some(Held::Own(r.into_charge(owner)));
     }
     let sched = match sched_on {
         Some(v) => Some(Enrolled::new(&v, h.h_root, handle, p.kind == Kind::Tsg)?),
@@ -326,6 +393,7 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         charge,
         sched,
         watch,
+        user,
     };
     file.objects.lock().add_obj(h.h_root, obj)?;
     Ok(object.keep())

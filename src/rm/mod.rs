@@ -26,6 +26,7 @@ mod ctx;
 mod dup;
 mod free;
 mod heap;
+mod processes;
 
 pub(crate) use ctx::{CtlFile, Ctx};
 

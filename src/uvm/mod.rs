@@ -478,15 +478,21 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
     if !v.charge(uvm::DP_REGION_PAGE_TABLES) {
         return cx.answer(NV_ERR_NO_MEMORY);
     }
-    // Refunded when dropped: at once unless the region is made.
+    // Charged to the space's opener too. Refunded when dropped: at once
+    // unless the region is made (a failed `Arc::new` drops the charge,
+    // which refunds both).
+    let owner = cx.file.space.user_on(v);
+    if let Some(u) = &owner {
+        u.charged(uvm::DP_REGION_PAGE_TABLES);
+    }
     let charge = Arc::new(
         Charge {
             vgpu: v.clone(),
             bytes: uvm::DP_REGION_PAGE_TABLES,
+            owner,
         },
         GFP_KERNEL,
-    )
-    .inspect_err(|_| v.config.lock().memory.release(uvm::DP_REGION_PAGE_TABLES))?;
+    )?;
     let r = cx.real.ioctl_block(cx.row.number, &mut blk)?;
     // Held before the answer is copied out, so a caller whose block faults
     // by then still has its region paid for.

@@ -12,7 +12,9 @@ use kernel::{
 };
 
 use crate::kapi::mm::UserMm;
+use crate::kapi::pid::{current_comm, ProcessPid};
 use crate::objects::Charge;
+use crate::procs::{Counter, Hold, ProcUse};
 use crate::vgpu::{Reclaim, Vgpu};
 
 /// A managed mapping vgpu charged.
@@ -67,6 +69,9 @@ pub(crate) struct Space {
     /// The container's vGPUs (fixed at open): each is charged for managed
     /// memory, which may become resident on any GPU the space registers.
     pub(super) vgpus: KVec<Arc<Vgpu>>,
+    /// The opener's entry in each vGPU's list of processes (as `vgpus`),
+    /// which managed memory is charged to.
+    users: KVec<Hold>,
     /// Address of the real file (compared with VMAs' files, never followed).
     real: usize,
     #[pin]
@@ -83,6 +88,14 @@ impl Space {
             cfg.memory.release(bytes);
             cfg.managed = cfg.managed.saturating_sub(bytes);
         }
+        self.users.iter().for_each(|u| u.user().refunded(bytes));
+    }
+
+    /// The opener's entry in the list of processes of `v`, one of the
+    /// space's vGPUs.
+    pub(super) fn user_on(&self, v: &Arc<Vgpu>) -> Option<Arc<ProcUse>> {
+        let i = self.vgpus.iter().position(|w| Arc::ptr_eq(w, v))?;
+        self.users.get(i).map(|h| h.user().clone())
     }
 
     /// Charges `bytes` to every vGPU of the space, or to none.
@@ -101,6 +114,7 @@ impl Space {
             }
             cfg.managed += bytes;
         }
+        self.users.iter().for_each(|u| u.user().charged(bytes));
         true
     }
 
@@ -208,9 +222,18 @@ impl UvmFile {
         vgpus: KVec<Arc<Vgpu>>,
         real: &crate::kapi::realfile::RealFile,
     ) -> Result<Self> {
+        // The opener is charged its managed memory on each vGPU.
+        let pid = ProcessPid::current()?;
+        let comm = current_comm();
+        let mut users = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        for v in vgpus.iter() {
+            let h = v.procs.lock().hold(&pid, &comm, Counter::Space)?;
+            users.push_within_capacity(h).map_err(|_| ENOMEM)?;
+        }
         let space = Arc::pin_init(
             pin_init!(Space {
                 vgpus,
+                users,
                 real: real.file().as_ptr() as usize,
                 inner <- new_mutex!(SpaceInner {
                     files: 1,

@@ -23,6 +23,7 @@ mod kclient;
 mod memory;
 mod module;
 mod priority;
+mod processes;
 mod proxy;
 mod rewritten;
 mod session;
@@ -46,6 +47,7 @@ const SUITES: &[Suite] = &[
     ("compute", compute::TESTS),
     ("priority", priority::TESTS),
     ("rewritten", rewritten::TESTS),
+    ("processes", processes::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("containers", containers::TESTS),
     ("dra", dra::TESTS),

@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use vgpu_logic::nv::{
     self,
     abi::{
-        self, class, ctrl, ctxshare, engine, fb_info, heap, os02, os33, status, surface_info,
+        self, class, ctrl, ctxshare, engine, fb_info, heap, os02, os33, pids, status, surface_info,
         vaspace, version, WireField,
     },
     ioctl::{self, Escape, SizeRule},
@@ -1107,6 +1107,40 @@ fn params(t: &mut Table) {
     layout!(t, abi::InfoEntry, CStruct::camel("NV2080_CTRL_FB_INFO"));
     layout!(
         t,
+        abi::GetPidsParams,
+        CStruct::camel("NV2080_CTRL_GPU_GET_PIDS_PARAMS")
+    );
+    layout!(
+        t,
+        abi::PidInfo,
+        CStruct::camel("NV2080_CTRL_GPU_PID_INFO").renamed(&[
+            ("mem_private", "data.vidMemUsage.memPrivate"),
+            ("mem_shared_owned", "data.vidMemUsage.memSharedOwned"),
+            ("mem_shared_duped", "data.vidMemUsage.memSharedDuped"),
+            (
+                "protected_mem_private",
+                "data.vidMemUsage.protectedMemPrivate"
+            ),
+            (
+                "protected_mem_shared_owned",
+                "data.vidMemUsage.protectedMemSharedOwned"
+            ),
+            (
+                "protected_mem_shared_duped",
+                "data.vidMemUsage.protectedMemSharedDuped"
+            ),
+            ("compute_instance_id", "smcSubscription.computeInstanceId"),
+            ("gpu_instance_id", "smcSubscription.gpuInstanceId"),
+        ])
+    );
+    layout!(
+        t,
+        abi::GetPidInfoParams,
+        CStruct::camel("NV2080_CTRL_GPU_GET_PID_INFO_PARAMS")
+            .renamed(&[("list_count", "pidInfoListCount"), ("list", "pidInfoList")])
+    );
+    layout!(
+        t,
         abi::FbGetInfoV2Params,
         CStruct::camel("NV2080_CTRL_FB_GET_INFO_V2_PARAMS")
             .renamed(&[("list_size", "fbInfoListSize"), ("list", "fbInfoList")])
@@ -1226,7 +1260,7 @@ fn constants(t: &mut Table, rel: &release::Release) {
         NV01_DEVICE_0, NV20_SUBDEVICE_0, NV01_MEMORY_SYSTEM, NV01_MEMORY_LOCAL_USER,
         NV01_MEMORY_VIRTUAL, NV01_MEMORY_LOCAL_PHYSICAL, NV_MEMORY_FABRIC,
         NV50_MEMORY_VIRTUAL, FERMI_CONTEXT_SHARE_A, FERMI_VASPACE_A, KEPLER_CHANNEL_GROUP_A,
-        KEPLER_CHANNEL_GPFIFO_A, KEPLER_CHANNEL_GPFIFO_B, MAXWELL_CHANNEL_GPFIFO_A,
+        MPS_COMPUTE, KEPLER_CHANNEL_GPFIFO_A, KEPLER_CHANNEL_GPFIFO_B, MAXWELL_CHANNEL_GPFIFO_A,
         PASCAL_CHANNEL_GPFIFO_A, VOLTA_CHANNEL_GPFIFO_A, TURING_CHANNEL_GPFIFO_A,
         AMPERE_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A, BLACKWELL_CHANNEL_GPFIFO_A,
         BLACKWELL_CHANNEL_GPFIFO_B, VOLTA_USERMODE_A, TURING_USERMODE_A, AMPERE_USERMODE_A,
@@ -1307,6 +1341,27 @@ fn constants(t: &mut Table, rel: &release::Release) {
         "NV2080_CTRL_FB_GET_INFO_V2_PARAMS",
         abi::FbGetInfoV2Params::FIELDS,
         "list",
+    );
+    // RM_USER_SHARED_DATA and REQUEST_DATA_POLL are checked as the table's
+    // rows (which name them by `abi::rusd`).
+    // The per-process utilisation bit exists from 590 on (`cl00de.h`);
+    // vgpu refuses the bit on every release.
+    let major: u32 = rel
+        .name
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major >= 590 {
+        t.konst(
+            "NV00DE_RUSD_POLL_PROC_UTIL",
+            abi::rusd::POLL_PROC_UTIL,
+            "rusd::POLL_PROC_UTIL",
+        );
+    }
+    consts!(t, "NV2080_CTRL_GPU_", pids:
+        GET_PIDS_MAX_COUNT, GET_PIDS_ID_TYPE_CLASS, GET_PIDS_ID_TYPE_VGPU_GUEST,
+        GET_PID_INFO_MAX_COUNT, PID_INFO_INDEX_VIDEO_MEMORY_USAGE, PARTITION_ID_INVALID,
     );
     consts!(t, "NV0041_CTRL_SURFACE_INFO_INDEX_", surface_info:
         ATTRS, PHYS_SIZE_LO, PHYS_SIZE_HI, COMPR_COVERAGE, PHYS_SIZE, PHYS_ATTR,

@@ -274,9 +274,17 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
         ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
     ];
+    // src/rm/processes.rs: the process queries answered from the vGPU's
+    // list of processes.
+    let served = [
+        ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+        ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+    ];
     for r in CONTROLS {
         if rewritten.contains(&r.cmd) {
             assert_eq!(r.policy, Policy::Rewritten, "{}", r.name);
+        } else if served.contains(&r.cmd) {
+            assert_eq!(r.policy, Policy::Served, "{}", r.name);
         } else {
             assert!(
                 !matches!(r.policy, Policy::Served | Policy::Rewritten),
@@ -289,11 +297,11 @@ fn policies_are_what_vgpu_does_today() {
         control_policy(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME),
         Policy::Denied
     );
-    // The leaks the fact sheet names are denied until vgpu serves them.
+    // The leaks the fact sheet names are denied until vgpu serves them
+    // (the process queries it serves: `served` above).
     for cmd in [
-        ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
-        ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
         ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
+        0x2080_2096, // PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2
         ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG,
     ] {
         assert_eq!(control_policy(cmd), Policy::Denied, "{cmd:#010x}");
@@ -448,6 +456,10 @@ fn control_handlers_match_the_policies() {
                     r.params_size
                 );
             }
+            // Answered by vgpu, never forwarded.
+            ControlHandler::Processes => assert_eq!(r.policy, Policy::Served, "{}", r.name),
+            // Checked on a copy, forwarded from it.
+            ControlHandler::PolledData => assert_eq!(r.policy, Policy::Bounce, "{}", r.name),
             // MAKE_REALTIME is the one denied row with a handler: the
             // scheduling handler refuses it with its own status.
             _ => assert!(

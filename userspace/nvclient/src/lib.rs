@@ -45,6 +45,7 @@
 
 mod memory;
 mod node;
+mod processes;
 mod rm;
 mod sched;
 pub mod uvm;
@@ -52,6 +53,7 @@ pub mod work;
 
 pub use memory::{sysmem_params, vram_params, HeapInfo, Mapping, Memory};
 pub use node::{needs_xfer, request, xfer_header, Ctl, Gpu, Node};
+pub use processes::PidMemory;
 pub use rm::VersionCheck;
 pub use sched::tsg_params;
 pub use uvm::{ManagedRange, Uvm};

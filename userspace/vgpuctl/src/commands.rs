@@ -566,7 +566,19 @@ fn show_text(v: &VgpuInfo) -> String {
         ("compute_busy_us", opt(v.compute_busy_us)),
         ("compute_tsgs", opt(v.compute_tsgs)),
     ];
-    rows.iter().map(|(k, v)| format!("{k:<20} {v}\n")).collect()
+    let mut out: String = rows.iter().map(|(k, v)| format!("{k:<20} {v}\n")).collect();
+    if let Some(procs) = &v.processes {
+        out.push_str(&format!("{:<20} {}\n", "processes", procs.len()));
+        for p in procs {
+            out.push_str(&format!(
+                "  {:>8}  {:>10}  {}\n",
+                p.pid,
+                format_bytes(p.memory_used),
+                p.command
+            ));
+        }
+    }
+    out
 }
 
 /// `vgpuctl show`.

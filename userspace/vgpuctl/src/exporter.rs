@@ -189,6 +189,11 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
         "counter",
         "GPU memory allocations refused for passing the vGPU's limit.",
     );
+    let mut procs = Family::new(
+        "vgpu_process_memory_used_bytes",
+        "gauge",
+        "GPU memory charged to one process on the vGPU's ledger, in bytes (its host PID and command name in the labels).",
+    );
     let mut policy = Family::new(
         "vgpu_gpu_compute_policy",
         "gauge",
@@ -257,6 +262,25 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
             }
             None => {}
         }
+        if let Some(t) = text("processes") {
+            match crate::model::parse_processes("processes", &t) {
+                Ok(list) => {
+                    for p in list {
+                        procs.samples.push((
+                            format!(
+                                "vgpu=\"{id}\",pid=\"{}\",command=\"{}\"",
+                                p.pid,
+                                escape_label(&p.command)
+                            ),
+                            p.memory_used.to_string(),
+                        ));
+                    }
+                }
+                Err(_) => {
+                    stats.scrape_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         for (fam, file) in [
             (&mut granted, "compute_granted_us"),
             (&mut throttled, "compute_throttled_us"),
@@ -304,7 +328,7 @@ pub fn render(s: &Sysfs, stats: &Stats) -> String {
     let mut out = String::new();
     for f in [
         up, limit, used, managed, users, share, priority, frozen, granted, throttled, busy, tsgs,
-        refused, policy, period, errors,
+        refused, procs, policy, period, errors,
     ] {
         if f.samples.is_empty() {
             continue;
@@ -719,6 +743,43 @@ mod tests {
             out.contains("vgpu_gpu_compute_period_seconds{gpu=\"1\"}"),
             "{out}"
         );
+        assert!(
+            out.contains("vgpu_exporter_scrape_errors_total 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn render_processes() {
+        let t = tempfile::tempdir().unwrap();
+        let stats = Stats::default();
+        let s = Sysfs::simulated(t.path());
+        sim::init_tree(t.path(), Some(&[(0, None)]), true).unwrap();
+        s.create(0).unwrap();
+        s.create(1).unwrap();
+        // vGPU 0: two processes; vGPU 1: none (an empty file).
+        std::fs::write(
+            s.vgpu_dir(0).join("processes"),
+            "4242 2097152 python3\n77 0 nvidia-smi\n",
+        )
+        .unwrap();
+        let out = render(&s, &stats);
+        for line in [
+            "# TYPE vgpu_process_memory_used_bytes gauge\n",
+            "vgpu_process_memory_used_bytes{vgpu=\"0\",pid=\"4242\",command=\"python3\"} 2097152\n",
+            "vgpu_process_memory_used_bytes{vgpu=\"0\",pid=\"77\",command=\"nvidia-smi\"} 0\n",
+            "vgpu_exporter_scrape_errors_total 0\n",
+        ] {
+            assert!(out.contains(line), "{line}: {out}");
+        }
+        assert!(
+            !out.contains("vgpu_process_memory_used_bytes{vgpu=\"1\""),
+            "{out}"
+        );
+        // A malformed line: a scrape error, that vGPU's series left out.
+        std::fs::write(s.vgpu_dir(0).join("processes"), "4242 lots python3\n").unwrap();
+        let out = render(&s, &stats);
+        assert!(!out.contains("vgpu_process_memory_used_bytes{"), "{out}");
         assert!(
             out.contains("vgpu_exporter_scrape_errors_total 1\n"),
             "{out}"

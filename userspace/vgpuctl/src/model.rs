@@ -71,6 +71,43 @@ pub struct VgpuInfo {
     /// tracks for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_tsgs: Option<u64>,
+    /// `vgpuN/processes`: the processes using it; `None` on a module
+    /// without the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processes: Option<Vec<Process>>,
+}
+
+/// One process using a vGPU: a line of `vgpuN/processes`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Process {
+    /// Its PID on the host.
+    pub pid: u32,
+    /// Bytes charged to it on the vGPU's ledger.
+    pub memory_used: u64,
+    /// Its command name (non-printable bytes and spaces as `?`).
+    pub command: String,
+}
+
+/// Parses `vgpuN/processes` (`file` names it in errors): one line
+/// `PID BYTES COMMAND` per process; a last line `...` (more processes
+/// than one page holds) is left out.
+pub fn parse_processes(file: &str, text: &str) -> Result<Vec<Process>> {
+    let bad =
+        |l: &str| Error::Unexpected(format!("{file} has a line {l:?}, not PID BYTES COMMAND"));
+    text.lines()
+        .filter(|l| !l.is_empty() && *l != "...")
+        .map(|l| {
+            let mut f = l.splitn(3, ' ');
+            let (Some(pid), Some(bytes), Some(command)) = (f.next(), f.next(), f.next()) else {
+                return Err(bad(l));
+            };
+            Ok(Process {
+                pid: pid.parse().map_err(|_| bad(l))?,
+                memory_used: bytes.parse().map_err(|_| bad(l))?,
+                command: command.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// The contents of a `0`/`1` file (`compute_frozen`) as a flag.
@@ -165,6 +202,10 @@ impl VgpuInfo {
             compute_throttled_us: optional_num("compute_throttled_us")?,
             compute_busy_us: optional_num("compute_busy_us")?,
             compute_tsgs: optional_num("compute_tsgs")?,
+            processes: s
+                .read_attr(id, "processes")?
+                .map(|t| parse_processes(&format!("vgpu{id}/processes"), &t))
+                .transpose()?,
         })
     }
 
@@ -219,4 +260,33 @@ pub fn loads(gpus: &[Gpu], vgpus: &[VgpuInfo], skip: Option<u32>) -> (Vec<GpuLoa
     }
     out.sort_by_key(|g| g.index);
     (out, unassigned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_parse_and_refuse_garbage() {
+        let got = parse_processes("f", "12 4096 a.out\n7 0 my prog?\n...\n").unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Process {
+                    pid: 12,
+                    memory_used: 4096,
+                    command: "a.out".into()
+                },
+                Process {
+                    pid: 7,
+                    memory_used: 0,
+                    command: "my prog?".into()
+                },
+            ]
+        );
+        assert_eq!(parse_processes("f", "").unwrap(), vec![]);
+        for bad in ["12 4096\n", "x 1 a\n", "1 -2 a\n", "1\n"] {
+            assert!(parse_processes("f", bad).is_err(), "{bad:?}");
+        }
+    }
 }

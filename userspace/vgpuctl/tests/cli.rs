@@ -82,7 +82,8 @@ fn json_shapes() {
         "memory_used": 0,
         "memory_managed": 0,
         "cgroup": "/a",
-        "users": 0
+        "users": 0,
+        "processes": []
     }]);
     assert_eq!(created, expected);
     // Unset GPU, no limit, unbound: nulls.
@@ -92,7 +93,8 @@ fn json_shapes() {
     assert_eq!(
         list[1],
         json!({"id": 5, "device": "/dev/vgpu5", "gpu": null, "memory_limit": null,
-               "memory_used": 0, "memory_managed": 0, "cgroup": null, "users": 0})
+               "memory_used": 0, "memory_managed": 0, "cgroup": null, "users": 0,
+               "processes": []})
     );
     assert_eq!(f.ok(&["show", "0", "--json"]).json(), expected[0]);
     let status = f.ok(&["status", "--json"]).json();
@@ -273,7 +275,8 @@ fn compute_shares_when_the_module_has_them() {
                "compute_share": 30, "compute_policy": "work-conserving",
                "compute_period_us": 20000, "compute_priority": 1,
                "compute_frozen": false, "compute_granted_us": 0,
-               "compute_throttled_us": 0, "compute_busy_us": 0, "compute_tsgs": 0})
+               "compute_throttled_us": 0, "compute_busy_us": 0, "compute_tsgs": 0,
+               "processes": []})
     );
     // The share is the vGPU's; the policy and period are GPU 0's.
     assert_eq!(f.attr(0, "compute_share"), "30");

@@ -30,7 +30,8 @@
 //! - Read-only files: `EACCES`.
 //!
 //! The counters (`users`, `memory_used`, `memory_refused`, `memory_managed`,
-//! `compute_*_us`, `compute_tsgs`) are plain files a test may write to.
+//! `compute_*_us`, `compute_tsgs`) and `processes` are plain files a test
+//! may write to.
 //! Removing a vGPU's `compute_priority`, `compute_frozen` and
 //! `compute_busy_us` makes it one of a module from before priorities. As
 //! in the module, `memory_managed` (managed, nvidia-uvm, mappings) is a part
@@ -62,6 +63,7 @@ const BASE_FILES: &[(&str, &str)] = &[
     ("memory_managed", "0"),
     ("cgroup", ""),
     ("users", "0"),
+    ("processes", ""),
 ];
 
 /// The per-vGPU compute files of a module with compute shares, with their
