@@ -38,6 +38,10 @@ pub const TESTS: &[Test] = &[
         run: each_container_sees_its_own_processes,
     },
     Test {
+        name: "in_the_hosts_pid_namespace_a_container_sees_only_its_own",
+        run: in_the_hosts_pid_namespace_a_container_sees_only_its_own,
+    },
+    Test {
         name: "the_host_sees_every_process_by_host_pid",
         run: the_host_sees_every_process_by_host_pid,
     },
@@ -383,6 +387,67 @@ fn each_container_sees_its_own_processes() -> Outcome {
             sum / MIB
         );
     }
+    Ok(())
+}
+
+/// A process of the second container that shares the host's PID namespace
+/// (as a pod with `hostPID`, or a container started without a PID
+/// namespace, runs), where every process is visible: through vgpu it still
+/// sees its own container's processes only, by host PID, and the first
+/// container's PIDs give it zeros. Forwarded, the driver would list the
+/// other container's processes and their memory (RM lists every client's
+/// process the caller's namespace can see).
+fn in_the_hosts_pid_namespace_a_container_sees_only_its_own() -> Outcome {
+    let (cg, vgpu, bytes) = CONTAINERS[1];
+    let seen = query("/dev/vgpuctl", &format!("/dev/vgpu{vgpu}"), Some(cg), None)?;
+    let mut got = seen.pids.clone();
+    got.sort_unstable();
+    let base = SLOTS_PER_CONTAINER;
+    let own = [page().get(base) as u32, page().get(base + 1) as u32];
+    let mut want = vec![own[0], own[1], seen.me];
+    want.sort_unstable();
+    ensure!(
+        got == want,
+        "{cg} in the host's PID namespace: GET_PIDS {got:?}, want its own {want:?} (the other container's are {} and {})",
+        page().get(0),
+        page().get(1)
+    );
+    ensure!(
+        bytes_of(&seen, own[0])? == bytes[0] && bytes_of(&seen, own[1])? == bytes[1],
+        "{cg}: memory {:?}, want {bytes:?}",
+        seen.memory
+    );
+    // The other container's processes, asked by their host PIDs: zeros.
+    let others = [page().get(0) as u32, page().get(1) as u32];
+    let code = in_child(move || {
+        if join_cgroup(cg).is_err() {
+            return 100;
+        }
+        let r = (|| -> Outcome {
+            let s = Session::vgpu(vgpu)?;
+            let m = s
+                .ctl
+                .pid_memory(s.client, s.subdevice, &others)
+                .map_err(|e| format!("{e:?}"))?;
+            ensure!(
+                m.iter().all(|e| e.result == status::NV_OK
+                    && e.private == 0
+                    && e.shared_owned == 0
+                    && e.shared_duped == 0),
+                "the other container's processes: {m:?}"
+            );
+            Ok(())
+        })();
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                println!("#   {e}");
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+                1
+            }
+        }
+    })?;
+    ensure!(code == 0, "{cg} saw the other container's memory");
     Ok(())
 }
 
