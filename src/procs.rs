@@ -131,11 +131,12 @@ impl Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        let _ = self.user.count(self.what).fetch_update(
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-            |n| Some(n.saturating_sub(1)),
-        );
+        let _ =
+            self.user
+                .count(self.what)
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    Some(n.saturating_sub(1))
+                });
     }
 }
 

@@ -49,9 +49,10 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
                 Ok(()) => {
                     const PARAMS: usize = abi::field_offset(abi::Nvos54::FIELDS, "params");
                     return forwarded(cx.host, cx.file, || {
-                        cx.call.forward_block_with(cx.real, &mut blk, PARAMS, &mut p, |b| {
-                            abi::Nvos54::decode(b).status == NV_OK
-                        })
+                        cx.call
+                            .forward_block_with(cx.real, &mut blk, PARAMS, &mut p, |b| {
+                                abi::Nvos54::decode(b).status == NV_OK
+                            })
                     });
                 }
             }

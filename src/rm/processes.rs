@@ -154,9 +154,8 @@ fn get_pid_info(v: &Vgpu, p: &mut [u8]) -> RmResult {
                 e.result = NV_ERR_INVALID_ARGUMENT;
             } else {
                 e.result = NV_OK;
-                let seen = |u: &&Arc<crate::procs::ProcUse>| {
-                    u.pid().nr_seen_by_caller() == e.pid as i32
-                };
+                let seen =
+                    |u: &&Arc<crate::procs::ProcUse>| u.pid().nr_seen_by_caller() == e.pid as i32;
                 if let Some(u) = procs.visible().find(seen) {
                     e.mem_private = u.bytes();
                 }
