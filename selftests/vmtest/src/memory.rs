@@ -149,14 +149,17 @@ fn unknown_numbers_are_refused_and_counted() -> Outcome {
             .ctl
             .control(s.client, s.subdevice, 0x2080_0dea, &mut p[..16]);
         ensure!(r == Err(Rm(NV_ERR_NOT_SUPPORTED)), "unknown control: {r:?}");
-        // A row the table denies: other tenants' processes.
+        // A row the table denies: the FB's real layout and size.
         let r = s.ctl.control(
             s.client,
             s.subdevice,
-            ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+            ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
             &mut p,
         );
-        ensure!(r == Err(Rm(NV_ERR_NOT_SUPPORTED)), "GPU_GET_PIDS: {r:?}");
+        ensure!(
+            r == Err(Rm(NV_ERR_NOT_SUPPORTED)),
+            "FB_GET_FB_REGION_INFO: {r:?}"
+        );
         // A class no row admits, and one the table denies (fabric memory,
         // which the ledger does not charge): RM's INVALID_CLASS.
         let r = s.ctl.alloc(s.client, s.device, 0, 0xdead, &mut []);

@@ -425,12 +425,12 @@ fn unknown_calls_forwarded_on_request() -> Outcome {
         let r = s.ctl.control(
             s.client,
             s.subdevice,
-            ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+            ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
             &mut p,
         );
         ensure!(
             r == Err(nvclient::Error::Rm(NV_ERR_NOT_SUPPORTED)),
-            "GPU_GET_PIDS: {r:?}"
+            "FB_GET_FB_REGION_INFO: {r:?}"
         );
         Ok(())
     });
