@@ -661,9 +661,13 @@ fn rusd_polled() -> Result<u64, String> {
 /// with their PIDs, current in the container's page: vgpu refuses the bit
 /// at allocation and in REQUEST_DATA_POLL (NV_ERR_INSUFFICIENT_PERMISSIONS,
 /// counted in `calls_denied`), and the driver never sees it; other bits
-/// pass.
+/// pass. A release without REQUEST_DATA_POLL (535) refuses it as any
+/// number its table lacks.
 fn per_process_utilisation_polling_refused() -> Outcome {
     use nvclient::abi::rusd;
+    let poll = nvclient::speaks()
+        .control_row(rusd::REQUEST_DATA_POLL)
+        .is_some();
     let (cg, vgpu, _) = CONTAINERS[0];
     set(RUSD_POLLED, "0")?;
     let denied0: u64 = read_file(&vgpu_file(vgpu, "calls_denied"))?
@@ -690,14 +694,25 @@ fn per_process_utilisation_polling_refused() -> Outcome {
                 .map_err(|e| format!("RUSD polling memory: {e:?}"))?;
             let mut p = (rusd::POLL_PROC_UTIL).to_ne_bytes();
             let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
+            let want = if poll {
+                status::NV_ERR_INSUFFICIENT_PERMISSIONS
+            } else {
+                status::NV_ERR_NOT_SUPPORTED
+            };
             ensure!(
-                r == Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
+                r == Err(nvclient::Error::Rm(want)),
                 "REQUEST_DATA_POLL of PROC_UTIL: {r:?}"
             );
             let mut p = 0x8u64.to_ne_bytes();
-            s.ctl
-                .control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p)
-                .map_err(|e| format!("REQUEST_DATA_POLL of POWER: {e:?}"))?;
+            let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
+            if poll {
+                r.map_err(|e| format!("REQUEST_DATA_POLL of POWER: {e:?}"))?;
+            } else {
+                ensure!(
+                    r == Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED)),
+                    "REQUEST_DATA_POLL, which this release lacks: {r:?}"
+                );
+            }
             Ok(())
         })();
         match r {
@@ -711,16 +726,17 @@ fn per_process_utilisation_polling_refused() -> Outcome {
     })?;
     ensure!(code == 0, "RUSD polling was not checked");
     let seen = rusd_polled()?;
+    let (want_seen, want_denied) = if poll { (0xc, 2) } else { (0x4, 3) };
     ensure!(
-        seen == 0xc,
-        "the driver was given the masks {seen:#x}, want 0xc (never 0x80)"
+        seen == want_seen,
+        "the driver was given the masks {seen:#x}, want {want_seen:#x} (never 0x80)"
     );
     let denied: u64 = read_file(&vgpu_file(vgpu, "calls_denied"))?
         .parse()
         .map_err(|e| format!("{e}"))?;
     ensure!(
-        denied == denied0 + 2,
-        "calls_denied {denied0} -> {denied}, want 2 more"
+        denied == denied0 + want_denied,
+        "calls_denied {denied0} -> {denied}, want {want_denied} more"
     );
     Ok(())
 }
@@ -728,9 +744,13 @@ fn per_process_utilisation_polling_refused() -> Outcome {
 /// While another thread flips the mask in the caller's memory between an
 /// allowed one (0x4) and one with PROC_UTIL (0x84), REQUEST_DATA_POLL and
 /// RUSD allocations go on: the driver reads vgpu's checked copy, so it is
-/// never given 0x80, and some calls pass, some are refused.
+/// never given 0x80, and some calls pass, some are refused. (Allocations
+/// only on a release without REQUEST_DATA_POLL.)
 fn racing_poll_mask_never_reaches_the_driver() -> Outcome {
     use nvclient::abi::rusd;
+    let poll = nvclient::speaks()
+        .control_row(rusd::REQUEST_DATA_POLL)
+        .is_some();
     let (cg, vgpu, _) = CONTAINERS[0];
     set(RUSD_POLLED, "0")?;
     let code = in_child(move || {
@@ -759,7 +779,7 @@ fn racing_poll_mask_never_reaches_the_driver() -> Outcome {
                     // (and written by the racer) while the call runs.
                     let p = unsafe { std::slice::from_raw_parts_mut(word as *mut u8, 8) };
                     let r = race.call(|| {
-                        if k % 4 == 0 {
+                        if k % 4 == 0 || !poll {
                             s.ctl
                                 .alloc(s.client, s.subdevice, 0, rusd::CLASS, p)
                                 .map(|_| ())
