@@ -1203,3 +1203,41 @@ fn freeze_errors() {
         r.err
     );
 }
+
+#[test]
+fn processes_in_show() {
+    let f = Fake::new(1, Some(24), false);
+    f.ok(&["create", "--cgroup", "/a", "--memory", "8GiB", "--gpu", "0"]);
+    let empty = f.ok(&["show", "0"]);
+    assert!(
+        empty.out.contains("processes            0\n"),
+        "{}",
+        empty.out
+    );
+    std::fs::write(
+        f.sys().join("class/vgpu/vgpu0/processes"),
+        "4242 2147483648 python3\n77 0 nvidia-smi\n",
+    )
+    .unwrap();
+    let show = f.ok(&["show", "0"]);
+    for row in [
+        "processes            2\n",
+        "      4242       2 GiB  python3\n",
+        "        77         0 B  nvidia-smi\n",
+    ] {
+        assert!(show.out.contains(row), "{row:?}: {}", show.out);
+    }
+    let j = f.ok(&["show", "0", "--json"]).json();
+    assert_eq!(
+        j["processes"],
+        json!([
+            {"pid": 4242, "memory_used": 2 * GIB, "command": "python3"},
+            {"pid": 77, "memory_used": 0, "command": "nvidia-smi"}
+        ])
+    );
+    // Garbage in the file: an error naming it, not a guess.
+    std::fs::write(f.sys().join("class/vgpu/vgpu0/processes"), "lots\n").unwrap();
+    let r = f.run(&["show", "0"]);
+    assert_ne!(r.code, 0);
+    assert!(r.err.contains("vgpu0/processes"), "{}", r.err);
+}
