@@ -2402,6 +2402,19 @@ wire_struct! {
     }
 }
 
+impl PidInfo {
+    /// Zeroes the memory figures, as RM clears the entry's data before it
+    /// counts (`subdevice_ctrl_gpu_kernel.c:2395` at 595.45.04).
+    pub fn clear_usage(&mut self) {
+        self.mem_private = 0;
+        self.mem_shared_owned = 0;
+        self.mem_shared_duped = 0;
+        self.protected_mem_private = 0;
+        self.protected_mem_shared_owned = 0;
+        self.protected_mem_shared_duped = 0;
+    }
+}
+
 wire_struct! {
     /// NV2080_CTRL_GPU_GET_PID_INFO_PARAMS (`ctrl/ctrl2080/ctrl2080gpu.h`).
     /// 14408 bytes: handlers go through it entry by entry ([`PidInfo`] at

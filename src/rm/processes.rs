@@ -144,12 +144,7 @@ fn get_pid_info(v: &Vgpu, p: &mut [u8]) -> RmResult {
         if e.index != pids::PID_INFO_INDEX_VIDEO_MEMORY_USAGE {
             e.result = NV_ERR_INVALID_ARGUMENT;
         } else {
-            e.mem_private = 0;
-            e.mem_shared_owned = 0;
-            e.mem_shared_duped = 0;
-            e.protected_mem_private = 0;
-            e.protected_mem_shared_owned = 0;
-            e.protected_mem_shared_duped = 0;
+            e.clear_usage();
             if e.pid == 0 {
                 e.result = NV_ERR_INVALID_ARGUMENT;
             } else {

@@ -21,7 +21,9 @@
 
 use crate::ensure;
 use crate::session::Session;
-use crate::sys::{errno, in_child, join_cgroup, read_file, sh, write_file, Shared, SHARED_SLOTS};
+use crate::sys::{
+    as_container, errno, in_child, join_cgroup, read_file, sh, write_file, Shared, SHARED_SLOTS,
+};
 use crate::tap::{Outcome, Test};
 use nvclient::abi::{class, pids, status};
 use nvclient::PidMemory;
@@ -419,35 +421,22 @@ fn in_the_hosts_pid_namespace_a_container_sees_only_its_own() -> Outcome {
     );
     // The other container's processes, asked by their host PIDs: zeros.
     let others = [page().get(0) as u32, page().get(1) as u32];
-    let code = in_child(move || {
-        if join_cgroup(cg).is_err() {
-            return 100;
-        }
-        let r = (|| -> Outcome {
-            let s = Session::vgpu(vgpu)?;
-            let m = s
-                .ctl
-                .pid_memory(s.client, s.subdevice, &others)
-                .map_err(|e| format!("{e:?}"))?;
-            ensure!(
-                m.iter().all(|e| e.result == status::NV_OK
-                    && e.private == 0
-                    && e.shared_owned == 0
-                    && e.shared_duped == 0),
-                "the other container's processes: {m:?}"
-            );
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("#   {e}");
-                let _ = std::io::Write::flush(&mut std::io::stdout());
-                1
-            }
-        }
-    })?;
-    ensure!(code == 0, "{cg} saw the other container's memory");
+    as_container(cg, move || {
+        let s = Session::vgpu(vgpu)?;
+        let m = s
+            .ctl
+            .pid_memory(s.client, s.subdevice, &others)
+            .map_err(|e| format!("{e:?}"))?;
+        ensure!(
+            m.iter().all(|e| e.result == status::NV_OK
+                && e.private == 0
+                && e.shared_owned == 0
+                && e.shared_duped == 0),
+            "the other container's processes: {m:?}"
+        );
+        Ok(())
+    })
+    .map_err(|e| format!("{cg} saw the other container's memory: {e}"))?;
     Ok(())
 }
 
@@ -508,96 +497,80 @@ fn sysfs_lists_each_vgpus_processes() -> Outcome {
 /// a handle that is not the caller's subdevice is refused.
 fn bad_queries_get_rms_errors() -> Outcome {
     let (cg, vgpu, _) = CONTAINERS[0];
-    let code = in_child(move || {
-        if join_cgroup(cg).is_err() {
-            return 100;
-        }
-        let r = (|| -> Outcome {
-            let s = Session::vgpu(vgpu)?;
-            let (c, sub) = (s.client, s.subdevice);
-            let bad = |r: nvclient::Result<Vec<PidMemory>>, what: &str| -> Outcome {
-                ensure!(
-                    r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_ARGUMENT)),
-                    "{what}: {r:?}, want NV_ERR_INVALID_ARGUMENT"
-                );
-                Ok(())
-            };
-            bad(s.ctl.pid_memory(c, sub, &[]), "no entries")?;
-            bad(s.ctl.pid_memory(c, sub, &[1; 201]), "201 entries")?;
-            let m = s
-                .ctl
-                .pid_info_raw(c, sub, &[1, 0, 99999], 1)
-                .map_err(|e| format!("index 1: {e:?}"))?;
-            ensure!(
-                m.iter()
-                    .all(|e| e.result == status::NV_ERR_INVALID_ARGUMENT),
-                "index 1: {m:?}"
-            );
-            let m = s
-                .ctl
-                .pid_memory(c, sub, &[0, 99999])
-                .map_err(|e| format!("PIDs 0, 99999: {e:?}"))?;
-            ensure!(
-                m[0].result == status::NV_ERR_INVALID_ARGUMENT
-                    && m[1].result == status::NV_OK
-                    && m[1].private == 0
-                    && m[1].shared_owned == 0
-                    && m[1].shared_duped == 0,
-                "PIDs 0, 99999: {m:?}"
-            );
-            // Another class: no process has a compute object here.
-            let l = s
-                .ctl
-                .get_pids(c, sub, class::AMPERE_COMPUTE_A)
-                .map_err(|e| format!("compute class: {e:?}"))?;
-            ensure!(l.is_empty(), "compute class: {l:?}");
-            // An unknown id type.
-            let mut p = vec![0u8; nvclient::abi::GetPidsParams::SIZE];
-            p[0..4].copy_from_slice(&7u32.to_ne_bytes());
-            let r = s.ctl.control(
-                c,
-                sub,
-                nvclient::abi::ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
-                &mut p,
-            );
+    as_container(cg, move || {
+        let s = Session::vgpu(vgpu)?;
+        let (c, sub) = (s.client, s.subdevice);
+        let bad = |r: nvclient::Result<Vec<PidMemory>>, what: &str| -> Outcome {
             ensure!(
                 r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_ARGUMENT)),
-                "id type 7: {r:?}"
+                "{what}: {r:?}, want NV_ERR_INVALID_ARGUMENT"
             );
-            // On the device, not the subdevice.
-            let r = s.ctl.get_pids(c, s.device, class::NV20_SUBDEVICE_0);
-            ensure!(
-                r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_OBJECT_HANDLE)),
-                "on the device: {r:?}"
-            );
-            // A wrong size.
-            let mut short = vec![0u8; 16];
-            let r = s.ctl.control(
-                c,
-                sub,
-                nvclient::abi::ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
-                &mut short,
-            );
-            ensure!(
-                r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_ARGUMENT)),
-                "16 bytes of params: {r:?}"
-            );
-            let _ = pids::PARTITION_ID_INVALID;
             Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("#   {e}");
-                let _ = std::io::Write::flush(&mut std::io::stdout());
-                1
-            }
-        }
-    })?;
-    ensure!(
-        code == 0,
-        "a malformed query was not refused as RM refuses it"
-    );
+        };
+        bad(s.ctl.pid_memory(c, sub, &[]), "no entries")?;
+        bad(s.ctl.pid_memory(c, sub, &[1; 201]), "201 entries")?;
+        let m = s
+            .ctl
+            .pid_info_raw(c, sub, &[1, 0, 99999], 1)
+            .map_err(|e| format!("index 1: {e:?}"))?;
+        ensure!(
+            m.iter()
+                .all(|e| e.result == status::NV_ERR_INVALID_ARGUMENT),
+            "index 1: {m:?}"
+        );
+        let m = s
+            .ctl
+            .pid_memory(c, sub, &[0, 99999])
+            .map_err(|e| format!("PIDs 0, 99999: {e:?}"))?;
+        ensure!(
+            m[0].result == status::NV_ERR_INVALID_ARGUMENT
+                && m[1].result == status::NV_OK
+                && m[1].private == 0
+                && m[1].shared_owned == 0
+                && m[1].shared_duped == 0,
+            "PIDs 0, 99999: {m:?}"
+        );
+        // Another class: no process has a compute object here.
+        let l = s
+            .ctl
+            .get_pids(c, sub, class::AMPERE_COMPUTE_A)
+            .map_err(|e| format!("compute class: {e:?}"))?;
+        ensure!(l.is_empty(), "compute class: {l:?}");
+        // An unknown id type.
+        let mut p = vec![0u8; nvclient::abi::GetPidsParams::SIZE];
+        p[0..4].copy_from_slice(&7u32.to_ne_bytes());
+        let r = s.ctl.control(
+            c,
+            sub,
+            nvclient::abi::ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
+            &mut p,
+        );
+        ensure!(
+            r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_ARGUMENT)),
+            "id type 7: {r:?}"
+        );
+        // On the device, not the subdevice.
+        let r = s.ctl.get_pids(c, s.device, class::NV20_SUBDEVICE_0);
+        ensure!(
+            r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_OBJECT_HANDLE)),
+            "on the device: {r:?}"
+        );
+        // A wrong size.
+        let mut short = vec![0u8; 16];
+        let r = s.ctl.control(
+            c,
+            sub,
+            nvclient::abi::ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+            &mut short,
+        );
+        ensure!(
+            r == Err(nvclient::Error::Rm(status::NV_ERR_INVALID_ARGUMENT)),
+            "16 bytes of params: {r:?}"
+        );
+        let _ = pids::PARTITION_ID_INVALID;
+        Ok(())
+    })
+    .map_err(|e| format!("a malformed query was not refused as RM refuses it: {e}"))?;
     Ok(())
 }
 
@@ -673,58 +646,45 @@ fn per_process_utilisation_polling_refused() -> Outcome {
     let denied0: u64 = read_file(&vgpu_file(vgpu, "calls_denied"))?
         .parse()
         .map_err(|e| format!("{e}"))?;
-    let code = in_child(move || {
-        if join_cgroup(cg).is_err() {
-            return 100;
-        }
-        let r = (|| -> Outcome {
-            let s = Session::vgpu(vgpu)?;
-            let mut mask = (rusd::POLL_PROC_UTIL | 0x4).to_ne_bytes();
-            let r = s
-                .ctl
-                .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask);
+    as_container(cg, move || {
+        let s = Session::vgpu(vgpu)?;
+        let mut mask = (rusd::POLL_PROC_UTIL | 0x4).to_ne_bytes();
+        let r = s
+            .ctl
+            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask);
+        ensure!(
+            r == Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
+            "RUSD with PROC_UTIL: {r:?}"
+        );
+        let mut mask = 0x4u64.to_ne_bytes();
+        let h = s
+            .ctl
+            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask)
+            .map_err(|e| format!("RUSD polling memory: {e:?}"))?;
+        let mut p = (rusd::POLL_PROC_UTIL).to_ne_bytes();
+        let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
+        let want = if poll {
+            status::NV_ERR_INSUFFICIENT_PERMISSIONS
+        } else {
+            status::NV_ERR_NOT_SUPPORTED
+        };
+        ensure!(
+            r == Err(nvclient::Error::Rm(want)),
+            "REQUEST_DATA_POLL of PROC_UTIL: {r:?}"
+        );
+        let mut p = 0x8u64.to_ne_bytes();
+        let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
+        if poll {
+            r.map_err(|e| format!("REQUEST_DATA_POLL of POWER: {e:?}"))?;
+        } else {
             ensure!(
-                r == Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
-                "RUSD with PROC_UTIL: {r:?}"
+                r == Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED)),
+                "REQUEST_DATA_POLL, which this release lacks: {r:?}"
             );
-            let mut mask = 0x4u64.to_ne_bytes();
-            let h = s
-                .ctl
-                .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask)
-                .map_err(|e| format!("RUSD polling memory: {e:?}"))?;
-            let mut p = (rusd::POLL_PROC_UTIL).to_ne_bytes();
-            let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
-            let want = if poll {
-                status::NV_ERR_INSUFFICIENT_PERMISSIONS
-            } else {
-                status::NV_ERR_NOT_SUPPORTED
-            };
-            ensure!(
-                r == Err(nvclient::Error::Rm(want)),
-                "REQUEST_DATA_POLL of PROC_UTIL: {r:?}"
-            );
-            let mut p = 0x8u64.to_ne_bytes();
-            let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
-            if poll {
-                r.map_err(|e| format!("REQUEST_DATA_POLL of POWER: {e:?}"))?;
-            } else {
-                ensure!(
-                    r == Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED)),
-                    "REQUEST_DATA_POLL, which this release lacks: {r:?}"
-                );
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("#   {e}");
-                let _ = std::io::Write::flush(&mut std::io::stdout());
-                1
-            }
         }
-    })?;
-    ensure!(code == 0, "RUSD polling was not checked");
+        Ok(())
+    })
+    .map_err(|e| format!("RUSD polling was not checked: {e}"))?;
     let seen = rusd_polled()?;
     let (want_seen, want_denied) = if poll { (0xc, 2) } else { (0x4, 3) };
     ensure!(
@@ -753,64 +713,51 @@ fn racing_poll_mask_never_reaches_the_driver() -> Outcome {
         .is_some();
     let (cg, vgpu, _) = CONTAINERS[0];
     set(RUSD_POLLED, "0")?;
-    let code = in_child(move || {
-        if join_cgroup(cg).is_err() {
-            return 100;
-        }
-        let r = (|| -> Outcome {
-            let s = Session::vgpu(vgpu)?;
-            let mut first = 0x4u64.to_ne_bytes();
-            let h = s
-                .ctl
-                .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut first)
-                .map_err(|e| format!("RUSD: {e:?}"))?;
-            let word = Box::into_raw(Box::new(0x4u64)) as usize;
-            let mut flip = false;
-            let flipper = move || {
-                flip = !flip;
-                // SAFETY: the word is leaked, so it outlives the racer;
-                // racing writes are the point.
-                unsafe { (word as *mut u64).write_volatile(if flip { 0x84 } else { 0x4 }) };
-            };
-            let (mut passed, mut refused) = (0u32, 0u32);
-            crate::sys::while_racing(flipper, |race| {
-                for k in 0..200 {
-                    // SAFETY: the leaked word, 8 bytes, read by the driver
-                    // (and written by the racer) while the call runs.
-                    let p = unsafe { std::slice::from_raw_parts_mut(word as *mut u8, 8) };
-                    let r = race.call(|| {
-                        if k % 4 == 0 || !poll {
-                            s.ctl
-                                .alloc(s.client, s.subdevice, 0, rusd::CLASS, p)
-                                .map(|_| ())
-                        } else {
-                            s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, p)
-                        }
-                    });
-                    match r {
-                        Ok(()) => passed += 1,
-                        Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)) => {
-                            refused += 1
-                        }
-                        Err(e) => return Err(format!("call {k}: {e:?}")),
+    as_container(cg, move || {
+        let s = Session::vgpu(vgpu)?;
+        let mut first = 0x4u64.to_ne_bytes();
+        let h = s
+            .ctl
+            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut first)
+            .map_err(|e| format!("RUSD: {e:?}"))?;
+        let word = Box::into_raw(Box::new(0x4u64)) as usize;
+        let mut flip = false;
+        let flipper = move || {
+            flip = !flip;
+            // SAFETY: the word is leaked, so it outlives the racer;
+            // racing writes are the point.
+            unsafe { (word as *mut u64).write_volatile(if flip { 0x84 } else { 0x4 }) };
+        };
+        let (mut passed, mut refused) = (0u32, 0u32);
+        crate::sys::while_racing(flipper, |race| {
+            for k in 0..200 {
+                // SAFETY: the leaked word, 8 bytes, read by the driver
+                // (and written by the racer) while the call runs.
+                let p = unsafe { std::slice::from_raw_parts_mut(word as *mut u8, 8) };
+                let r = race.call(|| {
+                    if k % 4 == 0 || !poll {
+                        s.ctl
+                            .alloc(s.client, s.subdevice, 0, rusd::CLASS, p)
+                            .map(|_| ())
+                    } else {
+                        s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, p)
                     }
+                });
+                match r {
+                    Ok(()) => passed += 1,
+                    Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)) => {
+                        refused += 1
+                    }
+                    Err(e) => return Err(format!("call {k}: {e:?}")),
                 }
-                Ok(())
-            })?;
-            println!("# processes: racing masks: {passed} calls passed, {refused} refused");
-            ensure!(passed > 0 && refused > 0, "the flips never reached a call");
-            Ok(())
-        })();
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                println!("#   {e}");
-                let _ = std::io::Write::flush(&mut std::io::stdout());
-                1
             }
-        }
-    })?;
-    ensure!(code == 0, "the racing calls failed");
+            Ok(())
+        })?;
+        println!("# processes: racing masks: {passed} calls passed, {refused} refused");
+        ensure!(passed > 0 && refused > 0, "the flips never reached a call");
+        Ok(())
+    })
+    .map_err(|e| format!("the racing calls failed: {e}"))?;
     let seen = rusd_polled()?;
     ensure!(
         seen & 0x80 == 0,
