@@ -15,10 +15,15 @@ stage="$VGPU_TOP/build/mod-$variant"
 mkdir -p "$stage"
 
 # Mirror sources, keeping timestamps of unchanged files (cp -u) and removing
-# files deleted upstream.
+# files deleted upstream. A Rust crate's dependency file lists the files it
+# was built from, and Kbuild ignores listed files that have gone: when the
+# set of files changes (a module split in two, one moved), every crate
+# root's object goes, so the crates are built again from what is there now.
 mirror() {
     local from=$1 to=$2
     mkdir -p "$to"
+    local before after
+    before=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print | sort)
     (cd "$from" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
     while IFS= read -r f; do
         mkdir -p "$to/$(dirname "$f")"
@@ -26,6 +31,12 @@ mirror() {
     done
     (cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
     while IFS= read -r f; do [ -e "$from/$f" ] || rm -f "$to/$f"; done
+    after=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print | sort)
+    if [ "$before" != "$after" ]; then
+        # Every crate root: the double and the KUnit module include files
+        # of src/ by path.
+        find "$stage" \( -name '*_main.o' -o -name 'nvidia_kclient_test.o' \) -delete
+    fi
 }
 
 log="$stage/build.log"

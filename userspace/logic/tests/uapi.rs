@@ -14,8 +14,8 @@ use vgpu_logic::uapi::*;
 
 const VGPUS_RS: &str = include_str!("../../../src/vgpus.rs");
 const MAIN_RS: &str = include_str!("../../../src/vgpu_main.rs");
-/// `/sys/class/vgpu/gpuK/` files live with the scheduler.
-const SCHED_RS: &str = include_str!("../../../src/sched.rs");
+/// `/sys/class/vgpu/gpuK/` files live with the scheduler (`src/sched/files.rs`).
+const SCHED_RS: &str = include_str!("../../../src/sched/files.rs");
 const UAPI_RS: &str = include_str!("../../../src/uapi.rs");
 
 fn top() -> PathBuf {

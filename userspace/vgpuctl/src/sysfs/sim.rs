@@ -67,7 +67,7 @@ const BASE_FILES: &[(&str, &str)] = &[
 ];
 
 /// The per-vGPU compute files of a module with compute shares, with their
-/// initial contents (`src/vgpus.rs`, `src/sched.rs`).
+/// initial contents (`src/vgpus.rs`, `src/sched/files.rs`).
 const COMPUTE_FILES: &[(&str, &str)] = &[
     ("compute_share", "100"),
     ("compute_priority", "1"),
