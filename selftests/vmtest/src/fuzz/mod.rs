@@ -51,6 +51,10 @@ pub const TESTS: &[Test] = &[
         run: regress::failed_frees_leave_nothing,
     },
     Test {
+        name: "failed_dp_regions_leave_the_ledger_exact",
+        run: regress::failed_dp_regions_leave_the_ledger_exact,
+    },
+    Test {
         name: "failed_closes_leave_nothing",
         run: regress::failed_closes_leave_nothing,
     },

@@ -135,6 +135,43 @@ pub fn failed_frees_leave_nothing() -> Outcome {
     })
 }
 
+/// A dynamic-parallelism region whose charge cannot be made leaves the
+/// ledger exact. vgpu charged the region's page-table bound, then made the
+/// charge's heap object; when that allocation failed, the charge dropped
+/// (giving the bound back) and vgpu gave it back a second time, so the
+/// vGPU was charged 20 KiB less than the driver held (the first long
+/// `make fuzz`: `vgpu charged 70103040 bytes of VRAM, the double holds
+/// 70123520`). Each run fails one allocation, a little later each time,
+/// while a container holding 1 MiB of VRAM makes a region; then every
+/// invariant must hold.
+pub fn failed_dp_regions_leave_the_ledger_exact() -> Outcome {
+    let t = TENANTS[0];
+    sweep(
+        "dynamic-parallelism regions",
+        "failslab",
+        1,
+        (0..=1024).step_by(16),
+        |space| {
+            inject::arm_once(space, 1)?;
+            as_container(t.cgroup, || {
+                let s = session(&t)?;
+                let (c, d) = (s.client, s.device);
+                let e = |w: &'static str| move |e: nvclient::Error| format!("{w}: {e:?}");
+                s.ctl.alloc_vram(c, d, 0, 1 << 20).map_err(e("vram"))?;
+                let u = nvclient::uvm::UvmContext::open("/dev/vgpu-uvm", &s.ctl, c, d, s.subdevice)
+                    .map_err(e("uvm"))?;
+                flag(true)?;
+                let made =
+                    u.uvm
+                        .map_dynamic_parallelism_region(0x7e00_0000_0000, 64 << 10, &u.uuid);
+                flag(false)?;
+                // Made or not, vgpu's charge must match the driver's.
+                check::live(&TENANTS, &[]).map_err(|e| format!("region {made:?}: {e}"))
+            })
+        },
+    )
+}
+
 /// A `/dev/vgpuctl` file that closes while allocations fail leaves nothing
 /// behind. The close took its clients out of the module's index through a
 /// list it allocated; a failed allocation left entries in the index, which
