@@ -42,6 +42,16 @@ impl CtlFile {
         self.vgpus.iter().find(|v| v.config.lock().gpu == Some(gpu))
     }
 
+    /// The vGPU of this file on the GPU of subdevice `handle` of client
+    /// `client`, if that is one of this file's subdevices.
+    pub(crate) fn subdevice_vgpu(&self, client: u32, handle: u32) -> Option<Arc<Vgpu>> {
+        let gpu = match self.objects.lock().obj(client, handle) {
+            Some(o) if o.kind == Kind::Subdevice => o.gpu,
+            _ => return None,
+        };
+        self.vgpu_on(gpu).cloned()
+    }
+
     /// Whether `h` is one of this file's verified clients.
     pub(crate) fn has_client(&self, h: u32) -> bool {
         self.objects.lock().has_client(h)
@@ -65,6 +75,17 @@ pub(crate) struct Charge {
     /// The process they are charged to on the vGPU's list of processes
     /// (`src/procs.rs`), if any.
     pub(crate) owner: Option<Arc<ProcUse>>,
+}
+
+impl Charge {
+    /// A charge of `bytes` on `vgpu`, already reserved on its ledger, and
+    /// charged to process `owner` too (its `Drop` gives both back).
+    pub(crate) fn new(vgpu: Arc<Vgpu>, bytes: u64, owner: Option<Arc<ProcUse>>) -> Self {
+        if let Some(u) = &owner {
+            u.charged(bytes);
+        }
+        Self { vgpu, bytes, owner }
+    }
 }
 
 impl Drop for Charge {
@@ -424,14 +445,7 @@ impl Reservation {
     /// The reservation as the charge of an object, charged to process
     /// `owner` (see [`Charge::owner`]).
     pub(crate) fn into_charge(self, owner: Option<Arc<ProcUse>>) -> Charge {
-        if let Some(u) = &owner {
-            u.charged(self.bytes);
-        }
-        let charge = Charge {
-            vgpu: self.vgpu.clone(),
-            bytes: self.bytes,
-            owner,
-        };
+        let charge = Charge::new(self.vgpu.clone(), self.bytes, owner);
         // The charge holds the bytes now: this reservation gives none back
         // when it drops.
         let mut this = self;

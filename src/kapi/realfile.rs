@@ -224,19 +224,17 @@ impl RealFile {
         {
             return Err(EINVAL);
         }
-        let mut copy = [0u8; DATA_AT];
-        copy[..len].copy_from_slice(blk);
-        let mut slot = Slot::get()?;
-        copy[ptr_at..ptr_at + 8].copy_from_slice(&slot.user_addr(DATA_AT).to_ne_bytes());
-        slot.write(0, &copy[..len])?;
-        slot.write(DATA_AT, data)?;
-        let r = self.ioctl(cmd, slot.user_addr(0) as usize);
-        slot.read(0, &mut copy[..len])?;
-        slot.read(DATA_AT, data)?;
-        // The caller's own pointer back in its block.
         let own: [u8; 8] = blk[ptr_at..ptr_at + 8].try_into().map_err(|_| EINVAL)?;
-        copy[ptr_at..ptr_at + 8].copy_from_slice(&own);
-        blk.copy_from_slice(&copy[..len]);
+        let r = bounced(blk, |slot| {
+            let at = slot.user_addr(DATA_AT);
+            slot.write(ptr_at, &at.to_ne_bytes())?;
+            slot.write(DATA_AT, data)?;
+            let r = self.ioctl(cmd, slot.user_addr(0) as usize);
+            slot.read(DATA_AT, data)?;
+            r
+        });
+        // The caller's own pointer back in its block.
+        blk[ptr_at..ptr_at + 8].copy_from_slice(&own);
         r
     }
 

@@ -59,16 +59,22 @@ impl Header {
     }
 }
 
+/// The offset of field `name` in an RM_ALLOC block of `blk`'s layout
+/// (NVOS21 or NVOS64).
+fn alloc_field(blk: &[u8], name: &str) -> usize {
+    if blk.len() == abi::Nvos21::SIZE {
+        abi::field_offset(abi::Nvos21::FIELDS, name)
+    } else {
+        abi::field_offset(abi::Nvos64::FIELDS, name)
+    }
+}
+
 /// Writes `handle` and `status` into the caller's block `blk` at `addr`
 /// (the two fields patched in vgpu's copy, which goes back whole).
 fn answer(addr: u64, blk: &mut [u8], handle: u32, status: u32) -> Result<isize> {
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
     const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
-    let status_at = if blk.len() == abi::Nvos21::SIZE {
-        abi::field_offset(abi::Nvos21::FIELDS, "status")
-    } else {
-        abi::field_offset(abi::Nvos64::FIELDS, "status")
-    };
+    let status_at = alloc_field(blk, "status");
     blk.get_mut(H_NEW..H_NEW + 4)
         .ok_or(EINVAL)?
         .copy_from_slice(&handle.to_ne_bytes());
@@ -133,16 +139,10 @@ fn polled_data(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize) -> Result<
         cx.file.count_denied();
         return answer(addr, blk, h.h_new, NV_ERR_INSUFFICIENT_PERMISSIONS);
     }
-    let at = if blk.len() == abi::Nvos21::SIZE {
-        abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms")
-    } else {
-        abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms")
-    };
-    let status_at = if blk.len() == abi::Nvos21::SIZE {
-        abi::field_offset(abi::Nvos21::FIELDS, "status")
-    } else {
-        abi::field_offset(abi::Nvos64::FIELDS, "status")
-    };
+    let (at, status_at) = (
+        alloc_field(blk, "p_alloc_parms"),
+        alloc_field(blk, "status"),
+    );
     let params = p.get_mut(..size).ok_or(EINVAL)?;
     cx.call.forward_block_with(cx.real, blk, at, params, |b| {
         abi::read_field::<u32>(b, status_at) == NV_OK
@@ -330,26 +330,23 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
     };
     // What the client's process holds on the vGPU there (devices,
     // channels) or is charged (memory), on its list of processes.
+    let not_recorded = |_| Fail::Rm(NV_ERR_INVALID_CLIENT);
     let (user, owner) = match (p.kind, &p.vram) {
-        (Kind::Device, _) => (Some(Counter::Device), None),
-        (Kind::Channel, _) => (Some(Counter::Channel), None),
-        (_, Some((v, _))) => (None, Some(v)),
-        _ => (None, None),
-    };
-    let user = match user {
-        Some(what) => {
+        (Kind::Device | Kind::Channel, _) => {
+            let what = if p.kind == Kind::Device {
+                Counter::Device
+            } else {
+                Counter::Channel
+            };
             let v = file.vgpu_on(p.gpu).ok_or(EACCES)?;
             let held = file.objects.lock().hold_on(h.h_root, v, what);
-            Some(held.map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?)
+            (Some(held.map_err(not_recorded)?), None)
         }
-        None => None,
-    };
-    let owner = match owner {
-        Some(v) => {
+        (_, Some((v, _))) => {
             let u = file.objects.lock().user_on(h.h_root, v);
-            Some(u.map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?)
+            (None, Some(u.map_err(not_recorded)?))
         }
-        None => None,
+        _ => (None, None),
     };
     let mut reserved = match &p.vram {
         Some((v, floor)) => Some(Reservation::new(v, *floor).ok_or(Fail::Rm(NV_ERR_NO_MEMORY))?),

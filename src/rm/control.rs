@@ -154,14 +154,7 @@ fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<O
 fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
     use abi::{FbGetInfoV1Params as V1, FbGetInfoV2Params as V2};
     const ENTRY: usize = abi::InfoEntry::SIZE;
-    let v = {
-        let objects = cx.file.objects.lock();
-        match objects.obj(a.h_client, a.h_object) {
-            Some(o) if o.kind == Kind::Subdevice => cx.file.vgpu_on(o.gpu).cloned(),
-            _ => None,
-        }
-    };
-    let Some(v) = v else {
+    let Some(v) = cx.file.subdevice_vgpu(a.h_client, a.h_object) else {
         return Ok(None);
     };
     // On the stack (1 KiB): a heap buffer costs more than the rest of the

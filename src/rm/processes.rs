@@ -22,7 +22,6 @@ use crate::kapi::user;
 use crate::nv::abi::{self, class, ctrl, pids, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::Family;
-use crate::objects::Kind;
 use crate::procs::Counter;
 use crate::status::{Fail, RmResult};
 use crate::vgpu::Vgpu;
@@ -46,18 +45,11 @@ pub(super) fn processes(cx: &Ctx<'_>, a: &abi::Nvos54, params_size: usize) -> Rm
 /// file (RM's own checks, in this order: the client is the caller's, the
 /// object is in it, it is a subdevice).
 fn own_subdevice_vgpu(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult<Arc<Vgpu>> {
-    let objects = cx.file.objects.lock();
-    if !objects.has_client(a.h_client) {
+    if !cx.file.has_client(a.h_client) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
     }
-    let gpu = match objects.obj(a.h_client, a.h_object) {
-        Some(o) if o.kind == Kind::Subdevice => o.gpu,
-        _ => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
-    };
-    drop(objects);
     cx.file
-        .vgpu_on(gpu)
-        .cloned()
+        .subdevice_vgpu(a.h_client, a.h_object)
         .ok_or(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE))
 }
 

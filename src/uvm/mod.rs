@@ -482,15 +482,8 @@ fn dp_region(cx: &Ctx<'_>) -> Result<isize> {
     // unless the region is made (a failed `Arc::new` drops the charge,
     // which refunds both).
     let owner = cx.file.space.user_on(v);
-    if let Some(u) = &owner {
-        u.charged(uvm::DP_REGION_PAGE_TABLES);
-    }
     let charge = Arc::new(
-        Charge {
-            vgpu: v.clone(),
-            bytes: uvm::DP_REGION_PAGE_TABLES,
-            owner,
-        },
+        Charge::new(v.clone(), uvm::DP_REGION_PAGE_TABLES, owner),
         GFP_KERNEL,
     )?;
     let r = cx.real.ioctl_block(cx.row.number, &mut blk)?;
