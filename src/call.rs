@@ -97,29 +97,4 @@ impl Call {
         user::write(self.addr, blk)?;
         Ok(r)
     }
-
-    /// As [`Call::forward_block`], with the params `blk` points to (by the
-    /// pointer at byte `ptr_at`) taken from `data`, vgpu's checked copy of
-    /// them, in the same bounce slot (see [`RealFile::ioctl_block_with`]).
-    /// The driver's answer goes to the caller's block, and its params to
-    /// the caller's params where `ok` says the driver copies them out.
-    pub(crate) fn forward_block_with(
-        &self,
-        real: &RealFile,
-        blk: &mut [u8],
-        ptr_at: usize,
-        data: &mut [u8],
-        ok: impl FnOnce(&[u8]) -> bool,
-    ) -> Result<isize> {
-        if blk.len() != self.size || ptr_at + 8 > blk.len() {
-            return Err(EINVAL);
-        }
-        let r = real.ioctl_block_with(self.direct_cmd(), blk, ptr_at, data)?;
-        let at = u64::from_ne_bytes(blk[ptr_at..ptr_at + 8].try_into().map_err(|_| EINVAL)?);
-        if ok(blk) && at != 0 && !data.is_empty() {
-            user::write(at, data)?;
-        }
-        user::write(self.addr, blk)?;
-        Ok(r)
-    }
 }

@@ -201,43 +201,6 @@ impl RealFile {
         bounced(blk, |slot| self.ioctl(cmd, slot.user_addr(0) as usize))
     }
 
-    /// Forwards an ioctl whose block `blk` (a kernel copy) points, by the
-    /// 8-byte user pointer at byte `ptr_at`, to params vgpu checked
-    /// (`data`, a kernel copy): both go from one bounce slot, the block's
-    /// pointer set to the params' place there, so the driver reads neither
-    /// from memory another thread can change. The answers come back into
-    /// `blk` (its pointer field as it was) and `data`.
-    pub(crate) fn ioctl_block_with(
-        &self,
-        cmd: u32,
-        blk: &mut [u8],
-        ptr_at: usize,
-        data: &mut [u8],
-    ) -> Result<isize> {
-        // The params start after the largest block this is used for (an
-        // NVOS64, 48 bytes), 8-byte aligned.
-        const DATA_AT: usize = 64;
-        let len = blk.len();
-        if len > DATA_AT
-            || ptr_at.checked_add(8).is_none_or(|end| end > len)
-            || DATA_AT + data.len() > Slot::SIZE
-        {
-            return Err(EINVAL);
-        }
-        let own: [u8; 8] = blk[ptr_at..ptr_at + 8].try_into().map_err(|_| EINVAL)?;
-        let r = bounced(blk, |slot| {
-            let at = slot.user_addr(DATA_AT);
-            slot.write(ptr_at, &at.to_ne_bytes())?;
-            slot.write(DATA_AT, data)?;
-            let r = self.ioctl(cmd, slot.user_addr(0) as usize);
-            slot.read(DATA_AT, data)?;
-            r
-        });
-        // The caller's own pointer back in its block.
-        blk[ptr_at..ptr_at + 8].copy_from_slice(&own);
-        r
-    }
-
     /// Forwards an mmap: the mapping's file becomes the real file (the
     /// driver's vm_ops find their state through it), then the driver sets
     /// the mapping up.

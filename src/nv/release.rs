@@ -249,7 +249,13 @@ const ESCAPES_535_288_01: [EscapeRow; ESCAPE_ROWS.len() - 2] = table::with_escap
     Escape::RmUnmapMemoryDma,
     SizeRule::Exact(40),
 );
-const CLASSES_535_288_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] =
+//
+// RM_USER_SHARED_DATA is admitted (Bounce) on 535: its page there is a
+// sequence word, BAR1's size and free space and a GSP assert count
+// (`cl00de.h:33-41` at 535.288.01), no VRAM figure and no process, and
+// 535's RM offers it on every GPU (`gpu_user_shared_data.c:34-86`), so
+// there is no path without it known to userspace.
+const CLASSES_535_288_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] = table::with_class_policy(
     table::with_class_params_sizes(
         CLASSES_550_163_01,
         &[
@@ -259,7 +265,10 @@ const CLASSES_535_288_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] =
             (0x00fd, 40),
             (0x50a0, 120),
         ],
-    );
+    ),
+    0x00de,
+    table::Policy::Bounce,
+);
 const ABSENT_535: [u32; 7] = [
     0x0000_0288,
     0x0000_0289,

@@ -31,7 +31,7 @@
 //! RM copies, whatever `paramsSize` says), and 0 where the control or class
 //! takes no params.
 //!
-//! Rows marked `TODO(issue 21)` are admitted although vgpu does not yet do
+//! Rows marked `TODO(table)` are admitted although vgpu does not yet do
 //! everything they need (a rewrite, a check or a charge): denying them would
 //! break a CUDA program or nvidia-smi. The docs say what each needs.
 
@@ -162,6 +162,11 @@ pub struct ClassRow {
     pub policy: Policy,
     /// Its group in the docs.
     pub family: Family,
+    /// The status a refused allocation of it gets (its policy
+    /// [`Policy::Denied`]): `NV_ERR_INVALID_CLASS`, as RM answers a class it
+    /// does not have, unless the row says RM answers otherwise where the
+    /// class is unavailable ([`unsupported`]).
+    pub refusal: u32,
 }
 
 /// One RM control command (`cmd` of RM_CONTROL).
@@ -204,11 +209,6 @@ pub enum ControlHandler {
     /// three), and whose implementation decides nothing on the caller's
     /// privilege (`docs/dispatch-table.md` argues each).
     Kernel,
-    /// REQUEST_DATA_POLL of RM_USER_SHARED_DATA: its mask read into a
-    /// kernel copy, refused with NV_ERR_INSUFFICIENT_PERMISSIONS if it asks
-    /// for per-process utilisation (`rusd::POLL_PROC_UTIL`, other tenants'
-    /// processes), else forwarded with the copy as its params.
-    PolledData,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
@@ -237,6 +237,18 @@ const fn cl(
         params_size,
         policy,
         family,
+        refusal: abi::status::NV_ERR_INVALID_CLASS,
+    }
+}
+
+/// A class row denied with `NV_ERR_NOT_SUPPORTED`: what RM itself answers
+/// where the class is not offered, so that userspace takes the path it
+/// takes on such a GPU.
+const fn unsupported(row: ClassRow) -> ClassRow {
+    ClassRow {
+        policy: Policy::Denied,
+        refusal: abi::status::NV_ERR_NOT_SUPPORTED,
+        ..row
     }
 }
 
@@ -289,35 +301,35 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
     cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory),
     cl(class::NV01_ROOT_CLIENT, "NV01_ROOT_CLIENT", 4, P::Rewritten, F::Client),
-    // TODO(issue 21): check that hParentClient is one of this container's clients and translate
+    // TODO(table): check that hParentClient is one of this container's clients and translate
     //   the fd; today forwarded unchecked.
     cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
     cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device),
-    // TODO(issue 21): the page shows the real VRAM size and free memory vgpu hides, i.e. other
-    //   tenants' use, and no ioctl passes when it is read: map a vgpu shadow page with the vGPU's
-    //   figures, or deny the class once libcuda is seen to tolerate it (nvproxy admits it for
-    //   compute, so CUDA allocates it).
-    cl(abi::rusd::CLASS, "RM_USER_SHARED_DATA", 8, P::Bounce, F::Perf),
-    // TODO(issue 21): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
+    // The page shows the GPU's total and free VRAM, i.e. other tenants' use, and from 590 their
+    //   per-process utilisation, with no ioctl when it is read: refused as RM refuses it on
+    //   vGPU guests and under CPU confidential computing (`docs/dispatch-table.md`). 535's
+    //   page has neither: admitted there (`nv::release`).
+    unsupported(cl(abi::rusd::CLASS, "RM_USER_SHARED_DATA", 8, P::Denied, F::Perf)),
+    // TODO(table): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
     //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
     cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
-    // TODO(issue 21): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
+    // TODO(table): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
     cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect),
     cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device),
     cl(0x2081, "NV2081_BINAPI", 4, P::Forward, F::Device),
     cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
     cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
     cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
-    // TODO(issue 21): charge page-table VRAM (not charged today).
+    // TODO(table): charge page-table VRAM (not charged today).
     cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
-    // TODO(issue 21): check that hAppClient is 0 or one of this container's clients; today
+    // TODO(table): check that hAppClient is 0 or one of this container's clients; today
     //   forwarded unchecked.
     cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging),
     cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),
-    // TODO(issue 21): charge its RM-internal VRAM (not charged today).
+    // TODO(table): charge its RM-internal VRAM (not charged today).
     cl(class::FERMI_CONTEXT_SHARE_A, "FERMI_CONTEXT_SHARE_A", 12, P::Forward, F::Fifo),
     cl(0x90e6, "GF100_SUBDEVICE_MASTER", 0, P::Forward, F::Device),
-    // TODO(issue 21): charge page-table VRAM (not charged today).
+    // TODO(table): charge page-table VRAM (not charged today).
     cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory),
     cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo),
     cl(class::TURING_USERMODE_A, "TURING_USERMODE_A", 0, P::Forward, F::Fifo),
@@ -356,54 +368,54 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(0x0000_0102, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Forward, F::Interconnect),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(0x0000_012b, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2", 8348, P::Forward, F::Interconnect),
     ct(0x0000_0136, "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS", 4, P::Forward, F::Interconnect),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
-    // TODO(issue 21): list only the container's GPUs, as CARD_INFO does.
+    // TODO(table): list only the container's GPUs, as CARD_INFO does.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Forward, F::Client),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
-    // TODO(issue 21): list only the container's GPUs.
+    // TODO(table): list only the container's GPUs.
     ct(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Forward, F::Client),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Forward, F::Client),
-    // TODO(issue 21): list only the container's GPUs.
+    // TODO(table): list only the container's GPUs.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Forward, F::Client),
-    // TODO(issue 21): check that every id is a GPU of the container's vGPUs; today forwarded
+    // TODO(table): check that every id is a GPU of the container's vGPUs; today forwarded
     //   unchecked.
     ct(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client),
-    // TODO(issue 21): check that every id is a GPU of the container's vGPUs.
+    // TODO(table): check that every id is a GPU of the container's vGPUs.
     ct(0x0000_0216, "NV0000_CTRL_CMD_GPU_DETACH_IDS", 128, P::Bounce, F::Client),
     ct(0x0000_021b, "NV0000_CTRL_CMD_GPU_GET_PCI_INFO", 12, P::Forward, F::Client),
-    // TODO(issue 21): answer only for the container's GPUs.
+    // TODO(table): answer only for the container's GPUs.
     ct(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Forward, F::Client),
     ct(0x0000_0279, "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE", 12, P::Forward, F::Client),
     ct(0x0000_027b, "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE", 4, P::Forward, F::Client),
-    // TODO(issue 21): list only the container's GPUs.
+    // TODO(table): list only the container's GPUs.
     ct(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Forward, F::Client),
-    // TODO(issue 21): check that the id is a GPU of the container's vGPUs.
+    // TODO(table): check that the id is a GPU of the container's vGPUs.
     ct(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client),
-    // TODO(issue 21): check that the id is a GPU of the container's vGPUs.
+    // TODO(table): check that the id is a GPU of the container's vGPUs.
     ct(0x0000_0290, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", 4, P::Bounce, F::Client),
     ct(0x0000_0a04, "NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO", 2244, P::Forward, F::Perf),
     ct(0x0000_0d01, "NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE", 12, P::Forward, F::Memory),
     ct(0x0000_0d04, "NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY", 12, P::Forward, F::Sharing),
-    // TODO(issue 21): translate the proxy fd to the real file; today a proxy fd fails in the
+    // TODO(table): translate the proxy fd to the real file; today a proxy fd fails in the
     //   driver.
     ct(0x0000_3d05, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD", 24, P::Bounce, F::Sharing),
-    // TODO(issue 21): translate the fd and refuse an export made by another container, charging
+    // TODO(table): translate the fd and refuse an export made by another container, charging
     //   imports as DUPs are.
     ct(0x0000_3d06, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD", 20, P::Bounce, F::Sharing),
-    // TODO(issue 21): translate the fd.
+    // TODO(table): translate the fd.
     ct(0x0000_3d08, "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO", 80, P::Bounce, F::Sharing),
-    // TODO(issue 21): translate the fd.
+    // TODO(table): translate the fd.
     ct(0x0000_3d0b, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD", 2128, P::Bounce, F::Sharing),
-    // TODO(issue 21): translate the fd and refuse another container's export, charging as DUPs
+    // TODO(table): translate the fd and refuse another container's export, charging as DUPs
     //   are.
     ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Bounce, F::Sharing),
     ct(ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, "NV0041_CTRL_CMD_GET_SURFACE_INFO", 16, P::Forward, F::Memory),
@@ -412,7 +424,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device),
     cth(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device, C::Kernel),
     cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
-    // TODO(issue 21): verify on hardware that it cannot change another tenant's TPC partition.
+    // TODO(table): verify on hardware that it cannot change another tenant's TPC partition.
     ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
     cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
     cth(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo, C::Kernel),
@@ -420,16 +432,16 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
     cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
-    cth(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Bounce, F::Perf, C::PolledData),
-    // TODO(issue 21): allow with NV_MEMORY_FABRIC.
+    ct(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Denied, F::Perf),
+    // TODO(table): allow with NV_MEMORY_FABRIC.
     ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
-    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0101, "NV00FD_CTRL_CMD_GET_INFO", 32, P::Denied, F::Interconnect),
-    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0102, "NV00FD_CTRL_CMD_ATTACH_MEM", 40, P::Denied, F::Interconnect),
-    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC, translating the fd.
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC, translating the fd.
     ct(0x00fd_0104, "NV00FD_CTRL_CMD_ATTACH_GPU", 16, P::Denied, F::Interconnect),
-    // TODO(issue 21): allow with NV_MEMORY_MULTICAST_FABRIC.
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0105, "NV00FD_CTRL_CMD_DETACH_MEM", 24, P::Denied, F::Interconnect),
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo, C::Kernel),
@@ -440,7 +452,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo),
     ct(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo),
     cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
-    // TODO(issue 21): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
+    // TODO(table): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
     //   one tenant cannot lock others out.
     ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
     ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
@@ -456,18 +468,18 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(ctrl::NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG", 260, P::Forward, F::GpuInfo),
     ct(0x2080_019f, "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO", 400, P::Forward, F::GpuInfo),
     ct(0x2080_01a3, "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO", 56, P::Forward, F::Interconnect),
-    // TODO(issue 21): check which GPU-wide notifiers (e.g. Xid of other channels) a tenant can
+    // TODO(table): check which GPU-wide notifiers (e.g. Xid of other channels) a tenant can
     //   arm.
     ct(0x2080_0301, "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION", 20, P::Forward, F::Event),
     ct(0x2080_0403, "NV2080_CTRL_CMD_TIMER_GET_TIME", 8, P::Forward, F::Perf),
     ct(0x2080_0406, "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO", 264, P::Forward, F::Perf),
     ct(0x2080_0407, "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ", 1, P::Forward, F::Perf),
-    // TODO(issue 21): admit only those opcodes (bounce and check the list).
+    // TODO(table): admit only those opcodes (bounce and check the list).
     ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::Schedule),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
-    // TODO(issue 21): refuse WFI compute preemption, which would let a long kernel outlast the
+    // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
     //   vGPU's window.
     ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
     ct(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine),
@@ -479,7 +491,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory, C::FbInfo),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory, C::FbInfo),
-    // TODO(issue 21): rewrite the regions to the ceiling.
+    // TODO(table): rewrite the regions to the ceiling.
     ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
     ct(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory),
     ct(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory),
@@ -491,15 +503,15 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x2080_1823, "NV2080_CTRL_CMD_BUS_GET_INFO_V2", 420, P::Forward, F::Interconnect),
     ct(0x2080_182a, "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS", 112, P::Forward, F::Interconnect),
     ct(0x2080_182b, "NV2080_CTRL_CMD_BUS_GET_C2C_INFO", 28, P::Forward, F::Interconnect),
-    // TODO(issue 21): confirm on hardware that boost requests are per client and cleared at its
+    // TODO(table): confirm on hardware that boost requests are per client and cleared at its
     //   exit.
     ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
     ct(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf),
-    // TODO(issue 21): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
+    // TODO(table): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
     ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
     ct(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging),
     ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),
-    // TODO(issue 21): refuse or serve it: while any tenant holds it, hangs of other tenants'
+    // TODO(table): refuse or serve it: while any tenant holds it, hangs of other tenants'
     //   channels are not caught by the watchdog.
     ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Forward, F::Debugging),
     ct(0x2080_2a03, "NV2080_CTRL_CMD_CE_GET_CAPS_V2", 8, P::Forward, F::Engine),
@@ -685,6 +697,27 @@ macro_rules! sized_rows {
 
 sized_rows!(with_params_sizes, ControlRow, cmd);
 sized_rows!(with_class_params_sizes, ClassRow, class);
+
+/// `rows` with class `c` given `policy` (and the refusal of a class RM
+/// does not have).
+pub const fn with_class_policy<const N: usize>(
+    mut rows: [ClassRow; N],
+    c: u32,
+    policy: Policy,
+) -> [ClassRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].class == c {
+            rows[i].policy = policy;
+            rows[i].refusal = abi::status::NV_ERR_INVALID_CLASS;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "with_class_policy: the class is not in the table");
+    rows
+}
 
 /// `rows` with escape `e`'s size check `size`.
 pub const fn with_escape_size<const N: usize>(

@@ -13,7 +13,7 @@ use super::ctx::{CtlFile, Ctx};
 use crate::deny;
 use crate::kapi::pid::{current_comm, ProcessPid};
 use crate::kapi::{rmops::RmOps, user};
-use crate::nv::abi::{self, class, ctrl, rusd, status::*, Wire};
+use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::Policy;
 use crate::objects::{Held, Kind, Obj, Reservation};
@@ -98,13 +98,12 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     let policy = row.map(|r| r.policy);
     // Default deny: a class the table does not admit is refused the way RM
     // refuses a class it does not have (`rs_server.c:4149` at 595.45.04),
-    // before anything reaches the driver.
+    // or as its row says RM refuses it where it is not offered, before
+    // anything reaches the driver.
     if !deny::admits(deny::Family::Class, h.h_class, policy) {
         cx.file.count_denied();
-        return answer(addr, blk, h.h_new, NV_ERR_INVALID_CLASS);
-    }
-    if h.h_class == rusd::CLASS && h.pparams != 0 {
-        return polled_data(cx, blk, &h, row.map_or(0, |r| r.params_size as usize));
+        let status = row.map_or(NV_ERR_INVALID_CLASS, |r| r.refusal);
+        return answer(addr, blk, h.h_new, status);
     }
     let result = match policy {
         Some(Policy::Rewritten) => return client(cx, blk, h.h_new),
@@ -116,37 +115,6 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
         Err(Fail::Rm(st)) => answer(addr, blk, h.h_new, st),
         Err(Fail::Os(e)) => Err(e),
     }
-}
-
-/// RM_USER_SHARED_DATA with params: its `polledDataMask` (the class's
-/// `size` bytes: 8, or 4 reserved ones before 550) read into a kernel copy;
-/// a mask that asks for per-process utilisation (`rusd::POLL_PROC_UTIL`:
-/// every tenant's processes and their use, kept current in the page) is
-/// refused with NV_ERR_INSUFFICIENT_PERMISSIONS, anything else forwarded
-/// with the copy as its params, from a bounce slot with the block, so no
-/// other thread can set the bit once checked.
-fn polled_data(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize) -> Result<isize> {
-    let addr = cx.call.addr;
-    let mut p = [0u8; 8];
-    let Some(params) = p.get_mut(..size) else {
-        return answer(addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
-    };
-    if user::read(h.pparams, params).is_err() {
-        // `os_memcpy_from_user` (`os-interface.c:522-529`).
-        return answer(addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
-    }
-    if u64::from_ne_bytes(p) & rusd::POLL_PROC_UTIL != 0 {
-        cx.file.count_denied();
-        return answer(addr, blk, h.h_new, NV_ERR_INSUFFICIENT_PERMISSIONS);
-    }
-    let (at, status_at) = (
-        alloc_field(blk, "p_alloc_parms"),
-        alloc_field(blk, "status"),
-    );
-    let params = p.get_mut(..size).ok_or(EINVAL)?;
-    cx.call.forward_block_with(cx.real, blk, at, params, |b| {
-        abi::read_field::<u32>(b, status_at) == NV_OK
-    })
 }
 
 /// A client: forwarded (the driver binds it to this file's real ctl file),

@@ -16,7 +16,7 @@ use crate::deny;
 use crate::host::Host;
 use crate::kapi::{rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
-use crate::nv::abi::{self, ctrl, rusd, status::*, Wire};
+use crate::nv::abi::{self, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::{self, ControlHandler, ControlRow};
 use crate::objects::Kind;
@@ -33,29 +33,6 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     match row.map(|r| (r, r.handler)) {
         Some((r, ControlHandler::Schedule)) => {
             a.status = status::status(schedule(cx, &a, r))?;
-            user::write(addr, &a.to_bytes())?;
-            return Ok(0);
-        }
-        Some((_, ControlHandler::PolledData)) => {
-            let mut p = [0u8; 8];
-            match control_params(&a, &mut p) {
-                Err(st) => a.status = st,
-                Ok(()) if u64::from_ne_bytes(p) & rusd::POLL_PROC_UTIL != 0 => {
-                    // Other tenants' processes and their use: never
-                    // asked of the driver.
-                    cx.file.count_denied();
-                    a.status = NV_ERR_INSUFFICIENT_PERMISSIONS;
-                }
-                Ok(()) => {
-                    const PARAMS: usize = abi::field_offset(abi::Nvos54::FIELDS, "params");
-                    return forwarded(cx.host, cx.file, || {
-                        cx.call
-                            .forward_block_with(cx.real, &mut blk, PARAMS, &mut p, |b| {
-                                abi::Nvos54::decode(b).status == NV_OK
-                            })
-                    });
-                }
-            }
             user::write(addr, &a.to_bytes())?;
             return Ok(0);
         }

@@ -60,12 +60,8 @@ pub const TESTS: &[Test] = &[
         run: an_exited_process_leaves_every_view,
     },
     Test {
-        name: "per_process_utilisation_polling_refused",
-        run: per_process_utilisation_polling_refused,
-    },
-    Test {
-        name: "racing_poll_mask_never_reaches_the_driver",
-        run: racing_poll_mask_never_reaches_the_driver,
+        name: "shared_data_page_refused_as_unsupported",
+        run: shared_data_page_refused_as_unsupported,
     },
     Test {
         name: "teardown",
@@ -629,18 +625,20 @@ fn rusd_polled() -> Result<u64, String> {
         .map_err(|e| format!("{RUSD_POLLED}: {t:?}: {e}"))
 }
 
-/// RUSD (`RM_USER_SHARED_DATA`) with `NV00DE_RUSD_POLL_PROC_UTIL` (0x80) in
-/// its `polledDataMask` would keep every tenant's per-process utilisation,
-/// with their PIDs, current in the container's page: vgpu refuses the bit
-/// at allocation and in REQUEST_DATA_POLL (NV_ERR_INSUFFICIENT_PERMISSIONS,
-/// counted in `calls_denied`), and the driver never sees it; other bits
-/// pass. A release without REQUEST_DATA_POLL (535) refuses it as any
-/// number its table lacks.
-fn per_process_utilisation_polling_refused() -> Outcome {
+/// RUSD (`RM_USER_SHARED_DATA`) maps a page RM keeps current with the
+/// GPU's total and free VRAM (other tenants' use) and, from 590, every
+/// polling tenant's per-process utilisation: from 550 on a container's
+/// allocation is refused with NV_ERR_NOT_SUPPORTED, as RM refuses it on a
+/// vGPU guest, whatever its mask, and counted in `calls_denied`;
+/// REQUEST_DATA_POLL is refused too, and the driver never sees a
+/// container's RUSD. On 535, whose page has no VRAM figure and no process,
+/// the allocation passes. The host, on the double directly, allocates one
+/// with PROC_UTIL: the refusal is vgpu's, not the double's.
+fn shared_data_page_refused_as_unsupported() -> Outcome {
     use nvclient::abi::rusd;
-    let poll = nvclient::speaks()
-        .control_row(rusd::REQUEST_DATA_POLL)
-        .is_some();
+    let admitted = nvclient::speaks()
+        .class_row(rusd::CLASS)
+        .is_some_and(|r| r.policy.admits());
     let (cg, vgpu, _) = CONTAINERS[0];
     set(RUSD_POLLED, "0")?;
     let denied0: u64 = read_file(&vgpu_file(vgpu, "calls_denied"))?
@@ -648,121 +646,61 @@ fn per_process_utilisation_polling_refused() -> Outcome {
         .map_err(|e| format!("{e}"))?;
     as_container(cg, move || {
         let s = Session::vgpu(vgpu)?;
-        let mut mask = (rusd::POLL_PROC_UTIL | 0x4).to_ne_bytes();
+        for m in [0u64, 0x4, rusd::POLL_PROC_UTIL | 0x4] {
+            let mut mask = m.to_ne_bytes();
+            let r = s
+                .ctl
+                .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask);
+            match (admitted, r) {
+                (false, Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED))) | (true, Ok(_)) => {
+                }
+                (_, r) => return Err(format!("RUSD with mask {m:#x}: {r:?}")),
+            }
+        }
+        // No RUSD to poll: the request goes to the subdevice, and is
+        // refused before the driver sees it whatever the release.
+        let mut p = (rusd::POLL_PROC_UTIL).to_ne_bytes();
         let r = s
             .ctl
-            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask);
+            .control(s.client, s.subdevice, rusd::REQUEST_DATA_POLL, &mut p);
         ensure!(
-            r == Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)),
-            "RUSD with PROC_UTIL: {r:?}"
+            r == Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED)),
+            "REQUEST_DATA_POLL: {r:?}"
         );
-        let mut mask = 0x4u64.to_ne_bytes();
-        let h = s
-            .ctl
-            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut mask)
-            .map_err(|e| format!("RUSD polling memory: {e:?}"))?;
-        let mut p = (rusd::POLL_PROC_UTIL).to_ne_bytes();
-        let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
-        let want = if poll {
-            status::NV_ERR_INSUFFICIENT_PERMISSIONS
-        } else {
-            status::NV_ERR_NOT_SUPPORTED
-        };
-        ensure!(
-            r == Err(nvclient::Error::Rm(want)),
-            "REQUEST_DATA_POLL of PROC_UTIL: {r:?}"
-        );
-        let mut p = 0x8u64.to_ne_bytes();
-        let r = s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, &mut p);
-        if poll {
-            r.map_err(|e| format!("REQUEST_DATA_POLL of POWER: {e:?}"))?;
-        } else {
-            ensure!(
-                r == Err(nvclient::Error::Rm(status::NV_ERR_NOT_SUPPORTED)),
-                "REQUEST_DATA_POLL, which this release lacks: {r:?}"
-            );
-        }
         Ok(())
     })
-    .map_err(|e| format!("RUSD polling was not checked: {e}"))?;
+    .map_err(|e| format!("RUSD was not refused: {e}"))?;
     let seen = rusd_polled()?;
-    let (want_seen, want_denied) = if poll { (0xc, 2) } else { (0x4, 3) };
+    // 535's params are 4 reserved bytes, which the double records.
+    let want_seen = if admitted {
+        rusd::POLL_PROC_UTIL | 0x4
+    } else {
+        0
+    };
     ensure!(
         seen == want_seen,
-        "the driver was given the masks {seen:#x}, want {want_seen:#x} (never 0x80)"
+        "the driver was given the masks {seen:#x}, want {want_seen:#x}"
     );
     let denied: u64 = read_file(&vgpu_file(vgpu, "calls_denied"))?
         .parse()
         .map_err(|e| format!("{e}"))?;
+    let want_denied = if admitted { 1 } else { 4 };
     ensure!(
         denied == denied0 + want_denied,
         "calls_denied {denied0} -> {denied}, want {want_denied} more"
     );
-    Ok(())
-}
-
-/// While another thread flips the mask in the caller's memory between an
-/// allowed one (0x4) and one with PROC_UTIL (0x84), REQUEST_DATA_POLL and
-/// RUSD allocations go on: the driver reads vgpu's checked copy, so it is
-/// never given 0x80, and some calls pass, some are refused. (Allocations
-/// only on a release without REQUEST_DATA_POLL.)
-fn racing_poll_mask_never_reaches_the_driver() -> Outcome {
-    use nvclient::abi::rusd;
-    let poll = nvclient::speaks()
-        .control_row(rusd::REQUEST_DATA_POLL)
-        .is_some();
-    let (cg, vgpu, _) = CONTAINERS[0];
-    set(RUSD_POLLED, "0")?;
-    as_container(cg, move || {
-        let s = Session::vgpu(vgpu)?;
-        let mut first = 0x4u64.to_ne_bytes();
-        let h = s
-            .ctl
-            .alloc(s.client, s.subdevice, 0, rusd::CLASS, &mut first)
-            .map_err(|e| format!("RUSD: {e:?}"))?;
-        let word = Box::into_raw(Box::new(0x4u64)) as usize;
-        let mut flip = false;
-        let flipper = move || {
-            flip = !flip;
-            // SAFETY: the word is leaked, so it outlives the racer;
-            // racing writes are the point.
-            unsafe { (word as *mut u64).write_volatile(if flip { 0x84 } else { 0x4 }) };
-        };
-        let (mut passed, mut refused) = (0u32, 0u32);
-        crate::sys::while_racing(flipper, |race| {
-            for k in 0..200 {
-                // SAFETY: the leaked word, 8 bytes, read by the driver
-                // (and written by the racer) while the call runs.
-                let p = unsafe { std::slice::from_raw_parts_mut(word as *mut u8, 8) };
-                let r = race.call(|| {
-                    if k % 4 == 0 || !poll {
-                        s.ctl
-                            .alloc(s.client, s.subdevice, 0, rusd::CLASS, p)
-                            .map(|_| ())
-                    } else {
-                        s.ctl.control(s.client, h, rusd::REQUEST_DATA_POLL, p)
-                    }
-                });
-                match r {
-                    Ok(()) => passed += 1,
-                    Err(nvclient::Error::Rm(status::NV_ERR_INSUFFICIENT_PERMISSIONS)) => {
-                        refused += 1
-                    }
-                    Err(e) => return Err(format!("call {k}: {e:?}")),
-                }
-            }
-            Ok(())
-        })?;
-        println!("# processes: racing masks: {passed} calls passed, {refused} refused");
-        ensure!(passed > 0 && refused > 0, "the flips never reached a call");
-        Ok(())
-    })
-    .map_err(|e| format!("the racing calls failed: {e}"))?;
-    let seen = rusd_polled()?;
-    ensure!(
-        seen & 0x80 == 0,
-        "the driver was given PROC_UTIL (masks {seen:#x})"
-    );
+    if !admitted {
+        let host = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
+        let mut mask = (rusd::POLL_PROC_UTIL | 0x4).to_ne_bytes();
+        host.ctl
+            .alloc(host.client, host.subdevice, 0, rusd::CLASS, &mut mask)
+            .map_err(|e| format!("the host's RUSD: {e:?}"))?;
+        let seen = rusd_polled()?;
+        ensure!(
+            seen == rusd::POLL_PROC_UTIL | 0x4,
+            "the double was given {seen:#x} by the host"
+        );
+    }
     Ok(())
 }
 

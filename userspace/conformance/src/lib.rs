@@ -1345,7 +1345,7 @@ fn constants(t: &mut Table, rel: &release::Release) {
     // RM_USER_SHARED_DATA and REQUEST_DATA_POLL are checked as the table's
     // rows (which name them by `abi::rusd`).
     // The per-process utilisation bit exists from 590 on (`cl00de.h`);
-    // vgpu refuses the bit on every release.
+    // vgpu refuses the class from 550 on, and the double records the bit.
     let major: u32 = rel
         .name
         .split('.')

@@ -91,6 +91,33 @@ fn every_control_is_addressed_to_a_known_class_or_interface() {
     }
 }
 
+/// RM_USER_SHARED_DATA is refused as RM refuses it where it is not offered
+/// (NV_ERR_NOT_SUPPORTED) from 550 on, whose page shows VRAM figures, and
+/// admitted on 535, whose page has none; every other denied class is
+/// refused as a class RM does not have.
+#[test]
+fn shared_data_is_refused_as_unsupported_from_550() {
+    use vgpu_logic::nv::abi::{rusd, status};
+    for rel in vgpu_logic::nv::release::RELEASES.iter() {
+        let r = rel.class_row(rusd::CLASS).expect("every release has RUSD");
+        if rel.name.starts_with("535.") {
+            assert_eq!(r.policy, Policy::Bounce, "{}", rel.name);
+        } else {
+            assert_eq!(r.policy, Policy::Denied, "{}", rel.name);
+            assert_eq!(r.refusal, status::NV_ERR_NOT_SUPPORTED, "{}", rel.name);
+        }
+        for c in rel.classes.iter().filter(|c| c.class != rusd::CLASS) {
+            assert_eq!(
+                c.refusal,
+                status::NV_ERR_INVALID_CLASS,
+                "{}: {}",
+                rel.name,
+                c.name
+            );
+        }
+    }
+}
+
 #[test]
 fn controls_of_denied_classes_are_denied() {
     for r in CONTROLS {
@@ -458,8 +485,6 @@ fn control_handlers_match_the_policies() {
             }
             // Answered by vgpu, never forwarded.
             ControlHandler::Processes => assert_eq!(r.policy, Policy::Served, "{}", r.name),
-            // Checked on a copy, forwarded from it.
-            ControlHandler::PolledData => assert_eq!(r.policy, Policy::Bounce, "{}", r.name),
             // MAKE_REALTIME is the one denied row with a handler: the
             // scheduling handler refuses it with its own status.
             _ => assert!(
@@ -730,7 +755,8 @@ fn subsequence<T, K: PartialEq + std::fmt::Debug>(rel: &[T], base: &[T], key: im
 fn every_release_table_is_the_base_table_with_its_sizes() {
     // A release's tables have the rows of 595.45.04's that the release
     // has, in the same order (lookups are binary searches), with the same
-    // decisions: only sizes and layouts differ. The newest comes first and
+    // decisions but one (RUSD, admitted on 535): only sizes and layouts
+    // differ. The newest comes first and
     // is the base; names are unique.
     use vgpu_logic::nv::release::{find, RELEASES};
     use vgpu_logic::nv::table::{CLASSES, ESCAPES, UVM};
@@ -742,7 +768,12 @@ fn every_release_table_is_the_base_table_with_its_sizes() {
     for (i, r) in RELEASES.iter().enumerate() {
         assert_eq!(find(r.name.as_bytes()), Some(i), "{}", r.name);
         subsequence(r.controls, CONTROLS, |c| (c.name, c.policy, c.handler));
-        subsequence(r.classes, CLASSES, |c| (c.name, c.policy, c.family));
+        // One decision differs by release, and is checked on its own
+        // (`shared_data_is_refused_as_unsupported_from_550`): RUSD.
+        subsequence(r.classes, CLASSES, |c| {
+            let policy = (c.class != vgpu_logic::nv::abi::rusd::CLASS).then_some(c.policy);
+            (c.name, policy, c.family)
+        });
         subsequence(r.escapes, ESCAPES, |e| {
             (e.escape, e.nodes, e.policy, e.handler)
         });
