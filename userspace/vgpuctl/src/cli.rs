@@ -84,6 +84,11 @@ pub enum Command {
     /// input (create-runtime, sized by its VGPU_MEMORY and VGPU_COMPUTE),
     /// or free it (poststop).
     Hook(HookArgs),
+    /// Check that the loaded NVIDIA driver is one vgpu can load against:
+    /// NVIDIA's open kernel modules. Run by modprobe before vgpu (the
+    /// modprobe.d file's `install` line), so that a proprietary driver gets
+    /// this message instead of the loader's symbol error.
+    CheckDriver,
 }
 
 /// Compute scheduling policies of the module (per physical GPU).

@@ -73,6 +73,7 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::Cdi(a) => cdi_cmd(cli, s, a),
         Command::Exporter(a) => exporter_cmd(cli, s, a),
         Command::Hook(a) => hook_cmd(cli, s, a),
+        Command::CheckDriver => check_driver(cli),
     }
 }
 
@@ -941,6 +942,46 @@ fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
     Ok(Output {
         human: format!("{msg}\n"),
         json: json!({ "vgpu": a.id, "container": state.id, "stage": a.stage.oci_name(), "result": msg }),
+        warnings: Vec::new(),
+    })
+}
+
+/// `check-driver`: whether the loaded `nvidia` module is NVIDIA's open
+/// kernel module. vgpu is a GPL module that calls the driver's
+/// `nvidia_get_rm_ops`; the kernel refuses to let a module that uses
+/// GPL-only symbols link against a proprietary one ("module using
+/// GPL-only symbols uses symbols nvidia_get_rm_ops from proprietary module
+/// nvidia", `kernel/module/main.c`, `inherit_taint`), and the proprietary
+/// driver taints the kernel with P, which `/sys/module/nvidia/taint` shows.
+/// No `nvidia` module loaded: nothing to check (vgpu's own load then says
+/// what is missing).
+fn check_driver(cli: &Cli) -> Result<Output> {
+    let module = cli.sysfs_root.join("module/nvidia");
+    let read = |name: &str| {
+        std::fs::read_to_string(module.join(name))
+            .ok()
+            .map(|v| v.trim().to_string())
+    };
+    let version = read("version").unwrap_or_else(|| "of unknown version".into());
+    let (human, open) = match read("taint") {
+        None if !module.exists() => ("nvidia: not loaded; nothing to check\n".to_string(), None),
+        Some(t) if t.contains('P') => {
+            return Err(Error::Driver(format!(
+                "the loaded NVIDIA driver (nvidia {version}) is NVIDIA's proprietary kernel \
+                 module; vgpu needs NVIDIA's open kernel modules (the \"open\" flavour, e.g. \
+                 Debian's nvidia-open-kernel-dkms; Turing and newer GPUs), because the kernel \
+                 does not let a GPL module use a proprietary module's symbols. See \
+                 docs/operators.md, \"The NVIDIA driver\"."
+            )))
+        }
+        _ => (
+            format!("nvidia {version}: an open kernel module; vgpu can load against it\n"),
+            Some(true),
+        ),
+    };
+    Ok(Output {
+        human,
+        json: json!({ "nvidia_loaded": open.is_some(), "open": open, "version": version }),
         warnings: Vec::new(),
     })
 }

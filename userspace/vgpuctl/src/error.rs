@@ -25,6 +25,8 @@ pub mod exit {
     pub const IN_USE: i32 = 7;
     /// `hook`: the container asks for more than the admin set for the vGPU.
     pub const OVER_BOUND: i32 = 8;
+    /// `check-driver`: the loaded NVIDIA driver is one vgpu cannot use.
+    pub const DRIVER: i32 = 9;
 }
 
 /// Everything that can go wrong in a `vgpuctl` command.
@@ -67,6 +69,8 @@ pub enum Error {
     InUse(String),
     /// A container's request is over the admin's bound; the text says which.
     OverBound(String),
+    /// The loaded NVIDIA driver is one vgpu cannot use; the text says why.
+    Driver(String),
     /// A step failed and rolling it back failed too.
     RollbackFailed {
         /// The step's error.
@@ -105,6 +109,7 @@ impl Error {
             Error::NoFit(_) => exit::NO_FIT,
             Error::InUse(_) => exit::IN_USE,
             Error::OverBound(_) => exit::OVER_BOUND,
+            Error::Driver(_) => exit::DRIVER,
             Error::Kernel { source, .. } => match source.raw_os_error() {
                 Some(libc::EPERM | libc::EACCES) => exit::NOT_ROOT,
                 Some(libc::ENOENT) => exit::NOT_FOUND,
@@ -153,6 +158,7 @@ impl fmt::Display for Error {
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Unexpected(s) => write!(f, "{s}"),
             Error::NoFit(s) => write!(f, "does not fit: {s}"),
+            Error::Driver(s) => write!(f, "{s}"),
             Error::Unsupported(s) => write!(f, "not supported by this vgpu module: {s}"),
             Error::Refused(s) | Error::InUse(s) | Error::OverBound(s) => {
                 write!(f, "refused: {s}")

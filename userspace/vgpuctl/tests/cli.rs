@@ -1241,3 +1241,41 @@ fn processes_in_show() {
     assert_ne!(r.code, 0);
     assert!(r.err.contains("vgpu0/processes"), "{}", r.err);
 }
+
+/// `check-driver` (run by modprobe before vgpu): NVIDIA's proprietary
+/// module is refused with the requirement named, the open one passes, and
+/// no nvidia module at all is left to vgpu's own load to report. The
+/// taint and version files are what the kernel shows for each (`PO` for
+/// the proprietary 550.163.01 module, `O` for the open one, measured in
+/// the test VM).
+#[test]
+fn check_driver_names_the_open_modules() {
+    const DRIVER: i32 = 9;
+    let f = Fake::unloaded();
+    let module = f.sys().join("module/nvidia");
+    let r = f.ok(&["check-driver"]);
+    assert_eq!(r.out, "nvidia: not loaded; nothing to check\n");
+
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(module.join("version"), "550.163.01\n").unwrap();
+    std::fs::write(module.join("taint"), "PO\n").unwrap();
+    let r = f.run(&["check-driver"]);
+    assert_eq!(r.code, DRIVER, "{}{}", r.out, r.err);
+    for want in [
+        "nvidia 550.163.01",
+        "proprietary",
+        "vgpu needs NVIDIA's open kernel modules",
+        "docs/operators.md",
+    ] {
+        assert!(r.err.contains(want), "{want:?} not in {}", r.err);
+    }
+
+    std::fs::write(module.join("taint"), "O\n").unwrap();
+    let r = f.ok(&["check-driver"]);
+    assert_eq!(
+        r.out,
+        "nvidia 550.163.01: an open kernel module; vgpu can load against it\n"
+    );
+    let j = f.ok(&["--json", "check-driver"]).json();
+    assert_eq!(j["open"], json!(true));
+}
