@@ -453,6 +453,9 @@ pub mod status {
     pub const NV_ERR_INSUFFICIENT_RESOURCES: u32 = 0x1A;
     /// The caller may not do this (e.g. no GPU fd for a device alloc).
     pub const NV_ERR_INSUFFICIENT_PERMISSIONS: u32 = 0x1B;
+    /// A handle already in use, e.g. a client handle asked for twice
+    /// (`nvstatuscodes.h:54` at 550.163.01).
+    pub const NV_ERR_INSERT_DUPLICATE_NAME: u32 = 0x19;
     /// Bad address (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_ADDRESS: u32 = 0x1E;
     /// Bad argument.
@@ -531,6 +534,7 @@ pub mod status {
             NV_ERR_IN_USE => "NV_ERR_IN_USE",
             NV_ERR_INSUFFICIENT_RESOURCES => "NV_ERR_INSUFFICIENT_RESOURCES",
             NV_ERR_INSUFFICIENT_PERMISSIONS => "NV_ERR_INSUFFICIENT_PERMISSIONS",
+            NV_ERR_INSERT_DUPLICATE_NAME => "NV_ERR_INSERT_DUPLICATE_NAME",
             NV_ERR_INVALID_ADDRESS => "NV_ERR_INVALID_ADDRESS",
             NV_ERR_INVALID_ARGUMENT => "NV_ERR_INVALID_ARGUMENT",
             NV_ERR_INVALID_CHANNEL => "NV_ERR_INVALID_CHANNEL",
