@@ -1384,6 +1384,7 @@ impl Driver {
             )
         };
         match (cmd, kind) {
+            (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, None) => build_version_v2(cmd, p),
             (ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, None) => {
                 let mut q: abi::GpuGetIdInfoV2Params = parse_params(p)?;
                 let i = (0..self.gpus.len() as u32)
@@ -1945,6 +1946,116 @@ fn fill_info_list(
         e.encode(chunk);
     }
     space.write(ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)
+}
+
+/// The build constants of each release the double can claim: its
+/// `NV_BUILD_BRANCH`, `NV_BUILD_BRANCH_VERSION` (also its `NV_BUILD_NAME`)
+/// and `NV_BUILD_CHANGELIST_NUM` (also `NV_LAST_OFFICIAL_CHANGELIST_NUM`),
+/// Linux values of `src/common/inc/nvBldVer.h:38-50` at each tag. The
+/// changelist is the official build's (550.163.01's real driver answered
+/// 0x101 with "rel/gpu_drv/r550/r553_74-609" and 35802577).
+const BUILDS: [(&str, &str, &str, u32); 7] = [
+    (
+        "595.45.04",
+        "r595_59",
+        "rel/gpu_drv/r595/r595_59-167",
+        37420354,
+    ),
+    (
+        "590.48.01",
+        "r591_47",
+        "rel/gpu_drv/r590/r591_47-174",
+        37007394,
+    ),
+    (
+        "580.142",
+        "r580_00",
+        "rel/gpu_drv/r580/r580_00-480",
+        37438274,
+    ),
+    (
+        "580.105.08",
+        "r581_66",
+        "rel/gpu_drv/r580/r581_66-314",
+        36773567,
+    ),
+    (
+        "570.211.01",
+        "r573_96",
+        "rel/gpu_drv/r570/r573_96-1",
+        36945344,
+    ),
+    (
+        "550.163.01",
+        "r553_74",
+        "rel/gpu_drv/r550/r553_74-609",
+        35802577,
+    ),
+    (
+        "535.288.01",
+        "r539_62",
+        "rel/gpu_drv/r535/r539_62-1069",
+        36903621,
+    ),
+];
+
+/// NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2 as RM answers it at the
+/// claimed release (`cliresCtrlCmdSystemGetBuildVersionV2_IMPL`,
+/// `src/nvidia/src/kernel/rmapi/client_resource.c:833-859` at 595.45.04,
+/// `:834-857` at 550.163.01): each string and its NUL copied into its
+/// 256-byte buffer (the rest of the buffer left as the caller sent it),
+/// then the two changelist numbers. The buffers are `driverVersionBuffer`,
+/// `versionBuffer`, `driverBranch` (from 560 only: 776 bytes without it,
+/// `ctrl0000system.h:2266-2272` at 550.163.01) and `titleBuffer`
+/// (`ctrl0000system.h:2352-2359` at 595.45.04). GUESS: the title is
+/// `NV_DISPLAY_DRIVER_TITLE` as the header composes it for an official
+/// build ("Official BRANCH NAME AUTHOR", `nvBldVer.h:71`), with the
+/// header's default author; NVIDIA's build may set another. A release
+/// without a [`BUILDS`] entry (560.35.05, which the double claims only for
+/// vgpu to refuse) gets its version string and empty build strings.
+fn build_version_v2(cmd: u32, p: &mut [u8]) -> RmResult {
+    /// Writes `parts` joined by spaces, and a NUL, at `p[at..]`.
+    fn put(p: &mut [u8], mut at: usize, parts: &[&str]) -> RmResult {
+        for (i, s) in parts.iter().enumerate() {
+            if i > 0 {
+                *p.get_mut(at).ok_or(NV_ERR_INVALID_STATE)? = b' ';
+                at += 1;
+            }
+            p.get_mut(at..at + s.len())
+                .ok_or(NV_ERR_INVALID_STATE)?
+                .copy_from_slice(s.as_bytes());
+            at += s.len();
+        }
+        *p.get_mut(at).ok_or(NV_ERR_INVALID_STATE)? = 0;
+        Ok(())
+    }
+    const LEN: usize = 256;
+    if p.len() != crate::abi().params_size(cmd).unwrap_or(4 * LEN + 8) {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    let version = release();
+    let build = BUILDS.iter().find(|b| b.0 == version);
+    let (branch, name, cl) = build.map_or(("", "", 0), |b| (b.1, b.2, b.3));
+    let title = ["Official", branch, name, "unknown"];
+    let title: &[&str] = if build.is_some() { &title } else { &[] };
+    let (v, nm, br) = ([version], [name], [branch]);
+    let with_branch = p.len() == 4 * LEN + 8;
+    let fields: [&[&str]; 4] = if with_branch {
+        [&v, &nm, &br, title]
+    } else {
+        [&v, &nm, title, &[]]
+    };
+    let count = if with_branch { 4 } else { 3 };
+    for (k, parts) in fields.iter().take(count).enumerate() {
+        put(p, k * LEN, parts)?;
+    }
+    for k in 0..2 {
+        let at = count * LEN + 4 * k;
+        p.get_mut(at..at + 4)
+            .ok_or(NV_ERR_INVALID_STATE)?
+            .copy_from_slice(&cl.to_ne_bytes());
+    }
+    Ok(())
 }
 
 /// As [`parse_params`], for a control whose params size is the claimed

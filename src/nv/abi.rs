@@ -762,6 +762,11 @@ pub mod ctrl {
     /// `NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION` on a client
     /// (`ctrl/ctrl0000/ctrl0000system.h`).
     pub const NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: u32 = 0x101;
+    /// `NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2` on a client: the
+    /// driver's version strings inline, 256 bytes each, then two
+    /// changelist numbers (`ctrl/ctrl0000/ctrl0000system.h`; from 560 a
+    /// `driverBranch` string after `versionBuffer`).
+    pub const NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2: u32 = 0x13e;
     /// `NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS` on a client: 32 gpu ids,
     /// unused slots `0xffffffff` (`ctrl/ctrl0000/ctrl0000gpu.h`);
     /// params [`super::GpuGetAttachedIdsParams`].

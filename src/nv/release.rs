@@ -222,6 +222,9 @@ const CLASSES_550_163_01: [ClassRow; CLASS_ROWS.len() - BLACKWELL.len()] =
     );
 const SIZES_550: &[(u32, u32)] = &[
     (0x0000_0102, 104),
+    // SYSTEM_GET_BUILD_VERSION_V2: no `driverBranch` string (it came in
+    // 560; `ctrl0000system.h:2266-2272` at 550.163.01).
+    (0x0000_013e, 776),
     (0x0080_0289, 4),
     (0x0080_0292, 700),
     (0x2080_012f, 1024),

@@ -20,8 +20,9 @@
 //! its unsupported 595.71.05 inherits unchanged), plus the few that vgpu
 //! already decides itself although nvproxy leaves them out (FB_GET_INFO V1,
 //! SET_INTERLEAVE_LEVEL, and, as explicit denials, MAKE_REALTIME,
-//! FB_GET_FB_REGION_INFO and SET_COMPUTE_POLICY_CONFIG). A number absent
-//! from the table is refused. Every row's number, and its params size where
+//! FB_GET_FB_REGION_INFO and SET_COMPUTE_POLICY_CONFIG), and
+//! SYSTEM_GET_BUILD_VERSION_V2, which the real driver answers any client.
+//! A number absent from the table is refused. Every row's number, and its params size where
 //! it has params, is checked against NVIDIA's headers at 595.45.04 by the
 //! conformance check (`userspace/conformance`); every admitted row is argued
 //! in `docs/dispatch-table.md`, which also cites the sources of each row.
@@ -365,7 +366,7 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 /// [`CONTROLS`] as an array, so that a release's table can be a patched
 /// copy of it (`nv::release`).
 #[rustfmt::skip]
-pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
+pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(0x0000_0102, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     // TODO(table): answer only for the container's GPUs.
@@ -375,6 +376,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 142] = [
     ct(0x0000_0136, "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS", 4, P::Forward, F::Interconnect),
     // TODO(table): answer only for the container's GPUs.
     ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2", 1032, P::Forward, F::Client),
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
     // TODO(table): list only the container's GPUs, as CARD_INFO does.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Forward, F::Client),
