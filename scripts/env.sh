@@ -12,3 +12,12 @@ export RUST_LIB_SRC=/usr/src/rustc-1.95.0/library
 export PATH="$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH"
 # Where built kernels are cached, keyed by the hash of their inputs.
 export VGPU_CACHE="${VGPU_CACHE:-$HOME/.cache/vgpu}"
+
+# The Debian mirror the host's apt uses (first URI of the main sources),
+# or deb.debian.org.
+vgpu_debian_mirror() {
+    local m
+    m=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null \
+        | grep -o 'https\?://[^ ]*debian/\?' | head -n1 || true)
+    echo "${m:-http://deb.debian.org/debian/}"
+}

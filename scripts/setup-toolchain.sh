@@ -35,8 +35,7 @@ fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    mirror=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null \
-             | grep -m1 -o 'https\?://[^ ]*debian/\?' || echo http://deb.debian.org/debian/)
+    mirror=$(vgpu_debian_mirror)
     if [ "$codename" != trixie ] && [ ! -f /etc/apt/sources.list.d/vgpu-trixie-backports.sources ]; then
         cat > /etc/apt/sources.list.d/vgpu-trixie-backports.sources <<SRC
 Types: deb
