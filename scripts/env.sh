@@ -12,6 +12,10 @@ export RUST_LIB_SRC=/usr/src/rustc-1.95.0/library
 export PATH="$HOME/.cargo/bin:/usr/lib/llvm-19/bin:$PATH"
 # Where built kernels are cached, keyed by the hash of their inputs.
 export VGPU_CACHE="${VGPU_CACHE:-$HOME/.cache/vgpu}"
+# NVIDIA's open kernel modules, from Debian's archive (scripts/fetch-debs.sh,
+# scripts/build-nvidia.sh): nvidia-open-kernel-source in trixie contrib.
+export VGPU_NVIDIA_OPEN_DEB_SUITE=trixie
+export VGPU_NVIDIA_OPEN_DEB_VERSION=550.163.01-2
 
 # The Debian mirror the host's apt uses (first URI of the main sources),
 # or deb.debian.org.

@@ -15,6 +15,8 @@
 #   - from trixie-backports (pinned low so nothing else upgrades):
 #     linux-source-7.3 and the rust-src matching the machine's rustc
 #   - bindgen-cli and cbindgen from crates.io
+# NVIDIA's open modules come later, from Debian's archive through a private
+# apt state (scripts/fetch-debs.sh, scripts/build-nvidia.sh), not from here.
 set -euo pipefail
 
 . "$(dirname "$0")/env.sh"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Build (or reuse from cache) NVIDIA's real open kernel modules, nvidia.ko
+# and nvidia-uvm.ko, for one test-kernel variant, from Debian's
+# nvidia-open-kernel-source (scripts/fetch-debs.sh) and the 7.3 patch in
+# scripts/nvidia/.
+#
+#   scripts/build-nvidia.sh [fast|debug]
+#
+# The result lives in $VGPU_CACHE/nvidia-<variant>-<key>, keyed by a hash of
+# the package version, the patch, this script and the kernel tree (its
+# cache directory, itself keyed by every kernel input). A hit takes a
+# second. It is linked at build/nvidia-<variant>, with nvidia.ko,
+# nvidia-uvm.ko (debug info stripped: 172 MB -> 12 MB) and their
+# Module.symvers directly inside. RM comes prebuilt in the package
+# (nv-kernel.o_binary), so only the interface layers compile. Nothing of
+# NVIDIA's goes into the repository or onto the host's package database.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+variant=${1:-fast}
+case "$variant" in fast|debug) ;; *) echo "usage: $0 [fast|debug]" >&2; exit 2 ;; esac
+
+kdir="$VGPU_TOP/build/kernel-$variant"
+[ -f "$kdir/.vgpu-complete" ] || "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+ktree=$(readlink -f "$kdir")
+ksrc=$(readlink -f "$ktree/source")
+
+debver=$VGPU_NVIDIA_OPEN_DEB_VERSION
+nvver=${debver%-*}
+patchfile="$VGPU_TOP/scripts/nvidia/nvidia-open-$nvver-linux-$VGPU_KERNEL_SERIES.patch"
+[ -f "$patchfile" ] || { echo "nvidia($variant): no patch $patchfile" >&2; exit 1; }
+key=$( {
+    echo "$debver"
+    cat "$patchfile" "$0"
+    echo "$ktree"
+} | sha256sum | cut -c1-16)
+
+out="$VGPU_CACHE/nvidia-$variant-$key"
+link="$VGPU_TOP/build/nvidia-$variant"
+mkdir -p "$VGPU_CACHE" "$VGPU_TOP/build"
+exec 9>"$VGPU_CACHE/.nvidia-$variant.lock"
+flock 9
+
+if [ -f "$out/.vgpu-complete" ]; then
+    ln -sfn "$out" "$link"
+    echo "nvidia($variant): cached $out"
+    exit 0
+fi
+
+deb=$("$VGPU_TOP/scripts/fetch-debs.sh" "$VGPU_NVIDIA_OPEN_DEB_SUITE" "nvidia-open-kernel-source=$debver")
+
+# A fresh tree every time: conftest's results are not redone when the
+# module list or the kernel changes.
+work="$out.build"
+rm -rf "$work" "$out"
+mkdir -p "$work/pkg" "$out"
+echo "nvidia($variant): unpacking nvidia-open-kernel-source $debver"
+dpkg-deb -x "$deb" "$work/pkg"
+tar -C "$work" -xJf "$work/pkg/usr/src/nvidia-open-kernel.tar.xz"
+rm -rf "$work/pkg"
+tree="$work/modules/nvidia-open-kernel"
+patch -p1 -d "$tree" --forward --batch --quiet < "$patchfile"
+
+echo "nvidia($variant): building nvidia.ko nvidia-uvm.ko against $ktree"
+start=$(date +%s)
+log="$out/build.log"
+# CC must be named: the Makefile takes the first word of the kernel's
+# CONFIG_CC_VERSION_TEXT ("Debian"); the compiler check trips on lld's
+# version text, hence IGNORE_CC_MISMATCH. conftest reads the kernel's
+# Module.symvers, which build-kernel.sh has made.
+if ! IGNORE_CC_MISMATCH=1 nice -n 19 make -C "$tree" SYSSRC="$ksrc" SYSOUT="$ktree" \
+        NV_KERNEL_MODULES="nvidia nvidia-uvm" CC=clang-19 LD=ld.lld-19 LLVM=-19 \
+        modules -j"$(nproc)" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "nvidia($variant): build failed; log $log, tree $tree" >&2
+    exit 1
+fi
+
+for m in nvidia nvidia-uvm; do
+    [ -f "$tree/$m.ko" ] || { echo "nvidia($variant): no $m.ko; log $log" >&2; exit 1; }
+    llvm-strip-19 --strip-debug -o "$out/$m.ko" "$tree/$m.ko"
+done
+cp "$tree/Module.symvers" "$out/Module.symvers"
+
+# The modules must be for this kernel: a stale tree would load nowhere.
+krel=$(cat "$ktree/include/config/kernel.release")
+for m in nvidia nvidia-uvm; do
+    vm=$(modinfo -F vermagic "$out/$m.ko")
+    [ "${vm%% *}" = "$krel" ] || { echo "nvidia($variant): $m.ko vermagic '$vm', kernel $krel" >&2; exit 1; }
+done
+rm -rf "$work"
+touch "$out/.vgpu-complete"
+ln -sfn "$out" "$link"
+echo "nvidia($variant): built in $(( $(date +%s) - start ))s -> $out ($(du -sh "$out/nvidia.ko" | cut -f1) nvidia.ko, $(du -sh "$out/nvidia-uvm.ko" | cut -f1) nvidia-uvm.ko)"
