@@ -52,6 +52,14 @@ kmake() {
 # include the shared files under src/ by relative path.
 mirror "$VGPU_TOP/src" "$stage/src"
 cp -u "$VGPU_TOP/Kbuild" "$stage/Kbuild"
+# The fake NVSwitch PCI function that lets NVIDIA's real driver load in the
+# GPU-less VM (docs/design-notes.md, "The real driver without a GPU"). C,
+# no dependencies; mirrored before any Rust build, since a first mirror of
+# a new directory deletes the crate roots' objects.
+if [ -f "$VGPU_TOP/selftests/fakenvswitch/Kbuild" ]; then
+    mirror "$VGPU_TOP/selftests/fakenvswitch" "$stage/selftests/fakenvswitch"
+    kmake M="$stage/selftests/fakenvswitch" modules
+fi
 extra_symbols=()
 if [ -f "$VGPU_TOP/selftests/nvidia/Kbuild" ]; then
     mirror "$VGPU_TOP/selftests/nvidia" "$stage/selftests/nvidia"
