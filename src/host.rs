@@ -120,6 +120,11 @@ impl Host {
             .map(|g| g.index)
     }
 
+    /// Whether the host has a GPU with index `gpu` (one vgpu found at load).
+    pub(crate) fn has_gpu(&self, gpu: u32) -> bool {
+        self.gpus.iter().any(|g| g.index == gpu)
+    }
+
     /// GPU `gpu`'s scheduler.
     pub(crate) fn sched(&self, gpu: u32) -> Option<&Arc<GpuSched>> {
         self.gpus.iter().find(|g| g.index == gpu).map(|g| &g.sched)

@@ -193,6 +193,10 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
         op::UNMAP_MEMORY => serve(params, |a: &mut abi::Nvos34| {
             a.status = status_of(drv.kernel_unmap(a));
         }),
+        // NVOS49 puts hClient first and its status at 12, as NVOS00 does.
+        op::BIND_CONTEXT_DMA => serve(params, |a: &mut abi::Nvos00| {
+            a.status = status_of(drv.kernel_bind_context_dma(a.h_root));
+        }),
         // GUESS: unsupported ops report NOT_SUPPORTED in the NVOS00-style
         // status of their params; the double writes it where NVOS00 has it.
         _ => serve(params, |a: &mut abi::Nvos00| {

@@ -77,7 +77,7 @@ module! {
     params: {
         gpus: u32 {
             default: 1,
-            description: "Number of fake GPUs (1-8)",
+            description: "Number of fake GPUs (0-8)",
         },
         release: u32 {
             default: 0,
@@ -323,9 +323,12 @@ impl kernel::Module for NvidiaDouble {
             crate::nv::release::find(release().as_bytes()).unwrap_or(0),
             Ordering::Relaxed,
         );
+        // gpus=0 is a host without a GPU, as NVIDIA's driver runs in the
+        // real-driver lane (RM core up, only an NVSwitch-class function on
+        // the bus): the double is compared with it there.
         let n = module_parameters::gpus.value() as usize;
-        if n == 0 || n > MAX_GPUS {
-            pr_err!("gpus={n}: must be 1..={MAX_GPUS}\n");
+        if n > MAX_GPUS {
+            pr_err!("gpus={n}: must be 0..={MAX_GPUS}\n");
             return Err(EINVAL);
         }
         let mut sizes = KVec::new();

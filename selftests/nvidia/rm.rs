@@ -862,16 +862,25 @@ impl Driver {
             // copies the class's params back (`alloc_free.c:205-214`).
             user::write(pparams, &params)?;
         }
+        // RmIoctl forces a user's client allocation to NV01_ROOT_CLIENT in
+        // the block it copies back (`escape.c:386-396` at 550.163.01).
+        let class_out = if class::is_client_class(h_class) {
+            class::NV01_ROOT_CLIENT
+        } else {
+            h_class
+        };
         match p.len() {
             abi::Nvos21::SIZE => {
                 let mut a: abi::Nvos21 = parse(p)?;
                 a.h_object_new = h_out;
+                a.h_class = class_out;
                 a.status = st;
                 store(&a, p);
             }
             _ => {
                 let mut a: abi::Nvos64 = parse(p)?;
                 a.h_object_new = h_out;
+                a.h_class = class_out;
                 a.status = st;
                 store(&a, p);
             }
@@ -896,11 +905,18 @@ impl Driver {
             h_class,
             class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT
         ) {
-            let handle = if h_new != 0 {
-                if rm.client_index(h_new).is_some() {
-                    return Err(NV_ERR_INVALID_OBJECT_NEW);
+            // RM takes a requested client handle from hRoot; hObjectNew
+            // is only written back (`entry_points.c:241` ->
+            // `alloc_free.c:576` -> `rs_server.c:612`, `alloc_free.c:591`
+            // at 595.45.04; the same at 550.163.01 and 535.261.03,
+            // measured against the real driver). A handle in use:
+            // NV_ERR_INSERT_DUPLICATE_NAME (`rs_server.c:2508-2512` at
+            // 550.163.01).
+            let handle = if h_root != 0 {
+                if rm.client_index(h_root).is_some() {
+                    return Err(NV_ERR_INSERT_DUPLICATE_NAME);
                 }
-                h_new
+                h_root
             } else {
                 loop {
                     let h = CLIENT_HANDLE_BASE + rm.next_client;
@@ -929,6 +945,12 @@ impl Driver {
             return Ok(handle);
         }
 
+        // No such client: RM's lookup of the client fails before any
+        // binding check (`_serverLockClient` -> `_serverFindClientEntry`,
+        // `rs_server.c:2590-2593, 2322-2336` at 550.163.01).
+        if rm.client_index(h_root).is_none() {
+            return Err(NV_ERR_INVALID_OBJECT_HANDLE);
+        }
         let ci = rm.client_for(h_root, caller.binding())?;
         if !rm.clients[ci].has(h_parent) {
             return Err(NV_ERR_INVALID_OBJECT_PARENT);
@@ -956,7 +978,7 @@ impl Driver {
                 };
                 let gpu = dp.device_id;
                 if gpu as usize >= self.gpus.len() {
-                    return Err(NV_ERR_INVALID_ARGUMENT);
+                    return Err(absent_device_status(gpu));
                 }
                 if caller.checks_fds()
                     && !fdtable::current_has_file(|file| file::is_gpu_file(file, gpu))
@@ -1212,13 +1234,23 @@ impl Driver {
 
     /// RM_FREE: frees a client (its root handle) or an object and its subtree.
     fn free(&self, rm: &mut Rm, h_client: u32, h_obj: u32, file: Option<u64>) -> RmResult {
+        // No such client: RM's client lookup fails first
+        // (`serverFreeResourceTree` -> `_serverLockClientWithLockInfo`,
+        // `rs_server.c:1059-1061` at 550.163.01), client frees included.
+        if rm.client_index(h_client).is_none() {
+            return Err(NV_ERR_INVALID_OBJECT_HANDLE);
+        }
         let ci = rm.client_for(h_client, file)?;
         if h_obj == h_client {
             self.free_client(rm, h_client);
             return Ok(());
         }
         if rm.clients[ci].find(h_obj).is_none() {
-            return Err(NV_ERR_OBJECT_NOT_FOUND);
+            // RM is built with RS_COMPATABILITY_MODE: freeing an object
+            // the client does not have succeeds and frees nothing
+            // (`rs_server.c:1072-1081` at 550.163.01; measured on the real
+            // driver).
+            return Ok(());
         }
         // Collect the subtree: repeat until no object has a parent in the set.
         let mut doomed: KVec<u32> = KVec::new();
@@ -1338,6 +1370,19 @@ impl Driver {
         self.free(&mut rm, a.h_root, a.h_object_old, None)
     }
 
+    /// NV04_BIND_CONTEXT_DMA (NVOS49: hClient, hCtxDma, hChannel, status).
+    /// RM serves it as control NV0002_CTRL_CMD_BIND_CONTEXTDMA on
+    /// (hClient, hCtxDma) (`rmapi_deprecated_misc.c:135-158` at
+    /// 550.163.01), so a missing client is NV_ERR_INVALID_CLIENT, as for
+    /// any control (measured against the real driver on zeros). The double
+    /// has no context DMAs: under a live client the object is unknown.
+    pub(crate) fn kernel_bind_context_dma(&self, h_client: u32) -> RmResult {
+        if self.rm.lock().client_index(h_client).is_none() {
+            return Err(NV_ERR_INVALID_CLIENT);
+        }
+        Err(NV_ERR_INVALID_OBJECT_HANDLE)
+    }
+
     /// RM_CONTROL (also the kernel clients' NV04_CONTROL).
     pub(crate) fn control(&self, a: &abi::Nvos54, file: Option<u64>, space: &Space) -> RmResult {
         let size = a.params_size as usize;
@@ -1385,6 +1430,9 @@ impl Driver {
         };
         match (cmd, kind) {
             (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, None) => build_version_v2(cmd, p),
+            (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, None) => build_version_v1(p, space),
+            (ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, None) => probed_ids(self.gpus.len(), p),
+            (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, None) => cpu_info(cmd, p),
             (ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, None) => {
                 let mut q: abi::GpuGetIdInfoV2Params = parse_params(p)?;
                 let i = (0..self.gpus.len() as u32)
@@ -2036,7 +2084,13 @@ fn build_version_v2(cmd: u32, p: &mut [u8]) -> RmResult {
     let version = release();
     let build = BUILDS.iter().find(|b| b.0 == version);
     let (branch, name, cl) = build.map_or(("", "", 0), |b| (b.1, b.2, b.3));
-    let title = ["Official", branch, name, "unknown"];
+    // The open modules built from NVIDIA's sources (Debian's among them)
+    // are not buildmeister builds: `NV_BUILD_TYPE` is "Private" and
+    // `NV_BUILD_CHANGELIST_NUM` is `DVS_SW_CHANGELIST`, 0
+    // (`nvBldVer.h:17-27, 62-69` at 550.163.01; the real 550.163.01 open
+    // module answers so). NVIDIA's own binary builds say "Official" and
+    // give the changelist twice.
+    let title = ["Private", branch, name, "unknown"];
     let title: &[&str] = if build.is_some() { &title } else { &[] };
     let (v, nm, br) = ([version], [name], [branch]);
     let with_branch = p.len() == 4 * LEN + 8;
@@ -2049,11 +2103,94 @@ fn build_version_v2(cmd: u32, p: &mut [u8]) -> RmResult {
     for (k, parts) in fields.iter().take(count).enumerate() {
         put(p, k * LEN, parts)?;
     }
-    for k in 0..2 {
+    for (k, n) in [0, cl].into_iter().enumerate() {
         let at = count * LEN + 4 * k;
         p.get_mut(at..at + 4)
             .ok_or(NV_ERR_INVALID_STATE)?
-            .copy_from_slice(&cl.to_ne_bytes());
+            .copy_from_slice(&n.to_ne_bytes());
+    }
+    Ok(())
+}
+
+/// NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, the deprecated form RM serves
+/// from the V2 control (`rmapi_deprecated_control.c:453-560` at
+/// 550.163.01): with any of the three string pointers NULL, only
+/// `sizeOfStrings` (the longest string and its NUL); else each string and
+/// its NUL copied through its pointer (NV_ERR_INVALID_PARAM_STRUCT if
+/// `sizeOfStrings` is smaller than that, or a copy fails), then the two
+/// changelists. Params: `sizeOfStrings` at 0, the pointers at 8, 16 and 24,
+/// the changelists at 32 and 36 (`ctrl0000system.h:117-124`).
+fn build_version_v1(p: &mut [u8], space: &Space) -> RmResult {
+    const LEN: usize = 256;
+    if p.len() != 40 {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    let v2_size = crate::abi()
+        .params_size(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2)
+        .unwrap_or(4 * LEN + 8);
+    let mut v2 = KVec::new();
+    v2.resize(v2_size, 0u8, GFP_KERNEL)
+        .map_err(|_| NV_ERR_NO_MEMORY)?;
+    build_version_v2(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, &mut v2)?;
+    // The driver version, the version and the title (the branch, from
+    // 560, is not in the V1 form).
+    let title_at = if v2_size == 4 * LEN + 8 { 3 * LEN } else { 2 * LEN };
+    let string = |at: usize| -> RmResult<&[u8]> {
+        let b = v2.get(at..at + LEN).ok_or(NV_ERR_INVALID_STATE)?;
+        Ok(&b[..=b.iter().position(|&c| c == 0).unwrap_or(LEN - 1)])
+    };
+    let strings = [string(0)?, string(LEN)?, string(title_at)?];
+    let longest = strings.iter().map(|s| s.len()).max().unwrap_or(0) as u32;
+    let mut a = [0u8; 40];
+    a.copy_from_slice(p);
+    let word = |at: usize| u64::from_ne_bytes(a[at..at + 8].try_into().unwrap_or([0; 8]));
+    let ptrs = [word(8), word(16), word(24)];
+    if ptrs.contains(&0) {
+        p[0..4].copy_from_slice(&longest.to_ne_bytes());
+        return Ok(());
+    }
+    if u32::from_ne_bytes([a[0], a[1], a[2], a[3]]) < longest {
+        return Err(NV_ERR_INVALID_PARAM_STRUCT);
+    }
+    for (ptr, s) in ptrs.iter().zip(strings.iter()) {
+        space
+            .write(*ptr, s)
+            .map_err(|_| NV_ERR_INVALID_PARAM_STRUCT)?;
+    }
+    let cls = v2.get(v2_size - 8..v2_size).ok_or(NV_ERR_INVALID_STATE)?;
+    p[32..40].copy_from_slice(cls);
+    Ok(())
+}
+
+/// NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO: RM describes the host's CPU from
+/// CPUID (`cliresCtrlCmdSystemGetCpuInfo_IMPL`, `client_resource.c:1026`
+/// at 550.163.01). GUESS: the double models no CPU and answers zeros; the
+/// real-driver lane compares only the status.
+fn cpu_info(cmd: u32, p: &mut [u8]) -> RmResult {
+    if p.len() != crate::abi().params_size(cmd).unwrap_or(p.len()) {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    p.fill(0);
+    Ok(())
+}
+
+/// NV0000_CTRL_CMD_GPU_GET_PROBED_IDS: the GPUs RM probed, in `gpuIds`,
+/// and those it excluded, in `excludedGpuIds`, each list 32 ids with
+/// unused slots NV0000_CTRL_GPU_INVALID_ID (`cliresCtrlCmdGpuGetProbedIds_IMPL`,
+/// `client_resource.c` at 550.163.01; `ctrl0000gpu.h:290-293`). The double
+/// excludes none.
+fn probed_ids(gpus: usize, p: &mut [u8]) -> RmResult {
+    const MAX: usize = 32;
+    if p.len() != 2 * 4 * MAX {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    for (k, slot) in p.chunks_exact_mut(4).enumerate() {
+        let id = if k < gpus.min(MAX) {
+            gpu_id_of(k as u32)
+        } else {
+            abi::GPU_INVALID_ID
+        };
+        slot.copy_from_slice(&id.to_ne_bytes());
     }
     Ok(())
 }
@@ -2087,4 +2224,23 @@ fn parse_params<T: abi::Wire>(p: &[u8]) -> RmResult<T> {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     Ok(T::decode(p))
+}
+
+/// RM's answer to NV01_DEVICE_0 for device instance `gpu` when it has no
+/// GPU there. An instance past NV_MAX_DEVICES (32) is NV_ERR_INVALID_ARGUMENT
+/// (`gpumgrIsDeviceInstanceValid`, `gpu_mgr.c:563-564` at 550.163.01;
+/// `device.c:359-360`). An instance in range with no GPU: from 550,
+/// NV_ERR_INVALID_STATE (`_deviceInit`, `device.c:363-367` at 550.163.01:
+/// `gpumgrGetPrimaryForDevice` finds none); at 535, NV_ERR_INVALID_CLASS
+/// (`deviceConstruct`, `device.c:111-114` at 535.261.03). Both measured on
+/// the real driver with no GPU (the real-driver lane's `device_refusal`).
+fn absent_device_status(gpu: u32) -> u32 {
+    const NV_MAX_DEVICES: u32 = 32;
+    if gpu >= NV_MAX_DEVICES {
+        NV_ERR_INVALID_ARGUMENT
+    } else if crate::release().starts_with("535.") {
+        NV_ERR_INVALID_CLASS
+    } else {
+        NV_ERR_INVALID_STATE
+    }
 }

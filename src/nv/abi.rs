@@ -762,6 +762,9 @@ pub mod ctrl {
     /// `NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION` on a client
     /// (`ctrl/ctrl0000/ctrl0000system.h`).
     pub const NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION: u32 = 0x101;
+    /// `NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO` on a client
+    /// (`ctrl/ctrl0000/ctrl0000system.h`).
+    pub const NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO: u32 = 0x102;
     /// `NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2` on a client: the
     /// driver's version strings inline, 256 bytes each, then two
     /// changelist numbers (`ctrl/ctrl0000/ctrl0000system.h`; from 560 a

@@ -368,7 +368,7 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 #[rustfmt::skip]
 pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
-    ct(0x0000_0102, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     // TODO(table): answer only for the container's GPUs.
     ct(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Forward, F::Interconnect),
     // TODO(table): answer only for the container's GPUs.

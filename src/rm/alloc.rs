@@ -106,7 +106,7 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
         return answer(addr, blk, h.h_new, status);
     }
     let result = match policy {
-        Some(Policy::Rewritten) => return client(cx, blk, h.h_new),
+        Some(Policy::Rewritten) => return client(cx, blk, h.h_root),
         Some(Policy::Served) => accounted(cx, &h, row.map_or(0, |r| r.params_size as usize)),
         _ => return cx.call.forward_block(cx.real, blk),
     };
@@ -118,35 +118,53 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
 }
 
 /// A client: forwarded (the driver binds it to this file's real ctl file),
-/// under a handle vgpu picks when the caller lets RM pick, then verified
-/// through the kernel interface before it is recorded.
-fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
-    let rm = &cx.host.rm;
-    let handle = if h_new != 0 {
-        h_new
-    } else {
-        CLIENT_HANDLE_BASE | (crate::kapi::random::u32() & 0xf_ffff)
-    };
-    // A handle that already exists (another file's client) must never be
-    // recorded as this file's.
-    let exists = |h: u32| -> Result<bool> {
-        let mut q = abi::GpuGetAttachedIdsParams::default().to_bytes();
-        match rm.control(h, h, ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, &mut q) {
-            Ok(()) => Ok(true),
-            Err(Fail::Rm(_)) => Ok(false),
-            Err(Fail::Os(e)) => Err(e),
-        }
-    };
-    let fresh = !exists(handle)?;
-    // The new handle's field, at the same offset in both layouts.
+/// under a handle vgpu picks when the caller lets RM pick, and recorded when
+/// the driver's own answer says it made that client.
+///
+/// RM takes a requested client handle from `hRoot`, not `hObjectNew`
+/// (`entry_points.c:241` -> `alloc_free.c:576` -> `rs_server.c:612` at
+/// 595.45.04, the same at 550.163.01 and 535.261.03; `hObjectNew` is only
+/// written back, `alloc_free.c:591`), so that is where vgpu's pick goes.
+/// The answer comes back into vgpu's copy from a slot no other thread can
+/// write, so its status and handle are the driver's: no probe of the
+/// handle is needed (a probe of a missing client makes RM log an error,
+/// `rmapi_deprecated_control.c:100-110`). A handle that already exists
+/// (another file's client) is refused by RM with
+/// `NV_ERR_INSERT_DUPLICATE_NAME` (`rs_server.c:2508-2512` at 550.163.01)
+/// and never recorded; when the handle was vgpu's pick, vgpu picks again.
+fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
+    const H_ROOT: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_root");
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
-    blk.get_mut(H_NEW..H_NEW + 4)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&handle.to_ne_bytes());
-    let r = cx.call.forward_block(cx.real, blk)?;
-    // Did the driver create `handle`, and does it answer for it? A client
-    // that was raced to another handle is never recorded.
-    if fresh && exists(handle)? {
+    const _: () = assert!(H_ROOT == abi::field_offset(abi::Nvos64::FIELDS, "h_root"));
+    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
+    /// Picks of vgpu's before a duplicate goes back to the caller (one in
+    /// 2^20 per live client collides).
+    const TRIES: usize = 4;
+    let status_at = alloc_field(blk, "status");
+    let ours = h_root == 0;
+    let read = |blk: &[u8], at: usize| -> Result<u32> {
+        let b = blk.get(at..at + 4).ok_or(EINVAL)?;
+        Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut tries = 0;
+    loop {
+        let handle = if ours {
+            CLIENT_HANDLE_BASE | (crate::kapi::random::u32() & 0xf_ffff)
+        } else {
+            h_root
+        };
+        blk.get_mut(H_ROOT..H_ROOT + 4)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&handle.to_ne_bytes());
+        let r = cx.call.forward_block(cx.real, blk)?;
+        let status = read(blk, status_at)?;
+        tries += 1;
+        if ours && status == NV_ERR_INSERT_DUPLICATE_NAME && tries < TRIES {
+            continue;
+        }
+        if r != 0 || status != NV_OK || read(blk, H_NEW)? != handle {
+            return Ok(r);
+        }
         let mut objects = cx.file.objects.lock();
         if !objects.has_client(handle) {
             // RM records the creating process for the client's views
@@ -158,8 +176,8 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_new: u32) -> Result<isize> {
                 return Err(e);
             }
         }
+        return Ok(r);
     }
-    Ok(r)
 }
 
 /// Devices, subdevices, memory, TSGs and channels: decided on kernel copies,
@@ -209,6 +227,32 @@ fn accounted(cx: &Ctx<'_>, h: &Header, want: usize) -> RmResult<u32> {
     Ok(handle)
 }
 
+/// The device instance of NV01_DEVICE_0 params: the GPU's index (its
+/// minor); no params (a NULL pointer) is RM's default, device 0.
+fn device_instance(params: &[u8]) -> u32 {
+    if params.is_empty() {
+        0
+    } else {
+        abi::DeviceAllocParams::decode(params).device_id
+    }
+}
+
+/// NV01_DEVICE_0 for a device instance the host has no GPU for (none with
+/// that index when vgpu loaded). RM's own answer is asked for with vgpu's
+/// client and vgpu's copy of the params, so the container gets the status
+/// RM gives for a device that is not there (`NV_ERR_INVALID_STATE` at
+/// 550.163.01 and 595.45.04, `NV_ERR_INVALID_CLASS` at 535.261.03, measured
+/// on the real driver with no GPU) and holds nothing. Should RM make the
+/// device (a GPU that appeared after vgpu loaded, which vgpu does not
+/// manage), vgpu frees it at once and the container gets EACCES, as for
+/// any GPU it has no vGPU on.
+fn absent_device(cx: &Ctx<'_>, params: &mut [u8]) -> RmResult<u32> {
+    let (rm, k) = (&cx.host.rm, cx.host.kclient);
+    let dev = rm.alloc(k, k, 0, class::NV01_DEVICE_0, params)?;
+    let _ = rm.free(k, k, dev);
+    Err(Fail::Os(EACCES))
+}
+
 /// What an accounted allocation is, decided before the driver sees it.
 struct Plan {
     gpu: u32,
@@ -231,13 +275,7 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         if h.h_parent != h.h_root {
             return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT));
         }
-        // The device instance is the GPU's index (its minor); no params (a
-        // NULL pointer) is RM's default, device 0.
-        let gpu = if params.is_empty() {
-            0
-        } else {
-            abi::DeviceAllocParams::decode(params).device_id
-        };
+        let gpu = device_instance(params);
         if file.vgpu_on(gpu).is_none() {
             return Err(EACCES.into());
         }
@@ -290,6 +328,9 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
 fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
     let rm = &cx.host.rm;
     let file = cx.file;
+    if h.h_class == class::NV01_DEVICE_0 && !cx.host.has_gpu(device_instance(params)) {
+        return absent_device(cx, params);
+    }
     let p = plan(file, h, params)?;
     // A TSG, or a channel outside one, runs on this file's vGPU there.
     let sched_on = match (p.kind, &p.in_tsg) {

@@ -99,13 +99,18 @@ fn setup() -> Outcome {
     Ok(())
 }
 
-/// RM_ALLOC of client class `class` with `h_new`, in the NVOS64 layout or
-/// the NVOS21 one.
-fn alloc_client(ctl: &Ctl, class: u32, h_new: u32, v21: bool) -> Result<u32, Error> {
+/// RM_ALLOC of client class `class` asking for handle `want` (0: RM
+/// picks), in the NVOS64 layout or the NVOS21 one. RM takes a requested
+/// client handle from hRoot and ignores hObjectNew (`entry_points.c:241`,
+/// `alloc_free.c:576`, `rs_server.c:612` at 595.45.04; measured on the
+/// real 550.163.01 and 535.261.03): hObjectNew carries a decoy that must
+/// not be taken.
+fn alloc_client(ctl: &Ctl, class: u32, want: u32, v21: bool) -> Result<u32, Error> {
+    const DECOY: u32 = 0x0dec_0001;
     if v21 {
-        ctl.alloc_v21(0, 0, h_new, class, &mut [])
+        ctl.alloc_v21(want, 0, DECOY, class, &mut [])
     } else {
-        ctl.alloc(0, 0, h_new, class, &mut [])
+        ctl.alloc(want, 0, DECOY, class, &mut [])
     }
 }
 
@@ -130,7 +135,7 @@ fn usable(ctl: &Ctl, h: u32, ceiling: u64) -> Outcome {
     Ok(())
 }
 
-/// When the caller lets RM pick a client handle (hObjectNew 0), vgpu picks
+/// When the caller lets RM pick a client handle (hRoot 0), vgpu picks
 /// it from its own range, 0xc1e0_0000..=0xc1ef_ffff, for every client class
 /// and both RM_ALLOC layouts; the client is verified, recorded and usable,
 /// and gone once freed. Directly, the double picks from 0xc1d0_0000 up: the
@@ -187,7 +192,7 @@ fn client_handles_picked_by_vgpu() -> Outcome {
 
 /// A client handle another container's client already has is never
 /// recorded as the caller's: asking for it is refused by the driver
-/// (NV_ERR_INVALID_OBJECT_NEW, as the double answers a duplicate client),
+/// (NV_ERR_INSERT_DUPLICATE_NAME, RM's answer to a duplicate client),
 /// vgpu does not take it for the caller's (a device under it is
 /// NV_ERR_INVALID_CLIENT), and the owner's client still works.
 fn taken_client_handle_never_recorded() -> Outcome {
@@ -221,8 +226,8 @@ fn taken_client_handle_never_recorded() -> Outcome {
             for v21 in [false, true] {
                 let r = alloc_client(&ctl, c, taken, v21);
                 ensure!(
-                    r == Err(Error::Rm(status::NV_ERR_INVALID_OBJECT_NEW)),
-                    "{name} (v21 {v21}) with /ra's handle {taken:#x}: {r:?}, want NV_ERR_INVALID_OBJECT_NEW"
+                    r == Err(Error::Rm(status::NV_ERR_INSERT_DUPLICATE_NAME)),
+                    "{name} (v21 {v21}) with /ra's handle {taken:#x}: {r:?}, want NV_ERR_INSERT_DUPLICATE_NAME"
                 );
                 let d = ctl.alloc_device(taken, 0, 0);
                 ensure!(
