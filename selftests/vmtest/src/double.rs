@@ -1067,11 +1067,18 @@ fn vid_heap_control() -> Outcome {
         .ctx("FREE virtual")?;
     let back = s.ctl.vid_heap_info(s.client, s.device).ctx("INFO")?;
     ensure!(back.free == info.free, "INFO free after FREE {}", back.free);
-    want_rm(
-        s.ctl.vid_heap_free(s.client, s.device, m.handle),
-        NV_ERR_OBJECT_NOT_FOUND,
-        "FREE twice",
-    )?;
+    // VID_HEAP FREE is RM's free (`rmapi_deprecated_vidheapctrl.c:323-339`
+    // at 550.163.01): of an object already gone, NV_OK, nothing freed
+    // (RS_COMPATABILITY_MODE, `rs_server.c:1072-1081`).
+    s.ctl
+        .vid_heap_free(s.client, s.device, m.handle)
+        .ctx("FREE twice")?;
+    let again = s.ctl.vid_heap_info(s.client, s.device).ctx("INFO")?;
+    ensure!(
+        again.free == info.free,
+        "INFO free after FREE twice {}",
+        again.free
+    );
     // ALLOC_SIZE_RANGE (16 MiB in a range) and ALLOC_TILED_PITCH_HEIGHT
     // (8192-byte pitch x 2048 rows: 16 MiB) allocate VRAM the same way.
     for function in [
@@ -1982,14 +1989,16 @@ fn other_clients_handles_refused() -> Outcome {
         NV_ERR_OBJECT_NOT_FOUND,
         "B mapping A's memory",
     )?;
-    want_rm(
-        a.ctl.vid_heap_free(b, bd, m.handle),
-        NV_ERR_OBJECT_NOT_FOUND,
-        "B's VID_HEAP FREE of A's memory",
-    )?;
+    // RM's free, under B's client: NV_OK, nothing freed.
+    a.ctl
+        .vid_heap_free(b, bd, m.handle)
+        .ctx("B's VID_HEAP FREE of A's memory")?;
+    a.ctl
+        .surface_phys_size(a.client, m.handle)
+        .ctx("A's memory after B's VID_HEAP FREE")?;
     want_rm(
         a.ctl.free(0xc1d0_0fff, 0xc1d0_0fff, 0xc1d0_0fff),
-        NV_ERR_INVALID_CLIENT,
+        NV_ERR_INVALID_OBJECT_HANDLE,
         "a client that does not exist",
     )?;
     ensure!(
@@ -2105,9 +2114,12 @@ fn client_freed_when_ctl_closes() -> Outcome {
         obs.heap_free()?
     );
     // The client is gone, not just unreachable from the closed file.
+    // (A free under a client that does not exist: RM's client lookup
+    // fails, NV_ERR_INVALID_OBJECT_HANDLE; another file's would be
+    // NV_ERR_INVALID_CLIENT.)
     want_rm(
         obs.ctl.free(client, client, client),
-        NV_ERR_INVALID_CLIENT,
+        NV_ERR_INVALID_OBJECT_HANDLE,
         "the closed file's client",
     )?;
     drop(gpu);
