@@ -4,12 +4,29 @@
 # podman with what it needs (scripts/podman-root.sh) for the containers suite.
 #
 #   scripts/initramfs.sh [fast|debug]   -> build/initramfs-<variant>.cpio.gz
+#   scripts/initramfs.sh VARIANT --real -> build/initramfs-<variant>-real.cpio.gz,
+#       a second archive for the real-driver lane (scripts/vm.sh --driver
+#       real): NVIDIA's open modules from build/nvidia-<variant>
+#       (scripts/build-nvidia.sh) under /lib/modules/<krel>/nvidia-real/,
+#       and NVIDIA's userspace of the same release (scripts/nvidia-userspace.sh).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 variant=${1:-fast}
 kdir="$VGPU_TOP/build/kernel-$variant"
 krel=$(cat "$kdir/include/config/kernel.release")
+
+if [ "${2:-}" = --real ]; then
+    root="$VGPU_TOP/build/initramfs-$variant-real"
+    rm -rf "$root"
+    mkdir -p "$root/lib/modules/$krel/nvidia-real"
+    cp "$VGPU_TOP/build/nvidia-$variant/nvidia.ko" "$VGPU_TOP/build/nvidia-$variant/nvidia-uvm.ko" \
+        "$root/lib/modules/$krel/nvidia-real/"
+    "$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" >/dev/null
+    (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$root.cpio.gz"
+    echo "initramfs($variant, real driver): $root.cpio.gz ($(du -h "$root.cpio.gz" | cut -f1))"
+    exit 0
+fi
 root="$VGPU_TOP/build/initramfs-$variant"
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,root,etc,lib/modules/"$krel"/extra}

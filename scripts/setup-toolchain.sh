@@ -22,7 +22,7 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 need_apt=()
-for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd \
+for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd patch \
          qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19 \
          podman crun conmon dkms lintian python3-venv protobuf-compiler; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")

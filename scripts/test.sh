@@ -17,7 +17,10 @@
 #      and the fuzz suite's CI slice on the debug kernel (10^5 fuzzed calls,
 #      10^3 kill cycles, fault injection, 100 load cycles; make fuzz runs
 #      the long one);
-#   4. the demo (`make demo`) runs to the end with a clean kernel log.
+#   4. the real-driver lane: NVIDIA's own open kernel module (Debian's,
+#      scripts/build-nvidia.sh) without a GPU, on both kernels, vgpu on
+#      it, and the double compared with it (the `real_driver` suite);
+#   5. the demo (`make demo`) runs to the end with a clean kernel log.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
 #
@@ -157,6 +160,22 @@ done
 # (docs/driver-branches.md).
 for rel in "${releases[@]}"; do
     vm_run "fast kernel, driver $rel" "vm-fast-$rel" --variant fast --release "$rel"
+done
+
+# NVIDIA's own driver without a GPU: Debian's open kernel module of a
+# release vgpu has tables for, on the fast and the debug kernel
+# (docs/testing.md, "The real driver"). NVIDIA's userspace runs on the
+# fast kernel only: NVML opens /proc/driver/nvidia/capabilities files,
+# whose open NVIDIA's driver returns from holding a lock (nv-caps.c),
+# which lockdep reports on the debug kernel.
+nvrel=${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}
+for v in "${variants[@]}"; do
+    if [ "$v" = debug ]; then
+        vm_run "debug kernel, NVIDIA's driver $nvrel" "vm-$v-$nvrel-real" --variant "$v" --driver real \
+            -- real_driver -real_driver.nvidia_userspace_directly
+    else
+        vm_run "$v kernel, NVIDIA's driver $nvrel" "vm-$v-$nvrel-real" --variant "$v" --driver real
+    fi
 done
 
 step "demo (fast kernel)"

@@ -2,7 +2,7 @@
 # Boot the vgpu test VM under QEMU (software emulation).
 #
 #   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount]
-#                 [--release RELEASE] [--fuzz SPEC] [SUITE...]
+#                 [--release RELEASE] [--fuzz SPEC] [--driver real] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
 # selftests, and check the run: TAP results, KUnit results from the kernel
@@ -21,11 +21,16 @@
 # for it, or refuses to load. --fuzz passes the fuzz suite its budget
 # (`vgpu_fuzz=SPEC` on the kernel command line, for example
 # calls=1000000,kills=10000,cycles=100,seed=42). After `--`, `-SUITE` leaves a suite out
-# (`scripts/vm.sh --variant debug -- -containers`).
+# (`scripts/vm.sh --variant debug -- -containers`). --driver real adds
+# NVIDIA's own open kernel modules (Debian's nvidia-open-kernel-source,
+# built by scripts/build-nvidia.sh), the fake NVSwitch function they load
+# on without a GPU, and NVIDIA's userspace of the same release to the
+# initramfs, and runs the `real_driver` suite by default (logs in
+# build/vm-<variant>-real/; docs/testing.md, "The real driver").
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-variant=fast mode=test timeout="" icount="" release="" fuzz=""
+variant=fast mode=test timeout="" icount="" release="" fuzz="" driver=double
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,7 +41,8 @@ while [ $# -gt 0 ]; do
     --icount) icount=1; shift ;;
     --release) release=$2; shift 2 ;;
     --fuzz) fuzz=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --driver) driver=$2; shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     --) shift; suites+=("$@"); break ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
@@ -50,12 +56,32 @@ done
 "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
 "$VGPU_TOP/scripts/build-modules.sh" "$variant"
 "$VGPU_TOP/scripts/initramfs.sh" "$variant"
+initrd="$VGPU_TOP/build/initramfs-$variant.cpio.gz"
+case "$driver" in
+double) ;;
+real)
+    # NVIDIA's modules and userspace ride in a second archive, which the
+    # kernel unpacks over the first.
+    "$VGPU_TOP/scripts/build-nvidia.sh" "$variant"
+    "$VGPU_TOP/scripts/initramfs.sh" "$variant" --real
+    [ ${#suites[@]} -gt 0 ] || suites=(real_driver)
+    # The test program speaks the real driver's release (and the double
+    # claims it when the suite compares the two).
+    [ -n "$release" ] || release=${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}
+    ;;
+*) echo "vm: --driver double|real, not $driver" >&2; exit 2 ;;
+esac
 
 kdir="$VGPU_TOP/build/kernel-$variant"
 out="$VGPU_TOP/build/vm-$variant${icount:+-icount}${release:+-$release}"
+[ "$driver" = real ] && out="$out-real"
 rm -rf "$out" && mkdir -p "$out"
+if [ "$driver" = real ]; then
+    cat "$initrd" "$VGPU_TOP/build/initramfs-$variant-real.cpio.gz" > "$out/initrd.cpio.gz"
+    initrd="$out/initrd.cpio.gz"
+fi
 args=$(IFS=,; echo "${suites[*]:-}")
-append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args vgpu_variant=$variant"
+append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args vgpu_variant=$variant vgpu_driver=$driver"
 if [ -n "$release" ]; then
     case " 595.45.04 590.48.01 580.142 570.211.01 550.163.01 535.288.01 560.35.05 580.105.08 " in
     *" $release "*) ;;
@@ -78,7 +104,7 @@ if [ -n "$icount" ]; then
 fi
 qemu=(qemu-system-x86_64 -machine pc -cpu max "${smp[@]}" -m "$mem" -no-reboot
       -display none -monitor none
-      -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGPU_TOP/build/initramfs-$variant.cpio.gz"
+      -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd"
       -append "$append")
 
 if [ "$mode" = shell ]; then

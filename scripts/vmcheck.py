@@ -52,7 +52,7 @@ OUR_SUITES = ("vgpu", "nvidia_double")
 TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
 # Selftest suites that load vgpu.ko, whose KUnit suites run at load. A run of
 # other suites only (e.g. "double") has no KUnit output to demand.
-KUNIT_LOADERS = ("module", "vgpus", "memory", "vgpuctl", "proxy", "containers", "fuzz")
+KUNIT_LOADERS = ("module", "vgpus", "memory", "vgpuctl", "proxy", "containers", "fuzz", "real_driver")
 
 
 def main():

@@ -44,7 +44,8 @@ esac
 
 # Unload what the run left loaded, so module exit paths run under the
 # checkers too, then look for leaks. kmemleak wants two scans to settle.
-for m in vgpu nvidia; do grep -q "^$m " /proc/modules && rmmod $m; done
+# (nvidia_uvm and fakenvswitch: NVIDIA's own modules, in the real-driver VM.)
+for m in vgpu nvidia_uvm nvidia fakenvswitch; do grep -q "^$m " /proc/modules && rmmod $m; done
 if [ -w $kml ]; then
     echo scan > $kml; sleep 1; echo scan > $kml
     # debugfs files report size 0: read the report to see if there is one.

@@ -2,7 +2,7 @@
 
 //! vgpu's VM selftests. Runs inside the test VM as root and prints TAP 13.
 //!
-//! Usage: `vgpu-selftest [SUITE | SUITE.TEST | -SUITE]...`; with no
+//! Usage: `vgpu-selftest [SUITE | SUITE.TEST | -SUITE | -SUITE.TEST]...`; with no
 //! argument (or only `-SUITE`s, which leave suites out) every suite runs. A test named alone must not rely on its suite's earlier tests.
 //! Exit status: 0 if every test passed.
 
@@ -25,6 +25,7 @@ mod module;
 mod priority;
 mod processes;
 mod proxy;
+mod realdriver;
 mod rewritten;
 mod session;
 mod sys;
@@ -54,7 +55,12 @@ const SUITES: &[Suite] = &[
 ];
 
 /// Suites that run only when named (benchmarks, the fuzzer).
-const ON_REQUEST: &[Suite] = &[("bench", bench::TESTS), ("fuzz", fuzz::TESTS)];
+const ON_REQUEST: &[Suite] = &[
+    ("bench", bench::TESTS),
+    ("fuzz", fuzz::TESTS),
+    // NVIDIA's own driver: the VM of `scripts/vm.sh --driver real`.
+    ("real_driver", realdriver::TESTS),
+];
 
 /// The tests `wanted` names, per suite, in suite order. `-SUITE` leaves a
 /// suite out (of all suites when nothing else is named): the debug kernel
@@ -80,6 +86,8 @@ fn select(wanted: &[String]) -> Vec<(&'static str, Vec<tap::Test>)> {
                             .iter()
                             .any(|w| *w == name || **w == format!("{name}.{}", t.name))
                 })
+                // `-SUITE.TEST` leaves one test out.
+                .filter(|t| !left_out(&format!("{name}.{}", t.name)))
                 .copied()
                 .collect();
             (*name, picked)
