@@ -83,6 +83,10 @@ module! {
             default: 0,
             description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only), 7 580.105.08 (580.142's ABI)",
         },
+        uvm_mm: u32 {
+            default: 1,
+            description: "1: model a kernel with MMU notifiers and HMM (UVM tracks each VA space's mm, GPUs reach pageable memory); 0: a kernel without (as the test kernels, where the real nvidia-uvm answers so)",
+        },
         vram0_mib: u64 {
             default: 8192,
             description: "VRAM of GPU 0 in MiB",
@@ -302,6 +306,16 @@ fn set_map_delay(_: &(), r: &mut kernel::uaccess::UserSliceReader) -> Result {
     }
     MAP_DELAY_MS.store(ms, core::sync::atomic::Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether the double models a kernel on which nvidia-uvm can track a VA
+/// space's mm and use HMM (`uvm_mm`, default 1: a GPU host's). The real
+/// nvidia-uvm needs MMU notifiers for the one (`uvm_va_space_mm.c`,
+/// `UVM_CAN_USE_MMU_NOTIFIERS()` in `uvm_linux.h` at 550.163.01) and HMM
+/// for the other (`uvm_hmm.c`); the test kernels have neither, so the
+/// real-driver lane compares the double with `uvm_mm=0`.
+pub(crate) fn uvm_mm() -> bool {
+    module_parameters::uvm_mm.value() != 0
 }
 
 fn vram_mib(i: usize) -> u64 {

@@ -2134,7 +2134,11 @@ fn build_version_v1(p: &mut [u8], space: &Space) -> RmResult {
     build_version_v2(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, &mut v2)?;
     // The driver version, the version and the title (the branch, from
     // 560, is not in the V1 form).
-    let title_at = if v2_size == 4 * LEN + 8 { 3 * LEN } else { 2 * LEN };
+    let title_at = if v2_size == 4 * LEN + 8 {
+        3 * LEN
+    } else {
+        2 * LEN
+    };
     let string = |at: usize| -> RmResult<&[u8]> {
         let b = v2.get(at..at + LEN).ok_or(NV_ERR_INVALID_STATE)?;
         Ok(&b[..=b.iter().position(|&c| c == 0).unwrap_or(LEN - 1)])

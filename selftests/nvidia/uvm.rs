@@ -747,9 +747,11 @@ impl Driver {
                 // reach pageable memory unless the VA space was initialised
                 // with DISABLE_HMM, as uvm_va_space_pageable_mem_access_supported()
                 // reports on such kernels.
+                // Without HMM (`uvm_mm=0`), never.
                 let flags = self.with_space(id, |rm, si| Ok(rm.uvm.spaces[si].flags))?;
                 let mut q = PageableMemAccessParams::decode(p);
-                q.pageable_mem_access = u8::from(flags & init_flags::DISABLE_HMM == 0);
+                q.pageable_mem_access =
+                    u8::from(crate::uvm_mm() && flags & init_flags::DISABLE_HMM == 0);
                 q.encode(p);
                 Ok(())
             }
@@ -864,8 +866,11 @@ impl Driver {
             }
             pf.va_space().ok_or(NV_ERR_INVALID_ARGUMENT)?
         };
+        // No mm to track (MULTI_PROCESS_SHARING_MODE, or a kernel without
+        // MMU notifiers: `uvm_mm=0`): NV_WARN_NOTHING_TO_DO (`uvm.c:123-127`
+        // at 550.163.01).
         let has_mm = self.with_space(space, |rm, si| Ok(rm.uvm.spaces[si].mm.is_some()))?;
-        if !has_mm {
+        if !has_mm || !crate::uvm_mm() {
             return Err(NV_WARN_NOTHING_TO_DO);
         }
         let mut state = f.state.lock();

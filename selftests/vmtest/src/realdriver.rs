@@ -77,6 +77,8 @@ fn real_module(name: &str) -> Result<String, String> {
 const CG: &str = "/realctr";
 const DIRECT: &str = "/tmp/realdriver-direct";
 const VIA_VGPU: &str = "/tmp/realdriver-vgpu";
+const UVM_DIRECT: &str = "/tmp/realdriver-uvm-direct";
+const UVM_VIA_VGPU: &str = "/tmp/realdriver-uvm-vgpu";
 
 /// A handle the caller asks for (in hRoot, where RM takes it).
 const WANT: u32 = 0x5eed_0101;
@@ -585,12 +587,12 @@ fn uvm_transcript(path: &str) -> Result<Transcript, String> {
 fn uvm_through_vgpu_answers_as_directly() -> Outcome {
     let direct = uvm_transcript("/dev/nvidia-uvm")?;
     print("nvidia-uvm", &direct);
-    save(DIRECT, &direct)?;
+    save(UVM_DIRECT, &direct)?;
     as_container(CG, || {
         let t = uvm_transcript("/dev/vgpu-uvm")?;
-        save(VIA_VGPU, &t)
+        save(UVM_VIA_VGPU, &t)
     })?;
-    let via = load(VIA_VGPU)?;
+    let via = load(UVM_VIA_VGPU)?;
     print("vgpu-uvm", &via);
     // vgpu's refusal, argued in docs/design-notes.md ("UVM"): a GPU is
     // registered only with the caller's /dev/vgpuN, which this container
@@ -739,10 +741,23 @@ fn double_answers_as_rm() -> Outcome {
         .position(|r| *r == rel)
         .ok_or(format!("the double cannot claim {rel}"))?;
     sh("rmmod fakenvswitch")?;
-    crate::sys::insmod_double(&format!("gpus=0 release={idx}"))?;
+    // uvm_mm=0: this kernel has neither MMU notifiers nor HMM, so the real
+    // nvidia-uvm tracks no mm and reaches no pageable memory.
+    crate::sys::insmod_double(&format!("gpus=0 release={idx} uvm_mm=0"))?;
     let t = transcript("/dev/nvidiactl", &rel);
+    let u = make_uvm_nodes().and_then(|_| uvm_transcript("/dev/nvidia-uvm"));
     sh("rmmod nvidia")?;
-    let t = t?;
+    let (t, u) = (t?, u?);
     print("double", &t);
-    compare("RM", &load(DIRECT)?, "the double", &t)
+    print("double's UVM", &u);
+    let ctl = compare("RM", &load(DIRECT)?, "the double", &t);
+    let uvm = compare("nvidia-uvm", &load(UVM_DIRECT)?, "the double's UVM", &u);
+    match (ctl, uvm) {
+        (Ok(()), Ok(())) => Ok(()),
+        (a, b) => Err(format!(
+            "{}{}",
+            a.err().unwrap_or_default(),
+            b.err().map(|e| format!("\nUVM: {e}")).unwrap_or_default()
+        )),
+    }
 }
