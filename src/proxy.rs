@@ -12,6 +12,7 @@
 //! driver.
 
 use kernel::{
+    bindings,
     fs::File,
     mm::virt::VmaNew,
     new_mutex,
@@ -21,6 +22,7 @@ use kernel::{
 
 use crate::call::Call;
 use crate::file::{self, ProxyFile, ProxyFops, Role};
+use crate::kapi::cdevhook;
 use crate::kapi::chrdev::{DevT, FileOperations, Poll};
 use crate::kapi::user;
 use crate::nv::ioctl;
@@ -76,6 +78,54 @@ fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
         real
     };
     Ok(made(real, Role::Gpu(v.clone()))?)
+}
+
+/// Decides an open of one of the NVIDIA driver's own devices, which vgpu
+/// took over at load (`kapi::cdevhook`): from a task whose cgroup is bound
+/// to vGPUs, the file becomes vgpu's proxy file, as if opened on vgpu's
+/// node: `nvidiactl` (195:255) the container's ctl node, `nvidiaK` (195:K)
+/// its vGPU on GPU K, `nvidia-uvm` its UVM node; any other minor is
+/// `EACCES`. Every other open, and vgpu's own opens of the driver (on its
+/// private mounts), runs the driver's own open: returns 1.
+///
+/// # Safety
+///
+/// Called by `src/c/cdevhook.c` from the open of a hooked device: `filp`
+/// is a valid file in its open, whose `private_data` nothing else uses.
+#[no_mangle]
+unsafe extern "C" fn vgpu_cdev_open(
+    kind: c_int,
+    minor: c_uint,
+    filp: *mut bindings::file,
+) -> c_int {
+    const DRIVER: c_int = 1;
+    let Ok(state) = crate::state::get() else {
+        return DRIVER;
+    };
+    // SAFETY: the caller's contract: `filp` is a valid file.
+    let mnt = unsafe { cdevhook::file_mount(filp) };
+    if state.backend.owns_mount(mnt) {
+        return DRIVER;
+    }
+    let vgpus = match state.vgpus.for_current() {
+        Ok(v) if v.is_empty() => return DRIVER,
+        Ok(v) => v,
+        Err(e) => return e.to_errno(),
+    };
+    let ours = match (cdevhook::Kind::from_raw(kind), minor) {
+        (Some(cdevhook::Kind::Nv), 255) => Some(CTL_MINOR),
+        (Some(cdevhook::Kind::Nv), k) => vgpus
+            .iter()
+            .find(|v| v.config.lock().gpu == Some(k))
+            .map(|v| v.id + 1),
+        (Some(cdevhook::Kind::Uvm), 0) => Some(UVM_MINOR),
+        _ => None,
+    };
+    let Some(m) = ours else {
+        return EACCES.to_errno();
+    };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { cdevhook::adopt::<ProxyFops>(filp, DevT::new(state.vgpus.major(), m)) }
 }
 
 #[vtable]

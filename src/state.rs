@@ -22,6 +22,15 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
+    /// Whether `mnt` is the mount of one of the real nodes, on which vgpu
+    /// opens its own files of the driver.
+    pub(crate) fn owns_mount(&self, mnt: *const c_void) -> bool {
+        let mine = |n: &RealNode| n.is_private() && core::ptr::eq(n.mount(), mnt);
+        mine(&self.ctl)
+            || self.gpus.iter().any(|(_, n)| mine(n))
+            || self.uvm.as_ref().is_some_and(mine)
+    }
+
     /// The real node of GPU `gpu`.
     pub(crate) fn gpu(&self, gpu: u32) -> Option<&RealNode> {
         self.gpus.iter().find(|(k, _)| *k == gpu).map(|(_, n)| n)

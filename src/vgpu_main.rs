@@ -47,6 +47,7 @@ mod vgpus;
 mod kapi;
 
 use kapi::{
+    cdevhook::{Hook, Kind as HookKind},
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
     kthread::Thread,
@@ -78,6 +79,8 @@ const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 
 /// The real UVM node, resolved when the module loads if it exists.
 const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
+/// The real UVM tools node (profilers), whose open vgpu takes over too.
+const NVIDIA_UVM_TOOLS: &CStr = c"/dev/nvidia-uvm-tools";
 
 /// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
 /// sysfs entry points that need the module state), and `driver_version`,
@@ -132,6 +135,8 @@ impl ClassFiles for ClassCtl {
 /// drop in order: the `gpuK` file group, the control node, the cdev (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
+    /// The open of the driver's own devices, taken over (removed first).
+    hooks: KVec<Hook>,
     ctl_files: Option<ClassFilesReg<ClassCtl>>,
     schedulers: KVec<Thread>,
     _gpu_files: DeviceFilesGroup<sched::GpuFiles>,
@@ -154,6 +159,39 @@ fn resolve_gpus() -> Result<KVec<(u32, RealNode)>> {
         }
     }
     Ok(gpus)
+}
+
+/// Takes over the open of the driver's character devices: `nvidiactl`
+/// and the GPUs' `nvidia` (major 195), `nvidia-uvm` and its tools node
+/// (`docs/design-notes.md`, "NVIDIA's own nodes"). vgpu's own opens of the
+/// driver must stay the driver's, and are told apart by vgpu's private
+/// mounts of the nodes: without them, vgpu does not load.
+fn take_over_driver_nodes(backend: &state::Backend) -> Result<KVec<Hook>> {
+    let tools = RealNode::resolve(NVIDIA_UVM_TOOLS).ok();
+    let mut nodes = KVec::new();
+    nodes.push((&backend.ctl, HookKind::Nv), GFP_KERNEL)?;
+    for (_, n) in backend.gpus.iter() {
+        nodes.push((n, HookKind::Nv), GFP_KERNEL)?;
+    }
+    for n in [backend.uvm.as_ref(), tools.as_ref()].into_iter().flatten() {
+        nodes.push((n, HookKind::Uvm), GFP_KERNEL)?;
+    }
+    let mut hooks = KVec::new();
+    for (node, kind) in nodes {
+        if !node.is_private() {
+            pr_err!("no private mount of the NVIDIA driver's nodes: cannot take over their open\n");
+            return Err(ENODEV);
+        }
+        if let Some(h) = Hook::install(node, kind).inspect_err(|e| {
+            pr_err!(
+                "cannot take over the open of NVIDIA's device {:?} ({e:?})\n",
+                node.rdev()
+            );
+        })? {
+            hooks.push(h, GFP_KERNEL)?;
+        }
+    }
+    Ok(hooks)
 }
 
 impl kernel::Module for VgpuModule {
@@ -236,10 +274,13 @@ impl kernel::Module for VgpuModule {
             schedulers.push(Thread::spawn(&cname, worker)?, GFP_KERNEL)?;
         }
         let ctl_files = ClassFilesReg::new(&state.class)?;
+        // Last: containers may open the driver's own nodes from here on.
+        let hooks = take_over_driver_nodes(&state.backend)?;
         nodes.dismiss();
         unset.dismiss();
         pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
         Ok(Self {
+            hooks,
             ctl_files: Some(ctl_files),
             schedulers,
             _gpu_files: gpu_files,
@@ -254,6 +295,8 @@ impl kernel::Module for VgpuModule {
 
 impl Drop for VgpuModule {
     fn drop(&mut self) {
+        // Opens of the driver's own nodes are the driver's again.
+        self.hooks.clear();
         // No proxy file is open (each holds a module reference): no create or
         // remove after the class files go, then the vGPUs go.
         drop(self.ctl_files.take());

@@ -94,6 +94,11 @@ impl Vgpus {
         Ok(out)
     }
 
+    /// The major of the vGPUs' nodes.
+    pub(crate) fn major(&self) -> u32 {
+        self.major
+    }
+
     /// The vGPUs backed by GPU `gpu`, in number order.
     pub(crate) fn on_gpu(&self, gpu: u32) -> Result<KVec<Arc<Vgpu>>> {
         let table = self.table.lock();

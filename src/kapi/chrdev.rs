@@ -154,9 +154,16 @@ pub(crate) trait FileOperations: Sized + 'static {
     }
 }
 
-struct Vtable<T: FileOperations>(PhantomData<T>);
+/// The `file_operations` of a [`FileOperations`] implementor.
+pub(crate) struct Vtable<T: FileOperations>(PhantomData<T>);
 
 impl<T: FileOperations> Vtable<T> {
+    /// The operations, as a cdev installs them and [`is_ours`] compares
+    /// them.
+    pub(crate) fn fops() -> &'static bindings::file_operations {
+        &Self::FOPS
+    }
+
     /// # Safety
     ///
     /// Called by the VFS with a valid inode and a file being opened.

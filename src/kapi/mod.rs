@@ -22,6 +22,7 @@
 //! `selftests/kclient_test/` against the driver double.
 
 pub(crate) mod bounce;
+pub(crate) mod cdevhook;
 pub(crate) mod cgroup;
 pub(crate) mod chrdev;
 pub(crate) mod class;

@@ -100,6 +100,24 @@ impl RealNode {
         Ok(node)
     }
 
+    /// The node's path, for C helpers that work on it: valid and
+    /// referenced for as long as `self` is.
+    pub(crate) fn raw_path(&self) -> *const bindings::path {
+        &self.path
+    }
+
+    /// The mount the node is resolved on (vgpu's private clone where it
+    /// could make one): files vgpu opens on the node lie on it.
+    pub(crate) fn mount(&self) -> *const c_void {
+        self.path.mnt.cast()
+    }
+
+    /// Whether the node lies on vgpu's private clone of its mount (so that
+    /// files vgpu opens on it can be told from everyone else's).
+    pub(crate) fn is_private(&self) -> bool {
+        self.private
+    }
+
     /// The device number of the node.
     pub(crate) fn rdev(&self) -> DevT {
         // SAFETY: by the type invariants we hold the path's dentry, whose

@@ -773,8 +773,10 @@ fn swapped_control_cannot_enable() -> Outcome {
     sleep(Duration::from_millis(1000));
     let alone = (b.ns() - b0) as f64 * 100.0 / t0.elapsed().as_nanos() as f64;
     let page = Shared::new()?;
+    // The real driver's files, opened before joining the container (an
+    // open from inside it is vgpu's).
+    let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
     let r = as_container("/cb", || {
-        let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
         let direct = race_swapped_control(&d, Duration::from_millis(500))?;
         drop(d);
         page.set(0, direct);

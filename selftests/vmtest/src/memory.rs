@@ -916,7 +916,11 @@ fn ceiling_spans_processes_and_layouts() -> Outcome {
 }
 
 fn dup_is_charged_once() -> Outcome {
-    as_container("/ma", || {
+    // A file of the real driver, opened before the process joins the
+    // container (an open from inside it is vgpu's): its clients are ones
+    // vgpu never verified.
+    let direct = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
+    as_container("/ma", move || {
         let s = session(0)?;
         let m = s
             .ctl
@@ -984,7 +988,6 @@ fn dup_is_charged_once() -> Outcome {
             "DUP into another container was not refused ({code})"
         );
         // Nor can anyone take from a client vgpu never verified.
-        let direct = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
         let dc = direct.alloc_root_client().map_err(|e| format!("{e:?}"))?;
         let r = s.ctl.dup_object(s.client, s.device, 0, dc, dc, 0);
         ensure!(
@@ -1008,12 +1011,14 @@ fn dup_is_charged_once() -> Outcome {
 
 fn alloc_memory_limit_shows_the_ceiling() -> Outcome {
     use nvclient::abi::class;
-    as_container("/ma", || {
+    // Files of the real driver, opened before joining the container (an
+    // open from inside it is vgpu's).
+    let ctl = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
+    let real_gpu = Gpu::open("/dev/nvidia0").map_err(|e| format!("{e:?}"))?;
+    as_container("/ma", move || {
         // RM_ALLOC_MEMORY of 0x40 is a GPU-node escape that only reports the
         // heap. The client lives on a real ctl file here (fd translation for
         // REGISTER_FD with a container's own vgpuctl fd is still to come).
-        let ctl = Ctl::open("/dev/nvidiactl").map_err(|e| format!("{e:?}"))?;
-        let real_gpu = Gpu::open("/dev/nvidia0").map_err(|e| format!("{e:?}"))?;
         let client = ctl.alloc_root_client().map_err(|e| format!("{e:?}"))?;
         let device = ctl
             .alloc_device(client, 0, 0)

@@ -314,10 +314,15 @@ fn gpu_node_forwards_to_backing_gpu() -> Outcome {
     // Calls reach that file: REGISTER_FD registers it with a ctl file, and
     // the driver takes that once per file.
     let code = in_child(|| {
+        // The real ctl file, opened before joining the container (an open
+        // from inside it is vgpu's).
+        let Ok(ctl) = Fd::open("/dev/nvidiactl") else {
+            return 101;
+        };
         if join_cgroup("/c1").is_err() {
             return 100;
         }
-        let (Ok(gpu), Ok(ctl)) = (Fd::open("/dev/vgpu0"), Fd::open("/dev/nvidiactl")) else {
+        let Ok(gpu) = Fd::open("/dev/vgpu0") else {
             return 101;
         };
         let mut p = ctl.0.to_ne_bytes();
