@@ -22,6 +22,7 @@ mod fuzz;
 mod kclient;
 mod memory;
 mod module;
+mod nodes;
 mod priority;
 mod processes;
 mod proxy;
@@ -44,6 +45,7 @@ const SUITES: &[Suite] = &[
     ("memory", memory::TESTS),
     ("vgpus", vgpus::TESTS),
     ("proxy", proxy::TESTS),
+    ("nodes", nodes::TESTS),
     ("uvm", uvm::TESTS),
     ("compute", compute::TESTS),
     ("priority", priority::TESTS),

@@ -222,6 +222,13 @@ pub struct Holder {
 }
 
 impl Holder {
+    /// The child's PID.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+}
+
+impl Holder {
     /// Forks a child that runs `setup`, reports its result and waits to be
     /// killed, keeping whatever `setup` left open or allocated.
     pub fn spawn(setup: impl FnOnce() -> bool) -> Result<Holder, String> {
