@@ -172,7 +172,7 @@ nvrel=${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}
 for v in "${variants[@]}"; do
     if [ "$v" = debug ]; then
         vm_run "debug kernel, NVIDIA's driver $nvrel" "vm-$v-$nvrel-real" --variant "$v" --driver real \
-            -- real_driver -real_driver.nvidia_userspace_directly
+            -- real_driver -real_driver.nvidia_userspace_directly -real_driver.nvidia_userspace_through_vgpu
     else
         vm_run "$v kernel, NVIDIA's driver $nvrel" "vm-$v-$nvrel-real" --variant "$v" --driver real
     fi

@@ -54,6 +54,10 @@ pub const TESTS: &[Test] = &[
         run: nvidia_userspace_directly,
     },
     Test {
+        name: "nvidia_userspace_through_vgpu",
+        run: nvidia_userspace_through_vgpu,
+    },
+    Test {
         name: "unload_paths",
         run: unload_paths,
     },
@@ -705,6 +709,119 @@ fn nvidia_userspace_directly() -> Outcome {
     // capabilities control, which RM refuses (NV_ERR_INVALID_LOCK_STATE:
     // it takes no GPU lock with no GPU): CUDA_ERROR_UNKNOWN.
     ensure!(cu.contains("cuInit=999"), "cuprobe: {cu}");
+    Ok(())
+}
+
+/// A line of nvtrace's log reduced to what must agree between two runs:
+/// the node, the call and its answer, without PIDs and handles (which RM
+/// and vgpu pick differently).
+fn trace_call(line: &str) -> Option<String> {
+    const KEEP: [&str; 12] = [
+        "nr",
+        "size",
+        "ret",
+        "errno",
+        "nvos",
+        "hClass",
+        "cmd",
+        "paramsSize",
+        "status",
+        "in.hClass",
+        "reply",
+        "valid",
+    ];
+    let mut it = line.split_whitespace();
+    if it.next() != Some("nvtrace") {
+        return None;
+    }
+    let mut out = Vec::new();
+    for tok in it {
+        match tok.split_once('=') {
+            Some((k, _)) if KEEP.contains(&k) => out.push(tok),
+            Some(_) => {}
+            None => out.push(tok),
+        }
+    }
+    Some(out.join(" "))
+}
+
+/// Runs NVIDIA's program `cmd` under nvtrace, in `cg` (None: the host);
+/// returns its output and its calls.
+fn traced(cmd: &str, cg: Option<&str>) -> Result<(String, Vec<String>), String> {
+    let log = format!(
+        "/tmp/nvtrace-{}",
+        cg.map_or("host", |c| c.trim_start_matches('/'))
+    );
+    let _ = std::fs::remove_file(&log);
+    let line = format!("NVTRACE_LOG={log} LD_PRELOAD=/bin/nvtrace.so {cmd} 2>&1; echo rc=$?");
+    let out = match cg {
+        None => sh(&line)?,
+        Some(cg) => {
+            // The child's output comes back through a file.
+            let saved = format!("{log}.out");
+            let to = saved.clone();
+            as_container(cg, move || {
+                let r = sh(&line)?;
+                std::fs::write(&to, r).map_err(|e| e.to_string())
+            })?;
+            std::fs::read_to_string(&saved).map_err(|e| e.to_string())?
+        }
+    };
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(trace_call)
+        .collect();
+    Ok((out, calls))
+}
+
+fn nvidia_userspace_through_vgpu() -> Outcome {
+    // NVIDIA's programs in a container bound to a vGPU open the driver's
+    // own nodes (195:255, the UVM major), which are vgpu's for them: they
+    // get past the check that refused vgpu's own numbers ("GPU access
+    // blocked by the operating system", cuInit 304), and every call and
+    // answer is the one they get directly.
+    let rel = claimed_release();
+    let mut diffs = Vec::new();
+    for (prog, want) in [
+        (
+            format!("/bin/nvidia-smi-{rel}"),
+            "No supported GPUs were found",
+        ),
+        (format!("/bin/cuprobe-{rel}"), "cuInit=999"),
+    ] {
+        let (d_out, d_calls) = traced(&prog, None)?;
+        let (v_out, v_calls) = traced(&prog, Some(CG))?;
+        println!(
+            "# {prog} through vgpu: {}",
+            v_out.trim().replace('\n', " | ")
+        );
+        ensure!(
+            d_out.contains(want) && v_out.contains(want),
+            "{prog}: directly {d_out:?}, through vgpu {v_out:?}, want {want:?}"
+        );
+        ensure!(!d_calls.is_empty(), "{prog}: no call traced");
+        println!(
+            "# {prog}: {} calls directly, {} through vgpu",
+            d_calls.len(),
+            v_calls.len()
+        );
+        for (i, c) in d_calls.iter().enumerate() {
+            match v_calls.get(i) {
+                Some(v) if v == c => {}
+                other => diffs.push(format!(
+                    "{prog} call {i}: directly {c:?}, through vgpu {other:?}"
+                )),
+            }
+        }
+        if v_calls.len() > d_calls.len() {
+            diffs.push(format!(
+                "{prog}: {} more calls through vgpu",
+                v_calls.len() - d_calls.len()
+            ));
+        }
+    }
+    ensure!(diffs.is_empty(), "{}", diffs.join("\n"));
     Ok(())
 }
 
