@@ -33,6 +33,10 @@ pub const TESTS: &[Test] = &[
         run: ioctl_instructions,
     },
     Test {
+        name: "open_instructions",
+        run: open_instructions,
+    },
+    Test {
         name: "compute_setup",
         run: compute_setup,
     },
@@ -201,6 +205,89 @@ fn ioctl_instructions() -> Outcome {
     with_bench_vgpu(&measure_instructions)
 }
 
+/// Guest instructions per open (and close) of `path`, median of five
+/// rounds of 500.
+fn open_cost(path: &str) -> Result<f64, String> {
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        rounds.push(per_call_ns(500, || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map(drop)
+                .map_err(|e| format!("open {path}: {e}"))
+        })?);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[2])
+}
+
+/// Guest instructions per CHECK_VERSION_STR query on a file of `path`
+/// (an ioctl the driver serves itself), median of five rounds of 2000.
+fn query_cost(path: &str) -> Result<f64, String> {
+    let ctl = nvclient::Ctl::open(path).map_err(|e| format!("{e:?}"))?;
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        rounds.push(per_call_ns(2000, || {
+            ctl.driver_version().map(drop).map_err(|e| format!("{e:?}"))
+        })?);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[2])
+}
+
+/// The open of NVIDIA's own `/dev/nvidiactl` with vgpu behind it (issue
+/// 33), in guest instructions: the driver's own open (vgpu not loaded),
+/// a host process's open through vgpu's hook (the cgroup check, then the
+/// driver's open), a bound container's (vgpu's proxy file) beside an open
+/// of `/dev/vgpuctl`; and an ioctl on a host process's file with and
+/// without vgpu, which must cost the same (the file is the driver's).
+fn open_instructions() -> Outcome {
+    ensure!(
+        std::env::var("vgpu_icount").as_deref() == Ok("1"),
+        "not an icount VM: run it with scripts/vm.sh --icount (make bench does)"
+    );
+    sh("modprobe nvidia gpus=1 vram0_mib=8192")?;
+    let own = open_cost("/dev/nvidiactl")?;
+    let q_own = query_cost("/dev/nvidiactl")?;
+    sh("modprobe vgpu")?;
+    let host = open_cost("/dev/nvidiactl")?;
+    let q_host = query_cost("/dev/nvidiactl")?;
+    std::fs::create_dir_all("/sys/fs/cgroup/bench").map_err(|e| format!("mkdir: {e}"))?;
+    sh("echo 0 > /sys/class/vgpu/create; echo 0 > /sys/class/vgpu/vgpu0/gpu")?;
+    sh("echo /bench > /sys/class/vgpu/vgpu0/cgroup")?;
+    let page = crate::sys::Shared::new()?;
+    let pg = &page;
+    let code = in_child(move || {
+        if join_cgroup("/bench").is_err() {
+            return 1;
+        }
+        match (open_cost("/dev/nvidiactl"), open_cost("/dev/vgpuctl")) {
+            (Ok(b), Ok(v)) => {
+                pg.set(0, b as u64);
+                pg.set(1, v as u64);
+                0
+            }
+            _ => 2,
+        }
+    })?;
+    ensure!(code == 0, "the bound opens failed ({code})");
+    let (bound, vgpuctl) = (page.get(0) as f64, page.get(1) as f64);
+    println!(
+        "# icount: open+close of /dev/nvidiactl: the driver's own {own:.0} instructions; a host process's through vgpu's hook {host:.0} (adds {:.0}); a bound container's, vgpu's proxy file, {bound:.0} (its /dev/vgpuctl {vgpuctl:.0})",
+        host - own
+    );
+    println!(
+        "# icount: CHECK_VERSION_STR on a host process's /dev/nvidiactl: without vgpu {q_own:.0} instructions, with vgpu {q_host:.0}, ratio {:.3} (target <= 1.01)",
+        q_host / q_own
+    );
+    sh("echo > /sys/class/vgpu/vgpu0/cgroup; echo 0 > /sys/class/vgpu/remove")?;
+    sh("rmmod vgpu")?;
+    sh("rmmod nvidia")?;
+    Ok(())
+}
+
 /// Creates vGPU `id` on GPU 0 bound to cgroup `cg`.
 type Configure<'a> = &'a dyn Fn(u32, &str) -> Outcome;
 
@@ -239,8 +326,10 @@ fn with_bench_vgpu(measure: &dyn Fn(Configure<'_>) -> Outcome) -> Outcome {
 /// added instructions, per call family; then with 128 vGPUs. Printed with
 /// the targets of the dispatch-table issue; run in a child.
 fn measure_instructions(cfg: Configure<'_>) -> Outcome {
-    join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
+    // The driver's own nodes before joining (an open from a bound cgroup
+    // is vgpu's), vgpu's after.
     let direct = session("/dev/nvidiactl", "/dev/nvidia0")?;
+    join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
     let proxied = session("/dev/vgpuctl", "/dev/vgpu0")?;
     // Deterministic, but what the kernel does in the background (timer
     // ticks, the double's engine thread, vgpu's scheduler, which walks
@@ -308,8 +397,10 @@ fn measure_instructions(cfg: Configure<'_>) -> Outcome {
 
 /// The ioctl cost ratios, printed; run in a child of the test program.
 fn measure_ioctl_cost(cfg: Configure<'_>) -> Outcome {
-    join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
+    // The driver's own nodes before joining (an open from a bound cgroup
+    // is vgpu's), vgpu's after.
     let direct = session("/dev/nvidiactl", "/dev/nvidia0")?;
+    join_cgroup("/bench").map_err(|e| format!("join: {e}"))?;
     let proxied = session("/dev/vgpuctl", "/dev/vgpu0")?;
 
     let rounds = 21;

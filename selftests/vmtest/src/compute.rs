@@ -226,10 +226,20 @@ impl Tenant {
         let cg = cg.map(str::to_string);
         let shared = &page;
         let proc = Looper::spawn(move || {
+            // A tenant of the driver's own nodes opens them before joining
+            // its cgroup (an open from a bound one is vgpu's); one of
+            // vgpu's nodes after (its ctl file takes the vGPUs of the
+            // opener's cgroup).
+            let direct = ctl.starts_with("/dev/nvidia");
+            let open = || Work::open(&ctl, &gpu, how == Enable::BareChannel);
+            let early = if direct { Some(open()?) } else { None };
             if let Some(cg) = &cg {
                 join_cgroup(cg).map_err(|e| format!("join {cg}: errno {e}"))?;
             }
-            let w = Work::open(&ctl, &gpu, how == Enable::BareChannel)?;
+            let w = match early {
+                Some(w) => w,
+                None => open()?,
+            };
             // Items of 0 ns: an idle tenant (enabled, nothing queued).
             if item_ns > 0 {
                 w.start(item_ns)?;
