@@ -119,7 +119,11 @@ pub fn live(tenants: &[Tenant], pids: &[i32]) -> Outcome {
     Ok(())
 }
 
-/// No fd of process `pid` is a real NVIDIA node.
+/// No fd of process `pid` is a real NVIDIA node. A tenant opens NVIDIA's
+/// own node names too (issue 33: its opens of them are vgpu's), so a file
+/// of `/dev/nvidiactl` or `/dev/nvidiaK` is checked by what answers it,
+/// through a duplicate of it ([`vgpus_file`]); any other NVIDIA node
+/// fails.
 pub fn no_real_files(pid: i32) -> Outcome {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Ok(());
@@ -127,14 +131,78 @@ pub fn no_real_files(pid: i32) -> Outcome {
     for e in dir.flatten() {
         if let Ok(t) = std::fs::read_link(e.path()) {
             let t = t.to_string_lossy();
+            if !t.starts_with("/dev/nvidia") {
+                continue;
+            }
+            let fd: i32 = e.file_name().to_string_lossy().parse().unwrap_or(-1);
+            let ctl = t == "/dev/nvidiactl";
+            let gpu = t
+                .strip_prefix("/dev/nvidia")
+                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
             ensure!(
-                !t.starts_with("/dev/nvidia"),
-                "process {pid}: fd {:?} is {t}",
-                e.file_name()
+                (ctl || gpu) && vgpus_file(pid, fd, ctl)?,
+                "process {pid}: fd {fd} is the real {t}"
             );
         }
     }
     Ok(())
+}
+
+/// Whether fd `fd` of process `pid` (a ctl file if `ctl`, else a GPU
+/// node's) is vgpu's proxy file, asked of a duplicate of the file with a
+/// call each side answers differently before doing anything (so fault
+/// injection cannot blur it): REGISTER_FD of fd -1 on a ctl file, which
+/// vgpu refuses there with EPERM and the driver with EINVAL (no such fd);
+/// RM_ALLOC on a GPU node, which vgpu refuses there with EPERM and the
+/// driver serves. `Ok(true)` also if the fd is gone meanwhile.
+fn vgpus_file(pid: i32, fd: i32, ctl: bool) -> Result<bool, String> {
+    use nvclient::abi::{class, Nvos64, Wire};
+    // SAFETY: plain system calls; a new fd or -1 comes back.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 };
+    if pidfd < 0 {
+        return Ok(true);
+    }
+    // SAFETY: as above.
+    let dup = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32 };
+    // SAFETY: the fd pidfd_open gave us.
+    unsafe { libc::close(pidfd) };
+    if dup < 0 {
+        return Ok(true);
+    }
+    let mut b = if ctl {
+        (-1i32).to_ne_bytes().to_vec()
+    } else {
+        Nvos64 {
+            h_class: class::NV01_ROOT_CLIENT,
+            ..Default::default()
+        }
+        .to_bytes()
+        .to_vec()
+    };
+    let nr = if ctl { 0xc9 } else { 0x2b };
+    let req = vgpu_logic::nv::ioctl::nv_iowr(nr, b.len());
+    // SAFETY: `b` is a whole block of the escape, which the driver reads
+    // and writes.
+    let r = unsafe { libc::ioctl(dup, req as _, b.as_mut_ptr()) };
+    let errno = std::io::Error::last_os_error().raw_os_error();
+    if !ctl && r == 0 {
+        let a = Nvos64::decode(&b);
+        if a.status == 0 {
+            let mut f = nvclient::abi::Nvos00 {
+                h_root: a.h_object_new,
+                h_object_parent: 0,
+                h_object_old: a.h_object_new,
+                status: 0,
+            }
+            .to_bytes();
+            let req = vgpu_logic::nv::ioctl::nv_iowr(0x29, f.len());
+            // SAFETY: `f` is a whole NVOS00 block.
+            unsafe { libc::ioctl(dup, req as _, f.as_mut_ptr()) };
+        }
+    }
+    // SAFETY: the fd pidfd_getfd gave us.
+    unsafe { libc::close(dup) };
+    Ok(r != 0 && errno == Some(libc::EPERM))
 }
 
 /// With every tenant process gone: nothing charged, tracked or held.

@@ -351,11 +351,20 @@ impl<'a> Thread<'a> {
         }
     }
 
-    fn node(&self) -> (String, String) {
-        (
-            "/dev/vgpuctl".into(),
-            format!("/dev/vgpu{}", self.tenant.vgpu),
-        )
+    /// The tenant's ctl and GPU node: vgpu's names, or NVIDIA's own (its
+    /// opens of which are vgpu's, issue 33), half the time each.
+    fn node(&mut self) -> (String, String) {
+        if self.rng.chance(50) {
+            (
+                "/dev/nvidiactl".into(),
+                format!("/dev/nvidia{}", self.tenant.gpu),
+            )
+        } else {
+            (
+                "/dev/vgpuctl".into(),
+                format!("/dev/vgpu{}", self.tenant.vgpu),
+            )
+        }
     }
 
     fn open_session(&mut self) {
@@ -523,7 +532,7 @@ impl<'a> Thread<'a> {
             2 => 2 << 20,
             _ => self.rng.edgy_u64() & 0xfff_ffff,
         };
-        let (_, g) = self.node();
+        let g = format!("/dev/vgpu{}", self.tenant.vgpu);
         let node = if self.rng.chance(80) {
             g
         } else {
