@@ -398,10 +398,22 @@ fn prepare_makes_a_vgpu_and_a_cdi_spec_once() {
     assert_eq!(s["kind"], "vgpu.dev/claim");
     let dev = &s["devices"][0];
     assert_eq!(dev["name"], format!("{UID}-0"));
+    // NVIDIA's own nodes, by NVIDIA's names and numbers (libcuda and NVML
+    // refuse others): vgpu answers their open for the bound pod.
     assert_eq!(
-        dev["containerEdits"]["deviceNodes"][0],
-        json!({"path": "/dev/nvidia1", "hostPath": format!("/dev/vgpu{v}"), "type": "c", "permissions": "rw"})
+        dev["containerEdits"]["deviceNodes"],
+        json!([{"path": "/dev/nvidia1", "hostPath": "/dev/nvidia1", "type": "c", "permissions": "rw"}])
     );
+    assert_eq!(
+        s["containerEdits"]["deviceNodes"],
+        json!([
+            {"path": "/dev/nvidiactl", "hostPath": "/dev/nvidiactl", "type": "c", "permissions": "rw"},
+            {"path": "/dev/nvidia-uvm", "hostPath": "/dev/nvidia-uvm", "type": "c", "permissions": "rw"}
+        ])
+    );
+    for never in ["/dev/vgpu", "/dev/nvidia-uvm-tools"] {
+        assert!(!s.to_string().contains(never), "{never}: {s}");
+    }
     assert_eq!(
         dev["containerEdits"]["hooks"][0]["args"],
         json!([

@@ -6,37 +6,49 @@
 //!
 //! What a container gets, and why:
 //!
-//! - per vGPU `N` (device name `N`): `/dev/vgpuN` at `/dev/nvidiaK`, `K`
-//!   being its backing GPU. libcuda opens the GPU nodes whose minor numbers
-//!   `nvidiactl`'s CARD_INFO reports, and vgpu passes the real GPU's minor
-//!   through, so the node must sit at the backing GPU's name (on a one-GPU
-//!   host that is `/dev/nvidia0`). The vGPUs of one multi-GPU container are
-//!   on distinct GPUs, so their names do not clash. A vGPU with no GPU set
-//!   yet is left out (nothing could open it usefully).
+//! - NVIDIA's own device nodes, by NVIDIA's names and numbers, as NVIDIA's
+//!   container toolkit gives them (`hostPath` = `path`): `/dev/nvidiactl`
+//!   (195:255) and `/dev/nvidia-uvm` for every device, and per vGPU `N`
+//!   (device name `N`) `/dev/nvidiaK` (195:K), `K` being its backing GPU.
+//!   libcuda and NVML `stat` `/dev/nvidiactl` and refuse any number but
+//!   the driver's, so vgpu's own nodes (`/dev/vgpuctl`, `/dev/vgpuN`,
+//!   `/dev/vgpu-uvm`) cannot stand in for them. vgpu.ko takes over the open
+//!   of the driver's nodes: an open from a cgroup bound to vGPUs becomes
+//!   vgpu's proxy file (the same one vgpu's own nodes give), so the
+//!   container's `/dev/nvidiaK` is its vGPU on GPU K, and any other GPU's
+//!   minor is refused. libcuda opens the GPU nodes whose minors
+//!   `nvidiactl`'s CARD_INFO reports, and vgpu reports the real GPU's, so
+//!   the node is the backing GPU's (on a one-GPU host `/dev/nvidia0`). The
+//!   vGPUs of one multi-GPU container are on distinct GPUs, so their names
+//!   do not clash. A vGPU with no GPU set yet is left out (nothing could
+//!   open it usefully).
 //! - per vGPU `N`, unless `--no-hooks`: two OCI hooks, `createRuntime` and
 //!   `poststop`, that run `vgpuctl hook create-runtime|poststop N`: vGPU
 //!   `N` is bound to the container's cgroup before its first process runs,
 //!   sized from its `VGPU_MEMORY`/`VGPU_COMPUTE`, and freed when it stops
-//!   ([`crate::hook`]).
-//! - for every device (spec-wide edits): `/dev/vgpuctl` at `/dev/nvidiactl`,
-//!   `/dev/vgpu-uvm` at `/dev/nvidia-uvm`, and a read-only bind mount of a
-//!   params file at `/proc/driver/nvidia/params` that says
-//!   `ModifyDeviceFiles: 0`, so libcuda and nvidia-smi use the nodes as they
-//!   are instead of trying to create or fix up `/dev/nvidia*` with the real
-//!   device numbers. The file is the host's params with that one line
-//!   changed (or just that line if the host has none), as the NVIDIA
-//!   Container Toolkit does.
+//!   ([`crate::hook`]). **The binding must come before the container's
+//!   first open:** vgpu decides an open of NVIDIA's nodes by the opener's
+//!   cgroup when it is made, so a file opened while the cgroup was not yet
+//!   bound is NVIDIA's own, past vgpu, for as long as it stays open. The
+//!   `createRuntime` hook runs after the container's init process exists,
+//!   in its cgroup, and before the container's program runs; with
+//!   `--no-hooks` the admin binds the cgroup before starting the container.
+//! - for every device (spec-wide edits) a read-only bind mount of a params
+//!   file at `/proc/driver/nvidia/params` that says `ModifyDeviceFiles: 0`,
+//!   so libcuda and nvidia-smi use the nodes as they are instead of trying
+//!   to create or fix up `/dev/nvidia*` themselves. The file is the host's
+//!   params with that one line changed (or just that line if the host has
+//!   none), as the NVIDIA Container Toolkit does.
 //! - UVM: CUDA opens `/dev/nvidia-uvm` in every process, so the spec always
-//!   has vgpu's UVM proxy there. vgpu forwards it to the real nvidia-uvm,
-//!   gives UVM_REGISTER_GPU the real GPU file it needs and charges managed
-//!   memory to the vGPU's ceiling (`memory_managed`). The real
-//!   `/dev/nvidia-uvm` is never passed, and neither is
-//!   `/dev/nvidia-uvm-tools` (profilers' counters and events, which vgpu
-//!   does not proxy): containers do not get it. `--with-uvm`, which used to
-//!   add the real nodes, is accepted and has no effect. A module older than
-//!   the proxy has `/dev/vgpuctl` but no `/dev/vgpu-uvm`; runtimes refuse a
-//!   spec whose host node is missing, so `vgpuctl cdi` warns then
-//!   ([`uvm_proxy_missing`]).
+//!   has it. Opened from the container it is vgpu's UVM proxy: vgpu
+//!   forwards it to the real nvidia-uvm, gives UVM_REGISTER_GPU the real
+//!   GPU file it needs and charges managed memory to the vGPU's ceiling
+//!   (`memory_managed`). `/dev/nvidia-uvm-tools` (profilers' counters and
+//!   events, which vgpu does not proxy) is never passed: containers do not
+//!   get it. `--with-uvm`, which used to add the real UVM nodes, is
+//!   accepted and has no effect. Runtimes refuse a spec whose host node is
+//!   missing (`nvidia-uvm` makes no node of its own: `nvidia-modprobe -u`
+//!   does), so `vgpuctl cdi` warns then ([`missing_host_nodes`]).
 //!
 //! Not included: the driver's user-space libraries (`libcuda.so`,
 //! `nvidia-smi`). Containers bring them in their image or from the NVIDIA
@@ -47,8 +59,6 @@
 use std::path::Path;
 
 use serde::Serialize;
-
-use vgpu_logic::uapi;
 
 use crate::hook::Stage;
 use crate::model::VgpuInfo;
@@ -64,10 +74,16 @@ pub const DEFAULT_KIND: &str = "vgpu.dev/gpu";
 pub const DEFAULT_PARAMS_FILE: &str = "/var/run/vgpu/params";
 /// Where the driver publishes its params.
 pub const HOST_PARAMS: &str = "/proc/driver/nvidia/params";
-/// Where the container sees `/dev/vgpuctl`.
+/// NVIDIA's control node (195:255), on the host and in the container.
 pub const CTL_NODE: &str = "/dev/nvidiactl";
-/// Where the container sees `/dev/vgpu-uvm`.
+/// nvidia-uvm's node (its major, minor 0), on the host and in the
+/// container.
 pub const UVM_NODE: &str = "/dev/nvidia-uvm";
+
+/// NVIDIA's node of GPU `k` (195:k), on the host and in the container.
+pub fn gpu_node(k: u32) -> String {
+    format!("/dev/nvidia{k}")
+}
 
 /// A CDI spec (the fields vgpuctl writes).
 #[derive(Debug, Serialize)]
@@ -147,10 +163,11 @@ pub struct Mount {
     pub options: Vec<String>,
 }
 
-fn node(host: &str, container: &str) -> DeviceNode {
+/// NVIDIA's node `path`, at the same path in the container.
+fn node(path: &str) -> DeviceNode {
     DeviceNode {
-        path: container.to_string(),
-        host_path: host.to_string(),
+        path: path.to_string(),
+        host_path: path.to_string(),
         kind: "c".to_string(),
         permissions: "rw".to_string(),
     }
@@ -214,7 +231,7 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
             Some(Device {
                 name: v.id.to_string(),
                 container_edits: ContainerEdits {
-                    device_nodes: vec![node(&v.device, &format!("/dev/nvidia{k}"))],
+                    device_nodes: vec![node(&gpu_node(k))],
                     mounts: Vec::new(),
                     hooks: opts
                         .hook
@@ -224,10 +241,7 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
             })
         })
         .collect();
-    let nodes = vec![
-        node(uapi::VGPU_CTL_DEV, CTL_NODE),
-        node(uapi::VGPU_UVM_DEV, UVM_NODE),
-    ];
+    let nodes = vec![node(CTL_NODE), node(UVM_NODE)];
     Spec {
         cdi_version: CDI_VERSION.to_string(),
         kind: opts.kind.clone(),
@@ -264,12 +278,20 @@ pub fn params_text(host: Option<&str>) -> String {
     out
 }
 
-/// Whether the host's `/dev` (`dev_root`) has vgpu's `/dev/vgpuctl` but
-/// not `/dev/vgpu-uvm`: a vgpu module from before the UVM proxy, whose
-/// spec would name a host node that is not there.
-pub fn uvm_proxy_missing(dev_root: &Path) -> bool {
-    let in_root = |dev: &str| dev_root.join(dev.trim_start_matches("/dev/"));
-    in_root(uapi::VGPU_CTL_DEV).exists() && !in_root(uapi::VGPU_UVM_DEV).exists()
+/// The host nodes of `spec` that are not under `dev_root` (the host's
+/// `/dev`), as the spec names them: runtimes refuse a device whose host
+/// node is missing.
+pub fn missing_host_nodes(spec: &Spec, dev_root: &Path) -> Vec<String> {
+    let edits = std::iter::once(&spec.container_edits)
+        .chain(spec.devices.iter().map(|d| &d.container_edits));
+    let mut missing: Vec<String> = edits
+        .flat_map(|e| &e.device_nodes)
+        .map(|n| n.host_path.clone())
+        .filter(|h| !dev_root.join(h.trim_start_matches("/dev/")).exists())
+        .collect();
+    missing.sort();
+    missing.dedup();
+    missing
 }
 
 /// Reads the host's params file, if there is one.
@@ -314,21 +336,38 @@ mod tests {
         assert_eq!(
             nodes,
             [
-                ("/dev/vgpuctl", "/dev/nvidiactl"),
-                ("/dev/vgpu-uvm", "/dev/nvidia-uvm")
+                ("/dev/nvidiactl", "/dev/nvidiactl"),
+                ("/dev/nvidia-uvm", "/dev/nvidia-uvm")
             ]
         );
     }
 
     #[test]
-    fn old_module_without_uvm_proxy() {
+    fn missing_nodes() {
+        let opts = Options {
+            kind: DEFAULT_KIND.to_string(),
+            params_file: DEFAULT_PARAMS_FILE.to_string(),
+            hook: None,
+        };
+        let mut s = spec(&[], &opts);
+        s.devices.push(Device {
+            name: "3".to_string(),
+            container_edits: ContainerEdits {
+                device_nodes: vec![node(&gpu_node(1))],
+                ..Default::default()
+            },
+        });
         let dir = tempfile::tempdir().unwrap();
-        // No vgpu nodes at all (not loaded, or another /dev): no warning.
-        assert!(!uvm_proxy_missing(dir.path()));
-        std::fs::write(dir.path().join("vgpuctl"), "").unwrap();
-        assert!(uvm_proxy_missing(dir.path()));
-        std::fs::write(dir.path().join("vgpu-uvm"), "").unwrap();
-        assert!(!uvm_proxy_missing(dir.path()));
+        assert_eq!(
+            missing_host_nodes(&s, dir.path()),
+            ["/dev/nvidia-uvm", "/dev/nvidia1", "/dev/nvidiactl"]
+        );
+        for n in ["nvidiactl", "nvidia1"] {
+            std::fs::write(dir.path().join(n), "").unwrap();
+        }
+        assert_eq!(missing_host_nodes(&s, dir.path()), ["/dev/nvidia-uvm"]);
+        std::fs::write(dir.path().join("nvidia-uvm"), "").unwrap();
+        assert!(missing_host_nodes(&s, dir.path()).is_empty());
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub struct Cli {
     #[arg(long, global = true, env = "VGPU_SYSFS_ROOT", default_value = "/sys")]
     pub sysfs_root: PathBuf,
     /// Where the host's device nodes are: /dev/nvidiaK (to count GPUs when
-    /// the module does not list them), /dev/vgpu-uvm (cdi checks for it).
+    /// the module does not list them), the nodes of the CDI spec (cdi checks
+    /// that they exist).
     #[arg(long, global = true, env = "VGPU_DEV_ROOT", default_value = "/dev")]
     pub dev_root: PathBuf,
     /// Memory of each GPU whose size the module does not report.
@@ -216,8 +217,8 @@ pub struct CdiArgs {
     /// (`vgpuctl set N --cgroup`) before their containers start.
     #[arg(long)]
     pub no_hooks: bool,
-    /// No effect, kept for old scripts: the spec always has vgpu's UVM proxy
-    /// (/dev/vgpu-uvm at /dev/nvidia-uvm), never the real UVM nodes.
+    /// No effect, kept for old scripts: the spec always has /dev/nvidia-uvm
+    /// (vgpu's UVM proxy for the container), never /dev/nvidia-uvm-tools.
     #[arg(long)]
     pub with_uvm: bool,
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use vgpu_logic::uapi;
 
 use crate::cdi;
 use crate::cli::{
@@ -816,15 +815,18 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         .collect();
     if a.with_uvm {
         warnings.push(format!(
-            "--with-uvm has no effect: the spec always has {} at {} (vgpu's UVM proxy)",
-            uapi::VGPU_UVM_DEV,
+            "--with-uvm has no effect: the spec always has {}, which vgpu answers for the container, and never the tools node",
             cdi::UVM_NODE
         ));
     }
-    if cdi::uvm_proxy_missing(&cli.dev_root) {
+    for n in cdi::missing_host_nodes(&spec, &cli.dev_root) {
+        let fix = if n == cdi::UVM_NODE {
+            " (nvidia-uvm makes no node of its own: `nvidia-modprobe -u -c 0` does)"
+        } else {
+            ""
+        };
         warnings.push(format!(
-            "{} is missing (a vgpu module without the UVM proxy?): runtimes will refuse these devices until a module that has it is loaded",
-            uapi::VGPU_UVM_DEV
+            "{n} is missing on this host{fix}: runtimes will refuse these devices until it exists"
         ));
     }
     let params = cdi::params_text(cdi::read_host_params(&a.host_params).as_deref());

@@ -2,7 +2,9 @@
 
 //! `vgpuctl cdi`: the spec validates against a CDI 0.6.0 schema subset
 //! (it declares 0.5.0, the oldest version with what it uses)
-//! (`tests/data/cdi-schema.json`), and holds what a container needs.
+//! (`tests/data/cdi-schema.json`), and holds what a container needs:
+//! NVIDIA's own nodes, by NVIDIA's names, and the hooks that bind the
+//! vGPU before the container's first open.
 
 mod common;
 
@@ -16,9 +18,16 @@ fn schema() -> Value {
     serde_json::from_str(text).unwrap()
 }
 
-/// A tree with vGPUs 0 (GPU 0), 3 (GPU 1) and 4 (no GPU).
+/// NVIDIA's nodes of a host with GPUs 0 and 1.
+const HOST_NODES: [&str; 4] = ["nvidiactl", "nvidia0", "nvidia1", "nvidia-uvm"];
+
+/// A tree with vGPUs 0 (GPU 0), 3 (GPU 1) and 4 (no GPU), and NVIDIA's
+/// nodes in its /dev.
 fn fake() -> Fake {
     let f = Fake::new(2, Some(24), false);
+    for n in HOST_NODES {
+        fs::write(f.path().join("dev").join(n), "").unwrap();
+    }
     f.ok(&["create", "--cgroup", "/a", "--memory", "1GiB", "--gpu", "0"]);
     f.ok(&[
         "create", "--cgroup", "/b", "--memory", "1GiB", "--gpu", "1", "--id", "3",
@@ -103,16 +112,16 @@ fn spec_contents() {
             "kind": "vgpu.dev/gpu",
             "devices": [
                 {"name": "0", "containerEdits": {"deviceNodes": [
-                    {"path": "/dev/nvidia0", "hostPath": "/dev/vgpu0", "type": "c", "permissions": "rw"}],
+                    {"path": "/dev/nvidia0", "hostPath": "/dev/nvidia0", "type": "c", "permissions": "rw"}],
                     "hooks": hooks(0)}},
                 {"name": "3", "containerEdits": {"deviceNodes": [
-                    {"path": "/dev/nvidia1", "hostPath": "/dev/vgpu3", "type": "c", "permissions": "rw"}],
+                    {"path": "/dev/nvidia1", "hostPath": "/dev/nvidia1", "type": "c", "permissions": "rw"}],
                     "hooks": hooks(3)}}
             ],
             "containerEdits": {
                 "deviceNodes": [
-                    {"path": "/dev/nvidiactl", "hostPath": "/dev/vgpuctl", "type": "c", "permissions": "rw"},
-                    {"path": "/dev/nvidia-uvm", "hostPath": "/dev/vgpu-uvm", "type": "c", "permissions": "rw"}
+                    {"path": "/dev/nvidiactl", "hostPath": "/dev/nvidiactl", "type": "c", "permissions": "rw"},
+                    {"path": "/dev/nvidia-uvm", "hostPath": "/dev/nvidia-uvm", "type": "c", "permissions": "rw"}
                 ],
                 "mounts": [{
                     "hostPath": params_path.to_str().unwrap(),
@@ -122,18 +131,18 @@ fn spec_contents() {
             }
         })
     );
-    // No real NVIDIA node anywhere (nvidia-uvm-tools included): only
-    // vgpu's proxies.
+    // NVIDIA's nodes only, never the UVM tools node nor vgpu's own names
+    // (libcuda and NVML refuse any number but the driver's).
     let text = spec.to_string();
-    for real in ["\"/dev/nvidia-uvm-tools\"", "\"hostPath\":\"/dev/nvidia"] {
-        assert!(!text.contains(real), "{real}: {text}");
+    for never in ["/dev/nvidia-uvm-tools", "/dev/vgpu"] {
+        assert!(!text.contains(never), "{never}: {text}");
     }
     // --with-uvm is still accepted, changes nothing, and says so.
     let (uvm, _, err) = generate(&f, &["--with-uvm"]);
     assert_eq!(uvm, spec);
     assert!(
         err.contains(
-            "--with-uvm has no effect: the spec always has /dev/vgpu-uvm at /dev/nvidia-uvm"
+            "--with-uvm has no effect: the spec always has /dev/nvidia-uvm, which vgpu answers for the container, and never the tools node"
         ),
         "{err}"
     );
@@ -180,25 +189,34 @@ fn hook_options() {
     assert_eq!(r.code, 2, "{}", r.err);
 }
 
-/// A module from before the UVM proxy (`/dev/vgpuctl` but no
-/// `/dev/vgpu-uvm`): the spec still names the proxy, with a warning.
+/// A host node the spec names is missing (`nvidia-uvm` makes none of its
+/// own): the spec still names it, with a warning, since runtimes refuse it.
 #[test]
-fn warns_without_the_uvm_proxy() {
+fn warns_of_missing_host_nodes() {
     let f = fake();
     let dev = f.path().join("dev");
-    fs::write(dev.join("vgpuctl"), "").unwrap();
+    fs::remove_file(dev.join("nvidia-uvm")).unwrap();
     let (spec, _, err) = generate(&f, &[]);
     assert!(
-        err.contains("/dev/vgpu-uvm is missing (a vgpu module without the UVM proxy?)"),
+        err.contains("/dev/nvidia-uvm is missing on this host (nvidia-uvm makes no node of its own: `nvidia-modprobe -u -c 0` does): runtimes will refuse these devices until it exists"),
         "{err}"
     );
     assert_eq!(
         spec["containerEdits"]["deviceNodes"][1]["hostPath"],
-        "/dev/vgpu-uvm"
+        "/dev/nvidia-uvm"
     );
-    fs::write(dev.join("vgpu-uvm"), "").unwrap();
+    fs::remove_file(dev.join("nvidia1")).unwrap();
     let (_, _, err) = generate(&f, &[]);
-    assert!(!err.contains("vgpu-uvm"), "{err}");
+    assert!(
+        err.contains("/dev/nvidia1 is missing on this host: "),
+        "{err}"
+    );
+    assert!(!err.contains("/dev/nvidia0 "), "{err}");
+    for n in HOST_NODES {
+        fs::write(dev.join(n), "").unwrap();
+    }
+    let (_, _, err) = generate(&f, &[]);
+    assert!(!err.contains("missing"), "{err}");
 }
 
 #[test]
