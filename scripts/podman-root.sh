@@ -71,7 +71,7 @@ printf 'passwd: files\ngroup: files\nhosts: files\n' > "$root/etc/nsswitch.conf"
 rfs="$root/var/lib/vgpu-rootfs"
 mkdir -p "$rfs"/{bin,dev,proc,sys,tmp,etc,run}
 cp /bin/busybox "$rfs/bin/busybox"
-for applet in sh sleep cat echo ls; do ln -sf busybox "$rfs/bin/$applet"; done
+for applet in sh sleep cat echo ls stat; do ln -sf busybox "$rfs/bin/$applet"; done
 echo "root:x:0:0:root:/:/bin/sh" > "$rfs/etc/passwd"
 echo "root:x:0:" > "$rfs/etc/group"
 echo "podman-root: $root ($(du -sh "$root" | cut -f1))"

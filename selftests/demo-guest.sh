@@ -7,8 +7,10 @@
 # the Kubernetes DRA plugin prepares a pod's claim.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
-# is a cgroup v2 directory; its processes use /dev/vgpuctl and /dev/vgpuN as
-# a container runtime would bind them in as /dev/nvidiactl and /dev/nvidia0.
+# is first a cgroup v2 directory whose processes use vgpu's own nodes,
+# /dev/vgpuctl and /dev/vgpuN; the podman and Kubernetes parts use NVIDIA's
+# names, /dev/nvidiactl, /dev/nvidia0 and /dev/nvidia-uvm, which the CDI
+# spec gives containers and whose opens vgpu answers for a bound cgroup.
 # The workloads are CUDA-like clients: vgpu-selftest demo-alloc asks the GPU
 # size and allocates VRAM in chunks until the driver refuses; demo-compute
 # keeps a TSG busy with 1 ms work items on the double's engine and reports
@@ -47,7 +49,7 @@ printf 'container A: '; in_container /containerA vgpu-selftest demo-alloc 0 256
 printf 'container B: '; in_container /containerB vgpu-selftest demo-alloc 1 256
 echo "(the GPU itself has 8064 MiB of heap; each stopped at its own ceiling)"
 
-say "Managed memory (cudaMallocManaged through /dev/vgpu-uvm as /dev/nvidia-uvm) counts too"
+say "Managed memory (cudaMallocManaged through vgpu's UVM proxy, /dev/vgpu-uvm) counts too"
 printf 'container A: '; in_container /containerA vgpu-selftest demo-managed 0 128
 printf 'container B: '; in_container /containerB vgpu-selftest demo-managed 1 128
 echo "(each mapping is charged to its vGPU when made, so managed pages resident on the GPU never pass the ceiling)"
@@ -103,7 +105,10 @@ mkdir -p /tmp/ctr
 p run -d --name web --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB -v /tmp/ctr:/out \
     --rootfs /var/lib/vgpu-rootfs sh -c 'exec vgpu-selftest demo-alloc --nvidia 0 128 600 > /out/log' > /dev/null
 while ! grep -q 'GPU size' /tmp/ctr/log 2>/dev/null; do sleep 0.2; done
-echo "podman run --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB: $(cat /tmp/ctr/log)"
+echo "podman run --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB:"
+sed 's/^/  /' /tmp/ctr/log
+nodes=$(p exec web stat -c '%n %t:%T' /dev/nvidiactl /dev/nvidia0 /dev/nvidia-uvm)
+echo "  its nodes are NVIDIA's, numbers (hex) included, as libcuda and NVML check them: $(echo $nodes)"
 echo "vgpu2 bound to $(cat "$(vgpu 2 cgroup)" | cut -c1-40)..., memory_limit $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB for this container"
 if p run --rm --device vgpu.dev/gpu=2 --rootfs /var/lib/vgpu-rootfs true > /tmp/second.out 2>&1; then
     echo "UNEXPECTED: a second container got vgpu2"; exit 1
@@ -139,11 +144,12 @@ kl() { vgpu-dra-testkubelet "$@"; }
 echo "registration: $(kl register --registry-dir $k/registry --driver vgpu.dev)"
 grep -E 'GPU 0|ResourceSlice' $k/plugin.log
 echo "NodePrepareResources: $(kl prepare --endpoint $k/plugin/dra.sock --namespace demo --name trainer-gpu --uid $uid)"
-n=$(sed -n 's|.*"hostPath": "/dev/vgpu\([0-9]*\)".*|\1|p' $k/cdi/vgpu.dev-claim_$uid.json | head -1)
+n=$(ls /sys/class/vgpu | sed -n 's/^vgpu\([0-9]*\)$/\1/p' | head -1)
 echo "vgpu$n: memory_limit $(mib "$(cat "$(vgpu "$n" memory_limit)")") MiB, compute_share $(cat "$(vgpu "$n" compute_share)")%"
-printf 'the pod: '
+echo "the claim's CDI spec gives the pod $(grep -o '"path": "/dev/[^"]*"' $k/cdi/vgpu.dev-claim_$uid.json | cut -d'"' -f4 | tr '\n' ' ')"
+echo "the pod:"
 kl run --cdi-dir $k/cdi --device vgpu.dev/claim=$uid-0 --cgroup-root /sys/fs/cgroup \
-    --pod-cgroup /kubepods/besteffort/pod$pod --container trainer -- /bin/vgpu-selftest demo-alloc "$n" 256
+    --pod-cgroup /kubepods/besteffort/pod$pod --container trainer -- /bin/vgpu-selftest demo-alloc --nvidia 0 256
 echo "vgpu$n is bound to the pod's cgroup: $(cat "$(vgpu "$n" cgroup)")"
 echo "NodeUnprepareResources: $(kl unprepare --endpoint $k/plugin/dra.sock --namespace demo --name trainer-gpu --uid $uid)"
 echo "vGPUs left: $(ls /sys/class/vgpu | grep -c '^vgpu[0-9]' || true)"

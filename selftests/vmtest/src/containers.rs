@@ -9,13 +9,21 @@
 //! within the admin's bound, refuse a vGPU another container holds, and
 //! free it when the container stops (`userspace/vgpuctl/src/hook.rs`).
 //!
-//! The client in each container is the demo's CUDA-like sequence
-//! (`vgpu-selftest demo-alloc --nvidia 0`): it opens `/dev/nvidiactl` and
-//! `/dev/nvidia0` (vgpu's nodes, put there by the spec), reads the GPU's
-//! memory size, allocates VRAM until refused and holds it.
+//! The container gets NVIDIA's own nodes, as NVIDIA's container toolkit
+//! gives them: `/dev/nvidiactl` (195:255), `/dev/nvidia0` (195:0) and
+//! `/dev/nvidia-uvm`, never `/dev/nvidia-uvm-tools` nor vgpu's own names;
+//! vgpu answers their opens because the hook bound the container's cgroup
+//! before its program ran. The client in each container is the demo's
+//! CUDA-like sequence (`vgpu-selftest demo-alloc --nvidia 0`): it opens
+//! `/dev/nvidiactl` and `/dev/nvidia0`, sets up UVM on `/dev/nvidia-uvm`
+//! (registering the GPU, which the driver's own nvidia-uvm refuses to a
+//! process whose GPU file is vgpu's), reads the GPU's memory size,
+//! allocates VRAM until refused and holds it. The size it sees and stops
+//! at is its vGPU's, and its vGPU counts its `/dev/nvidia0` as an open
+//! file: each open was vgpu's.
 
 use crate::ensure;
-use crate::sys::{make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
+use crate::sys::{char_major, make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -169,9 +177,23 @@ fn cgroup_of(name: &str) -> Result<String, String> {
 }
 
 /// Container `name` on vGPU `id` sees `limit_mib` and stops at it; its
-/// vGPU is bound to its own cgroup and charged what it holds.
+/// vGPU is bound to its own cgroup and charged what it holds, and its
+/// client's opens of NVIDIA's nodes were vgpu's: it registered the GPU with
+/// UVM, and the vGPU counts its `/dev/nvidia0`.
 fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
     let (seen, got) = report(name)?;
+    let log = read_file(&format!("/tmp/ctr-{name}/log"))?;
+    ensure!(
+        log.contains(
+            "opened /dev/nvidiactl, /dev/nvidia0 and /dev/nvidia-uvm; GPU registered with UVM"
+        ),
+        "{name}: the client did not set up UVM on /dev/nvidia-uvm: {log:?}"
+    );
+    ensure!(
+        attr(id, "users")? == "1",
+        "vgpu{id}: users {} while container {name} holds /dev/nvidia0",
+        attr(id, "users")?
+    );
     ensure!(
         seen == limit_mib,
         "{name}: GPU size seen {seen} MiB, vGPU {id}'s limit {limit_mib} MiB"
@@ -194,6 +216,43 @@ fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
         used >= got * MIB && used <= limit_mib * MIB,
         "vgpu{id}: memory_used {used}, the client holds {got} MiB under {limit_mib} MiB"
     );
+    Ok(())
+}
+
+/// Container `name` has NVIDIA's nodes with NVIDIA's numbers, as libcuda
+/// and NVML check them (`stat` in the container), and none of vgpu's own
+/// nor the UVM tools node.
+fn check_nodes(name: &str) -> Outcome {
+    let exec = |cmd: &[&str]| -> Result<String, String> {
+        let mut args = vec!["exec", name];
+        args.extend(cmd);
+        let (code, out) = podman(&args)?;
+        ensure!(code == 0, "{name}: {cmd:?}: exit {code}: {out}");
+        Ok(out.trim().to_string())
+    };
+    let ctl = exec(&["stat", "-c", "%t:%T", "/dev/nvidiactl"])?;
+    ensure!(
+        ctl == "c3:ff",
+        "{name}: /dev/nvidiactl is {ctl}, not 195:255 (c3:ff)"
+    );
+    let uvm = char_major("nvidia-uvm").ok_or("no nvidia-uvm in /proc/devices")?;
+    let others = exec(&["stat", "-c", "%n %t:%T", "/dev/nvidia0", "/dev/nvidia-uvm"])?;
+    let want = format!("/dev/nvidia0 c3:0\n/dev/nvidia-uvm {uvm:x}:0");
+    ensure!(others == want, "{name}: {others:?}, want {want:?}");
+    let dev = exec(&["ls", "/dev"])?;
+    for absent in [
+        "nvidia-uvm-tools",
+        "nvidia1",
+        "vgpuctl",
+        "vgpu0",
+        "vgpu1",
+        "vgpu-uvm",
+    ] {
+        ensure!(
+            !dev.split_whitespace().any(|n| n == absent),
+            "{name}: /dev/{absent} is there: {dev:?}"
+        );
+    }
     Ok(())
 }
 
@@ -285,6 +344,8 @@ fn two_containers() -> Outcome {
         }
         check_at_ceiling("a", 0, 1024)?;
         check_at_ceiling("b", 1, 768)?;
+        check_nodes("a")?;
+        check_nodes("b")?;
         let log = kernel_log()?;
         for id in [0, 1] {
             ensure!(

@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The demo's workloads, CUDA-like clients that open `/dev/vgpuctl` and
-//! `/dev/vgpuN` as a container would:
+//! The demo's workloads, CUDA-like clients that open vgpu's own nodes,
+//! `/dev/vgpuctl` and `/dev/vgpuN`, or with `--nvidia K` NVIDIA's, as
+//! libcuda does in a container (whose opens of them vgpu answers):
 //!
 //! - `vgpu-selftest demo-alloc N CHUNK_MIB [HOLD_S]` reports the GPU size it
 //!   is shown, allocates VRAM in chunks until the driver says no, reports
 //!   what it got, and optionally holds it for a while; with `--nvidia K`
-//!   for `N` it opens `/dev/nvidiactl` and `/dev/nvidiaK` instead, as
-//!   libcuda does in a container whose runtime put vgpu's nodes there;
+//!   for `N` it opens `/dev/nvidiactl` and `/dev/nvidiaK` instead, and
+//!   first sets up UVM on `/dev/nvidia-uvm` as libcuda does at start
+//!   (initialise, register the GPU and its VA space: the registration
+//!   needs the GPU's real file, which only vgpu's UVM proxy supplies when
+//!   the GPU node is vgpu's), and says so;
 //! - `vgpu-selftest demo-managed N CHUNK_MIB` maps managed memory
 //!   (cudaMallocManaged: an mmap of `/dev/vgpu-uvm`) in chunks and migrates
 //!   each to the GPU until a mapping is refused, and reports what it got;
-//! - `vgpu-selftest demo-compute N SECONDS [SPLIT_S]` keeps a TSG busy with
+//! - `vgpu-selftest demo-compute N|--nvidia K SECONDS [SPLIT_S]` keeps a TSG busy with
 //!   1 ms work items for SECONDS and reports the share of the GPU's time it
 //!   got, separately before and after SPLIT_S if given (to show a live
 //!   change).
@@ -23,6 +27,8 @@ use nvclient::Error;
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
+/// NVIDIA's UVM node.
+const UVM_NODE: &str = "/dev/nvidia-uvm";
 
 /// Runs the workload; returns the process exit code.
 pub fn alloc(args: &[String]) -> i32 {
@@ -53,6 +59,15 @@ fn run(args: &[String]) -> Result<(), String> {
         Session::vgpu(id)?
     };
     let (ctl, client, device, sub) = (&s.ctl, s.client, s.device, s.subdevice);
+    // Held until the end, as libcuda holds it.
+    let _uvm = if nvidia {
+        let c = nvclient::uvm::UvmContext::open(UVM_NODE, ctl, client, device, sub)
+            .map_err(|e| format!("UVM on {UVM_NODE}: {e:?}"))?;
+        println!("opened /dev/nvidiactl, /dev/nvidia{id} and {UVM_NODE}; GPU registered with UVM");
+        Some(c)
+    } else {
+        None
+    };
     let seen = ctl
         .fb_get_info_v2(client, sub, &[fb_info::RAM_SIZE])
         .map_err(|e| format!("fb info: {e:?}"))?;
@@ -135,12 +150,20 @@ pub fn compute(args: &[String]) -> i32 {
 }
 
 fn run_compute(args: &[String]) -> Result<(), String> {
+    let (nvidia, args) = match args.first().map(String::as_str) {
+        Some("--nvidia") => (true, &args[1..]),
+        _ => (false, args),
+    };
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<f64>().ok());
-    let usage = "usage: demo-compute N SECONDS [SPLIT_S]";
+    let usage = "usage: demo-compute N|--nvidia K SECONDS [SPLIT_S]";
     let id = num(0).ok_or(usage)? as u32;
     let secs = num(1).ok_or(usage)?;
     let split = num(2);
-    let w = Work::open("/dev/vgpuctl", &format!("/dev/vgpu{id}"), false)?;
+    let w = if nvidia {
+        Work::open("/dev/nvidiactl", &format!("/dev/nvidia{id}"), false)?
+    } else {
+        Work::open("/dev/vgpuctl", &format!("/dev/vgpu{id}"), false)?
+    };
     w.start(1_000_000)?;
     w.enable(crate::compute::Enable::Tsg, true)
         .map_err(|e| format!("enable: {e:?}"))?;

@@ -8,6 +8,12 @@
 //! network stack and no API server: the plugin reads claims from and
 //! writes its ResourceSlice to a directory (`--kube-api dir:`), with the
 //! objects an API server would hold.
+//!
+//! The pod's processes use NVIDIA's own node names, as the claim's CDI spec
+//! gives them (`/dev/nvidiactl`, `/dev/nvidiaK`, `/dev/nvidia-uvm`, each at
+//! its own host path: the testkubelet makes no mount namespace and checks
+//! that each is a character device there): the vGPU bound to the pod's
+//! cgroup by the spec's hook makes their opens vgpu's.
 
 use std::process::{Child, Command, Stdio};
 
@@ -323,12 +329,37 @@ fn pod_claim() -> Outcome {
             "the restarted plugin republished: {log2}"
         );
 
-        // A process of the pod stops at exactly 2 GiB.
-        let id = &v[4..];
+        // The claim's spec gives NVIDIA's nodes, by NVIDIA's names.
+        let spec: serde_json::Value = serde_json::from_str(&read_file(&path(&format!(
+            "cdi/vgpu.dev-claim_{CLAIM_UID}.json"
+        )))?)
+        .map_err(|e| format!("the claim's CDI spec: {e}"))?;
+        let nodes: Vec<&str> = [
+            &spec["containerEdits"],
+            &spec["devices"][0]["containerEdits"],
+        ]
+        .iter()
+        .flat_map(|e| e["deviceNodes"].as_array().into_iter().flatten())
+        .map(|n| {
+            if n["hostPath"] == n["path"] {
+                n["path"].as_str().unwrap_or("?")
+            } else {
+                "?"
+            }
+        })
+        .collect();
+        ensure!(
+            nodes == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0"],
+            "the claim's device nodes: {nodes:?} in {spec}"
+        );
+
+        // A process of the pod, through NVIDIA's nodes, stops at exactly
+        // 2 GiB.
+        let k = attr(&v, "gpu")?;
         let (code, out) = in_pod(
             "trainer",
             &cdi,
-            &["/bin/vgpu-selftest", "demo-alloc", id, "64"],
+            &["/bin/vgpu-selftest", "demo-alloc", "--nvidia", &k, "64"],
         )?;
         ensure!(code == 0, "the pod's workload: exit {code}: {out}");
         let pod_cg = format!("/kubepods/besteffort/pod{POD}");
@@ -340,6 +371,12 @@ fn pod_claim() -> Outcome {
         ensure!(
             out.contains("GPU size seen   2048 MiB | allocated   2048 MiB in 64 MiB chunks, then NV_ERR_NO_MEMORY"),
             "the pod's workload: {out}"
+        );
+        ensure!(
+            out.contains(&format!(
+                "opened /dev/nvidiactl, /dev/nvidia{k} and /dev/nvidia-uvm; GPU registered with UVM"
+            )),
+            "the pod's workload did not set up UVM: {out}"
         );
 
         // ... and gets 30% of the GPU's time next to a 70% neighbour.
@@ -353,7 +390,7 @@ fn pod_claim() -> Outcome {
         let (code, out) = in_pod(
             "trainer-2",
             &cdi,
-            &["/bin/vgpu-selftest", "demo-compute", id, "4"],
+            &["/bin/vgpu-selftest", "demo-compute", "--nvidia", &k, "4"],
         )?;
         let n = neighbour
             .wait_with_output()

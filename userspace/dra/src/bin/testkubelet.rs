@@ -15,7 +15,10 @@
 //!   --container C -- CMD...`: starts CMD in cgroup `P/C` (made if
 //!   missing), stopped before exec until every `createRuntime` hook of the
 //!   devices ran with `{"id", "pid", "bundle"}` on stdin; a failing hook
-//!   kills it. Exits with CMD's status (or 125 if a hook failed).
+//!   kills it. Exits with CMD's status (or 125 if a hook failed). It makes
+//!   no mount namespace, so CMD sees the host's `/dev`: each of the
+//!   devices' `deviceNodes` must be at its own `hostPath`, a character
+//!   device there (a runtime refuses a missing one), or it refuses.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -186,6 +189,26 @@ fn cdi_edits(dir: &Path, id: &str) -> Res<Vec<Value>> {
     Err(format!("CDI device {id} not found in {}", dir.display()))
 }
 
+/// A CDI device node as this runtime can give it: at its own host path
+/// (no mount namespace), a character device there.
+fn check_node(n: &Value) -> Res<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = n["path"]
+        .as_str()
+        .ok_or_else(|| format!("device node {n}: no path"))?;
+    let host = n["hostPath"].as_str().unwrap_or(path);
+    if host != path {
+        return Err(format!(
+            "device node {path} from {host}: this runtime has no mount namespace to put it there"
+        ));
+    }
+    let md = std::fs::metadata(host).map_err(|e| format!("device node {host}: {e}"))?;
+    if !md.file_type().is_char_device() {
+        return Err(format!("device node {host}: not a character device"));
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> Res<i32> {
     let sep = args.iter().position(|a| a == "--").ok_or("no -- CMD")?;
     let (opts, cmd) = (&args[..sep], &args[sep + 1..]);
@@ -209,6 +232,9 @@ fn run(args: &[String]) -> Res<i32> {
             if h["hookName"] == "createRuntime" {
                 hooks.push(h.clone());
             }
+        }
+        for n in e["deviceNodes"].as_array().into_iter().flatten() {
+            check_node(n)?;
         }
     }
     let cg = root.join(pod.trim_start_matches('/')).join(&ctr);
