@@ -7,8 +7,10 @@
 #   scripts/initramfs.sh VARIANT --real -> build/initramfs-<variant>-real.cpio.gz,
 #       a second archive for the real-driver lane (scripts/vm.sh --driver
 #       real): NVIDIA's open modules from build/nvidia-<variant>
-#       (scripts/build-nvidia.sh) under /lib/modules/<krel>/nvidia-real/,
-#       and NVIDIA's userspace of the same release (scripts/nvidia-userspace.sh).
+#       (scripts/build-nvidia.sh) under /lib/modules/<krel>/nvidia-real/.
+# Every initramfs has NVIDIA's userspace of that release (nvidia-smi, NVML,
+# libcuda from Debian non-free, scripts/nvidia-userspace.sh) under
+# /opt/nvidia-<release>/, for the suites that run it on the double too.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -22,7 +24,6 @@ if [ "${2:-}" = --real ]; then
     mkdir -p "$root/lib/modules/$krel/nvidia-real"
     cp "$VGPU_TOP/build/nvidia-$variant/nvidia.ko" "$VGPU_TOP/build/nvidia-$variant/nvidia-uvm.ko" \
         "$root/lib/modules/$krel/nvidia-real/"
-    "$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" >/dev/null
     (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$root.cpio.gz"
     echo "initramfs($variant, real driver): $root.cpio.gz ($(du -h "$root.cpio.gz" | cut -f1))"
     exit 0
@@ -49,6 +50,8 @@ done
 # containers' root filesystem, which gets the test client too.
 "$VGPU_TOP/scripts/podman-root.sh" "$root" >/dev/null
 cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/var/lib/vgpu-rootfs/bin/"
+
+"$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" >/dev/null
 
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
 cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"

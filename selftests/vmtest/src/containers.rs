@@ -42,7 +42,130 @@ pub const TESTS: &[Test] = &[
         name: "a_vgpu_in_use_is_refused",
         run: in_use_refused,
     },
+    Test {
+        name: "nvidia_userspace_passes_its_node_checks",
+        run: nvidia_userspace_passes_its_node_checks,
+    },
 ];
+
+/// NVIDIA's userspace in the initramfs (scripts/nvidia-userspace.sh).
+const NV_RELEASE: &str = "550.163.01";
+
+/// The calls of `cmd` (NVIDIA's program, run with its libraries on the
+/// host) as nvtrace logs them, without PIDs and handles; and its output.
+fn host_trace(cmd: &str) -> Result<(Vec<String>, String), String> {
+    let log = "/tmp/nvtrace-host";
+    let _ = std::fs::remove_file(log);
+    let out = sh(&format!(
+        "NVTRACE_LOG={log} LD_PRELOAD=/bin/nvtrace.so {cmd} 2>&1; echo rc=$?"
+    ))?;
+    let calls = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|t| !t.starts_with("pid=") && !t.starts_with("h"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    Ok((calls, out))
+}
+
+fn nvidia_userspace_passes_its_node_checks() -> Outcome {
+    // The double claims the release of NVIDIA's userspace in the VM
+    // (libcuda and NVML compare version strings exactly), loaded with it
+    // alone (a lane's own claim is in /etc/modprobe.d).
+    let idx = crate::sys::DOUBLE_RELEASES
+        .iter()
+        .position(|r| *r == NV_RELEASE)
+        .ok_or("the double cannot claim NVIDIA's userspace release")?;
+    crate::sys::insmod_double(&format!("gpus=1 vram0_mib=8192 release={idx}"))?;
+    make_uvm_nodes()?;
+    let smi = format!("/bin/nvidia-smi-{NV_RELEASE}");
+    let r = (|| -> Outcome {
+        // A host process's nvidia-smi: the same calls and answers with
+        // vgpu loaded as without it.
+        let (without, out) = host_trace(&smi)?;
+        sh("modprobe vgpu")?;
+        let (with, _) = host_trace(&smi)?;
+        println!(
+            "# containers: host nvidia-smi, {} calls: {}",
+            with.len(),
+            out.trim().replace('\n', " | ")
+        );
+        ensure!(!without.is_empty(), "nvidia-smi made no call: {out}");
+        ensure!(
+            with == without,
+            "a host process's nvidia-smi with vgpu loaded:\n  {}\nwithout:\n  {}",
+            with.join("\n  "),
+            without.join("\n  ")
+        );
+        // In a podman container given a vGPU by CDI, NVIDIA's programs find
+        // NVIDIA's own nodes (195:255), get past the checks that refused
+        // vgpu's numbers, and reach vgpu.
+        vgpuctl("create --id 0 --gpu 0 --memory 1GiB")?;
+        vgpuctl("cdi --output /etc/cdi/vgpu.json")?;
+        let lib = format!("/opt/nvidia-{NV_RELEASE}");
+        let vols = [
+            format!("{lib}:{lib}:ro"),
+            "/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:ro".to_string(),
+            "/lib64:/lib64:ro".to_string(),
+            "/bin/cuprobe:/usr/local/bin/cuprobe:ro".to_string(),
+            "/bin/nvtrace.so:/usr/local/lib/nvtrace.so:ro".to_string(),
+            "/tmp/nvtrace-ctr:/out".to_string(),
+        ];
+        std::fs::create_dir_all("/tmp/nvtrace-ctr").map_err(|e| format!("{e}"))?;
+        let _ = std::fs::remove_file("/tmp/nvtrace-ctr/trace");
+        let script = format!(
+            "stat -c %t:%T /dev/nvidiactl; export LD_LIBRARY_PATH={lib}/lib; \
+             export NVTRACE_LOG=/out/trace LD_PRELOAD=/usr/local/lib/nvtrace.so; \
+             {lib}/bin/nvidia-smi 2>&1; echo smi-rc=$?; /usr/local/bin/cuprobe 2>&1"
+        );
+        let mut args = vec!["run", "--rm", "--device", "vgpu.dev/gpu=0"];
+        for v in &vols {
+            args.extend(["-v", v.as_str()]);
+        }
+        args.extend(["--rootfs", ROOTFS, "sh", "-c", script.as_str()]);
+        let (code, out) = podman(&args)?;
+        println!(
+            "# containers: NVIDIA's programs in podman: {}",
+            out.trim().replace('\n', " | ")
+        );
+        ensure!(code == 0, "podman run: {code}: {out}");
+        ensure!(
+            out.starts_with("c3:ff"),
+            "/dev/nvidiactl in the container: {out}"
+        );
+        ensure!(
+            !out.contains("blocked by the operating system") && out.contains("smi-rc="),
+            "nvidia-smi did not get past its node checks: {out}"
+        );
+        ensure!(
+            out.contains("cuInit=") && !out.contains("cuInit=304"),
+            "libcuda did not get past its node check: {out}"
+        );
+        // The container's calls reached vgpu: its clients have handles
+        // vgpu picked (0xc1eX_XXXX; the double picks 0xc1dX_XXXX).
+        let trace = read_file("/tmp/nvtrace-ctr/trace")?;
+        let clients: Vec<&str> = trace
+            .split_whitespace()
+            .filter(|t| t.starts_with("hObjectNew=0xc1"))
+            .collect();
+        ensure!(
+            !clients.is_empty() && clients.iter().all(|t| t.starts_with("hObjectNew=0xc1e")),
+            "the container's clients are not vgpu's: {clients:?}"
+        );
+        println!(
+            "# containers: NVIDIA's programs made {} calls in the container, {} clients, all vgpu's",
+            trace.lines().count(),
+            clients.len()
+        );
+        Ok(())
+    })();
+    let t = teardown();
+    r.and(t)
+}
 
 const MIB: u64 = 1 << 20;
 /// The containers' root filesystem (scripts/podman-root.sh).
