@@ -83,13 +83,17 @@ const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 const NVIDIA_UVM_TOOLS: &CStr = c"/dev/nvidia-uvm-tools";
 
 /// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
-/// sysfs entry points that need the module state), and `driver_version`,
-/// the NVIDIA driver release whose tables vgpu runs with.
+/// sysfs entry points that need the module state), `driver_version`, the
+/// NVIDIA driver release whose tables vgpu runs with, and `driver_nodes`,
+/// the driver's device numbers whose open vgpu takes over (a container's
+/// open of them is vgpu's): what a CDI spec that gives containers
+/// NVIDIA's own nodes relies on, so `vgpuctl hook` checks for it.
 pub(crate) struct ClassCtl;
 
 const C_CREATE: usize = 0;
 const C_REMOVE: usize = 1;
 const C_DRIVER_VERSION: usize = 2;
+const C_DRIVER_NODES: usize = 3;
 
 impl ClassFiles for ClassCtl {
     const FILES: &'static [FileSpec] = &[
@@ -105,6 +109,10 @@ impl ClassFiles for ClassCtl {
             name: c"driver_version",
             mode: 0o444,
         },
+        FileSpec {
+            name: c"driver_nodes",
+            mode: 0o444,
+        },
     ];
 
     fn show(index: usize, out: &mut Emit<'_>) -> Result {
@@ -112,12 +120,28 @@ impl ClassFiles for ClassCtl {
             C_DRIVER_VERSION => {
                 writeln!(out, "{}", nv::release::driver().name()).map_err(|_| EFBIG)
             }
+            C_DRIVER_NODES => {
+                let state = state::get()?;
+                let b = &state.backend;
+                let mut nodes = KVec::new();
+                nodes.push(b.ctl.rdev(), GFP_KERNEL)?;
+                for (_, n) in b.gpus.iter() {
+                    nodes.push(n.rdev(), GFP_KERNEL)?;
+                }
+                if let Some(n) = &b.uvm {
+                    nodes.push(n.rdev(), GFP_KERNEL)?;
+                }
+                for d in nodes.iter() {
+                    writeln!(out, "{}:{}", d.major(), d.minor()).map_err(|_| EFBIG)?;
+                }
+                Ok(())
+            }
             _ => Err(EPERM),
         }
     }
 
     fn store(index: usize, input: &[u8]) -> Result {
-        if index == C_DRIVER_VERSION {
+        if index == C_DRIVER_VERSION || index == C_DRIVER_NODES {
             return Err(EPERM);
         }
         let id = config::parse_index(input, vgpus::MAX_VGPU).map_err(vgpus::errno)?;

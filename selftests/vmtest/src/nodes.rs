@@ -83,6 +83,19 @@ fn whose_path(path: &str) -> Result<&'static str, String> {
 }
 
 fn host_opens_are_the_drivers() -> Outcome {
+    // The module lists what it took over.
+    let listed = crate::sys::read_file("/sys/class/vgpu/driver_nodes")?;
+    let uvm = crate::sys::char_major("nvidia-uvm").ok_or("no nvidia-uvm major")?;
+    for want in [
+        "195:255".to_string(),
+        "195:0".to_string(),
+        format!("{uvm}:0"),
+    ] {
+        ensure!(
+            listed.lines().any(|l| l == want),
+            "driver_nodes {listed:?} lacks {want}"
+        );
+    }
     ensure!(
         whose_path("/dev/nvidiactl")? == "driver",
         "a host open of /dev/nvidiactl is not the driver's"

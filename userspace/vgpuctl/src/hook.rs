@@ -454,6 +454,7 @@ pub fn create_runtime_pod(
     let cg = cgroup_of(&p.proc_root, pid)?;
     let pod_cg = pod_cgroup(&cg, pod)?;
     s.check_exists(id)?;
+    s.check_takes_over_nodes()?;
     let _lock = Lock::take(&p.state_dir)?;
     let info = VgpuInfo::read(s, id)?;
     match info.cgroup.as_deref() {
@@ -491,6 +492,7 @@ pub fn create_runtime(s: &Sysfs, p: &Paths, id: u32, state: &OciState) -> Result
     for &v in &ids {
         s.check_exists(v)?;
     }
+    s.check_takes_over_nodes()?;
 
     let _lock = Lock::take(&p.state_dir)?;
     // Check every vGPU first; nothing is written until all are free.

@@ -8,6 +8,7 @@
 //! | file | |
 //! |---|---|
 //! | `class/vgpu/create`, `remove` | write a vGPU number |
+//! | `class/vgpu/driver_nodes` | the NVIDIA device numbers whose open the module takes over |
 //! | `class/vgpu/gpus` | (future) the GPUs the module found, see [`crate::inventory`] |
 //! | `class/vgpu/vgpuN/gpu` | backing GPU index, empty when unset |
 //! | `class/vgpu/vgpuN/memory_limit` | bytes or `max` |
@@ -107,6 +108,23 @@ impl Sysfs {
             Ok(())
         } else {
             Err(Error::ModuleNotLoaded(d))
+        }
+    }
+
+    /// Fails unless the module takes over the open of NVIDIA's own device
+    /// nodes (`class/vgpu/driver_nodes`): the CDI specs give containers
+    /// those nodes, which without it reach the driver past vgpu.
+    pub fn check_takes_over_nodes(&self) -> Result<()> {
+        self.check_loaded()?;
+        match self.read_class("driver_nodes")? {
+            Some(_) => Ok(()),
+            None => Err(Error::Refused(
+                "this vgpu.ko does not take over the open of NVIDIA's device nodes \
+                 (class/vgpu/driver_nodes is missing: a module older than the CDI spec), \
+                 so a container given /dev/nvidiactl would reach the driver past vgpu; \
+                 install the matching vgpu-dkms and reload vgpu"
+                    .into(),
+            )),
         }
     }
 

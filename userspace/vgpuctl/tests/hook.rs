@@ -540,3 +540,22 @@ fn a_claims_vgpu_binds_to_its_pod() {
         format!("/kubepods/besteffort/pod{uid}")
     );
 }
+
+/// A module that does not take over NVIDIA's nodes (no
+/// `class/vgpu/driver_nodes`) would let a container given NVIDIA's own
+/// nodes reach the driver: the hook refuses to start it, and binds
+/// nothing.
+#[test]
+fn refuses_a_module_that_leaves_nvidias_nodes_to_the_driver() {
+    let h = Host::new();
+    h.container("c1", 100, &["PATH=/bin"]);
+    fs::remove_file(h.f.sys().join("class/vgpu/driver_nodes")).unwrap();
+    let r = h.start(0, "c1", 100);
+    refused_with(
+        &r,
+        1,
+        "does not take over the open of NVIDIA's device nodes",
+    );
+    assert_eq!(h.attr(0, "cgroup"), "", "bound by a refused hook");
+    assert!(!h.record(0));
+}
