@@ -137,5 +137,41 @@ class VmCheck(unittest.TestCase):
         self.assertEqual(rc, 0, out)
 
 
+def targets(report, want):
+    r = subprocess.run(["awk", "-v", f"want={want}", "-f",
+                        os.path.join(HERE, "bench-targets.awk")],
+                       input=report, capture_output=True, text=True)
+    return r.returncode, r.stdout
+
+
+class BenchTargets(unittest.TestCase):
+    """make bench's target check (bench-targets.awk): a broken figure is a
+    miss, named, never the number printed before it."""
+
+    def test_met_targets_pass(self):
+        rc, out = targets("a: direct 9 ns, ratio 1.2 (target <= 1.5)\n"
+                          "b: filled 95.7% of what it left idle (target >= 95)\n"
+                          "c: error 0.30 points (target <= 2)\n", 3)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("all 3 targets met", out)
+
+    def test_nan_and_inf_are_misses(self):
+        for bad in ("NaN", "nan", "inf", "-inf", "infx"):
+            rc, out = targets(f"a: direct 1.0 ns, ratio {bad} (target <= 1.5)\n", 1)
+            self.assertEqual(rc, 1, out)
+            self.assertIn(f"[not a number: {bad}]", out)
+
+    def test_a_missing_figure_is_a_miss(self):
+        rc, out = targets("a: no measurement (target >= 1)\n", 1)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("[no figure]", out)
+
+    def test_a_missed_target_and_a_missing_line(self):
+        rc, out = targets("a: ratio 1.6 (target <= 1.5)\n", 2)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("MISSED: a: ratio 1.6", out)
+        self.assertIn("only 1 of 2 targets reported", out)
+
+
 if __name__ == "__main__":
     unittest.main()

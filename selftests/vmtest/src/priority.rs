@@ -701,7 +701,7 @@ pub fn bench_freeze() -> Outcome {
         gained as f64 / 1e6
     );
     println!(
-        "# freeze: after the thaw: {:.1} ms of engine time in 500 ms (target >= 1)",
+        "# freeze: after the thaw, engine time in 500 ms: {:.1} ms (target >= 1)",
         resumed as f64 / 1e6
     );
     drop(t);
