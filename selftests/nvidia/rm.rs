@@ -1430,7 +1430,13 @@ impl Driver {
         };
         match (cmd, kind) {
             (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, None) => build_version_v2(cmd, p),
-            (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, None) => build_version_v1(p, space),
+            // It writes through the caller's pointers, which may fault and
+            // take mmap_lock: not under the RM lock, which the UVM node's
+            // mmap takes under mmap_lock (lockdep found the inversion).
+            (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, None) => {
+                drop(rm);
+                build_version_v1(p, space)
+            }
             (ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, None) => probed_ids(self.gpus.len(), p),
             (ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, None) => cpu_info(cmd, p),
             (ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, None) => {
