@@ -19,9 +19,8 @@ struct vgpu_cdev_hook;
 /*
  * Takes over the open of the character device behind `path` (a device
  * node of the driver): its cdev's ops become a copy of the driver's whose
- * open is vgpu's. `kind` is passed back to vgpu_cdev_open(). `own` is a
- * mount of vgpu's own (its private mounts of the driver's nodes): opens on
- * them always reach the driver. Returns the hook, NULL if the cdev is
+ * open is vgpu's. `kind` is passed back to vgpu_cdev_open(). Returns the
+ * hook, NULL if the cdev is
  * already hooked (another node of the same cdev), or an ERR_PTR.
  */
 struct vgpu_cdev_hook *vgpu_cdev_hook_install(const struct path *path, int kind);
@@ -34,7 +33,7 @@ struct vgpu_cdev_hook *vgpu_cdev_hook_install(const struct path *path, int kind)
 void vgpu_cdev_hook_remove(struct vgpu_cdev_hook *hook);
 
 /*
- * Implemented in Rust (src/intercept.rs): decides an open of a hooked
+ * Implemented in Rust (src/proxy.rs): decides an open of a hooked
  * device by the opener. Returns 1 if the driver's own open is to run,
  * 0 if vgpu made `filp` its own (vgpu_cdev_adopt()), or a negative errno.
  */

@@ -2,12 +2,12 @@
 
 //! vgpu behind the NVIDIA driver's own device nodes: the open of the
 //! driver's character devices goes through vgpu (`src/c/cdevhook.c`), which
-//! decides each open by its opener ([`crate::intercept`]) and either makes
+//! decides each open by its opener (`vgpu_cdev_open` in `src/proxy.rs`) and either makes
 //! the file a proxy file of its own ([`adopt`]) or hands it to the
 //! driver's own open.
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_err_ptr, fs::File, prelude::*, types::ForeignOwnable};
+use kernel::{bindings, error::from_err_ptr, prelude::*};
 
 use super::chrdev::{DevT, FileOperations, Vtable};
 use super::realfile::RealNode;
@@ -26,7 +26,7 @@ extern "C" {
 }
 
 /// Which of the driver's devices a hook is on; passed back to
-/// [`crate::intercept`] with the opened minor.
+/// `vgpu_cdev_open` (`src/proxy.rs`) with the opened minor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(i32)]
 pub(crate) enum Kind {
@@ -100,22 +100,14 @@ pub(crate) unsafe fn adopt<T: FileOperations>(raw: *mut bindings::file, dev: Dev
     // vtable is `'static`.
     let r = unsafe { vgpu_cdev_adopt(raw.cast(), core::ptr::from_ref(Vtable::<T>::fops()).cast()) };
     if r != 0 {
+        // vgpu is going: the file keeps the hook's operations, which the
+        // failed open puts.
         return r;
     }
-    // SAFETY: the file is valid for the duration of its open, which
-    // outlives this call.
-    let file = unsafe { File::from_raw_file(raw) };
-    match T::open(dev, file) {
-        Ok(private) => {
-            // SAFETY: `raw` is valid; its operations are now `T`'s, whose
-            // release takes `private_data` back, and nothing else uses it.
-            unsafe { (*raw).private_data = private.into_foreign().cast() };
-            0
-        }
-        // The open fails: the VFS puts the operations (and their owner's
-        // reference) without calling release.
-        Err(e) => e.to_errno(),
-    }
+    // SAFETY: the caller's contract; the file's operations are `T`'s now.
+    // Should `T::open` fail, the VFS puts them (and their owner's
+    // reference) without calling release.
+    unsafe { Vtable::<T>::open_as(raw, dev) }
 }
 
 /// The mount `raw` (an open file) lies on.

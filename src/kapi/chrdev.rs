@@ -170,12 +170,27 @@ impl<T: FileOperations> Vtable<T> {
     unsafe extern "C" fn open(inode: *mut bindings::inode, raw: *mut bindings::file) -> c_int {
         // SAFETY: the VFS passes a valid inode.
         let dev = DevT(unsafe { (*inode).i_rdev });
-        // SAFETY: the VFS passes a valid file, which outlives this call.
+        // SAFETY: the VFS passes a valid file being opened, whose operations
+        // are these.
+        unsafe { Self::open_as(raw, dev) }
+    }
+
+    /// Opens `raw` as `T` opens device `dev`, and attaches what `T::open`
+    /// made to it. Returns 0 or a negative errno.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid file in its open whose operations are these (set by
+    /// the VFS, or by `kapi::cdevhook::adopt`), and whose `private_data`
+    /// nothing else uses.
+    pub(crate) unsafe fn open_as(raw: *mut bindings::file, dev: DevT) -> c_int {
+        // SAFETY: the caller's contract: the file is valid for its open,
+        // which outlives this call.
         let file = unsafe { File::from_raw_file(raw) };
         match T::open(dev, file) {
             Ok(private) => {
                 // SAFETY: `raw` is valid; nothing else uses `private_data` of
-                // a file of this vtable.
+                // a file of this vtable, whose release takes it back.
                 unsafe { (*raw).private_data = private.into_foreign().cast() };
                 0
             }
