@@ -47,7 +47,7 @@ mod vgpus;
 mod kapi;
 
 use kapi::{
-    cdevhook::{Hook, Kind as HookKind},
+    cdevhook::{has_device, Hook, Kind as HookKind, ModuleWatch},
     chrdev::{Cdev, DevT, Node, Region},
     class::Class,
     kthread::Thread,
@@ -81,6 +81,8 @@ const NVIDIACTL: &CStr = c"/dev/nvidiactl";
 const NVIDIA_UVM: &CStr = c"/dev/nvidia-uvm";
 /// The real UVM tools node (profilers), whose open vgpu takes over too.
 const NVIDIA_UVM_TOOLS: &CStr = c"/dev/nvidia-uvm-tools";
+/// nvidia-uvm's module directory in sysfs: it is loaded.
+const NVIDIA_UVM_MODULE: &CStr = c"/sys/module/nvidia_uvm";
 
 /// The files of `/sys/class/vgpu/` itself: `create` and `remove` (the
 /// sysfs entry points that need the module state), `driver_version`, the
@@ -161,6 +163,8 @@ impl ClassFiles for ClassCtl {
 pub struct VgpuModule {
     /// The open of the driver's own devices, taken over (removed first).
     hooks: KVec<Hook>,
+    /// nvidia-uvm's load refused while vgpu is loaded.
+    _uvm_watch: ModuleWatch,
     ctl_files: Option<ClassFilesReg<ClassCtl>>,
     schedulers: KVec<Thread>,
     _gpu_files: DeviceFilesGroup<sched::GpuFiles>,
@@ -191,7 +195,9 @@ fn resolve_gpus() -> Result<KVec<(u32, RealNode)>> {
 /// driver must stay the driver's, and are told apart by vgpu's private
 /// mounts of the nodes: without them, vgpu does not load.
 fn take_over_driver_nodes(backend: &state::Backend) -> Result<KVec<Hook>> {
-    let tools = RealNode::resolve(NVIDIA_UVM_TOOLS).ok();
+    let tools = RealNode::resolve(NVIDIA_UVM_TOOLS)
+        .ok()
+        .filter(|n| backend.uvm.is_some() && has_device(n));
     let mut nodes = KVec::new();
     nodes.push((&backend.ctl, HookKind::Nv), GFP_KERNEL)?;
     for (_, n) in backend.gpus.iter() {
@@ -252,8 +258,19 @@ impl kernel::Module for VgpuModule {
         let region = Region::dynamic(MINORS, c"vgpu")?;
         let vgpus = vgpus::Vgpus::new(region.base().major(), backable)?;
         let class = Class::new(c"vgpu")?;
-        let uvm = RealNode::resolve(NVIDIA_UVM).ok();
+        // A node with no device behind it (left by an nvidia-uvm that is
+        // gone) is no UVM.
+        let uvm = RealNode::resolve(NVIDIA_UVM)
+            .ok()
+            .filter(kapi::cdevhook::has_device);
         if uvm.is_none() {
+            // nvidia-uvm loaded without its node: vgpu could not take over
+            // its device, and a container could reach it past vgpu once the
+            // node is made.
+            if kapi::realfile::path_exists(NVIDIA_UVM_MODULE) {
+                pr_err!("nvidia_uvm is loaded but {NVIDIA_UVM:?} does not exist: make it (nvidia-modprobe -u) and load vgpu again\n");
+                return Err(ENODEV);
+            }
             pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
         }
         let state = Arc::new(
@@ -299,12 +316,16 @@ impl kernel::Module for VgpuModule {
         }
         let ctl_files = ClassFilesReg::new(&state.class)?;
         // Last: containers may open the driver's own nodes from here on.
+        // nvidia-uvm is refused first: loaded after this, its device would
+        // not be taken over.
+        let uvm_watch = ModuleWatch::new()?;
         let hooks = take_over_driver_nodes(&state.backend)?;
         nodes.dismiss();
         unset.dismiss();
         pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
         Ok(Self {
             hooks,
+            _uvm_watch: uvm_watch,
             ctl_files: Some(ctl_files),
             schedulers,
             _gpu_files: gpu_files,

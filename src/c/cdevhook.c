@@ -19,8 +19,10 @@
 #include <linux/fs.h>
 #include <linux/kmemleak.h>
 #include <linux/module.h>
+#include <linux/notifier.h>
 #include <linux/path.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 
 #include "cdevhook.h"
 
@@ -101,6 +103,11 @@ static struct cdev *cdev_of(const struct path *path)
 	return READ_ONCE(inode->i_cdev);
 }
 
+bool vgpu_cdev_present(const struct path *path)
+{
+	return cdev_of(path) != NULL;
+}
+
 struct vgpu_cdev_hook *vgpu_cdev_hook_install(const struct path *path, int kind)
 {
 	struct vgpu_cdev_hook *h;
@@ -128,6 +135,17 @@ struct vgpu_cdev_hook *vgpu_cdev_hook_install(const struct path *path, int kind)
 		kfree(h);
 		kfree(w);
 		h = ERR_PTR(-ENOMEM);
+		goto out;
+	}
+	/*
+	 * The driver stays while its cdev is hooked: vgpu writes the cdev's
+	 * ops back at unload. (nvidia is pinned by vgpu's use of its symbols;
+	 * nvidia-uvm, whose symbols vgpu does not use, by this.)
+	 */
+	if (!try_module_get(cdev->ops->owner)) {
+		kfree(h);
+		kfree(w);
+		h = ERR_PTR(-ENODEV);
 		goto out;
 	}
 	h->cdev = cdev;
@@ -172,5 +190,38 @@ void vgpu_cdev_hook_remove(struct vgpu_cdev_hook *h)
 	WRITE_ONCE(w->fops.owner, h->orig->owner);
 	smp_store_release(&h->cdev->ops, h->orig);
 	kmemleak_not_leak(w);
+	module_put(h->orig->owner);
 	kfree(h);
+}
+
+/*
+ * nvidia-uvm registers its device at load and makes no node (nvidia-modprobe
+ * does): loaded after vgpu, its device would not be taken over, and a
+ * container could reach it directly (mknod of its numbers). So while vgpu
+ * is loaded, nvidia-uvm's load is refused; the softdep of vgpu's modprobe
+ * configuration loads it first. (Loaded before vgpu, it is pinned by its
+ * hook.)
+ */
+static int vgpu_module_notify(struct notifier_block *nb, unsigned long action, void *data)
+{
+	struct module *mod = data;
+
+	if (action != MODULE_STATE_COMING || strcmp(mod->name, "nvidia_uvm"))
+		return NOTIFY_DONE;
+	pr_err("vgpu: refusing to load nvidia_uvm after vgpu, which could not take over its device: unload vgpu, load nvidia-uvm, then vgpu\n");
+	return notifier_from_errno(-EBUSY);
+}
+
+static struct notifier_block vgpu_module_nb = {
+	.notifier_call = vgpu_module_notify,
+};
+
+int vgpu_cdev_watch_modules(void)
+{
+	return register_module_notifier(&vgpu_module_nb);
+}
+
+void vgpu_cdev_unwatch_modules(void)
+{
+	unregister_module_notifier(&vgpu_module_nb);
 }

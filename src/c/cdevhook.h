@@ -11,6 +11,8 @@
 #ifndef VGPU_C_CDEVHOOK_H
 #define VGPU_C_CDEVHOOK_H
 
+#include <linux/types.h>
+
 struct file;
 struct inode;
 struct path;
@@ -24,6 +26,10 @@ struct vgpu_cdev_hook;
  * already hooked (another node of the same cdev), or an ERR_PTR.
  */
 struct vgpu_cdev_hook *vgpu_cdev_hook_install(const struct path *path, int kind);
+
+/* Whether a driver serves the device node at `path` (a node whose
+ * driver is gone has no cdev behind it). */
+bool vgpu_cdev_present(const struct path *path);
 
 /*
  * Gives the cdev its driver's ops back. The copy stays allocated (an open
@@ -49,5 +55,12 @@ int vgpu_cdev_adopt(struct file *filp, const struct file_operations *fops);
 /* The mount an open file lies on (to tell vgpu's own opens of the driver,
  * on its private mounts, from everyone else's). */
 const void *vgpu_cdev_file_mount(const struct file *filp);
+
+/*
+ * While vgpu is loaded, refuses the load of nvidia_uvm, whose device vgpu
+ * could not take over. Returns 0 or an errno.
+ */
+int vgpu_cdev_watch_modules(void);
+void vgpu_cdev_unwatch_modules(void);
 
 #endif

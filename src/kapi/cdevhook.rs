@@ -7,7 +7,11 @@
 //! driver's own open.
 
 use core::ptr::NonNull;
-use kernel::{bindings, error::from_err_ptr, prelude::*};
+use kernel::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    prelude::*,
+};
 
 use super::chrdev::{DevT, FileOperations, Vtable};
 use super::realfile::RealNode;
@@ -20,9 +24,49 @@ extern "C" {
     /// `src/c/cdevhook.c`.
     fn vgpu_cdev_hook_remove(hook: *mut c_void);
     /// `src/c/cdevhook.c`.
+    fn vgpu_cdev_present(path: *const c_void) -> bool;
+    /// `src/c/cdevhook.c`.
     fn vgpu_cdev_file_mount(file: *const c_void) -> *const c_void;
     /// `src/c/cdevhook.c`.
     fn vgpu_cdev_adopt(file: *mut c_void, fops: *const c_void) -> c_int;
+    /// `src/c/cdevhook.c`.
+    fn vgpu_cdev_watch_modules() -> c_int;
+    /// `src/c/cdevhook.c`.
+    fn vgpu_cdev_unwatch_modules();
+}
+
+/// While it lives, the load of `nvidia_uvm` is refused: its device would
+/// not be taken over (it makes no node vgpu could find it by).
+///
+/// # Invariants
+///
+/// The C side's module notifier is registered, once, until `drop`.
+pub(crate) struct ModuleWatch(());
+
+impl ModuleWatch {
+    /// Starts refusing `nvidia_uvm`'s load.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: no preconditions; the notifier is static.
+        to_result(unsafe { vgpu_cdev_watch_modules() })?;
+        // INVARIANT: registered just now.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for ModuleWatch {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariants it is registered; unregistered
+        // once, here.
+        unsafe { vgpu_cdev_unwatch_modules() };
+    }
+}
+
+/// Whether a driver serves `node` (a node left by a driver that is gone
+/// has no device behind it).
+pub(crate) fn has_device(node: &RealNode) -> bool {
+    // SAFETY: `node.raw_path()` is a valid, referenced path to a character
+    // device node for as long as `node` lives, which covers this call.
+    unsafe { vgpu_cdev_present(node.raw_path().cast()) }
 }
 
 /// Which of the driver's devices a hook is on; passed back to

@@ -64,6 +64,23 @@ unsafe impl Send for RealNode {}
 // files on it, which the VFS allows concurrently.
 unsafe impl Sync for RealNode {}
 
+/// Whether `name` (an absolute path) exists now, in the current task's
+/// mount namespace (e.g. a module's `/sys/module/NAME`).
+pub(crate) fn path_exists(name: &CStr) -> bool {
+    let mut path = bindings::path {
+        mnt: core::ptr::null_mut(),
+        dentry: core::ptr::null_mut(),
+    };
+    // SAFETY: `name` is NUL-terminated; `path` is a valid place for the
+    // result, which holds references on success.
+    if unsafe { kern_path(name.as_char_ptr(), LOOKUP_FOLLOW, (&raw mut path).cast()) } != 0 {
+        return false;
+    }
+    // SAFETY: drops the references `kern_path` took, once.
+    unsafe { bindings::path_put(&path) };
+    true
+}
+
 impl RealNode {
     /// Looks up `name` (an absolute path) now, in the current task's mount
     /// namespace, and keeps the result. Fails with `ENOENT` if it is missing

@@ -838,11 +838,51 @@ fn unload_paths() -> Outcome {
         "vgpu unloaded with /dev/vgpuctl open"
     );
     drop(held);
+    // nvidia-uvm, whose symbols vgpu does not use, is pinned by vgpu's
+    // hook on its device (vgpu gives the cdev its operations back at
+    // unload).
+    ensure!(
+        sh("rmmod nvidia_uvm").is_err() && module_loaded("nvidia_uvm"),
+        "nvidia_uvm unloaded under vgpu's hook on its device"
+    );
     sh("echo > /sys/class/vgpu/vgpu0/cgroup; echo 0 > /sys/class/vgpu/remove")?;
     sh("rmmod vgpu")?;
     // It loads and unloads again (its whole load path on the real driver).
     sh("insmod /lib/modules/$(uname -r)/extra/vgpu.ko")?;
     sh("rmmod vgpu")?;
+    sh("rmmod nvidia_uvm")?;
+    // The node an nvidia-uvm that is gone left behind is no UVM: vgpu
+    // loads without one. nvidia-uvm's load after vgpu's is refused (vgpu
+    // could not take over its device), and named in the log; once vgpu is
+    // gone it loads.
+    sh("insmod /lib/modules/$(uname -r)/extra/vgpu.ko")?;
+    let uvm = real_module("nvidia-uvm")?;
+    let r = sh(&format!("insmod {uvm}"));
+    ensure!(
+        r.is_err() && !module_loaded("nvidia_uvm"),
+        "nvidia-uvm loaded after vgpu: {r:?}"
+    );
+    let log = sh("dmesg | tail -n 20")?;
+    ensure!(
+        log.contains("refusing to load nvidia_uvm after vgpu"),
+        "no log line for the refused nvidia-uvm: {log}"
+    );
+    sh("rmmod vgpu")?;
+    sh(&format!("insmod {uvm}"))?;
+    // nvidia-uvm loaded without its node: vgpu refuses to load (the node
+    // made later would reach nvidia-uvm past it), and says what to do.
+    sh("rm -f /dev/nvidia-uvm /dev/nvidia-uvm-tools")?;
+    let r = sh("insmod /lib/modules/$(uname -r)/extra/vgpu.ko");
+    ensure!(
+        r.is_err() && !module_loaded("vgpu"),
+        "vgpu loaded with nvidia-uvm but no /dev/nvidia-uvm: {r:?}"
+    );
+    let log = sh("dmesg | tail -n 20")?;
+    ensure!(
+        log.contains("nvidia_uvm is loaded but"),
+        "no log line for nvidia-uvm without its node: {log}"
+    );
+    make_uvm_nodes()?;
     sh("rmmod nvidia_uvm")?;
     sh("rmmod nvidia")?;
     ensure!(!module_loaded("nvidia"), "nvidia still loaded");
