@@ -23,7 +23,9 @@
 # must not fail on any (a CEL error on a device aborts the claim's
 # allocation, where a missing attribute should only skip the device:
 # CELDeviceSelector in k8s.io/api resource/v1 types.go). One line per
-# class, `ok cel CLASS` or `FAIL cel CLASS: reason`.
+# class, `ok cel CLASS` or `FAIL cel CLASS: reason`. And each DaemonSet's
+# containers must all name the image that `make image` builds
+# (localhost/vgpu/vgpu-node:VERSION, scripts/image.sh): `ok image ...`.
 #
 # Prints one line per file and version, `ok FILE VERSION` or
 # `FAIL FILE VERSION: reason`, then `manifests: N passed, M failed`; exits
@@ -81,7 +83,12 @@ else
     [ ${#files[@]} -gt 0 ] || setup_fail "deploy/kubernetes: no *.yaml manifests"
 fi
 
-exec "$venv/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$VGPU_TOP" "${K8S_VERSIONS[*]}" "${files[@]}" <<'PY'
+# The image `make image` builds (scripts/image.sh), which the DaemonSet
+# must name.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$VGPU_TOP/userspace/Cargo.toml" | head -n1)
+image="localhost/vgpu/vgpu-node:$version"
+
+exec "$venv/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$VGPU_TOP" "${K8S_VERSIONS[*]}" "$image" "${files[@]}" <<'PY'
 import os
 import re
 import sys
@@ -93,7 +100,8 @@ from referencing import Registry, Resource
 import kubernetes_validate.utils as kv
 from kubernetes_validate.version import __version__ as kv_version
 
-pinned, top, versions, files = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+pinned, top, versions, image, files = (sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4],
+                                        sys.argv[5:])
 passed = failed = 0
 
 
@@ -256,6 +264,17 @@ for path in files:
     except (OSError, yaml.YAMLError):
         continue  # reported above
     for d in docs:
+        if d.get("kind") == "DaemonSet":
+            pod = ((d.get("spec") or {}).get("template") or {}).get("spec") or {}
+            named = {c.get("image") for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])}
+            name = f"DaemonSet/{(d.get('metadata') or {}).get('name', '?')}"
+            if named == {image}:
+                passed += 1
+                print(f"ok image {name} {image}")
+            else:
+                failed += 1
+                print(f"FAIL image {name}: names {sorted(map(str, named))}, not {image} (make image)")
+            continue
         if d.get("kind") != "DeviceClass":
             continue
         name = (d.get("metadata") or {}).get("name", "?")
