@@ -9,6 +9,8 @@
 #   make test                              every test (host, KUnit, VM)
 #   make fuzz [FUZZ=calls=N,kills=N,...]   the reliability campaign (debug kernel)
 #   make demo                              the VM demo
+#   make image                             the Kubernetes DaemonSet's image, offline:
+#                                          build/vgpu-node-VERSION.oci.tar
 #   make vm                                boot the test VM to a shell
 #   make check                             rustfmt + clippy + warnings as errors
 #
@@ -38,7 +40,7 @@ ifeq ($(CLIPPY),1)
 KBUILD_OPTS += CLIPPY=1
 endif
 
-.PHONY: all modules install modules_install clean check test test-all-branches bench fuzz demo vm kernel
+.PHONY: all modules install modules_install clean check test test-all-branches bench fuzz demo vm kernel image
 
 all: modules
 
@@ -85,3 +87,9 @@ demo:
 
 vm:
 	scripts/vm.sh --shell
+
+# The image of deploy/kubernetes/daemonset.yaml, localhost/vgpu/vgpu-node,
+# FROM scratch with the static plugin and vgpuctl, built with podman and
+# nothing pulled; an OCI archive to load on each node (docs/kubernetes.md).
+image:
+	scripts/image.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the test VM's initramfs for one variant: busybox, the modules (with
-# modules.dep so modprobe works), the test programs, the guest init, and
-# podman with what it needs (scripts/podman-root.sh) for the containers suite.
+# modules.dep so modprobe works), the test programs, the guest init,
+# podman with what it needs (scripts/podman-root.sh) for the containers suite,
+# and the DaemonSet's image archive (scripts/image.sh) for the dra suite.
 #
 #   scripts/initramfs.sh [fast|debug]   -> build/initramfs-<variant>.cpio.gz
 #   scripts/initramfs.sh VARIANT --real -> build/initramfs-<variant>-real.cpio.gz,
@@ -50,6 +51,12 @@ done
 # containers' root filesystem, which gets the test client too.
 "$VGPU_TOP/scripts/podman-root.sh" "$root" >/dev/null
 cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/var/lib/vgpu-rootfs/bin/"
+
+# The Kubernetes DaemonSet's image (make image), which the dra suite loads
+# into podman and runs.
+"$VGPU_TOP/scripts/image.sh" >/dev/null
+mkdir -p "$root/var/lib/vgpu-image"
+cp -L "$VGPU_TOP/build/vgpu-node.oci.tar" "$root/var/lib/vgpu-image/vgpu-node.oci.tar"
 
 "$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" >/dev/null
 

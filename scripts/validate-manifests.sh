@@ -16,21 +16,36 @@
 #
 #   scripts/validate-manifests.sh [FILE...]     (default deploy/kubernetes/*.yaml)
 #
+# Then every DeviceClass selector (CEL) is evaluated on sample devices, as
+# the scheduler does: a vgpu GPU of each compute policy, one without the
+# computePolicy attribute, one with no attributes, and another driver's
+# device. A selector must pick exactly the devices its class is for and
+# must not fail on any (a CEL error on a device aborts the claim's
+# allocation, where a missing attribute should only skip the device:
+# CELDeviceSelector in k8s.io/api resource/v1 types.go). One line per
+# class, `ok cel CLASS` or `FAIL cel CLASS: reason`. And each DaemonSet's
+# containers must all name the image that `make image` builds
+# (localhost/vgpu/vgpu-node:VERSION, scripts/image.sh): `ok image ...`.
+#
 # Prints one line per file and version, `ok FILE VERSION` or
 # `FAIL FILE VERSION: reason`, then `manifests: N passed, M failed`; exits
 # non-zero if anything failed, including a validator that cannot be
 # installed, a file with no documents, or a kind the version's schemas lack.
 #
 # The validator is the PyPI package kubernetes-validate (pinned below; it
-# bundles the strict schemas of 1.25..1.37), installed on first use into a
-# virtualenv under $VGPU_CACHE. That needs python3 with venv (Debian:
-# python3-venv, which scripts/setup-toolchain.sh installs) and PyPI.
+# bundles the strict schemas of 1.25..1.37), the CEL evaluator the PyPI
+# package cel-python (pinned below; the CEL of Kubernetes' cel-go for what
+# the selectors use: ==, &&, `in` on a map, member access), both installed
+# on first use into a virtualenv under $VGPU_CACHE. That needs python3 with
+# venv (Debian: python3-venv, which scripts/setup-toolchain.sh installs)
+# and PyPI.
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 
 KUBERNETES_VALIDATE_VERSION=1.37.0
+CEL_PYTHON_VERSION=0.5.0
 K8S_VERSIONS=(1.34.0 1.35.0 1.36.0 1.37.0)
-venv="$VGPU_CACHE/venv-kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
+venv="$VGPU_CACHE/venv-manifests-kv$KUBERNETES_VALIDATE_VERSION-cel$CEL_PYTHON_VERSION"
 
 setup_fail() { # WHAT: REASON
     echo "FAIL $*"
@@ -46,14 +61,15 @@ if [ ! -f "$venv/.installed" ]; then
     fi
     rm -rf "$venv"
     mkdir -p "$VGPU_CACHE"
-    log="$VGPU_CACHE/venv-kubernetes-validate.log"
-    echo "validate-manifests: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION into $venv" >&2
+    log="$VGPU_CACHE/venv-manifests.log"
+    echo "validate-manifests: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION and cel-python $CEL_PYTHON_VERSION into $venv" >&2
     if ! { python3 -m venv "$venv" \
            && "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-                  "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"; } >"$log" 2>&1; then
+                  "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" \
+                  "cel-python==$CEL_PYTHON_VERSION"; } >"$log" 2>&1; then
         tail -5 "$log" >&2
         rm -rf "$venv"
-        setup_fail "kubernetes-validate: could not install kubernetes-validate==$KUBERNETES_VALIDATE_VERSION (log: $log)"
+        setup_fail "kubernetes-validate: could not install kubernetes-validate==$KUBERNETES_VALIDATE_VERSION cel-python==$CEL_PYTHON_VERSION (log: $log)"
     fi
     touch "$venv/.installed"
 fi
@@ -67,7 +83,12 @@ else
     [ ${#files[@]} -gt 0 ] || setup_fail "deploy/kubernetes: no *.yaml manifests"
 fi
 
-exec "$venv/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$VGPU_TOP" "${K8S_VERSIONS[*]}" "${files[@]}" <<'PY'
+# The image `make image` builds (scripts/image.sh), which the DaemonSet
+# must name.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$VGPU_TOP/userspace/Cargo.toml" | head -n1)
+image="localhost/vgpu/vgpu-node:$version"
+
+exec "$venv/bin/python" - "$KUBERNETES_VALIDATE_VERSION" "$VGPU_TOP" "${K8S_VERSIONS[*]}" "$image" "${files[@]}" <<'PY'
 import os
 import re
 import sys
@@ -79,7 +100,8 @@ from referencing import Registry, Resource
 import kubernetes_validate.utils as kv
 from kubernetes_validate.version import __version__ as kv_version
 
-pinned, top, versions, files = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+pinned, top, versions, image, files = (sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4],
+                                        sys.argv[5:])
 passed = failed = 0
 
 
@@ -185,6 +207,101 @@ for path in files:
             except Exception as e:  # noqa: BLE001 -- a broken document must fail, not crash
                 errors.append(f"{describe(d)}: {type(e).__name__}: {e}")
         report(not errors, name, v, "; ".join(errors))
+
+# The DeviceClasses' selectors on sample devices.
+import celpy  # noqa: E402
+
+# Sample devices as the scheduler gives them to a selector: `driver`, and
+# `attributes` by domain (an attribute without a domain is in its driver's).
+GPU = {"index": 0, "uuid": "GPU-00000000-0000-4000-8000-000000000000",
+       "productName": "sample GPU"}
+DEVICES = {
+    "fixed": ("vgpu.dev", {**GPU, "computePolicy": "fixed"}),
+    "work-conserving": ("vgpu.dev", {**GPU, "computePolicy": "work-conserving"}),
+    "no-policy": ("vgpu.dev", GPU),
+    "no-attributes": ("vgpu.dev", {}),
+    "other-driver": ("gpu.example.com", {"computePolicy": "fixed"}),
+}
+# Which samples each class must select; a class not listed fails, so that
+# a new class comes with its expectation.
+SELECTS = {
+    "vgpu.dev": {"fixed", "work-conserving", "no-policy", "no-attributes"},
+    "fixed.vgpu.dev": {"fixed"},
+    "work-conserving.vgpu.dev": {"work-conserving"},
+}
+cel_env = celpy.Environment()
+
+
+def select(expression, driver, attrs):
+    """True, False, or the error text: `expression` on one device. As in
+    Kubernetes, a domain the device has no attribute in reads as an empty
+    map (so only a missing attribute, not a missing domain, is an error)."""
+    by_domain = {driver: dict(attrs)} if attrs else {}
+    for domain in re.findall(r'device\.attributes\["([^"]+)"\]', expression):
+        by_domain.setdefault(domain, {})
+    activation = celpy.json_to_cel({"device": {"driver": driver, "attributes": by_domain,
+                                               "capacity": {}}})
+    try:
+        r = cel_env.program(cel_env.compile(expression)).evaluate(activation)
+    except celpy.CELEvalError as e:
+        return f"error: {e.args[0] if e.args else e}"
+    if isinstance(r, celpy.CELEvalError):
+        return f"error: {r.args[0] if r.args else r}"
+    return bool(r) if isinstance(r, celpy.celtypes.BoolType) else f"not a bool: {r!r}"
+
+
+# The check can fail: a selector that reads the attribute unguarded errs on
+# a GPU without it.
+unguarded = select('device.attributes["vgpu.dev"].computePolicy == "fixed"', *DEVICES["no-policy"])
+if not (isinstance(unguarded, str) and unguarded.startswith("error")):
+    failed += 1
+    print(f"FAIL cel: an unguarded read of a missing attribute gave {unguarded!r}, not an error")
+
+for path in files:
+    try:
+        with open(path) as f:
+            docs = [d for d in yaml.load_all(f, Loader=StrictLoader) if isinstance(d, dict)]
+    except (OSError, yaml.YAMLError):
+        continue  # reported above
+    for d in docs:
+        if d.get("kind") == "DaemonSet":
+            pod = ((d.get("spec") or {}).get("template") or {}).get("spec") or {}
+            named = {c.get("image") for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])}
+            name = f"DaemonSet/{(d.get('metadata') or {}).get('name', '?')}"
+            if named == {image}:
+                passed += 1
+                print(f"ok image {name} {image}")
+            else:
+                failed += 1
+                print(f"FAIL image {name}: names {sorted(map(str, named))}, not {image} (make image)")
+            continue
+        if d.get("kind") != "DeviceClass":
+            continue
+        name = (d.get("metadata") or {}).get("name", "?")
+        exprs = [s["cel"]["expression"] for s in (d.get("spec") or {}).get("selectors") or []
+                 if isinstance(s, dict) and isinstance(s.get("cel"), dict)]
+        problems = []
+        if name not in SELECTS:
+            problems.append("no expected selection for this class in scripts/validate-manifests.sh")
+        elif not exprs:
+            problems.append("no CEL selector")
+        else:
+            picked = set()
+            for sample, (driver, attrs) in DEVICES.items():
+                results = [select(e, driver, attrs) for e in exprs]
+                errors = [r for r in results if isinstance(r, str)]
+                if errors:
+                    problems.append(f"device {sample}: {errors[0]}")
+                elif all(results):
+                    picked.add(sample)
+            if not problems and picked != SELECTS[name]:
+                problems.append(f"selects {sorted(picked)}, not {sorted(SELECTS[name])}")
+        if problems:
+            failed += 1
+            print(f"FAIL cel {name}: {'; '.join(problems)}")
+        else:
+            passed += 1
+            print(f"ok cel {name}")
 
 print(f"manifests: {passed} passed, {failed} failed")
 sys.exit(1 if failed or not passed else 0)

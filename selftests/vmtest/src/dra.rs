@@ -30,14 +30,18 @@ pub const TESTS: &[Test] = &[
         name: "claims_beyond_the_gpu_are_refused",
         run: refused,
     },
+    Test {
+        name: "the_daemonsets_image_starts_and_registers",
+        run: crate::dra_image::image_starts,
+    },
 ];
 
-const GIB: u64 = 1 << 30;
+pub(crate) const GIB: u64 = 1 << 30;
 const DIR: &str = "/tmp/dra";
 const POD: &str = "5d0c7a1e-9b2f-4c3d-8e4f-a1b2c3d4e5f6";
-const CLAIM_UID: &str = "c1a1e000-0000-4000-8000-000000000001";
+pub(crate) const CLAIM_UID: &str = "c1a1e000-0000-4000-8000-000000000001";
 
-fn path(rel: &str) -> String {
+pub(crate) fn path(rel: &str) -> String {
     format!("{DIR}/{rel}")
 }
 
@@ -119,7 +123,7 @@ fn kubelet(args: &[&str]) -> Result<serde_json::Value, String> {
     serde_json::from_str(out.trim()).map_err(|e| format!("testkubelet {args:?}: {e}: {out}"))
 }
 
-fn call(what: &str, uid: &str, name: &str) -> Result<serde_json::Value, String> {
+pub(crate) fn call(what: &str, uid: &str, name: &str) -> Result<serde_json::Value, String> {
     kubelet(&[
         what,
         "--endpoint",
@@ -135,7 +139,7 @@ fn call(what: &str, uid: &str, name: &str) -> Result<serde_json::Value, String> 
 
 /// Writes claim `name` (UID `uid`) to the API directory, allocated on
 /// `gpu-0` with `memory` bytes and `cores` percent, reserved for [`POD`].
-fn put_claim(name: &str, uid: &str, memory: u64, cores: u32) -> Outcome {
+pub(crate) fn put_claim(name: &str, uid: &str, memory: u64, cores: u32) -> Outcome {
     let claim = serde_json::json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "team-a", "uid": uid},
@@ -154,7 +158,7 @@ fn put_claim(name: &str, uid: &str, memory: u64, cores: u32) -> Outcome {
     std::fs::write(format!("{d}/{name}.json"), claim.to_string()).map_err(|e| format!("{e}"))
 }
 
-fn vgpus() -> Vec<String> {
+pub(crate) fn vgpus() -> Vec<String> {
     std::fs::read_dir("/sys/class/vgpu")
         .map(|d| {
             let mut v: Vec<String> = d
@@ -197,14 +201,14 @@ fn teardown() -> Outcome {
     vgpu.and(nvidia)
 }
 
-fn with_node(body: impl FnOnce() -> Outcome) -> Outcome {
+pub(crate) fn with_node(body: impl FnOnce() -> Outcome) -> Outcome {
     let r = setup().and_then(|()| body());
     let t = teardown();
     r.and(t)
 }
 
 /// Registers a freshly started plugin the way the kubelet does.
-fn register() -> Outcome {
+pub(crate) fn register() -> Outcome {
     let info = kubelet(&[
         "register",
         "--registry-dir",
@@ -224,7 +228,7 @@ fn register() -> Outcome {
 
 /// The slice the plugin published: two GPUs of 4 GiB with the double's
 /// UUIDs and product name, shared by capacity.
-fn check_slice() -> Outcome {
+pub(crate) fn check_slice() -> Outcome {
     let s: serde_json::Value =
         serde_json::from_str(&read_file(&path("api/resourceslices/vm-vgpu-dev.json"))?)
             .map_err(|e| format!("slice: {e}"))?;

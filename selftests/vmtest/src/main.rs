@@ -17,6 +17,7 @@ mod ctltool;
 mod demo;
 mod double;
 mod dra;
+mod dra_image;
 mod expect;
 mod fuzz;
 mod kclient;

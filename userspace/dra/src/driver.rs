@@ -42,7 +42,13 @@ use crate::claim::{allocations, reserved_pods, Alloc};
 use crate::gpus::GpuFacts;
 use crate::kube::KubeApi;
 use crate::quantity::format_bytes;
-use crate::slice::resource_slice;
+use crate::slice::{kept_consumable_capacity, resource_slice, whole_gpus};
+
+use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
+
+/// What the plugin says once it finds the API server drops consumable
+/// capacity.
+const WHOLE_GPUS: &str = "the API server drops consumable capacity (feature gate DRAConsumableCapacity off): GPUs are published whole, one claim each";
 use crate::{Error, Result};
 
 /// The plugin's settings.
@@ -81,6 +87,9 @@ pub struct Driver {
     gpus: Vec<GpuFacts>,
     store: Store,
     state: Mutex<Checkpoint>,
+    /// Whether the API server keeps consumable capacity in the slice
+    /// (`DRAConsumableCapacity` on); `None` until a publish finds out.
+    consumable: Mutex<Option<bool>>,
 }
 
 impl Driver {
@@ -141,6 +150,7 @@ impl Driver {
                 gpus,
                 store,
                 state: Mutex::new(state),
+                consumable: Mutex::new(None),
             },
             notes,
         ))
@@ -151,10 +161,27 @@ impl Driver {
         &self.gpus
     }
 
+    /// Whether the API server keeps the slice's consumable capacity (GPUs
+    /// shared by capacity) or drops it (GPUs published whole), once a
+    /// publish has found out.
+    pub fn consumable_capacity(&self) -> Option<bool> {
+        *self.consumable.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Publishes the node's ResourceSlice: created if missing, replaced
     /// (generation + 1) if its devices differ, else left alone. Each GPU's
     /// compute policy is read afresh (an administrator may change it at
     /// any time; the profiles' DeviceClasses select by it).
+    ///
+    /// The devices share each GPU by capacity where the API server keeps
+    /// `allowMultipleAllocations` and the request policies; where it drops
+    /// them (`DRAConsumableCapacity` off, the default in 1.34 and 1.35) the
+    /// plugin publishes them as that server stores them, whole GPUs
+    /// ([`whole_gpus`]), and so finds its slice up to date next time
+    /// instead of replacing it at every check. Which of the two it is, the
+    /// plugin learns once per start: from the stored slice when that has
+    /// the shared devices, else from a dry-run replace (nothing stored),
+    /// and again from the answer to each real write.
     pub fn publish(&self, driver_version: Option<&str>) -> Result<String> {
         let mut gpus = self.gpus.clone();
         for g in &mut gpus {
@@ -166,14 +193,14 @@ impl Driver {
         }
         let mut want = resource_slice(&self.cfg.driver, &self.cfg.node, &gpus, driver_version, 0);
         let name = want.metadata.name.clone().unwrap_or_default();
+        let shared = want.spec.devices.clone().unwrap_or_default();
         let have = self.api.slice(&name)?;
-        if let Some(h) = &have {
-            if h.spec.devices == want.spec.devices
+        let same = |h: &ResourceSlice, devices: &[Device]| {
+            h.spec.devices.as_deref().unwrap_or_default() == devices
                 && h.spec.node_name == want.spec.node_name
                 && h.spec.driver == want.spec.driver
-            {
-                return Ok(format!("ResourceSlice {name}: up to date"));
-            }
+        };
+        if let Some(h) = &have {
             want.spec.pool.generation = h.spec.pool.generation + 1;
             want.metadata.resource_version = h.metadata.resource_version.clone();
         }
@@ -189,9 +216,48 @@ impl Driver {
                 },
             ]);
         }
-        self.api.put_slice(&want, have.is_some())?;
+        let mut note = String::new();
+        let mut consumable = self.consumable_capacity();
+        if consumable.is_none() {
+            consumable = match &have {
+                Some(h) if same(h, &shared) => kept_consumable_capacity(&shared, &shared),
+                _ => {
+                    // Ask the server what it would keep of the shared
+                    // devices; a dry run stores nothing and bumps nothing.
+                    let kept = self.api.put_slice(&want, have.is_some(), true)?;
+                    kept_consumable_capacity(
+                        &shared,
+                        kept.spec.devices.as_deref().unwrap_or_default(),
+                    )
+                }
+            };
+            if consumable == Some(false) {
+                note = format!("{}; ", WHOLE_GPUS);
+            }
+            self.set_consumable(consumable);
+        }
+        if consumable == Some(false) {
+            want.spec.devices = Some(whole_gpus(&shared));
+        }
+        let devices = want.spec.devices.clone().unwrap_or_default();
+        if let Some(h) = &have {
+            if same(h, &devices) {
+                return Ok(format!("{note}ResourceSlice {name}: up to date"));
+            }
+        }
+        let kept = self.api.put_slice(&want, have.is_some(), false)?;
+        if consumable != Some(false)
+            && kept_consumable_capacity(&devices, kept.spec.devices.as_deref().unwrap_or_default())
+                == Some(false)
+        {
+            // The gate went off under a running plugin: what the server
+            // kept is the whole-GPU slice, which the next check finds up
+            // to date.
+            self.set_consumable(Some(false));
+            note = format!("{}; ", WHOLE_GPUS);
+        }
         Ok(format!(
-            "ResourceSlice {name}: {} ({} GPUs, generation {})",
+            "{note}ResourceSlice {name}: {} ({} GPUs, generation {})",
             if have.is_some() {
                 "replaced"
             } else {
@@ -200,6 +266,10 @@ impl Driver {
             self.gpus.len(),
             want.spec.pool.generation
         ))
+    }
+
+    fn set_consumable(&self, v: Option<bool>) {
+        *self.consumable.lock().unwrap_or_else(|p| p.into_inner()) = v;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Checkpoint> {

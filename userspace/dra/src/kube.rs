@@ -25,8 +25,16 @@ pub trait KubeApi: Send + Sync {
     fn claim(&self, namespace: &str, name: &str) -> Result<ResourceClaim>;
     /// ResourceSlice `name`, if it exists.
     fn slice(&self, name: &str) -> Result<Option<ResourceSlice>>;
-    /// Creates `slice`, or replaces it (its `resourceVersion` set) .
-    fn put_slice(&self, slice: &ResourceSlice, exists: bool) -> Result<()>;
+    /// Creates `slice`, or replaces it (its `resourceVersion` set), and
+    /// returns it as the API server stored it: a server drops the fields of
+    /// a feature gate that is off. With `dry_run` the server stores nothing
+    /// and only answers what it would have stored (`?dryRun=All`).
+    fn put_slice(
+        &self,
+        slice: &ResourceSlice,
+        exists: bool,
+        dry_run: bool,
+    ) -> Result<ResourceSlice>;
     /// The UID of node `name`, if the API can tell (for the slice's owner
     /// reference, so that the slice goes with its node).
     fn node_uid(&self, name: &str) -> Result<Option<String>>;
@@ -99,15 +107,25 @@ impl KubeApi for DirApi {
         )
     }
 
-    fn put_slice(&self, slice: &ResourceSlice, _exists: bool) -> Result<()> {
+    fn put_slice(
+        &self,
+        slice: &ResourceSlice,
+        _exists: bool,
+        dry_run: bool,
+    ) -> Result<ResourceSlice> {
         let name = slice.metadata.name.as_deref().unwrap_or("");
         check_name("slice", name)?;
+        if dry_run {
+            return Ok(slice.clone());
+        }
         let body = serde_json::to_vec_pretty(slice).map_err(|e| Error::Api(e.to_string()))?;
         let path = self
             .root
             .join("resourceslices")
             .join(format!("{name}.json"));
-        Ok(vgpuctl::write_atomic(&path, &body)?)
+        vgpuctl::write_atomic(&path, &body)?;
+        // A directory keeps every field.
+        Ok(slice.clone())
     }
 
     fn node_uid(&self, name: &str) -> Result<Option<String>> {
@@ -251,21 +269,38 @@ impl KubeApi for HttpApi {
         self.get(&format!("{RESOURCE}/resourceslices/{name}"))
     }
 
-    fn put_slice(&self, slice: &ResourceSlice, exists: bool) -> Result<()> {
+    fn put_slice(
+        &self,
+        slice: &ResourceSlice,
+        exists: bool,
+        dry_run: bool,
+    ) -> Result<ResourceSlice> {
         let name = slice.metadata.name.as_deref().unwrap_or("");
         check_name("slice", name)?;
         let mut obj = serde_json::to_value(slice).map_err(|e| Error::Api(e.to_string()))?;
         obj["apiVersion"] = "resource.k8s.io/v1".into();
         obj["kind"] = "ResourceSlice".into();
         let body = serde_json::to_vec(&obj).map_err(|e| Error::Api(e.to_string()))?;
-        let (method, path) = if exists {
+        let (method, mut path) = if exists {
             ("PUT", format!("{RESOURCE}/resourceslices/{name}"))
         } else {
             ("POST", format!("{RESOURCE}/resourceslices"))
         };
+        if dry_run {
+            path.push_str("?dryRun=All");
+        }
         let (status, resp) = self.call(method, &path, Some(&body))?;
         if (200..300).contains(&status) {
-            Ok(())
+            // The server answers with the object as it stored it (or, in a
+            // dry run, would have).
+            let kept: ResourceSlice = serde_json::from_slice(&resp)
+                .map_err(|e| Error::Api(format!("{method} {path}: the answer: {e}")))?;
+            if kept.metadata.name.as_deref() != Some(name) {
+                return Err(Error::Api(format!(
+                    "{method} {path}: the answer is not slice {name}"
+                )));
+            }
+            Ok(kept)
         } else {
             Err(Error::Api(format!(
                 "{method} {path}: HTTP {status}: {}",

@@ -14,6 +14,14 @@
 //!   capacity consumes each one's default, the whole GPU: a plain request
 //!   (or a classic `vgpu.dev/gpu: 1` limit through the DeviceClass's
 //!   extended resource name) gets a GPU of its own.
+//!
+//! An API server whose `DRAConsumableCapacity` gate is off (the default in
+//! Kubernetes 1.34 and 1.35) drops `allowMultipleAllocations` and each
+//! capacity's `requestPolicy` when it stores a slice whose previous version
+//! did not use them (pkg/registry/resource/resourceslice/strategy.go,
+//! `dropDisabledDRAConsumableCapacityFields`). [`whole_gpus`] is the slice
+//! such a server keeps: each GPU allocated once, whole, its capacities
+//! still there for selectors to read.
 
 use std::collections::BTreeMap;
 
@@ -172,4 +180,34 @@ pub fn resource_slice(
             ..Default::default()
         },
     }
+}
+
+/// `devices` without consumable capacity: what an API server whose
+/// `DRAConsumableCapacity` gate is off stores of them. Each device is then
+/// allocated to one claim at a time, whole.
+pub fn whole_gpus(devices: &[Device]) -> Vec<Device> {
+    devices
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            d.allow_multiple_allocations = None;
+            if let Some(c) = &mut d.capacity {
+                for cap in c.values_mut() {
+                    cap.request_policy = None;
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+/// Whether an API server that was sent `sent` kept its consumable
+/// capacity in `kept` (its answer to a create or replace): `None` when
+/// `sent` has none to keep (no GPUs), so nothing can be told.
+pub fn kept_consumable_capacity(sent: &[Device], kept: &[Device]) -> Option<bool> {
+    let shared = |d: &Device| d.allow_multiple_allocations == Some(true);
+    if !sent.iter().any(shared) {
+        return None;
+    }
+    Some(kept.iter().any(shared))
 }

@@ -98,14 +98,22 @@ fn reads_claims_with_the_token() {
 
 #[test]
 fn creates_then_replaces_the_slice() {
+    let s = resource_slice("vgpu.dev", "n1", &[], None, 0);
+    // The server answers with the object it stored; here with a generation
+    // of its own, to tell its answer from what was sent.
+    let mut stored = serde_json::to_value(&s).unwrap();
+    stored["spec"]["pool"]["generation"] = 7.into();
+    let stored = stored.to_string();
     let (url, rx) = server(vec![
-        (201, "{}".into()),
-        (200, "{}".into()),
+        (201, stored.clone()),
+        (200, stored.clone()),
+        (200, stored),
         (409, r#"{"message":"conflict"}"#.into()),
+        (200, "{}".into()),
     ]);
     let api = HttpApi::new(&url, None, None).unwrap();
-    let s = resource_slice("vgpu.dev", "n1", &[], None, 0);
-    api.put_slice(&s, false).unwrap();
+    let kept = api.put_slice(&s, false, false).unwrap();
+    assert_eq!(kept.spec.pool.generation, 7);
     let (m, p, a, b) = rx.recv().unwrap();
     assert_eq!(
         (m.as_str(), p.as_str(), a.as_str()),
@@ -115,14 +123,27 @@ fn creates_then_replaces_the_slice() {
     assert_eq!(v["apiVersion"], "resource.k8s.io/v1");
     assert_eq!(v["kind"], "ResourceSlice");
     assert_eq!(v["spec"]["pool"]["name"], "n1");
-    api.put_slice(&s, true).unwrap();
+    api.put_slice(&s, true, false).unwrap();
     let (m, p, _, _) = rx.recv().unwrap();
     assert_eq!(
         (m.as_str(), p.as_str()),
         ("PUT", "/apis/resource.k8s.io/v1/resourceslices/n1-vgpu-dev")
     );
-    let e = api.put_slice(&s, true).unwrap_err().to_string();
+    // A dry run asks the server what it would store.
+    api.put_slice(&s, true, true).unwrap();
+    let (m, p, _, _) = rx.recv().unwrap();
+    assert_eq!(
+        (m.as_str(), p.as_str()),
+        (
+            "PUT",
+            "/apis/resource.k8s.io/v1/resourceslices/n1-vgpu-dev?dryRun=All"
+        )
+    );
+    let e = api.put_slice(&s, true, false).unwrap_err().to_string();
     assert!(e.contains("HTTP 409: conflict"), "{e}");
+    // An answer that is not a slice is an error, not a silent success.
+    let e = api.put_slice(&s, true, false).unwrap_err().to_string();
+    assert!(e.contains("the answer"), "{e}");
 }
 
 #[test]
