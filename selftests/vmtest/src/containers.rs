@@ -485,7 +485,9 @@ fn check_nodes(name: &str) -> Outcome {
 /// runc refuses every mount inside `/proc` (`checkProcMount`, runc 1.1.5
 /// `libcontainer/rootfs_linux.go:568-616`), which is why the hook does it.
 /// Then the same container with the spec `vgpuctl cdi` writes now starts
-/// under both, with `ModifyDeviceFiles: 0` in its params.
+/// under both, with `ModifyDeviceFiles: 0` in its params; and with the
+/// devices of two such specs, whose createContainer hooks both run, the
+/// second finds the first's view in place.
 fn oci_mount_inside_proc() -> Outcome {
     with_vgpus(&[(0, "1GiB")], || {
         let spec: serde_json::Value =
@@ -498,18 +500,29 @@ fn oci_mount_inside_proc() -> Outcome {
             "options": ["ro", "nosuid", "nodev", "bind"]}]);
         std::fs::write("/tmp/old-params", "ModifyDeviceFiles: 0\n").map_err(|e| e.to_string())?;
         std::fs::write("/etc/cdi/old.json", old.to_string()).map_err(|e| e.to_string())?;
-        let cat = |dev: &str| {
-            podman(&[
-                "run",
-                "--rm",
-                "--device",
-                dev,
-                "--rootfs",
-                ROOTFS,
-                "cat",
-                "/proc/driver/nvidia/params",
-            ])
+        // Two copies of the spec, their createContainer hooks logging to a
+        // file: the hook runs in the container's device cgroup, which does
+        // not allow /dev/kmsg.
+        std::fs::write("/tmp/cc-log", "").map_err(|e| e.to_string())?;
+        for k in ["twin", "twin2"] {
+            let mut twin = spec.clone();
+            twin["kind"] = format!("vgpu.dev/{k}").into();
+            let args = twin["containerEdits"]["hooks"][0]["args"]
+                .as_array_mut()
+                .ok_or("no createContainer hook in the spec")?;
+            args.extend(["--log".into(), "/tmp/cc-log".into()]);
+            std::fs::write(format!("/etc/cdi/{k}.json"), twin.to_string())
+                .map_err(|e| e.to_string())?;
+        }
+        let cat2 = |devs: &[&str]| {
+            let mut a = vec!["run", "--rm"];
+            for d in devs {
+                a.extend(["--device", d]);
+            }
+            a.extend(["--rootfs", ROOTFS, "cat", "/proc/driver/nvidia/params"]);
+            podman(&a)
         };
+        let cat = |dev: &str| cat2(&[dev]);
         let r = (|| {
             let (code, out) = cat("vgpu.dev/old=0")?;
             if runc() {
@@ -531,8 +544,29 @@ fn oci_mount_inside_proc() -> Outcome {
                 "params in the container: {out}"
             );
             check_freed(0, 1 << 30)?;
+            let (code, out) = cat2(&["vgpu.dev/twin=0", "vgpu.dev/twin2=0"])?;
+            ensure!(code == 0, "two specs' devices: exit {code}: {out}");
+            ensure!(
+                out.lines().any(|l| l == "ModifyDeviceFiles: 0"),
+                "params with two specs' hooks: {out}"
+            );
+            let log = read_file("/tmp/cc-log")?;
+            let runs: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("vgpuctl hook: createContainer"))
+                .collect();
+            ensure!(
+                runs.len() == 2
+                    && runs[0].contains("params rewritten")
+                    && runs[1].contains("already in place"),
+                "the createContainer hooks of two specs: {runs:?}"
+            );
+            check_freed(0, 1 << 30)?;
             check_host_proc()
         })();
+        for k in ["twin", "twin2"] {
+            let _ = std::fs::remove_file(format!("/etc/cdi/{k}.json"));
+        }
         let _ = std::fs::remove_file("/etc/cdi/old.json");
         let _ = std::fs::remove_file("/tmp/old-params");
         r
