@@ -109,7 +109,7 @@ echo "podman run --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB:"
 sed 's/^/  /' /tmp/ctr/log
 nodes=$(p exec web stat -c '%n %t:%T' /dev/nvidiactl /dev/nvidia0 /dev/nvidia-uvm)
 echo "  its nodes are NVIDIA's, numbers (hex) included, as libcuda and NVML check them: $(echo $nodes)"
-echo "  its /proc/driver/nvidia/params (the spec's createContainer hook; the host's says 1): $(p exec web grep ModifyDeviceFiles /proc/driver/nvidia/params)"
+echo "  its /proc/driver/nvidia/params (the spec's createContainer hook; the host's says 1): $(p exec web cat /proc/driver/nvidia/params | grep ModifyDeviceFiles)"
 echo "vgpu2 bound to $(cat "$(vgpu 2 cgroup)" | cut -c1-40)..., memory_limit $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB for this container"
 if p run --rm --device vgpu.dev/gpu=2 --rootfs /var/lib/vgpu-rootfs true > /tmp/second.out 2>&1; then
     echo "UNEXPECTED: a second container got vgpu2"; exit 1
