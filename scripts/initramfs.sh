@@ -47,7 +47,7 @@ for b in vgpu-selftest vgpuctl vgpu-dra-plugin vgpu-dra-testkubelet; do
     cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/$b" "$root/bin/"
 done
 
-# podman, crun, conmon, their libraries and configuration, and the
+# podman, crun, runc, conmon, their libraries and configuration, and the
 # containers' root filesystem, which gets the test client too.
 "$VGPU_TOP/scripts/podman-root.sh" "$root" >/dev/null
 cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest" "$root/var/lib/vgpu-rootfs/bin/"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What the test VM needs to run Debian's podman (the containers suite):
-# podman, crun and conmon as Debian 12 ships them (installed on this machine
-# by scripts/setup-toolchain.sh), every shared library they load, their
+# podman, crun, runc and conmon as Debian 12 ships them (installed on this
+# machine by scripts/setup-toolchain.sh), every shared library they load, their
 # configuration, and a container root filesystem, laid out as a tree that
 # scripts/initramfs.sh copies into the guest's root.
 #
 #   scripts/podman-root.sh DIR
 #
-# The configuration (docs/testing.md, "Containers"): crun as the runtime,
+# The configuration (docs/testing.md, "Containers"): crun as the runtime
+# (runc beside it, for `podman --runtime runc`),
 # cgroupfs as the cgroup manager (the VM has no systemd), no network (the
 # VM has none), events to a file, the vfs storage driver (nothing to pull:
 # containers start from a local root filesystem with --rootfs), and CDI
@@ -17,7 +18,7 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 root=${1:?usage: $0 DIR}
-bins=(/usr/bin/podman /usr/bin/crun /usr/bin/conmon)
+bins=(/usr/bin/podman /usr/bin/crun /usr/bin/runc /usr/bin/conmon)
 for b in "${bins[@]}"; do
     [ -x "$b" ] || { echo "podman-root: $b missing (scripts/setup-toolchain.sh installs it)" >&2; exit 1; }
 done

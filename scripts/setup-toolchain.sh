@@ -5,7 +5,7 @@
 #
 # What it installs:
 #   - kernel build deps: bc bison flex libelf-dev libssl-dev cpio
-#   - VM: qemu-system-x86 busybox-static, and podman crun conmon (copied into
+#   - VM: qemu-system-x86 busybox-static, and podman crun runc conmon (copied into
 #     the VM for the containers suite, scripts/podman-root.sh)
 #   - packages: dkms lintian (scripts/test-packages.sh)
 #   - python3-venv, for the manifests' validator (scripts/validate-manifests.sh)
@@ -24,7 +24,7 @@ set -euo pipefail
 need_apt=()
 for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd patch \
          qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19 \
-         podman crun conmon dkms lintian python3-venv protobuf-compiler; do
+         podman crun runc conmon dkms lintian python3-venv protobuf-compiler; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")
 done
 

@@ -9,9 +9,10 @@
 #      (scripts/validate-manifests.sh);
 #   3. VM: the modules built warning-free (with clippy), then the selftests
 #      and the KUnit suites on the fast kernel and on the debug kernel (KASAN,
-#      lockdep, kmemleak; every suite but containers and dra, which run
-#      podman and the DRA plugin and need the fast kernel's unix sockets and
-#      namespaces), and every suite again on the fast kernel with the
+#      lockdep, kmemleak; every suite but containers, containers_runc and
+#      dra, which run podman (with crun, then with runc) and the DRA plugin
+#      and need the fast kernel's unix sockets and namespaces), and every
+#      suite again on the fast kernel with the
 #      driver double claiming the oldest release vgpu has tables for (with
 #      --all-branches: each release vgpu has tables for, one run each);
 #      and the fuzz suite's CI slice on the debug kernel (10^5 fuzzed calls,
@@ -138,7 +139,7 @@ for v in "${variants[@]}"; do
     if [ "$v" = debug ]; then
         # The containers and dra suites need the fast kernel's unix
         # sockets, network and IPC namespaces (scripts/kconfig/containers.config).
-        vm_run "debug kernel, every suite but containers and dra" "vm-$v" --variant "$v" -- -containers -dra
+        vm_run "debug kernel, every suite but containers and dra" "vm-$v" --variant "$v" -- -containers -containers_runc -dra
     else
         vm_run "$v kernel" "vm-$v" --variant "$v"
     fi

@@ -95,12 +95,12 @@ for i in 0 1; do
         "$(cat "$(vgpu $i compute_share)")%" "$(( $(cat "$(vgpu $i compute_granted_us)") / 1000 )) ms"
 done
 
-say "A real container runtime: podman (Debian's, with crun) asks for a vGPU by its CDI name"
+say "A real container runtime: podman (Debian's, with runc, as containerd and Docker run) asks for a vGPU by its CDI name"
 echo 2 > /sys/class/vgpu/create; echo 0 > "$(vgpu 2 gpu)"
 echo $((1 << 30)) > "$(vgpu 2 memory_limit)"; echo 20 > "$(vgpu 2 compute_share)"
 vgpuctl cdi --output /etc/cdi/vgpu.json
 echo "vgpu2: 1024 MiB, 20%, no cgroup (the CDI spec's hooks bind it to whichever container gets it)"
-p() { PATH=/usr/bin:/bin podman "$@"; }
+p() { PATH=/usr/bin:/bin podman --runtime runc "$@"; }
 mkdir -p /tmp/ctr
 p run -d --name web --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB -v /tmp/ctr:/out \
     --rootfs /var/lib/vgpu-rootfs sh -c 'exec vgpu-selftest demo-alloc --nvidia 0 128 600 > /out/log' > /dev/null
@@ -109,11 +109,12 @@ echo "podman run --device vgpu.dev/gpu=2 -e VGPU_MEMORY=512MiB:"
 sed 's/^/  /' /tmp/ctr/log
 nodes=$(p exec web stat -c '%n %t:%T' /dev/nvidiactl /dev/nvidia0 /dev/nvidia-uvm)
 echo "  its nodes are NVIDIA's, numbers (hex) included, as libcuda and NVML check them: $(echo $nodes)"
+echo "  its /proc/driver/nvidia/params (the spec's createContainer hook; the host's says 1): $(p exec web cat /proc/driver/nvidia/params | grep ModifyDeviceFiles)"
 echo "vgpu2 bound to $(cat "$(vgpu 2 cgroup)" | cut -c1-40)..., memory_limit $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB for this container"
 if p run --rm --device vgpu.dev/gpu=2 --rootfs /var/lib/vgpu-rootfs true > /tmp/second.out 2>&1; then
     echo "UNEXPECTED: a second container got vgpu2"; exit 1
 fi
-echo "a second container asking for vgpu2: $(cat /tmp/second.out)"
+echo "a second container asking for vgpu2: $(grep -o 'exit status.*' /tmp/second.out | head -1 | cut -c1-150)"
 echo "  kernel log: $(dmesg | grep 'vgpuctl hook: createRuntime' | tail -1 | sed 's/.*vgpu2: //' | cut -c1-60)..."
 p stop --time 0 web > /dev/null
 echo "after podman stop: vgpu2 cgroup '$(cat "$(vgpu 2 cgroup)")', memory_used $(mib "$(cat "$(vgpu 2 memory_used)")") MiB, memory_limit back to $(mib "$(cat "$(vgpu 2 memory_limit)")") MiB"
@@ -138,7 +139,7 @@ cat > $k/api/namespaces/demo/resourceclaims/trainer-gpu.json <<EOF
    "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "$pod"}]}}
 EOF
 vgpu-dra-plugin --node-name demo --kube-api dir:$k/api --registry-dir $k/registry \
-    --plugin-dir $k/plugin --cdi-dir $k/cdi --params-file $k/params --hook-path /bin/vgpuctl 2> $k/plugin.log &
+    --plugin-dir $k/plugin --cdi-dir $k/cdi --hook-path /bin/vgpuctl 2> $k/plugin.log &
 plugin=$!
 kl() { vgpu-dra-testkubelet "$@"; }
 echo "registration: $(kl register --registry-dir $k/registry --driver vgpu.dev)"

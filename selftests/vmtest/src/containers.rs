@@ -8,6 +8,17 @@
 //! cgroup before the container's program runs, size it from `VGPU_MEMORY`
 //! within the admin's bound, refuse a vGPU another container holds, and
 //! free it when the container stops (`userspace/vgpuctl/src/hook.rs`).
+//! The suite runs twice, with the same assertions: `containers` with crun
+//! (podman's runtime here), `containers_runc` with Debian's runc 1.1.5
+//! (`podman --runtime runc`), the runtime of containerd and Docker. Where
+//! the two differ (their error text, runc's poststop hooks after a failed
+//! create), each is checked for what it does.
+//!
+//! The spec's `createContainer` hook gives the container a
+//! `/proc/driver/nvidia` whose `params` says `ModifyDeviceFiles: 0`, from
+//! inside the container's mount namespace (runc refuses an OCI mount
+//! inside `/proc`): every container checks it, and that the host's
+//! `/proc` is untouched (`userspace/vgpuctl/src/procview.rs`).
 //!
 //! The container gets NVIDIA's own nodes, as NVIDIA's container toolkit
 //! gives them: `/dev/nvidiactl` (195:255), `/dev/nvidia0` (195:0) and
@@ -26,9 +37,10 @@ use crate::ensure;
 use crate::sys::{char_major, make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Tests of this suite, in order.
+/// Tests of this suite, in order, with podman's runtime (crun).
 pub const TESTS: &[Test] = &[
     Test {
         name: "two_containers_each_at_its_own_ceiling",
@@ -46,7 +58,55 @@ pub const TESTS: &[Test] = &[
         name: "nvidia_userspace_passes_its_node_checks",
         run: nvidia_userspace_passes_its_node_checks,
     },
+    Test {
+        name: "an_oci_mount_inside_proc",
+        run: oci_mount_inside_proc,
+    },
 ];
+
+/// The same tests with runc (`containers_runc`).
+pub const RUNC_TESTS: &[Test] = &[
+    Test {
+        name: "two_containers_each_at_its_own_ceiling",
+        run: || with_runc(two_containers),
+    },
+    Test {
+        name: "environment_sizes_within_the_admin_bound",
+        run: || with_runc(environment_sizes),
+    },
+    Test {
+        name: "a_vgpu_in_use_is_refused",
+        run: || with_runc(in_use_refused),
+    },
+    Test {
+        name: "nvidia_userspace_passes_its_node_checks",
+        run: || with_runc(nvidia_userspace_passes_its_node_checks),
+    },
+    Test {
+        name: "an_oci_mount_inside_proc",
+        run: || with_runc(oci_mount_inside_proc),
+    },
+];
+
+/// Whether podman runs its containers with runc (else its default, crun).
+static RUNC: AtomicBool = AtomicBool::new(false);
+
+fn runc() -> bool {
+    RUNC.load(Ordering::Relaxed)
+}
+
+/// Runs `test` with `podman --runtime runc`.
+fn with_runc(test: fn() -> Outcome) -> Outcome {
+    RUNC.store(true, Ordering::Relaxed);
+    let r = (|| {
+        let (code, out) = podman(&["info", "--format", "{{.Host.OCIRuntime.Version}}"])?;
+        ensure!(code == 0, "podman --runtime runc info: {out}");
+        println!("# containers: {}", out.lines().next().unwrap_or("").trim());
+        test()
+    })();
+    RUNC.store(false, Ordering::Relaxed);
+    r
+}
 
 /// NVIDIA's userspace in the initramfs (scripts/nvidia-userspace.sh).
 const NV_RELEASE: &str = "550.163.01";
@@ -173,11 +233,14 @@ const ROOTFS: &str = "/var/lib/vgpu-rootfs";
 /// The client's allocation step.
 const CHUNK_MIB: u64 = 64;
 
-/// Runs podman; returns (exit code, stdout + stderr).
+/// Runs podman (with runc if [`runc`]); returns (exit code, stdout +
+/// stderr).
 fn podman(args: &[&str]) -> Result<(i32, String), String> {
-    run(Command::new("/usr/bin/podman")
-        .args(args)
-        .env("PATH", "/usr/bin:/bin"))
+    let mut c = Command::new("/usr/bin/podman");
+    if runc() {
+        c.args(["--runtime", "runc"]);
+    }
+    run(c.args(args).env("PATH", "/usr/bin:/bin"))
 }
 
 fn attr(id: u32, f: &str) -> Result<String, String> {
@@ -362,6 +425,44 @@ fn check_nodes(name: &str) -> Outcome {
     let others = exec(&["stat", "-c", "%n %t:%T", "/dev/nvidia0", "/dev/nvidia-uvm"])?;
     let want = format!("/dev/nvidia0 c3:0\n/dev/nvidia-uvm {uvm:x}:0");
     ensure!(others == want, "{name}: {others:?}, want {want:?}");
+    // The createContainer hook's /proc/driver/nvidia: params says
+    // ModifyDeviceFiles: 0, the rest is the driver's own.
+    let params = exec(&["cat", "/proc/driver/nvidia/params"])?;
+    ensure!(
+        params.lines().any(|l| l == "ModifyDeviceFiles: 0")
+            && !params.contains("ModifyDeviceFiles: 1"),
+        "{name}: /proc/driver/nvidia/params is {params:?}"
+    );
+    let host_params = read_file("/proc/driver/nvidia/params")?;
+    ensure!(
+        host_params.contains("ModifyDeviceFiles: 1"),
+        "the host's params changed: {host_params:?}"
+    );
+    ensure!(
+        params.lines().count() == host_params.lines().count(),
+        "{name}: params {params:?}, the driver's {host_params:?}"
+    );
+    let version = exec(&["cat", "/proc/driver/nvidia/version"])?;
+    ensure!(
+        version == read_file("/proc/driver/nvidia/version")?.trim(),
+        "{name}: /proc/driver/nvidia/version {version:?}"
+    );
+    let gpus = exec(&["ls", "/proc/driver/nvidia/gpus"])?;
+    let host_gpus = sh("ls /proc/driver/nvidia/gpus")?;
+    ensure!(
+        !gpus.is_empty() && gpus == host_gpus.trim(),
+        "{name}: /proc/driver/nvidia/gpus {gpus:?}, the host's {host_gpus:?}"
+    );
+    let w = exec(&[
+        "sh",
+        "-c",
+        "echo x > /proc/driver/nvidia/params; echo rc=$?",
+    ])?;
+    ensure!(
+        w.contains("rc=") && !w.ends_with("rc=0"),
+        "{name}: writing params: {w:?}"
+    );
+    check_host_proc()?;
     let dev = exec(&["ls", "/dev"])?;
     for absent in [
         "nvidia-uvm-tools",
@@ -375,6 +476,114 @@ fn check_nodes(name: &str) -> Outcome {
             !dev.split_whitespace().any(|n| n == absent),
             "{name}: /dev/{absent} is there: {dev:?}"
         );
+    }
+    Ok(())
+}
+
+/// The CDI spec as it was before the createContainer hook: its params
+/// file an OCI mount at `/proc/driver/nvidia/params`. crun mounts it;
+/// runc refuses every mount inside `/proc` (`checkProcMount`, runc 1.1.5
+/// `libcontainer/rootfs_linux.go:568-616`), which is why the hook does it.
+/// Then the same container with the spec `vgpuctl cdi` writes now starts
+/// under both, with `ModifyDeviceFiles: 0` in its params; and with the
+/// devices of two such specs, whose createContainer hooks both run, the
+/// second finds the first's view in place.
+fn oci_mount_inside_proc() -> Outcome {
+    with_vgpus(&[(0, "1GiB")], || {
+        let spec: serde_json::Value =
+            serde_json::from_str(&read_file("/etc/cdi/vgpu.json")?).map_err(|e| e.to_string())?;
+        let mut old = spec.clone();
+        old["kind"] = "vgpu.dev/old".into();
+        old["containerEdits"]["hooks"] = serde_json::json!([]);
+        old["containerEdits"]["mounts"] = serde_json::json!([{
+            "hostPath": "/tmp/old-params", "containerPath": "/proc/driver/nvidia/params",
+            "options": ["ro", "nosuid", "nodev", "bind"]}]);
+        std::fs::write("/tmp/old-params", "ModifyDeviceFiles: 0\n").map_err(|e| e.to_string())?;
+        std::fs::write("/etc/cdi/old.json", old.to_string()).map_err(|e| e.to_string())?;
+        // Two copies of the spec, their createContainer hooks logging to a
+        // file: the hook runs in the container's device cgroup, which does
+        // not allow /dev/kmsg.
+        std::fs::write("/tmp/cc-log", "").map_err(|e| e.to_string())?;
+        for k in ["twin", "twin2"] {
+            let mut twin = spec.clone();
+            twin["kind"] = format!("vgpu.dev/{k}").into();
+            let args = twin["containerEdits"]["hooks"][0]["args"]
+                .as_array_mut()
+                .ok_or("no createContainer hook in the spec")?;
+            args.extend(["--log".into(), "/tmp/cc-log".into()]);
+            std::fs::write(format!("/etc/cdi/{k}.json"), twin.to_string())
+                .map_err(|e| e.to_string())?;
+        }
+        let cat2 = |devs: &[&str]| {
+            let mut a = vec!["run", "--rm"];
+            for d in devs {
+                a.extend(["--device", d]);
+            }
+            a.extend(["--rootfs", ROOTFS, "cat", "/proc/driver/nvidia/params"]);
+            podman(&a)
+        };
+        let cat = |dev: &str| cat2(&[dev]);
+        let r = (|| {
+            let (code, out) = cat("vgpu.dev/old=0")?;
+            if runc() {
+                ensure!(
+                    code != 0 && out.contains("cannot be mounted because it is inside /proc"),
+                    "runc took a mount inside /proc: exit {code}: {out}"
+                );
+            } else {
+                ensure!(
+                    code == 0 && out.trim() == "ModifyDeviceFiles: 0",
+                    "crun with the old spec: exit {code}: {out}"
+                );
+            }
+            check_freed(0, 1 << 30)?;
+            let (code, out) = cat("vgpu.dev/gpu=0")?;
+            ensure!(code == 0, "the spec of vgpuctl cdi: exit {code}: {out}");
+            ensure!(
+                out.lines().any(|l| l == "ModifyDeviceFiles: 0"),
+                "params in the container: {out}"
+            );
+            check_freed(0, 1 << 30)?;
+            let (code, out) = cat2(&["vgpu.dev/twin=0", "vgpu.dev/twin2=0"])?;
+            ensure!(code == 0, "two specs' devices: exit {code}: {out}");
+            ensure!(
+                out.lines().any(|l| l == "ModifyDeviceFiles: 0"),
+                "params with two specs' hooks: {out}"
+            );
+            let log = read_file("/tmp/cc-log")?;
+            let runs: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("vgpuctl hook: createContainer"))
+                .collect();
+            ensure!(
+                runs.len() == 2
+                    && runs[0].contains("params rewritten")
+                    && runs[1].contains("already in place"),
+                "the createContainer hooks of two specs: {runs:?}"
+            );
+            check_freed(0, 1 << 30)?;
+            check_host_proc()
+        })();
+        for k in ["twin", "twin2"] {
+            let _ = std::fs::remove_file(format!("/etc/cdi/{k}.json"));
+        }
+        let _ = std::fs::remove_file("/etc/cdi/old.json");
+        let _ = std::fs::remove_file("/tmp/old-params");
+        r
+    })
+}
+
+/// The host's `/proc/driver/nvidia` is the driver's: no mount over it or
+/// under it (the hook mounts in the container's namespace only), and no
+/// params file of the old OCI mount on the host.
+fn check_host_proc() -> Outcome {
+    let mounts = read_file("/proc/self/mountinfo")?;
+    ensure!(
+        !mounts.contains("/driver/nvidia"),
+        "a mount under /proc/driver/nvidia on the host: {mounts}"
+    );
+    for old in ["/run/vgpu/params", "/var/run/vgpu/params"] {
+        ensure!(!std::path::Path::new(old).exists(), "{old} on the host");
     }
     Ok(())
 }
@@ -405,14 +614,22 @@ fn kernel_log() -> Result<String, String> {
 }
 
 /// A `podman run` the hook refused: crun names the hook's exit status
-/// (it sends hooks' output to /dev/null), and the kernel log has the reason.
+/// (it sends hooks' output to /dev/null), runc its exit status and its
+/// standard error, and the kernel log has the reason.
 fn check_refused(out: &str, status: i32, why: &str) -> Outcome {
-    ensure!(
-        out.contains(&format!(
-            "error executing hook `/bin/vgpuctl` (exit code: {status})"
-        )),
-        "podman said {out:?}, not the hook's exit status {status}"
-    );
+    if runc() {
+        ensure!(
+            out.contains(&format!("exit status {status}")) && out.contains(why),
+            "podman (runc) said {out:?}, not the hook's exit status {status} and {why:?}"
+        );
+    } else {
+        ensure!(
+            out.contains(&format!(
+                "error executing hook `/bin/vgpuctl` (exit code: {status})"
+            )),
+            "podman said {out:?}, not the hook's exit status {status}"
+        );
+    }
     let log = kernel_log()?;
     ensure!(
         log.lines()
@@ -479,7 +696,8 @@ fn two_containers() -> Outcome {
         ensure!(cgroup_of("a")? != cgroup_of("b")?, "a and b share a cgroup");
         stop(&["a", "b"])?;
         check_freed(0, 1 << 30)?;
-        check_freed(1, 768 * MIB)
+        check_freed(1, 768 * MIB)?;
+        check_host_proc()
     })
 }
 
@@ -549,10 +767,43 @@ fn in_use_refused() -> Outcome {
         // A container asking for free vGPU 1 and held vGPU 0: vGPU 1's hook
         // binds, vGPU 0's refuses, the container does not start, and the
         // runtime's cleanup (the poststop hooks) frees vGPU 1 again.
+        let poststops = || -> Result<Vec<String>, String> {
+            Ok(kernel_log()?
+                .lines()
+                .filter(|l| l.contains("vgpuctl hook: poststop"))
+                .map(str::to_string)
+                .collect())
+        };
+        let before = poststops()?.len();
         let (code, out) = start_with("second", &[1, 0], &["VGPU_MEMORY=256MiB"])?;
         ensure!(code != 0, "a second container got vGPU 0: {out}");
         check_refused(&out, 7, "vGPU 0 is in use by container")?;
         check_freed(1, 512 * MIB)?;
+        // The two runtimes part here: runc runs the refused container's
+        // poststop hooks (its create's clean-up destroys the container),
+        // crun does not. Either way vGPU 1 is free (the hook bound none of
+        // the two) and vGPU 0 stays the holder's.
+        let after = poststops()?;
+        let new = &after[before..];
+        if runc() {
+            ensure!(
+                new.iter()
+                    .any(|l| l.contains("vgpu0: held by container") && l.contains("left alone"))
+                    && new
+                        .iter()
+                        .any(|l| l.contains("vgpu1: not bound by a hook; nothing to do")),
+                "runc ran no poststop hooks for the refused container: {new:?}"
+            );
+        } else {
+            ensure!(
+                new.is_empty(),
+                "crun ran poststop hooks after a failed create: {new:?}"
+            );
+        }
+        println!(
+            "# containers: {} poststop hook runs after the refused create",
+            new.len()
+        );
         // The refused container's poststop left the holder's vGPU alone.
         ensure!(
             attr(0, "cgroup")? == cg,

@@ -13,7 +13,11 @@
 //! gives them (`/dev/nvidiactl`, `/dev/nvidiaK`, `/dev/nvidia-uvm`, each at
 //! its own host path: the testkubelet makes no mount namespace and checks
 //! that each is a character device there): the vGPU bound to the pod's
-//! cgroup by the spec's hook makes their opens vgpu's.
+//! cgroup by the spec's hook makes their opens vgpu's. The testkubelet is
+//! no runtime: it runs the createRuntime hooks only. So one container of
+//! a pod also goes through a real one, podman with runc (containerd's
+//! runtime) in the pod's cgroup, with the claim's CDI device: the same
+//! spec, all its hooks (the createContainer one too), a mount namespace.
 
 use std::process::{Child, Command, Stdio};
 
@@ -34,6 +38,10 @@ pub const TESTS: &[Test] = &[
         name: "the_daemonsets_image_starts_and_registers",
         run: crate::dra_image::image_starts,
     },
+    Test {
+        name: "a_pod_container_through_runc",
+        run: pod_through_runc,
+    },
 ];
 
 pub(crate) const GIB: u64 = 1 << 30;
@@ -52,6 +60,11 @@ struct Plugin {
 
 impl Plugin {
     fn start(tag: &str) -> Result<Plugin, String> {
+        Self::start_in(tag, &path("cdi"))
+    }
+
+    /// [`Plugin::start`] writing its CDI specs to `cdi_dir`.
+    fn start_in(tag: &str, cdi_dir: &str) -> Result<Plugin, String> {
         let log = std::fs::File::create(path(&format!("plugin-{tag}.log")))
             .map_err(|e| format!("plugin log: {e}"))?;
         let child = Command::new("/bin/vgpu-dra-plugin")
@@ -65,9 +78,7 @@ impl Plugin {
                 "--plugin-dir",
                 &path("plugin"),
                 "--cdi-dir",
-                &path("cdi"),
-                "--params-file",
-                &path("params"),
+                cdi_dir,
                 "--hook-path",
                 "/bin/vgpuctl",
             ])
@@ -465,6 +476,80 @@ fn refused() -> Outcome {
         );
         let u = call("unprepare", CLAIM_UID, "big")?;
         ensure!(u["error"] == "" && vgpus().is_empty(), "unprepare: {u}");
+        p.stop()
+    })
+}
+
+/// A container of [`POD`] started by podman with runc (`--cgroup-parent`
+/// the pod's cgroup, as the kubelet's cgroupfs driver names it) and the
+/// claim's CDI device from the plugin's spec in /var/run/cdi: the spec's
+/// createRuntime hook binds the vGPU to the pod's cgroup, its
+/// createContainer hook gives the container `ModifyDeviceFiles: 0`, and
+/// the workload stops at the claim's 1 GiB.
+fn pod_through_runc() -> Outcome {
+    const CDI: &str = "/var/run/cdi";
+    with_node(|| {
+        std::fs::create_dir_all(CDI).map_err(|e| format!("{CDI}: {e}"))?;
+        let p = Plugin::start_in("4", CDI)?;
+        register()?;
+        put_claim("runc-gpu", CLAIM_UID, GIB, 30)?;
+        let r = call("prepare", CLAIM_UID, "runc-gpu")?;
+        ensure!(r["error"] == "", "prepare: {r}");
+        let cdi = r["devices"][0]["cdiDeviceIds"][0]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let made = vgpus();
+        ensure!(made.len() == 1, "vGPUs after prepare: {made:?}");
+        let v = made[0].clone();
+        let k = attr(&v, "gpu")?;
+        let pod_cg = format!("/kubepods/besteffort/pod{POD}");
+        let release = std::env::var("vgpu_release").map(|r| format!("vgpu_release={r}"));
+        let script = format!(
+            "grep ModifyDeviceFiles /proc/driver/nvidia/params; exec vgpu-selftest demo-alloc --nvidia {k} 64"
+        );
+        let mut args = vec![
+            "--runtime",
+            "runc",
+            "run",
+            "--rm",
+            "--cgroup-parent",
+            &pod_cg,
+            "--device",
+            &cdi,
+        ];
+        if let Ok(r) = &release {
+            args.extend(["-e", r.as_str()]);
+        }
+        args.extend(["--rootfs", "/var/lib/vgpu-rootfs", "sh", "-c", &script]);
+        let (code, out) = run(Command::new("/usr/bin/podman")
+            .args(&args)
+            .env("PATH", "/usr/bin:/bin"))?;
+        println!(
+            "# dra: the pod's container under runc: {}",
+            out.trim().replace('\n', " | ")
+        );
+        ensure!(code == 0, "podman --runtime runc: exit {code}: {out}");
+        ensure!(
+            out.starts_with("ModifyDeviceFiles: 0"),
+            "the container's params: {out}"
+        );
+        ensure!(
+            out.contains("GPU size seen   1024 MiB | allocated   1024 MiB in 64 MiB chunks"),
+            "the pod's workload: {out}"
+        );
+        ensure!(
+            attr(&v, "cgroup")? == pod_cg,
+            "{v} bound to {:?}, not the pod's {pod_cg}",
+            attr(&v, "cgroup")
+        );
+        let u = call("unprepare", CLAIM_UID, "runc-gpu")?;
+        ensure!(u["error"] == "", "unprepare: {u}");
+        ensure!(vgpus().is_empty(), "vGPUs after unprepare: {:?}", vgpus());
+        ensure!(
+            !exists(&format!("{CDI}/vgpu.dev-claim_{CLAIM_UID}.json")),
+            "the claim's CDI spec outlived it"
+        );
         p.stop()
     })
 }

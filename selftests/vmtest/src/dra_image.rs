@@ -99,8 +99,6 @@ fn run_image(image: &str) -> Outcome {
         &path("plugin"),
         "--cdi-dir",
         &path("cdi"),
-        "--params-file",
-        &path("params"),
         "--hook-path",
         "/bin/vgpuctl",
     ])?;

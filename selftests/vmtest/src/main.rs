@@ -54,6 +54,7 @@ const SUITES: &[Suite] = &[
     ("processes", processes::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("containers", containers::TESTS),
+    ("containers_runc", containers::RUNC_TESTS),
     ("dra", dra::TESTS),
 ];
 
@@ -67,7 +68,8 @@ const ON_REQUEST: &[Suite] = &[
 
 /// The tests `wanted` names, per suite, in suite order. `-SUITE` leaves a
 /// suite out (of all suites when nothing else is named): the debug kernel
-/// runs everything but `containers`, for which it has no network stack.
+/// runs everything but `containers`, `containers_runc` and `dra`, for which
+/// it has no network stack.
 fn select(wanted: &[String]) -> Vec<(&'static str, Vec<tap::Test>)> {
     let (left_out, wanted): (Vec<&String>, Vec<&String>) =
         wanted.iter().partition(|w| w.starts_with('-'));

@@ -46,9 +46,12 @@ pub struct Args {
     /// The vgpuctl the CDI hooks run, as the host sees it.
     #[arg(long, default_value = "/usr/bin/vgpuctl")]
     pub hook_path: String,
-    /// The params file the CDI specs mount at /proc/driver/nvidia/params.
-    #[arg(long, default_value = vgpuctl::cdi::DEFAULT_PARAMS_FILE)]
-    pub params_file: PathBuf,
+    /// No effect, kept for old manifests: the claims' CDI specs no longer
+    /// mount a params file; their createContainer hook rewrites the
+    /// container's /proc/driver/nvidia/params (runc refuses mounts inside
+    /// /proc).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub params_file: Option<PathBuf>,
     /// The memory of a GPU the driver cannot be asked about (e.g. 80GiB).
     #[arg(long, value_parser = parse_size)]
     pub gpu_memory: Option<u64>,

@@ -62,10 +62,6 @@ pub struct Config {
     pub cdi_dir: PathBuf,
     /// The vgpuctl the CDI hooks run.
     pub hook_path: String,
-    /// The params file the specs mount at /proc/driver/nvidia/params.
-    pub params_file: PathBuf,
-    /// The driver's own params file.
-    pub host_params: PathBuf,
 }
 
 /// A claim to prepare or unprepare, as the kubelet names it.
@@ -423,15 +419,18 @@ impl Driver {
             .iter()
             .map(|d| VgpuInfo::read(s, d.vgpu))
             .collect::<vgpuctl::Result<_>>()?;
-        let params = self.cfg.params_file.to_string_lossy().into_owned();
         let mut spec = cdi::spec(
             &infos,
             &cdi::Options {
                 kind: self.kind(),
-                params_file: params,
                 hook: None,
             },
         );
+        // The container's /proc/driver/nvidia/params, from inside its mount
+        // namespace (runc refuses OCI mounts inside /proc).
+        spec.container_edits
+            .hooks
+            .push(cdi::proc_hook(&self.cfg.hook_path));
         for (i, (dev, d)) in spec.devices.iter_mut().zip(devices).enumerate() {
             dev.name = format!("{}-{i}", c.uid);
             dev.container_edits.hooks.push(cdi::Hook {
@@ -450,11 +449,6 @@ impl Driver {
         if spec.devices.len() != devices.len() {
             return Err(Error::Other("a new vGPU has no GPU".into()));
         }
-        let host = cdi::read_host_params(&self.cfg.host_params);
-        vgpuctl::write_atomic(
-            &self.cfg.params_file,
-            cdi::params_text(host.as_deref()).as_bytes(),
-        )?;
         let text = serde_json::to_vec_pretty(&spec).map_err(|e| Error::Other(e.to_string()))?;
         Ok(vgpuctl::write_atomic(&spec_path(&self.cfg, &c.uid), &text)?)
     }

@@ -76,9 +76,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         node: a.node_name.clone(),
         cdi_dir: a.cdi_dir.clone(),
         hook_path: a.hook_path.clone(),
-        params_file: a.params_file.clone(),
-        host_params: a.proc_root.join("driver/nvidia/params"),
     };
+    if a.params_file.is_some() {
+        log("--params-file has no effect: the claims' CDI specs rewrite the container's /proc/driver/nvidia/params from a createContainer hook");
+    }
     let store = Store::new(plugin_dir.join("checkpoint.json"));
     let (driver, notes) = Driver::new(cfg, sysfs, api, found, store)?;
     for n in notes {

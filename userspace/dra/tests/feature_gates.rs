@@ -236,8 +236,6 @@ impl Node {
             node: NODE.into(),
             cdi_dir: p("cdi"),
             hook_path: "/usr/bin/vgpuctl".into(),
-            params_file: p("run/vgpu/params"),
-            host_params: p("proc/driver/nvidia/params"),
         };
         let api = HttpApi::new(&self.url, None, None).unwrap();
         Driver::new(

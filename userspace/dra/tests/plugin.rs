@@ -317,8 +317,6 @@ impl Node {
             node: NODE.into(),
             cdi_dir: self.p("cdi"),
             hook_path: "/usr/bin/vgpuctl".into(),
-            params_file: self.p("run/vgpu/params"),
-            host_params: self.p("proc/driver/nvidia/params"),
         };
         Driver::new(
             cfg,
@@ -425,7 +423,16 @@ fn prepare_makes_a_vgpu_and_a_cdi_spec_once() {
             "0f7b2d71-5a5e-4a43-b4a0-3c5d7d5d2c11"
         ])
     );
-    assert!(n.p("run/vgpu/params").exists());
+    // No mount inside /proc (runc refuses it) and no file on the host: the
+    // spec-wide createContainer hook gives the container its params.
+    assert!(!s.to_string().contains("/proc"), "{s}");
+    assert!(s["containerEdits"].get("mounts").is_none(), "{s}");
+    assert_eq!(
+        s["containerEdits"]["hooks"],
+        json!([{"hookName": "createContainer", "path": "/usr/bin/vgpuctl",
+                "args": ["vgpuctl", "hook", "create-container"]}])
+    );
+    assert!(!n.p("run/vgpu/params").exists());
     // The kubelet asks again: the same answer, no second vGPU.
     assert_eq!(d.prepare(&cref("c1", UID)).unwrap(), devs);
     assert_eq!(n.vgpus(), vec![v]);

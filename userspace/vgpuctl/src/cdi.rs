@@ -33,12 +33,15 @@
 //!   `createRuntime` hook runs after the container's init process exists,
 //!   in its cgroup, and before the container's program runs; with
 //!   `--no-hooks` the admin binds the cgroup before starting the container.
-//! - for every device (spec-wide edits) a read-only bind mount of a params
-//!   file at `/proc/driver/nvidia/params` that says `ModifyDeviceFiles: 0`,
-//!   so libcuda and nvidia-smi use the nodes as they are instead of trying
-//!   to create or fix up `/dev/nvidia*` themselves. The file is the host's
-//!   params with that one line changed (or just that line if the host has
-//!   none), as the NVIDIA Container Toolkit does.
+//! - for every device (spec-wide edits), unless `--no-hooks`, a
+//!   `createContainer` hook, `vgpuctl hook create-container`, that gives
+//!   the container a `/proc/driver/nvidia/params` saying
+//!   `ModifyDeviceFiles: 0`, so libcuda and nvidia-smi use the nodes as
+//!   they are instead of trying to create or fix up `/dev/nvidia*`
+//!   themselves: the driver's params with that one line changed, as the
+//!   NVIDIA Container Toolkit does ([`crate::procview`]). Not an OCI
+//!   mount: runc refuses any mount inside `/proc` (its `checkProcMount`),
+//!   so the hook mounts from inside the container's mount namespace.
 //! - UVM: CUDA opens `/dev/nvidia-uvm` in every process, so the spec always
 //!   has it. Opened from the container it is vgpu's UVM proxy: vgpu
 //!   forwards it to the real nvidia-uvm, gives UVM_REGISTER_GPU the real
@@ -70,7 +73,8 @@ use crate::model::VgpuInfo;
 pub const CDI_VERSION: &str = "0.5.0";
 /// The default device kind (`vendor/class`).
 pub const DEFAULT_KIND: &str = "vgpu.dev/gpu";
-/// The default host path of the params file.
+/// Where older releases wrote the params file they mounted (now the
+/// default of options kept only for old command lines).
 pub const DEFAULT_PARAMS_FILE: &str = "/var/run/vgpu/params";
 /// Where the driver publishes its params.
 pub const HOST_PARAMS: &str = "/proc/driver/nvidia/params";
@@ -178,10 +182,9 @@ fn node(path: &str) -> DeviceNode {
 pub struct Options {
     /// Device kind, `vendor/class`.
     pub kind: String,
-    /// Host path of the params file mounted at `/proc/driver/nvidia/params`.
-    pub params_file: String,
-    /// The `vgpuctl` each device's hooks run ([`crate::hook`]); `None`:
-    /// no hooks (vGPUs bound by hand).
+    /// The `vgpuctl` the hooks run ([`crate::hook`], [`crate::procview`]);
+    /// `None`: no hooks (vGPUs bound by hand, the driver's params as they
+    /// are).
     pub hook: Option<String>,
 }
 
@@ -201,6 +204,20 @@ fn hooks(vgpuctl: &str, id: u32) -> Vec<Hook> {
             ],
         })
         .collect()
+}
+
+/// The spec-wide hook: the container's `/proc/driver/nvidia` from inside
+/// its mount namespace ([`crate::procview`]).
+pub fn proc_hook(vgpuctl: &str) -> Hook {
+    Hook {
+        hook_name: Stage::CreateContainer.oci_name().to_string(),
+        path: vgpuctl.to_string(),
+        args: vec![
+            "vgpuctl".to_string(),
+            "hook".to_string(),
+            Stage::CreateContainer.arg().to_string(),
+        ],
+    }
 }
 
 /// Whether `kind` is a valid CDI kind: `vendor/class`, the vendor a domain
@@ -248,12 +265,8 @@ pub fn spec(vgpus: &[VgpuInfo], opts: &Options) -> Spec {
         devices,
         container_edits: ContainerEdits {
             device_nodes: nodes,
-            mounts: vec![Mount {
-                host_path: opts.params_file.clone(),
-                container_path: HOST_PARAMS.to_string(),
-                options: ["ro", "nosuid", "nodev", "bind"].map(String::from).to_vec(),
-            }],
-            hooks: Vec::new(),
+            mounts: Vec::new(),
+            hooks: opts.hook.as_deref().map(proc_hook).into_iter().collect(),
         },
     }
 }
@@ -323,7 +336,6 @@ mod tests {
     fn spec_wide_nodes() {
         let opts = Options {
             kind: DEFAULT_KIND.to_string(),
-            params_file: DEFAULT_PARAMS_FILE.to_string(),
             hook: None,
         };
         let s = spec(&[], &opts);
@@ -342,11 +354,45 @@ mod tests {
         );
     }
 
+    /// Nothing is mounted inside /proc (runc refuses it): the params file
+    /// comes from the spec-wide createContainer hook, which every spec
+    /// with hooks has, and which names no vGPU.
+    #[test]
+    fn nothing_mounted_under_proc() {
+        for hook in [None, Some("/usr/bin/vgpuctl".to_string())] {
+            let s = spec(
+                &[],
+                &Options {
+                    kind: DEFAULT_KIND.to_string(),
+                    hook: hook.clone(),
+                },
+            );
+            let text = serde_json::to_string(&s).unwrap();
+            assert!(!text.contains("\"mounts\""), "{text}");
+            assert!(!text.contains("/proc"), "{text}");
+            let wide: Vec<(&str, &[String])> = s
+                .container_edits
+                .hooks
+                .iter()
+                .map(|h| (h.hook_name.as_str(), h.args.as_slice()))
+                .collect();
+            match hook {
+                None => assert!(wide.is_empty(), "{wide:?}"),
+                Some(_) => assert_eq!(
+                    wide,
+                    [(
+                        "createContainer",
+                        &["vgpuctl", "hook", "create-container"].map(String::from)[..]
+                    )]
+                ),
+            }
+        }
+    }
+
     #[test]
     fn missing_nodes() {
         let opts = Options {
             kind: DEFAULT_KIND.to_string(),
-            params_file: DEFAULT_PARAMS_FILE.to_string(),
             hook: None,
         };
         let mut s = spec(&[], &opts);

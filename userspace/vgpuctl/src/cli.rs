@@ -83,7 +83,8 @@ pub enum Command {
     /// Run by the container runtime, as the OCI hooks of `vgpuctl cdi`'s
     /// spec: bind vGPU N to the container whose OCI state is on standard
     /// input (create-runtime, sized by its VGPU_MEMORY and VGPU_COMPUTE),
-    /// or free it (poststop).
+    /// or free it (poststop); put the container's /proc/driver/nvidia in
+    /// place (create-container, no N).
     Hook(HookArgs),
     /// Check that the loaded NVIDIA driver is one vgpu can load against:
     /// NVIDIA's open kernel modules. Run by modprobe before vgpu (the
@@ -203,18 +204,21 @@ pub struct CdiArgs {
     /// CDI kind, vendor/class.
     #[arg(long, default_value = crate::cdi::DEFAULT_KIND)]
     pub kind: String,
-    /// Host path of the params file to write and mount at /proc/driver/nvidia/params.
-    #[arg(long, default_value = crate::cdi::DEFAULT_PARAMS_FILE)]
-    pub params_file: PathBuf,
-    /// The driver's params to start from.
-    #[arg(long, default_value = crate::cdi::HOST_PARAMS)]
-    pub host_params: PathBuf,
+    /// No effect, kept for old scripts: the spec's createContainer hook
+    /// rewrites the container's /proc/driver/nvidia/params; no file is
+    /// written on the host.
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub params_file: Option<PathBuf>,
+    /// No effect, kept for old scripts (see --params-file).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub host_params: Option<PathBuf>,
     /// The vgpuctl the container runtime runs for the spec's hooks
     /// (default: this program).
     #[arg(long, value_name = "PATH", conflicts_with = "no_hooks")]
     pub hook_path: Option<PathBuf>,
     /// Write no hooks: vGPUs are bound to cgroups by hand
-    /// (`vgpuctl set N --cgroup`) before their containers start.
+    /// (`vgpuctl set N --cgroup`) before their containers start, and
+    /// containers see the driver's own /proc/driver/nvidia/params.
     #[arg(long)]
     pub no_hooks: bool,
     /// No effect, kept for old scripts: the spec always has /dev/nvidia-uvm
@@ -229,9 +233,9 @@ pub struct HookArgs {
     /// Which OCI hook this is.
     #[arg(value_enum)]
     pub stage: crate::hook::Stage,
-    /// The vGPU (the CDI device's name).
+    /// The vGPU (the CDI device's name); none for create-container.
     #[arg(value_parser = id_arg)]
-    pub id: u32,
+    pub id: Option<u32>,
     /// Where the hooks keep their records and lock.
     #[arg(long, value_name = "DIR", default_value = crate::hook::DEFAULT_STATE_DIR)]
     pub state_dir: PathBuf,

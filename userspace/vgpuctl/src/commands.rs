@@ -804,7 +804,6 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
     };
     let opts = cdi::Options {
         kind: a.kind.clone(),
-        params_file: a.params_file.to_string_lossy().into_owned(),
         hook,
     };
     let spec = cdi::spec(&vgpus, &opts);
@@ -813,6 +812,17 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
         .filter(|v| v.gpu.is_none())
         .map(|v| format!("vgpu{} has no GPU: left out of the spec", v.id))
         .collect();
+    for (flag, given) in [
+        ("--params-file", &a.params_file),
+        ("--host-params", &a.host_params),
+    ] {
+        if given.is_some() {
+            warnings.push(format!(
+                "{flag} has no effect: the spec's createContainer hook rewrites the container's {} (runc refuses mounts inside /proc)",
+                cdi::HOST_PARAMS
+            ));
+        }
+    }
     if a.with_uvm {
         warnings.push(format!(
             "--with-uvm has no effect: the spec always has {}, which vgpu answers for the container, and never the tools node",
@@ -829,8 +839,6 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
             "{n} is missing on this host{fix}: runtimes will refuse these devices until it exists"
         ));
     }
-    let params = cdi::params_text(cdi::read_host_params(&a.host_params).as_deref());
-    crate::write_atomic(&a.params_file, params.as_bytes())?;
     let text = serde_json::to_string_pretty(&spec)
         .map_err(|e| Error::Unexpected(format!("JSON: {e}")))?
         + "\n";
@@ -844,15 +852,13 @@ fn cdi_cmd(cli: &Cli, s: &Sysfs, a: &CdiArgs) -> Result<Output> {
             crate::write_atomic(path, text.as_bytes())?;
             Ok(Output {
                 human: format!(
-                    "wrote {} ({} devices: {}) and {}\n",
+                    "wrote {} ({} devices: {})\n",
                     path.display(),
                     names.len(),
                     names.join(" "),
-                    a.params_file.display()
                 ),
                 json: json!({
                     "output": path,
-                    "params_file": a.params_file,
                     "devices": names,
                 }),
                 warnings,
@@ -921,22 +927,33 @@ fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
         proc_root: a.proc_root.clone(),
         cgroup_root: cli.sysfs_root.join("fs").join("cgroup"),
     };
-    let result = match (a.stage, &a.pod) {
-        (Stage::CreateRuntime, None) => hook::create_runtime(s, &paths, a.id, &state),
-        (Stage::Poststop, None) => hook::poststop(s, &paths, a.id, &state),
-        (Stage::CreateRuntime, Some(pod)) => hook::create_runtime_pod(s, &paths, a.id, &state, pod),
-        (Stage::Poststop, Some(pod)) => Ok(format!(
-            "vgpu{}: pod {pod}'s vGPU stays until its claim is unprepared",
-            a.id
+    let result = match (a.stage, a.id, &a.pod) {
+        (Stage::CreateContainer, None, None) => create_container(&a.proc_root, &state),
+        (Stage::CreateContainer, _, _) => Err(Error::BadValue(
+            "create-container takes no vGPU and no --pod: it serves the whole container".into(),
+        )),
+        (_, None, _) => Err(Error::BadValue(format!(
+            "{} needs the vGPU's number",
+            a.stage.arg()
+        ))),
+        (Stage::CreateRuntime, Some(id), None) => hook::create_runtime(s, &paths, id, &state),
+        (Stage::Poststop, Some(id), None) => hook::poststop(s, &paths, id, &state),
+        (Stage::CreateRuntime, Some(id), Some(pod)) => {
+            hook::create_runtime_pod(s, &paths, id, &state, pod)
+        }
+        (Stage::Poststop, Some(id), Some(pod)) => Ok(format!(
+            "vgpu{id}: pod {pod}'s vGPU stays until its claim is unprepared"
         )),
     };
+    let what_vgpu =
+        a.id.map_or_else(|| "/proc".to_string(), |id| format!("vgpu{id}"));
     // One line per hook run in the log (the kernel log by default): the
     // only place crun's users find why a container did not start.
     let (level, what) = match &result {
         Ok(m) => (hook::LOG_INFO, m.clone()),
         Err(e) => (
             hook::LOG_ERR,
-            format!("vgpu{}: {e} (exit status {})", a.id, e.exit_code()),
+            format!("{what_vgpu}: {e} (exit status {})", e.exit_code()),
         ),
     };
     hook::log(&a.log, level, a.stage, &state.id, &what);
@@ -946,6 +963,22 @@ fn hook_cmd(cli: &Cli, s: &Sysfs, a: &HookArgs) -> Result<Output> {
         json: json!({ "vgpu": a.id, "container": state.id, "stage": a.stage.oci_name(), "result": msg }),
         warnings: Vec::new(),
     })
+}
+
+/// `hook create-container`: the container's `/proc/driver/nvidia`
+/// ([`crate::procview`]), from inside its mount namespace; refused from the
+/// host's, where it would change the host's `/proc`.
+fn create_container(proc_root: &std::path::Path, state: &OciState) -> Result<String> {
+    if crate::procview::in_host_mount_ns(proc_root) == Some(true) {
+        return Err(Error::Refused(
+            "this runs in the host's mount namespace: vgpuctl hook create-container must be a createContainer hook, which runtimes run in the container's".into(),
+        ));
+    }
+    let bundle = state.bundle.as_deref().ok_or_else(|| {
+        Error::BadValue("the OCI state has no bundle: run this as a createContainer hook".into())
+    })?;
+    let root = crate::procview::container_root(bundle)?;
+    crate::procview::apply(&root)
 }
 
 /// `check-driver`: whether the loaded `nvidia` module is NVIDIA's open

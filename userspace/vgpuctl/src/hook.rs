@@ -89,6 +89,9 @@ pub fn log(path: &Path, level: u8, stage: Stage, container: &str, what: &str) {
 pub enum Stage {
     /// `createRuntime`: bind.
     CreateRuntime,
+    /// `createContainer`: the container's `/proc/driver/nvidia`
+    /// ([`crate::procview`]); spec-wide, no vGPU.
+    CreateContainer,
     /// `poststop`: free.
     Poststop,
 }
@@ -98,6 +101,7 @@ impl Stage {
     pub fn oci_name(self) -> &'static str {
         match self {
             Stage::CreateRuntime => "createRuntime",
+            Stage::CreateContainer => "createContainer",
             Stage::Poststop => "poststop",
         }
     }
@@ -106,6 +110,7 @@ impl Stage {
     pub fn arg(self) -> &'static str {
         match self {
             Stage::CreateRuntime => "create-runtime",
+            Stage::CreateContainer => "create-container",
             Stage::Poststop => "poststop",
         }
     }

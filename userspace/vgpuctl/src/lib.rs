@@ -7,7 +7,8 @@
 //! a simulated module for tests, [`sysfs::sim`]); [`inventory`] says which
 //! GPUs exist; [`placement`] is the pure choice of GPUs; [`commands`] runs
 //! the subcommands parsed by [`cli`]; [`cdi`] writes CDI specs, whose
-//! OCI hooks ([`hook`]) bind a vGPU to the container that got it;
+//! OCI hooks ([`hook`]) bind a vGPU to the container that got it and
+//! ([`procview`]) rewrite the container's `/proc/driver/nvidia`;
 //! [`exporter`] serves Prometheus metrics.
 
 pub mod cdi;
@@ -19,6 +20,7 @@ pub mod hook;
 pub mod inventory;
 pub mod model;
 pub mod placement;
+pub mod procview;
 pub mod sysfs;
 pub mod table;
 pub mod units;

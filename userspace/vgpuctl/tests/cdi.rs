@@ -36,25 +36,10 @@ fn fake() -> Fake {
     f
 }
 
-/// The spec, the params file and stderr of `cdi` with `extra` arguments.
-fn generate(f: &Fake, extra: &[&str]) -> (Value, String, String) {
+/// The spec and stderr of `cdi` with `extra` arguments.
+fn generate(f: &Fake, extra: &[&str]) -> (Value, String) {
     let out = f.path().join("etc/cdi/vgpu.json");
-    let params = f.path().join("run/vgpu/params");
-    let host = f.path().join("host-params");
-    fs::write(
-        &host,
-        "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 1\n",
-    )
-    .unwrap();
-    let mut args = vec![
-        "cdi",
-        "--output",
-        out.to_str().unwrap(),
-        "--params-file",
-        params.to_str().unwrap(),
-        "--host-params",
-        host.to_str().unwrap(),
-    ];
+    let mut args = vec!["cdi", "--output", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     let r = f.ok(&args);
     assert!(r.out.starts_with("wrote "), "{}", r.out);
@@ -64,7 +49,7 @@ fn generate(f: &Fake, extra: &[&str]) -> (Value, String, String) {
         r.err
     );
     let spec = serde_json::from_str(&fs::read_to_string(out).unwrap()).unwrap();
-    (spec, fs::read_to_string(params).unwrap(), r.err)
+    (spec, r.err)
 }
 
 #[test]
@@ -75,12 +60,12 @@ fn spec_validates_against_the_schema() {
         &["--with-uvm"],
         &["--kind", "example.com/shared-gpu"],
     ] {
-        let (spec, _, _) = generate(&f, extra);
+        let (spec, _) = generate(&f, extra);
         let errs = schema::validate(&schema(), &spec);
         assert!(errs.is_empty(), "{extra:?}: {errs:#?}\n{spec:#}");
     }
     // Also on stdout.
-    let r = f.ok(&["cdi", "--params-file", f.path().join("p").to_str().unwrap()]);
+    let r = f.ok(&["cdi"]);
     let spec: Value = serde_json::from_str(&r.out).unwrap();
     assert!(schema::validate(&schema(), &spec).is_empty());
 }
@@ -98,13 +83,9 @@ fn hooks(id: u32) -> Value {
 #[test]
 fn spec_contents() {
     let f = fake();
-    let (spec, params, err) = generate(&f, &[]);
+    let (spec, err) = generate(&f, &[]);
     assert!(!err.contains("uvm"), "{err}");
-    assert_eq!(
-        params,
-        "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n"
-    );
-    let params_path = f.path().join("run/vgpu/params");
+    let exe = env!("CARGO_BIN_EXE_vgpuctl");
     assert_eq!(
         spec,
         json!({
@@ -123,11 +104,8 @@ fn spec_contents() {
                     {"path": "/dev/nvidiactl", "hostPath": "/dev/nvidiactl", "type": "c", "permissions": "rw"},
                     {"path": "/dev/nvidia-uvm", "hostPath": "/dev/nvidia-uvm", "type": "c", "permissions": "rw"}
                 ],
-                "mounts": [{
-                    "hostPath": params_path.to_str().unwrap(),
-                    "containerPath": "/proc/driver/nvidia/params",
-                    "options": ["ro", "nosuid", "nodev", "bind"]
-                }]
+                "hooks": [{"hookName": "createContainer", "path": exe,
+                           "args": ["vgpuctl", "hook", "create-container"]}]
             }
         })
     );
@@ -138,7 +116,7 @@ fn spec_contents() {
         assert!(!text.contains(never), "{never}: {text}");
     }
     // --with-uvm is still accepted, changes nothing, and says so.
-    let (uvm, _, err) = generate(&f, &["--with-uvm"]);
+    let (uvm, err) = generate(&f, &["--with-uvm"]);
     assert_eq!(uvm, spec);
     assert!(
         err.contains(
@@ -146,16 +124,23 @@ fn spec_contents() {
         ),
         "{err}"
     );
-    // Without host params: just the line.
+    // Nothing mounted inside /proc: runc refuses it.
+    assert!(!text.contains("/proc"), "{text}");
+    // --params-file and --host-params are still accepted, change nothing,
+    // write nothing and say so.
     let p = f.path().join("p2");
-    f.ok(&[
-        "cdi",
-        "--params-file",
-        p.to_str().unwrap(),
-        "--host-params",
-        "/nonexistent",
-    ]);
-    assert_eq!(fs::read_to_string(p).unwrap(), "ModifyDeviceFiles: 0\n");
+    let (old, err) = generate(
+        &f,
+        &["--params-file", p.to_str().unwrap(), "--host-params", "/x"],
+    );
+    assert_eq!(old, spec);
+    assert!(!p.exists());
+    for flag in ["--params-file", "--host-params"] {
+        assert!(
+            err.contains(&format!("{flag} has no effect: the spec's createContainer hook rewrites the container's /proc/driver/nvidia/params (runc refuses mounts inside /proc)")),
+            "{err}"
+        );
+    }
 }
 
 /// `--hook-path` names the vgpuctl the runtime runs (absolute only);
@@ -163,22 +148,20 @@ fn spec_contents() {
 #[test]
 fn hook_options() {
     let f = fake();
-    let (spec, _, _) = generate(&f, &["--hook-path", "/usr/bin/vgpuctl"]);
+    let (spec, _) = generate(&f, &["--hook-path", "/usr/bin/vgpuctl"]);
     for d in spec["devices"].as_array().unwrap() {
         let hooks = d["containerEdits"]["hooks"].as_array().unwrap();
         assert_eq!(hooks.len(), 2, "{d}");
         assert!(hooks.iter().all(|h| h["path"] == "/usr/bin/vgpuctl"), "{d}");
     }
-    let (spec, _, _) = generate(&f, &["--no-hooks"]);
+    assert_eq!(
+        spec["containerEdits"]["hooks"][0]["path"],
+        "/usr/bin/vgpuctl"
+    );
+    let (spec, _) = generate(&f, &["--no-hooks"]);
     assert!(!spec.to_string().contains("hooks"), "{spec}");
     assert!(schema::validate(&schema(), &spec).is_empty());
-    let r = f.run(&[
-        "cdi",
-        "--hook-path",
-        "vgpuctl",
-        "--params-file",
-        f.path().join("p").to_str().unwrap(),
-    ]);
+    let r = f.run(&["cdi", "--hook-path", "vgpuctl"]);
     assert_eq!(r.code, 2, "{}", r.err);
     assert!(
         r.err.contains("runtimes need an absolute path"),
@@ -196,7 +179,7 @@ fn warns_of_missing_host_nodes() {
     let f = fake();
     let dev = f.path().join("dev");
     fs::remove_file(dev.join("nvidia-uvm")).unwrap();
-    let (spec, _, err) = generate(&f, &[]);
+    let (spec, err) = generate(&f, &[]);
     assert!(
         err.contains("/dev/nvidia-uvm is missing on this host (nvidia-uvm makes no node of its own: `nvidia-modprobe -u -c 0` does): runtimes will refuse these devices until it exists"),
         "{err}"
@@ -206,7 +189,7 @@ fn warns_of_missing_host_nodes() {
         "/dev/nvidia-uvm"
     );
     fs::remove_file(dev.join("nvidia1")).unwrap();
-    let (_, _, err) = generate(&f, &[]);
+    let (_, err) = generate(&f, &[]);
     assert!(
         err.contains("/dev/nvidia1 is missing on this host: "),
         "{err}"
@@ -215,7 +198,7 @@ fn warns_of_missing_host_nodes() {
     for n in HOST_NODES {
         fs::write(dev.join(n), "").unwrap();
     }
-    let (_, _, err) = generate(&f, &[]);
+    let (_, err) = generate(&f, &[]);
     assert!(!err.contains("missing"), "{err}");
 }
 
@@ -223,17 +206,7 @@ fn warns_of_missing_host_nodes() {
 fn json_summary() {
     let f = fake();
     let out = f.path().join("x.json");
-    let p = f.path().join("p");
-    let r = f
-        .ok(&[
-            "cdi",
-            "--json",
-            "-o",
-            out.to_str().unwrap(),
-            "--params-file",
-            p.to_str().unwrap(),
-        ])
-        .json();
+    let r = f.ok(&["cdi", "--json", "-o", out.to_str().unwrap()]).json();
     assert_eq!(r["devices"], json!(["vgpu.dev/gpu=0", "vgpu.dev/gpu=3"]));
 }
 

@@ -559,3 +559,94 @@ fn refuses_a_module_that_leaves_nvidias_nodes_to_the_driver() {
     assert_eq!(h.attr(0, "cgroup"), "", "bound by a refused hook");
     assert!(!h.record(0));
 }
+
+/// `hook create-container` with `state` on standard input, `proc` as
+/// the hook's /proc.
+fn proc_hook(h: &Host, args: &[&str], state: &serde_json::Value) -> Run {
+    let mut a = vec!["hook", "create-container"];
+    a.extend_from_slice(args);
+    let proc_root = h.f.path().join("proc");
+    let log = h.log_path();
+    a.extend([
+        "--proc-root",
+        proc_root.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    common::run_with_input(h.f.cmd(&a), &state.to_string())
+}
+
+/// The createContainer hook mounts only from inside a container's mount
+/// namespace, over the container's own procfs: run in the host's, or on a
+/// root whose /proc is not a procfs, it refuses, mounts nothing, and logs
+/// why. It takes no vGPU; the vGPU hooks need one. (Its mounting is
+/// tested in the VM, under crun and runc: the containers suite.)
+#[test]
+fn the_proc_hook_refuses_outside_a_container() {
+    let h = Host::new();
+    fs::write(h.log_path(), "").unwrap();
+    h.container("p1", 300, &[]);
+    let bundle = h.f.path().join("bundles/p1");
+    let rootfs = bundle.join("rootfs");
+    fs::create_dir_all(rootfs.join("proc/driver/nvidia")).unwrap();
+    let state = serde_json::json!({"ociVersion": "1.0.2", "id": "p1", "status": "creating",
+        "pid": 1, "bundle": bundle});
+    let ns = |pid: &str, target: &str| {
+        let d = h.f.path().join("proc").join(pid).join("ns");
+        fs::create_dir_all(&d).unwrap();
+        let _ = fs::remove_file(d.join("mnt"));
+        std::os::unix::fs::symlink(target, d.join("mnt")).unwrap();
+    };
+    // The host's mount namespace: refused before anything is looked at.
+    ns("self", "mnt:[4026531841]");
+    ns("1", "mnt:[4026531841]");
+    let r = proc_hook(&h, &[], &state);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(
+        r.err.contains("runs in the host's mount namespace: vgpuctl hook create-container must be a createContainer hook"),
+        "{}",
+        r.err
+    );
+    assert!(
+        h.log().contains("vgpuctl hook: createContainer container p1: /proc: refused: this runs in the host's mount namespace"),
+        "{}",
+        h.log()
+    );
+    // Another namespace, but the root's /proc is a plain directory (what
+    // the host sees of a container's root).
+    ns("self", "mnt:[4026532000]");
+    let r = proc_hook(&h, &[], &state);
+    assert_eq!(r.code, 1, "{}", r.err);
+    assert!(
+        r.err
+            .contains("/proc is not a procfs: run this as a createContainer hook"),
+        "{}",
+        r.err
+    );
+    // No bundle in the state.
+    let r = proc_hook(&h, &[], &serde_json::json!({"id": "p1"}));
+    assert_eq!(r.code, 2, "{}", r.err);
+    // It names no vGPU; the others need one.
+    let r = proc_hook(&h, &["3"], &state);
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(
+        r.err.contains("create-container takes no vGPU"),
+        "{}",
+        r.err
+    );
+    let r = common::run_with_input(
+        h.f.cmd(&[
+            "hook",
+            "create-runtime",
+            "--log",
+            h.log_path().to_str().unwrap(),
+        ]),
+        &state.to_string(),
+    );
+    assert_eq!(r.code, 2, "{}", r.err);
+    assert!(
+        r.err.contains("create-runtime needs the vGPU's number"),
+        "{}",
+        r.err
+    );
+}
