@@ -21,7 +21,10 @@
 #   4. the real-driver lane: NVIDIA's own open kernel module (Debian's,
 #      scripts/build-nvidia.sh) without a GPU, on both kernels, vgpu on
 #      it, and the double compared with it (the `real_driver` suite);
-#   5. the demo (`make demo`) runs to the end with a clean kernel log.
+#   5. the demo (`make demo`) runs to the end with a clean kernel log;
+#   6. the cost guard (scripts/cost-guard.sh): vgpu's per-call costs in
+#      guest instructions, each within 2% of scripts/cost-baseline and
+#      under its target.
 # Ends with one line "N passed, N failed" summing all of them and exits
 # non-zero if anything failed or a VM could not run.
 #
@@ -119,6 +122,9 @@ counted_step() {
 }
 
 counted_step "host: packages" packages scripts/test-packages.sh fast
+# vgpu's per-call costs in guest instructions against scripts/cost-baseline
+# and their targets (one instruction-counting VM, about 25 s of guest time).
+counted_step "VM: per-call costs (instruction-counting VM)" costs scripts/cost-guard.sh
 counted_step "host: Kubernetes manifests" manifests scripts/validate-manifests.sh
 
 # One VM run: its step title, its log directory under build/, and

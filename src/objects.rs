@@ -428,6 +428,10 @@ impl Reservation {
     /// `false` if the growth does not fit under the ceiling: the ledger then
     /// gave the reservation back (counted as refused).
     pub(crate) fn settle(&mut self, actual: u64) -> bool {
+        if actual == self.bytes {
+            // The common case, the floor exactly: nothing to change.
+            return true;
+        }
         let mut cfg = self.vgpu.config.lock();
         match cfg.memory.settle(self.bytes, actual) {
             Ok(()) => {
@@ -456,6 +460,10 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
+        // Nothing held (it became a charge, or was given back): no lock.
+        if self.bytes == 0 {
+            return;
+        }
         self.vgpu.config.lock().memory.release(self.bytes);
     }
 }

@@ -17,7 +17,7 @@ use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::Policy;
 use crate::objects::{Held, Kind, Obj, Reservation};
-use crate::procs::Counter;
+use crate::procs::{Counter, ProcUse};
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
 
@@ -35,26 +35,20 @@ struct Header {
 }
 
 impl Header {
-    /// Decodes NVOS21 (32 bytes) or NVOS64 (48 bytes).
+    /// Decodes NVOS21 (32 bytes) or NVOS64 (48 bytes): the five fields
+    /// only (the two layouts share their offsets, checked at compile time).
     fn decode(blk: &[u8]) -> Self {
-        if blk.len() == abi::Nvos21::SIZE {
-            let a = abi::Nvos21::decode(blk);
-            Self {
-                h_root: a.h_root,
-                h_parent: a.h_object_parent,
-                h_new: a.h_object_new,
-                h_class: a.h_class,
-                pparams: a.p_alloc_parms,
-            }
-        } else {
-            let a = abi::Nvos64::decode(blk);
-            Self {
-                h_root: a.h_root,
-                h_parent: a.h_object_parent,
-                h_new: a.h_object_new,
-                h_class: a.h_class,
-                pparams: a.p_alloc_parms,
-            }
+        const fn at(name: &str) -> usize {
+            let o = abi::field_offset(abi::Nvos21::FIELDS, name);
+            assert!(o == abi::field_offset(abi::Nvos64::FIELDS, name));
+            o
+        }
+        Self {
+            h_root: abi::read_field(blk, const { at("h_root") }),
+            h_parent: abi::read_field(blk, const { at("h_object_parent") }),
+            h_new: abi::read_field(blk, const { at("h_object_new") }),
+            h_class: abi::read_field(blk, const { at("h_class") }),
+            pparams: abi::read_field(blk, const { at("p_alloc_parms") }),
         }
     }
 }
@@ -261,6 +255,10 @@ struct Plan {
     vram: Option<(Arc<crate::vgpu::Vgpu>, u64)>,
     /// A channel in a TSG: the TSG's schedule entry.
     in_tsg: Option<Arc<Enrolled>>,
+    /// VRAM: the entry of the client's process on the vGPU's list of
+    /// processes, charged with it (found under the lock that found the
+    /// parent: one lock of the file's objects fewer per allocation).
+    owner: Option<Arc<ProcUse>>,
 }
 
 /// Decides what allocating `h` from `params` is on this file.
@@ -270,6 +268,7 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         kind,
         vram: None,
         in_tsg: None,
+        owner: None,
     };
     if h.h_class == class::NV01_DEVICE_0 {
         if h.h_parent != h.h_root {
@@ -281,8 +280,9 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         }
         return Ok(plan(gpu, Kind::Device));
     }
+    // Held to the end: memory finds its owner under it.
+    let mut objects = file.objects.lock();
     let (gpu, pkind, psched) = {
-        let objects = file.objects.lock();
         if !objects.has_client(h.h_root) {
             return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
         }
@@ -303,17 +303,21 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         class::KEPLER_CHANNEL_GROUP_A => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
         _ if channel => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
         _ => {
-            let mp = abi::MemoryAllocationParams::decode(params);
-            let vram = if mp.allocates_vram() {
-                let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
-                // Reserved: at least what RM will allocate, its page-rounded
-                // size (settled after the call).
-                Some((v, crate::ledger::vram_floor(mp.size, mp.attr, mp.attr2)))
-            } else {
-                None
-            };
+            let mp = abi::MemoryAllocationParams::decode_charge_fields(params);
+            if !mp.allocates_vram() {
+                return Ok(plan(gpu, Kind::Memory));
+            }
+            let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
+            // The client was found above, under this lock.
+            let owner = objects
+                .user_on(h.h_root, &v)
+                .map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?;
+            // Reserved: at least what RM will allocate, its page-rounded
+            // size (settled after the call).
+            let floor = crate::ledger::vram_floor(mp.size, mp.attr, mp.attr2);
             Plan {
-                vram,
+                vram: Some((v, floor)),
+                owner: Some(owner),
                 ..plan(gpu, Kind::Memory)
             }
         }
@@ -339,9 +343,9 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
     };
     // What the client's process holds on the vGPU there (devices,
     // channels) or is charged (memory), on its list of processes.
-    let not_recorded = |_| Fail::Rm(NV_ERR_INVALID_CLIENT);
-    let (user, owner) = match (p.kind, &p.vram) {
-        (Kind::Device | Kind::Channel, _) => {
+    // (The owner of VRAM was found by `plan`.)
+    let user = match p.kind {
+        Kind::Device | Kind::Channel => {
             let what = if p.kind == Kind::Device {
                 Counter::Device
             } else {
@@ -349,13 +353,9 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
             };
             let v = file.vgpu_on(p.gpu).ok_or(EACCES)?;
             let held = file.objects.lock().hold_on(h.h_root, v, what);
-            (Some(held.map_err(not_recorded)?), None)
+            Some(held.map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?)
         }
-        (_, Some((v, _))) => {
-            let u = file.objects.lock().user_on(h.h_root, v);
-            (None, Some(u.map_err(not_recorded)?))
-        }
-        _ => (None, None),
+        _ => None,
     };
     let mut reserved = match &p.vram {
         Some((v, floor)) => Some(Reservation::new(v, *floor).ok_or(Fail::Rm(NV_ERR_NO_MEMORY))?),
@@ -381,7 +381,7 @@ fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
         }
     }
     if let Some(r) = reserved.take() {
-        charge = Some(Held::Own(r.into_charge(owner)));
+        charge = Some(Held::Own(r.into_charge(p.owner)));
     }
     let sched = match sched_on {
         Some(v) => Some(Enrolled::new(&v, h.h_root, handle, p.kind == Kind::Tsg)?),
