@@ -37,13 +37,17 @@ if [ -z "$log" ]; then
     log=build/vm-fast-icount/tap.log
 fi
 
-# "NAME<TAB>VALUE" per figure: each call family's instructions through
-# vgpu and its ratio to the direct call, and the 128-vs-1 ratios.
+# "NAME<TAB>VALUE" per figure: each call family's ratio through vgpu to
+# the direct call, and the 128-vs-1 ratios. Not the instructions through
+# vgpu as such: they include the driver double's and the kernel's own
+# cost, which moves with what else the VM holds (the direct alloc+free
+# went from 8,600 to 8,814 instructions when runc and the DaemonSet's
+# image joined the initramfs, vgpu's part staying at 1,011-1,017). A 2%
+# rise of a ratio is vgpu adding 2% of the direct call.
 figures() {
     sed -n 's/^# icount: //p' "$1" | awk '
         / direct .* through vgpu .* ratio / && !/128 vGPUs/ {
             name = substr($0, 1, index($0, ": direct") - 1)
-            if (match($0, /through vgpu [^ ,]+/)) print name " through\t" substr($0, RSTART + 13, RLENGTH - 13)
             if (match($0, /ratio [^ ,]+/)) print name " ratio\t" substr($0, RSTART + 6, RLENGTH - 6)
         }
         /with 128 vGPUs/ {
@@ -58,8 +62,9 @@ if [ -z "$now" ]; then
 fi
 if [ "$mode" = update ]; then
     {
-        echo "# vgpu's per-call costs in guest instructions (scripts/cost-guard.sh --update):"
-        echo "# NAME<TAB>VALUE; make test fails on a rise of more than 2%."
+        echo "# vgpu's per-call costs, through vgpu against direct in guest instructions"
+        echo "# (scripts/cost-guard.sh --update): NAME<TAB>RATIO; make test fails on a"
+        echo "# rise of more than 2%."
         echo "$now"
     } >"$baseline"
     echo "cost-guard: $baseline updated:"; cat "$baseline"
