@@ -6,8 +6,9 @@
 #   scripts/cost-guard.sh            measure, compare, print
 #                                    "costs: N passed, M failed"
 #   scripts/cost-guard.sh --update   measure and rewrite the baseline
-#   scripts/cost-guard.sh --check TAPLOG
-#                                    compare a log already taken (tests)
+#   scripts/cost-guard.sh --check TAPLOG [BASELINE]
+#                                    compare a log already taken (tests;
+#                                    BASELINE defaults to the committed one)
 #
 # The figures come from bench.ioctl_instructions in the instruction-
 # counting VM (scripts/vm.sh --icount: QEMU -icount shift=0,sleep=off;
@@ -26,7 +27,7 @@ mode=check log=""
 case "${1:-}" in
 "") ;;
 --update) mode=update ;;
---check) log=${2:?--check TAPLOG} ;;
+--check) log=${2:?--check TAPLOG} baseline=${3:-$baseline} ;;
 *) echo "cost-guard: unknown argument $1" >&2; exit 2 ;;
 esac
 

@@ -173,5 +173,54 @@ class BenchTargets(unittest.TestCase):
         self.assertIn("only 1 of 2 targets reported", out)
 
 
+LOG = """# icount: fb_info: direct 18090 instructions, through vgpu 18222, vgpu adds 132, ratio {fb} (target <= 1.05)
+# icount: alloc+free: direct 8814 instructions, through vgpu 9832, vgpu adds 1017, ratio {af} (target <= 1.15)
+# icount: alloc+free with 128 vGPUs: direct 8655 instructions, through vgpu 9672 (with 1: 8814, 9832); vgpu's ratio 128 vs 1: 1.002 (target <= 1.02)
+ok 1 bench.ioctl_instructions
+"""
+BASELINE = "# comment\nfb_info ratio\t1.007\nalloc+free ratio\t1.117\nalloc+free 128 vs 1\t0.998\n"
+
+
+def guard(fb, af):
+    with tempfile.TemporaryDirectory() as d:
+        log, base = os.path.join(d, "tap.log"), os.path.join(d, "baseline")
+        with open(log, "w") as f:
+            f.write(LOG.format(fb=fb, af=af))
+        with open(base, "w") as f:
+            f.write(BASELINE)
+        r = subprocess.run([os.path.join(HERE, "cost-guard.sh"), "--check", log, base],
+                           capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+
+class CostGuard(unittest.TestCase):
+    """make test's cost guard (cost-guard.sh): a ratio more than 2% above
+    its baseline, a missing or broken figure, or a missed target fails."""
+
+    def test_at_baseline_passes(self):
+        rc, out = guard("1.007", "1.117")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("costs: 6 passed, 0 failed", out)
+
+    def test_within_two_percent_passes(self):
+        rc, out = guard("1.007", "1.139")
+        self.assertEqual(rc, 0, out)
+
+    def test_a_rise_over_two_percent_fails(self):
+        rc, out = guard("1.007", "1.145")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL: alloc+free ratio: 1.145: 2.5% above its baseline 1.117", out)
+
+    def test_a_missed_target_fails(self):
+        rc, out = guard("1.060", "1.117")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL: target missed:", out)
+
+    def test_a_broken_figure_fails(self):
+        rc, out = guard("1.007", "nan")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL: alloc+free ratio: nan: not a number", out)
+
+
 if __name__ == "__main__":
     unittest.main()
