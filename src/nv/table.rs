@@ -513,9 +513,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
     ct(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging),
     ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),
-    // TODO(table): refuse or serve it: while any tenant holds it, hangs of other tenants'
-    //   channels are not caught by the watchdog.
-    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Forward, F::Debugging),
+    // Pauses the GPU-wide hang watchdog for every tenant: refused with NOT_SUPPORTED, RM's
+    //   answer where it has no watchdog (`kernel_rc_watchdog_ctrl.c:91` at 595.45.04).
+    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Denied, F::Debugging),
     ct(0x2080_2a03, "NV2080_CTRL_CMD_CE_GET_CAPS_V2", 8, P::Forward, F::Engine),
     ct(0x2080_2a0a, "NV2080_CTRL_CMD_CE_GET_ALL_CAPS", 136, P::Forward, F::Engine),
     ct(0x2080_3001, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS", 48, P::Forward, F::Interconnect),

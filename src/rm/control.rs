@@ -32,6 +32,11 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     let row = release::current().control_row(a.cmd);
     match row.map(|r| (r, r.handler)) {
         Some((r, ControlHandler::Schedule)) => {
+            // A Denied row of this handler (MAKE_REALTIME) is counted as
+            // every other refusal is.
+            if !r.policy.admits() {
+                cx.file.count_denied();
+            }
             a.status = status::status(schedule(cx, &a, r))?;
             user::write(addr, &a.to_bytes())?;
             return Ok(0);
