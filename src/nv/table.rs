@@ -210,6 +210,11 @@ pub enum ControlHandler {
     /// three), and whose implementation decides nothing on the caller's
     /// privilege (`docs/dispatch-table.md` argues each).
     Kernel,
+    /// GPU_GET_ATTACHED_IDS on one of the caller's clients: run on kernel
+    /// copies through the kernel interface, the list cut to the GPUs the
+    /// caller has a vGPU on (as CARD_INFO is), so the host's other GPUs'
+    /// ids never reach the caller's memory (`src/rm/control.rs`).
+    GpuIds,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
@@ -378,8 +383,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2", 1032, P::Forward, F::Client),
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs, as CARD_INFO does.
-    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Forward, F::Client),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Rewritten, F::Client, C::GpuIds),
     // TODO(table): answer only for the container's GPUs.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
     // TODO(table): list only the container's GPUs.

@@ -9,7 +9,8 @@
 //!   by exactly one, and never reaches the double (its debugfs `ioctls`
 //!   counter stays put);
 //! - NV_ESC_NUMA_INFO, which every supported release's driver has, is
-//!   answered through vgpu as the driver answers it directly.
+//!   answered through vgpu as the driver answers it directly;
+//! - GPU_GET_ATTACHED_IDS lists the container's GPU only.
 
 use crate::ensure;
 use crate::memory::calls_denied;
@@ -35,6 +36,10 @@ pub const TESTS: &[Test] = &[
         run: denied_rows_never_reach_the_driver,
     },
     Test {
+        name: "attached_ids_only_the_containers_gpus",
+        run: attached_ids_only_the_containers_gpus,
+    },
+    Test {
         name: "teardown",
         run: teardown,
     },
@@ -42,6 +47,11 @@ pub const TESTS: &[Test] = &[
 
 const CG: &str = "/iso";
 const IOCTLS: &str = "/sys/kernel/debug/nvidia-double/ioctls";
+
+/// The container's session: its vGPU 0 is on GPU 1, device instance 1.
+fn session() -> Result<Session, String> {
+    Session::open_on("/dev/vgpuctl", "/dev/vgpu0", 1)
+}
 
 /// Ioctls the double's nodes have been given since load.
 fn double_ioctls() -> Result<u64, String> {
@@ -52,11 +62,11 @@ fn double_ioctls() -> Result<u64, String> {
 }
 
 fn setup() -> Outcome {
-    sh("modprobe nvidia gpus=1 vram0_mib=4096")?;
+    sh("modprobe nvidia gpus=2 vram0_mib=4096 vram1_mib=4096")?;
     sh("modprobe vgpu")?;
     std::fs::create_dir_all(format!("/sys/fs/cgroup{CG}")).map_err(|e| format!("mkdir: {e}"))?;
     write_file("/sys/class/vgpu/create", "0").map_err(|e| format!("create: {e}"))?;
-    for (f, v) in [("gpu", "0"), ("memory_limit", "1073741824"), ("cgroup", CG)] {
+    for (f, v) in [("gpu", "1"), ("memory_limit", "1073741824"), ("cgroup", CG)] {
         write_file(&format!("/sys/class/vgpu/vgpu0/{f}"), v).map_err(|e| format!("{f}: {e}"))?;
     }
     Ok(())
@@ -83,7 +93,7 @@ fn numa_info(gpu: &nvclient::Gpu, count: u32) -> Result<Vec<u8>, nvclient::Error
 /// a `numEntries` over 64 is the driver's `EBUSY`.
 fn numa_info_answered_as_the_driver_does() -> Outcome {
     let direct = {
-        let g = nvclient::Gpu::open("/dev/nvidia0").map_err(|e| format!("nvidia0: {e:?}"))?;
+        let g = nvclient::Gpu::open("/dev/nvidia1").map_err(|e| format!("nvidia1: {e:?}"))?;
         numa_info(&g, 0).map_err(|e| format!("NUMA_INFO directly: {e:?}"))?
     };
     ensure!(
@@ -93,7 +103,7 @@ fn numa_info_answered_as_the_driver_does() -> Outcome {
     );
     let checks_count = !nvclient::speaks().name.starts_with("535.");
     as_container(CG, move || {
-        let s = Session::vgpu(0)?;
+        let s = session()?;
         let before = double_ioctls()?;
         let through = numa_info(&s._gpu, 0).map_err(|e| format!("NUMA_INFO via vgpu: {e:?}"))?;
         let after = double_ioctls()?;
@@ -157,7 +167,7 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         rel.name
     );
     as_container(CG, move || {
-        let s = Session::vgpu(0)?;
+        let s = session()?;
         let seen0 = double_ioctls()?;
         let mut calls = 0u64;
         let mut check = |what: &str, r: Result<(), nvclient::Error>, want| -> Outcome {
@@ -210,6 +220,59 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         println!(
             "#   {calls} Denied rows of {} refused",
             nvclient::speaks().name
+        );
+        Ok(())
+    })
+}
+
+/// GPU_GET_ATTACHED_IDS on the two-GPU double: the host, directly, gets
+/// both GPUs' ids; the container, whose vGPU is on GPU 1, gets GPU 1's id
+/// alone, the rest of the list `NV0000_CTRL_GPU_INVALID_ID` (as RM pads
+/// it, `gpu_mgr.c:2333-2334` at 595.45.04), so GPU 0 never reaches it.
+fn attached_ids_only_the_containers_gpus() -> Outcome {
+    use nvclient::abi::{ctrl, GpuGetAttachedIdsParams as Ids, Wire, GPU_INVALID_ID};
+    fn ids(s: &Session) -> Result<Vec<u32>, String> {
+        let mut p = vec![0u8; Ids::SIZE];
+        s.ctl
+            .control(
+                s.client,
+                s.client,
+                ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+                &mut p,
+            )
+            .map_err(|e| format!("GET_ATTACHED_IDS: {e:?}"))?;
+        let q = Ids::decode(&p);
+        let n = q.ids().count();
+        ensure!(
+            q.gpu_ids[n..].iter().all(|&i| i == GPU_INVALID_ID),
+            "a valid id after the first invalid one: {:x?}",
+            q.gpu_ids
+        );
+        Ok(q.ids().collect())
+    }
+    // GPU 1's id, from its CARD_INFO record (the host's view).
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let all = ids(&host)?;
+    ensure!(all.len() == 2, "the host sees {all:x?}, want two ids");
+    let gpu1 = {
+        let mut buf = vec![0u8; 2 * nvclient::ioctl::CARD_INFO_SIZE];
+        host.ctl
+            .node()
+            .ioctl(Escape::CardInfo.nr(), &mut buf)
+            .map_err(|e| format!("CARD_INFO: {e:?}"))?;
+        buf.chunks_exact(nvclient::ioctl::CARD_INFO_SIZE)
+            .map(nvclient::abi::CardInfo::decode)
+            .find(|c| c.minor_number == 1)
+            .ok_or("no CARD_INFO record of GPU 1")?
+            .gpu_id
+    };
+    ensure!(all.contains(&gpu1), "GPU 1's id {gpu1:#x} not in {all:x?}");
+    as_container(CG, move || {
+        let s = session()?;
+        let mine = ids(&s)?;
+        ensure!(
+            mine == [gpu1],
+            "the container sees {mine:x?}, want GPU 1's {gpu1:#x} alone"
         );
         Ok(())
     })

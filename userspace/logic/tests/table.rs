@@ -300,6 +300,8 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
         ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
         ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+        // src/rm/control.rs: the list cut to the container's GPUs.
+        ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
