@@ -142,10 +142,12 @@ impl FileOperations for ProxyFops {
             return uvm::ioctl(&me, u, cmd, arg);
         }
         let call = Call::decode(cmd, arg).inspect_err(|_| {
-            // An escape vgpu does not know never reaches the driver, which
-            // answers unknown escapes with EINVAL too; it is counted.
+            // An escape vgpu does not know, or the driver's release does
+            // not have, never reaches the driver, which answers unknown
+            // escapes with EINVAL too; it is counted.
+            let rel = crate::nv::release::current();
             if matches!(
-                ioctl::decode(cmd),
+                ioctl::decode_with(cmd, |e| rel.escape_rule(e)),
                 Err(ioctl::DecodeError::UnknownEscape(_))
             ) {
                 me.count_denied();

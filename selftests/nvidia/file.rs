@@ -147,6 +147,7 @@ impl FileOperations for NvFops {
     }
 
     fn ioctl(me: ArcBorrow<'_, NvFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        crate::count_ioctl();
         let drv = driver()?;
         let arg = arg as u64;
         // The claimed release's escapes and size checks: an escape newer

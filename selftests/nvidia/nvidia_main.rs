@@ -207,6 +207,7 @@ struct NvidiaDouble {
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _rusd_polled: Pin<KBox<debugfs::File<()>>>,
+    _ioctls: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
@@ -256,6 +257,25 @@ fn show_rusd_polled(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Resu
 
 fn reset_rusd_polled(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
     RUSD_POLLED.store(0, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// Every ioctl the double's nodes (the NVIDIA nodes and nvidia-uvm) have
+/// been given since load, or since a write to debugfs `ioctls`: a test
+/// sees whether a call vgpu refuses ever reached the driver.
+pub(crate) static IOCTLS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Counts one ioctl on a node of the double.
+pub(crate) fn count_ioctl() {
+    IOCTLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+fn show_ioctls(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    writeln!(f, "{}", IOCTLS.load(core::sync::atomic::Ordering::Relaxed))
+}
+
+fn reset_ioctls(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    IOCTLS.store(0, core::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
 
@@ -417,6 +437,10 @@ impl NvidiaDouble {
             ),
             GFP_KERNEL,
         )?;
+        let ioctls = KBox::pin_init(
+            debugfs.read_write_callback_file(c"ioctls", (), &show_ioctls, &reset_ioctls),
+            GFP_KERNEL,
+        )?;
         let proc = procfs::ProcFiles::new(release_cstr(), n as u32)?;
         pr_info!(
             "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
@@ -429,6 +453,7 @@ impl NvidiaDouble {
             _map_delay: map_delay,
             _gpu_files: gpu_files,
             _rusd_polled: rusd_polled,
+            _ioctls: ioctls,
             _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,

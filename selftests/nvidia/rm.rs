@@ -721,10 +721,46 @@ impl Driver {
                 p.fill(0);
                 Ok(())
             }
+            Escape::NumaInfo => self.numa_info(f, p),
             Escape::AttachGpusToFd | Escape::StatusCode => Ok(()),
             // Known escapes the double does not model.
             _ => Err(EINVAL),
         }
+    }
+
+    /// NUMA_INFO (`nv.c:2728-2752` at 595.45.04, `nv.c:2241-2283` at
+    /// 535.288.01, the same at every supported tag): on a GPU node only
+    /// (`NV_ACTUAL_DEVICE_ONLY`, else `EINVAL`). The double's GPUs are PCIe
+    /// GPUs without coherent memory, for which RM's FB_GET_NUMA_INFO gives
+    /// no node: `nid` -1 (`NV0000_CTRL_NO_NUMA_NODE`), no memory range, no
+    /// offline address, the status DISABLED (0) and no auto-online; the
+    /// memory block size is what SYS_PARAMS set (`nv_ctl_device`). From 550
+    /// on a caller's `numEntries` over 64 is RM's INVALID_ARGUMENT, `EBUSY`
+    /// to the caller (`osapi.c:5250-5255` at 595.45.04); 535's `nv.c` sets
+    /// it to 64 itself first. The block (`nv-ioctl-numa.h:56-65`): `nid`
+    /// at 0, `status` 4, `memblock_size` 8, `numa_mem_addr` 16,
+    /// `numa_mem_size` 24, `use_auto_online` 32, the 64 offline addresses
+    /// at 40 and their count at 552; 560 bytes.
+    fn numa_info(&self, f: &NvFile, p: &mut [u8]) -> Result {
+        const MAX_OFFLINE: u32 = 64;
+        const COUNT_AT: usize = 552;
+        if f.kind == Kind::Ctl || p.len() != 560 {
+            return Err(EINVAL);
+        }
+        let count = u32::from_ne_bytes([
+            p[COUNT_AT],
+            p[COUNT_AT + 1],
+            p[COUNT_AT + 2],
+            p[COUNT_AT + 3],
+        ]);
+        if !release().starts_with("535.") && count > MAX_OFFLINE {
+            return Err(EBUSY);
+        }
+        let memblock = self.rm.lock().memblock_size;
+        p.fill(0);
+        p[0..4].copy_from_slice(&(-1i32).to_ne_bytes());
+        p[8..16].copy_from_slice(&memblock.to_ne_bytes());
+        Ok(())
     }
 
     fn check_version(&self, p: &mut [u8]) -> Result {

@@ -554,6 +554,7 @@ impl FileOperations for UvmFops {
     }
 
     fn ioctl(me: ArcBorrow<'_, UvmFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        crate::count_ioctl();
         if me.tools {
             // The tools minor serves only event-tracker commands, which the
             // double does not model.

@@ -121,15 +121,17 @@ const CONTROLS_590_48_01: [ControlRow; CONTROL_ROWS.len()] =
     table::with_params_sizes(CONTROL_ROWS, &[(0x2080_0110, 132)]);
 
 // 580.142: 590.48.01's, and (`docs/driver-branches.md`, from the facts):
-// - no NV_ESC_NUMA_INFO (`nv-ioctl-numbers.h`; 590 added it);
 // - UVM_UNREGISTER_CHANNEL and UVM_FREE in their older layouts
 //   ([`r580`]);
 // - NV50_P2P's alloc params 72 bytes (`class/cl503b.h:75`);
 // - the params of QUERY_ECC_STATUS (1464), GET_SKYLINE_INFO (220) and
 //   NVLINK_GET_NVLINK_STATUS (13344) smaller (`ctrl2080gpu.h:1242, 4007`,
 //   `ctrl2080nvlink.h:444`).
-const ESCAPES_580_142: [EscapeRow; ESCAPE_ROWS.len() - 1] =
-    table::without_escapes(ESCAPE_ROWS, &[Escape::NumaInfo.nr()]);
+// NV_ESC_NUMA_INFO is in every release's table: `nv-ioctl-numa.h:44`
+// defines it, its block is 560 bytes at every tag, and `nv.c` handles it
+// (`nv.c:2633` at 580.142, 2598 at 570.211.01, 2559 at 550.163.01, 2241
+// at 535.288.01); 590 only made `nv-ioctl.h` include that header.
+const ESCAPES_580_142: [EscapeRow; ESCAPE_ROWS.len()] = ESCAPE_ROWS;
 const CLASSES_580_142: [ClassRow; CLASS_ROWS.len()] =
     table::with_class_params_sizes(CLASS_ROWS, &[(0x503b, 72)]);
 const CONTROLS_580_142: [ControlRow; CONTROL_ROWS.len()] = table::with_params_sizes(
@@ -172,7 +174,7 @@ const SURFACE_4K: &[(u32, u32)] = &[(surface_info::PHYS_SIZE, 12)];
 //   GET_SM_ISSUE_RATE_MODIFIER_V2 do not exist, and the DRAM encryption
 //   queries are numbered one higher (`ctrl2080fb.h:2821, 2845`);
 // - other params sizes (below), and GET_SURFACE_INFO has no PHYS_SIZE_LO/HI.
-const ESCAPES_570_211_01: [EscapeRow; ESCAPE_ROWS.len() - 1] =
+const ESCAPES_570_211_01: [EscapeRow; ESCAPE_ROWS.len()] =
     table::with_escape_size(ESCAPES_580_142, Escape::RmMapMemoryDma, SizeRule::Exact(56));
 const CLASSES_570_211_01: [ClassRow; CLASS_ROWS.len()] =
     table::with_class_params_sizes(CLASSES_580_142, &[(0x90f1, 48)]);
@@ -209,7 +211,7 @@ const CONTROLS_570_211_01: [ControlRow; CONTROL_ROWS.len() - 3] = table::renumbe
 // without `tpcConfigID` (360 bytes, `alloc_channel.h:341`); the dma-buf
 // export block 2600 bytes (`nv-ioctl.h:143`); no DRAM encryption queries;
 // other params sizes (below).
-const ESCAPES_550_163_01: [EscapeRow; ESCAPE_ROWS.len() - 1] = table::with_escape_size(
+const ESCAPES_550_163_01: [EscapeRow; ESCAPE_ROWS.len()] = table::with_escape_size(
     ESCAPES_570_211_01,
     Escape::ExportToDmabufFd,
     SizeRule::Exact(2600),
@@ -247,7 +249,7 @@ const CONTROLS_550_163_01: [ControlRow; CONTROL_ROWS.len() - 5] = table::with_pa
 // SET_PREFERRED_LOCATION without a NUMA node ([`r535`]); NVOS47 40 bytes
 // in the kernel-client union too; eight controls that do not exist yet
 // and other params sizes (below).
-const ESCAPES_535_288_01: [EscapeRow; ESCAPE_ROWS.len() - 2] = table::with_escape_size(
+const ESCAPES_535_288_01: [EscapeRow; ESCAPE_ROWS.len() - 1] = table::with_escape_size(
     table::without_escapes(ESCAPES_550_163_01, &[Escape::WaitOpenComplete.nr()]),
     Escape::RmUnmapMemoryDma,
     SizeRule::Exact(40),

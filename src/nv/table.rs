@@ -210,6 +210,11 @@ pub enum ControlHandler {
     /// three), and whose implementation decides nothing on the caller's
     /// privilege (`docs/dispatch-table.md` argues each).
     Kernel,
+    /// GPU_GET_ATTACHED_IDS on one of the caller's clients: run on kernel
+    /// copies through the kernel interface, the list cut to the GPUs the
+    /// caller has a vGPU on (as CARD_INFO is), so the host's other GPUs'
+    /// ids never reach the caller's memory (`src/rm/control.rs`).
+    GpuIds,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
@@ -378,8 +383,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2", 1032, P::Forward, F::Client),
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs, as CARD_INFO does.
-    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Forward, F::Client),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Rewritten, F::Client, C::GpuIds),
     // TODO(table): answer only for the container's GPUs.
     ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
     // TODO(table): list only the container's GPUs.
@@ -513,9 +517,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
     ct(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging),
     ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),
-    // TODO(table): refuse or serve it: while any tenant holds it, hangs of other tenants'
-    //   channels are not caught by the watchdog.
-    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Forward, F::Debugging),
+    // Pauses the GPU-wide hang watchdog for every tenant: refused with NOT_SUPPORTED, RM's
+    //   answer where it has no watchdog (`kernel_rc_watchdog_ctrl.c:91` at 595.45.04).
+    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Denied, F::Debugging),
     ct(0x2080_2a03, "NV2080_CTRL_CMD_CE_GET_CAPS_V2", 8, P::Forward, F::Engine),
     ct(0x2080_2a0a, "NV2080_CTRL_CMD_CE_GET_ALL_CAPS", 136, P::Forward, F::Engine),
     ct(0x2080_3001, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS", 48, P::Forward, F::Interconnect),

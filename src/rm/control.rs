@@ -32,9 +32,23 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     let row = release::current().control_row(a.cmd);
     match row.map(|r| (r, r.handler)) {
         Some((r, ControlHandler::Schedule)) => {
+            // A Denied row of this handler (MAKE_REALTIME) is counted as
+            // every other refusal is.
+            if !r.policy.admits() {
+                cx.file.count_denied();
+            }
             a.status = status::status(schedule(cx, &a, r))?;
             user::write(addr, &a.to_bytes())?;
             return Ok(0);
+        }
+        Some((_, ControlHandler::GpuIds)) => {
+            if let Some(st) = attached_ids(cx, &a)? {
+                a.status = st;
+                user::write(addr, &a.to_bytes())?;
+                return Ok(0);
+            }
+            // Not one of this file's clients, or malformed: the driver
+            // answers.
         }
         Some((r, ControlHandler::Processes)) => {
             a.status = status::status(super::processes::processes(cx, &a, r.params_size as usize))?;
@@ -120,6 +134,47 @@ fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<O
         return Ok(Some(NV_ERR_INVALID_ARGUMENT));
     }
     Ok(Some(NV_OK))
+}
+
+/// GPU_GET_ATTACHED_IDS on one of this file's clients (the control goes
+/// to the client object itself), well formed: run on a kernel copy through
+/// the kernel interface, then only the ids of GPUs this file has a vGPU on
+/// (their CARD_INFO records, read at load, give each id's minor) are kept,
+/// in RM's order, the rest of the list `NV0000_CTRL_GPU_INVALID_ID`. RM
+/// writes the whole list and reads nothing from it
+/// (`gpumgrGetAttachedGpuIds`, `gpu_mgr.c:2315-2337` at 595.45.04).
+/// Returns the RM status;
+/// `None` for the driver to answer a call it would refuse as it does.
+fn attached_ids(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
+    use abi::GpuGetAttachedIdsParams as Ids;
+    if a.params_size as usize != Ids::SIZE
+        || a.h_object != a.h_client
+        || !cx.file.has_client(a.h_client)
+    {
+        return Ok(None);
+    }
+    let mut p = [0u8; Ids::SIZE];
+    let r = cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut p);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let all = Ids::decode(&p);
+    let mut mine = Ids {
+        gpu_ids: [abi::GPU_INVALID_ID; 32],
+    };
+    let own = |id: u32| {
+        cx.host.cards.records().any(|rec| {
+            let c = abi::CardInfo::decode(rec);
+            c.gpu_id == id && cx.file.vgpu_on(c.minor_number).is_some()
+        })
+    };
+    for (slot, id) in mine.gpu_ids.iter_mut().zip(all.ids().filter(|&id| own(id))) {
+        *slot = id;
+    }
+    Ok(Some(match user::write(a.params, &mine.to_bytes()) {
+        Ok(()) => NV_OK,
+        Err(_) => NV_ERR_INVALID_ARGUMENT,
+    }))
 }
 
 /// FB_GET_INFO (V1 or V2), well formed, on a subdevice of this file's

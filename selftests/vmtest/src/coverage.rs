@@ -45,6 +45,11 @@ pub const REWRITTEN_CLASSES: &[(u32, &str, &[&str])] = &[
 /// tests).
 pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
     (
+        0x0000_0201,
+        "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS",
+        &["isolation.attached_ids_only_the_containers_gpus"],
+    ),
+    (
         0x2080_110b,
         "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
         &[

@@ -20,6 +20,7 @@ mod dra;
 mod dra_image;
 mod expect;
 mod fuzz;
+mod isolation;
 mod kclient;
 mod memory;
 mod module;
@@ -52,6 +53,7 @@ const SUITES: &[Suite] = &[
     ("priority", priority::TESTS),
     ("rewritten", rewritten::TESTS),
     ("processes", processes::TESTS),
+    ("isolation", isolation::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("containers", containers::TESTS),
     ("containers_runc", containers::RUNC_TESTS),

@@ -485,6 +485,9 @@ pub const HEADERS: &[&str] = &[
     "nv_escape.h",
     "nv-ioctl.h",
     "nv-ioctl-numbers.h",
+    // NV_ESC_NUMA_INFO and its block: here at every tag (590 on, nv-ioctl.h
+    // includes it too; before, only nv.c does).
+    "nv-ioctl-numa.h",
     "nv-unix-nvos-params-wrappers.h",
     "uvm_ioctl.h",
     "uvm_linux_ioctl.h",
@@ -873,6 +876,18 @@ fn escapes(t: &mut Table, rel: &release::Release) {
                 &format!("sizeof({ty})"),
                 n as u64,
                 &format!("Escape::{e:?}.size_rule"),
+            );
+        }
+    }
+    // An escape vgpu knows but the release's table lacks must be one the
+    // release's headers lack too: a release that has it (and whose driver
+    // handles it) would see vgpu refuse what the driver answers.
+    for &e in Escape::ALL {
+        if !rel.escapes.iter().any(|r| r.escape == e) {
+            t.not_in_release(
+                escape_c_name(e),
+                &format!("Escape::{e:?}"),
+                "the release's table has no row for it",
             );
         }
     }

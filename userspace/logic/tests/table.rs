@@ -300,6 +300,8 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
         ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
         ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+        // src/rm/control.rs: the list cut to the container's GPUs.
+        ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
@@ -861,7 +863,7 @@ fn releases_before_580_have_their_own_kernel_client_and_lists() {
 }
 
 #[test]
-fn releases_before_590_have_the_older_uvm_layouts_and_no_numa_info() {
+fn releases_before_590_have_the_older_uvm_layouts_and_every_one_numa_info() {
     use vgpu_logic::nv::ioctl::{decode_with, nv_iowr, DecodeError, Escape};
     use vgpu_logic::nv::release::{find, RELEASES};
     use vgpu_logic::nv::uvm::Command;
@@ -878,12 +880,22 @@ fn releases_before_590_have_the_older_uvm_layouts_and_no_numa_info() {
         (28, Some(16), Some(24))
     );
     assert_eq!(r595.uvm_command(Command::Free).field("length"), None);
-    // NUMA_INFO decodes under 595 and is an unknown escape under 580.
+    // NUMA_INFO decodes under every release (`nv-ioctl-numa.h:44` at each
+    // tag); WAIT_OPEN_COMPLETE is an unknown escape under 535.
     let numa = nv_iowr(Escape::NumaInfo.nr(), 560);
-    assert!(decode_with(numa, |e| r595.escape_rule(e)).is_ok());
+    for r in RELEASES.iter() {
+        assert!(
+            decode_with(numa, |e| r.escape_rule(e)).is_ok(),
+            "{}",
+            r.name
+        );
+    }
+    let r535 = &RELEASES[find(b"535.288.01").expect("535.288.01 has tables")];
+    let wait = nv_iowr(Escape::WaitOpenComplete.nr(), 8);
+    assert!(decode_with(wait, |e| r580.escape_rule(e)).is_ok());
     assert_eq!(
-        decode_with(numa, |e| r580.escape_rule(e)),
-        Err(DecodeError::UnknownEscape(Escape::NumaInfo.nr()))
+        decode_with(wait, |e| r535.escape_rule(e)),
+        Err(DecodeError::UnknownEscape(Escape::WaitOpenComplete.nr()))
     );
     assert_eq!(r580.class_row(0x503b).map(|c| c.params_size), Some(72));
 }

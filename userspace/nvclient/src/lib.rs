@@ -60,6 +60,7 @@ pub use uvm::{ManagedRange, Uvm};
 pub use vgpu_logic::nv::abi;
 pub use vgpu_logic::nv::abi::Handle;
 pub use vgpu_logic::nv::ioctl;
+pub use vgpu_logic::nv::table;
 pub use work::{Doorbell, Ring, WorkChannel};
 
 use abi::NvStatus;
