@@ -303,6 +303,15 @@ fn start(name: &str, id: u32, env: &[&str]) -> Result<(i32, String), String> {
 fn start_with(name: &str, ids: &[u32], env: &[&str]) -> Result<(i32, String), String> {
     let dir = format!("/tmp/ctr-{name}");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{dir}: {e}"))?;
+    // A log of an earlier container of the same name (the crun run of
+    // this suite, before the runc one) would be read as this one's
+    // report before it has opened anything.
+    match std::fs::remove_file(format!("{dir}/log")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("{dir}/log: {e}"));
+        }
+        _ => {}
+    }
     let devices: Vec<String> = ids.iter().map(|id| format!("vgpu.dev/gpu={id}")).collect();
     let volume = format!("{dir}:/out");
     let mut args = vec!["run", "-d", "--name", name, "-v", &volume];
