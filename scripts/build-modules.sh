@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Build the kernel modules for one test-kernel variant, warnings as errors:
 # vgpu.ko (src/) and the test double of the NVIDIA driver (selftests/), when
-# present. The sources are mirrored into build/mod-<variant>/ so the two
+# present. The sources are mirrored into build/mod-<variant>/ so the
 # variants' objects never mix, and rebuilds are incremental.
 #
-#   scripts/build-modules.sh [fast|debug]
+#   scripts/build-modules.sh [fast|debug|stock]
+#
+# stock: Debian's stock kernel (scripts/stock-kernel.sh), built in the trixie
+# root by Debian's own gcc and rustc (1.85), as a node's DKMS would; no
+# clippy there (the project's kernels run it), and no KUnit module
+# (Debian's kernel has no CONFIG_KUNIT).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 variant=${1:-fast}
 kdir="$VGPU_TOP/build/kernel-$variant"
-[ -f "$kdir/.vgpu-complete" ] || "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+kbuild=(LLVM=-19 CLIPPY=1)
+in_root=()
+if [ "$variant" = stock ]; then
+    "$VGPU_TOP/scripts/stock-kernel.sh" >/dev/null
+    mapfile -t kbuild < "$kdir/kbuild.env"
+    in_root=("$VGPU_TOP/scripts/trixie-chroot.sh" run)
+else
+    [ -f "$kdir/.vgpu-complete" ] || "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+fi
 stage="$VGPU_TOP/build/mod-$variant"
 mkdir -p "$stage"
 
@@ -41,7 +54,7 @@ mirror() {
 
 log="$stage/build.log"
 kmake() {
-    make -C "$kdir" LLVM=-19 CLIPPY=1 KRUSTFLAGS=-Dwarnings KCFLAGS=-Werror -j"$(nproc)" "$@" >"$log" 2>&1 || {
+    "${in_root[@]}" make -C "$kdir" "${kbuild[@]}" KRUSTFLAGS=-Dwarnings KCFLAGS=-Werror -j"$(nproc)" "$@" >"$log" 2>&1 || {
         cat "$log" >&2; echo "modules($variant): build failed" >&2; exit 1; }
     if grep -qiE '(^|[^-])warning[:\[]' "$log"; then
         cat "$log" >&2; echo "modules($variant): warnings are errors" >&2; exit 1
@@ -67,7 +80,7 @@ if [ -f "$VGPU_TOP/selftests/nvidia/Kbuild" ]; then
     extra_symbols=(KBUILD_EXTRA_SYMBOLS="$stage/selftests/nvidia/Module.symvers")
 fi
 kmake M="$stage" "${extra_symbols[@]}" modules
-if [ -f "$VGPU_TOP/selftests/kclient_test/Kbuild" ]; then
+if [ -f "$VGPU_TOP/selftests/kclient_test/Kbuild" ] && [ "$variant" != stock ]; then
     mirror "$VGPU_TOP/selftests/kclient_test" "$stage/selftests/kclient_test"
     kmake M="$stage/selftests/kclient_test" "${extra_symbols[@]}" modules
 fi

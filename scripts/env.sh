@@ -16,6 +16,11 @@ export VGPU_CACHE="${VGPU_CACHE:-$HOME/.cache/vgpu}"
 # scripts/build-nvidia.sh): nvidia-open-kernel-source in trixie contrib.
 export VGPU_NVIDIA_OPEN_DEB_SUITE=trixie
 export VGPU_NVIDIA_OPEN_DEB_VERSION=550.163.01-2
+# Debian's stock kernel (scripts/stock-kernel.sh, the `stock` VM variant):
+# its release, its packages' version and where they are.
+export VGPU_STOCK_KREL=7.3.4+deb13-amd64
+export VGPU_STOCK_DEB_VERSION=7.3.4-1~bpo13+1
+export VGPU_STOCK_DEB_SUITE=trixie-backports
 
 # The Debian mirror the host's apt uses (first URI of the main sources),
 # or deb.debian.org.

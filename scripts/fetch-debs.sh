@@ -5,7 +5,8 @@
 #   scripts/fetch-debs.sh SUITE PKG[=VERSION]...
 #   scripts/fetch-debs.sh trixie nvidia-open-kernel-source=550.163.01-2
 #
-# SUITE is trixie (contrib, non-free) or bookworm (contrib, non-free). apt
+# SUITE is trixie (contrib, non-free), bookworm (contrib, non-free) or
+# trixie-backports (main: Debian's stock kernel, scripts/stock-kernel.sh). apt
 # runs on a private sources file, list dir and cache under
 # $VGPU_CACHE/apt/SUITE/, so the host's sources, lists and pins are neither
 # read nor changed. The packages are downloaded, never installed: unpack one
@@ -19,7 +20,8 @@ set -euo pipefail
 suite=$1; shift
 case "$suite" in
 trixie|bookworm) components="contrib non-free" ;;
-*) echo "fetch-debs: unknown suite '$suite' (trixie or bookworm)" >&2; exit 2 ;;
+trixie-backports) components="main" ;;
+*) echo "fetch-debs: unknown suite '$suite' (trixie, bookworm or trixie-backports)" >&2; exit 2 ;;
 esac
 
 state="$VGPU_CACHE/apt/$suite"

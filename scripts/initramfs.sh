@@ -4,7 +4,7 @@
 # podman with what it needs (scripts/podman-root.sh) for the containers suite,
 # and the DaemonSet's image archive (scripts/image.sh) for the dra suite.
 #
-#   scripts/initramfs.sh [fast|debug]   -> build/initramfs-<variant>.cpio.gz
+#   scripts/initramfs.sh [fast|debug|stock] -> build/initramfs-<variant>.cpio.gz
 #   scripts/initramfs.sh VARIANT --real -> build/initramfs-<variant>-real.cpio.gz,
 #       a second archive for the real-driver lane (scripts/vm.sh --driver
 #       real): NVIDIA's open modules from build/nvidia-<variant>

@@ -12,6 +12,14 @@
 #
 #   scripts/package.sh [OUTDIR]      (default build/deb)
 #
+#   vgpu-kbuild-rust-KREL_KVER+vgpuVERSION_amd64.deb
+#                               (scripts/package.sh --kbuild-rust [OUTDIR])
+#                               Debian's stock kernel KREL's Rust build
+#                               products, which its linux-headers lack
+#                               (scripts/stock-kernel.sh makes them): what
+#                               vgpu-dkms needs on that kernel
+#                               (docs/operators.md, "Kernels")
+#
 # Plain dpkg-deb, no debhelper: the trees are laid out here, with the
 # maintainer scripts dh_dkms would write. VERSION is the workspace's
 # (userspace/Cargo.toml) and must equal deploy/dkms.conf's PACKAGE_VERSION.
@@ -19,6 +27,8 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
 
+kbuild_rust=
+if [ "${1:-}" = --kbuild-rust ]; then kbuild_rust=1; shift; fi
 out=${1:-$VGPU_TOP/build/deb}
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' userspace/Cargo.toml | head -1)
 dkms_version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' deploy/dkms.conf)
@@ -67,25 +77,81 @@ EOF
 }
 
 # Permissions, md5sums, timestamps, then dpkg-deb.
-build_deb() { # ROOT FILE
+build_deb() { # ROOT FILE [XZ_LEVEL]
     local root=$1
     find "$root" -type d -exec chmod 0755 {} +
     find "$root" -type f ! -path "$root/DEBIAN/*" -exec chmod 0644 {} +
     [ -d "$root/usr/bin" ] && chmod 0755 "$root"/usr/bin/*
+    find "$root/usr/src" -name '*.sh' -exec chmod 0755 {} + 2>/dev/null || true
     for s in postinst prerm postrm; do [ -f "$root/DEBIAN/$s" ] && chmod 0755 "$root/DEBIAN/$s"; done
     (cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0r md5sum) > "$root/DEBIAN/md5sums"
     chmod 0644 "$root/DEBIAN/md5sums" "$root/DEBIAN/control"
     [ -f "$root/DEBIAN/conffiles" ] && chmod 0644 "$root/DEBIAN/conffiles"
     find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-    dpkg-deb --root-owner-group -Zxz --build "$root" "$2" >/dev/null
+    dpkg-deb --root-owner-group -Zxz "-z${3:-6}" --build "$root" "$2" >/dev/null
     echo "package: $2"
 }
+
+# --- vgpu-kbuild-rust-KREL ---------------------------------------------------
+if [ -n "$kbuild_rust" ]; then
+    scripts/stock-kernel.sh >/dev/null
+    krel=$VGPU_STOCK_KREL
+    stock=$(dirname "$(readlink -f build/kernel-stock)")
+    pkg="vgpu-kbuild-rust-$krel"
+    pkgver="$VGPU_STOCK_DEB_VERSION+vgpu$version"
+    root="$work/$pkg"
+    install -d "$root/DEBIAN"
+    cp -a "$stock/overlay/." "$root/"
+    # The compiler the products are for, as the trixie root has it: the
+    # package pins it, so that apt refuses a rustc (rustup's, backports')
+    # that could not read them.
+    rustc_ver=$(scripts/trixie-chroot.sh run dpkg-query -W -f='${Version}' rustc)
+    rustsrc_ver=$(scripts/trixie-chroot.sh run dpkg-query -W -f='${Version}' rust-src)
+    docs "$pkg" "$root"
+    sed -i "1s/($debver)/($pkgver)/" "$work/changelog"
+    gzip -9n < "$work/changelog" > "$root/usr/share/doc/$pkg/changelog.Debian.gz"
+    size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+    cat > "$root/DEBIAN/control" <<EOF
+Package: $pkg
+Version: $pkgver
+Architecture: amd64
+Maintainer: $maintainer
+Installed-Size: $size
+Depends: linux-headers-$krel (= $VGPU_STOCK_DEB_VERSION), rustc (= $rustc_ver), rust-src (= $rustsrc_ver), libc6
+Enhances: vgpu-dkms
+Section: kernel
+Priority: optional
+Homepage: https://vgpu.dev
+Description: Rust build products of Debian's kernel $krel
+ Debian's linux-headers-$krel lacks what an out-of-tree Rust module
+ is built against: the kernel's crate metadata (rust/*.rmeta), its
+ procedural macros (rust/*.so) and the Rust target (scripts/target.json).
+ This package adds them, rebuilt from linux-source of the same version
+ with Debian's .config by the compiler Debian built the kernel with (whose
+ exact version it depends on); every Rust symbol they export is one the
+ kernel's Module.symvers lists. vgpu-dkms needs them to build vgpu.ko.
+EOF
+    # xz -1: the default level takes two minutes over its 140 MB.
+    # vgpu-dkms skipped this kernel while these files were missing: build
+    # it now.
+    cat > "$root/DEBIAN/postinst" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = configure ] && [ -z "\${DPKG_ROOT:-}" ] && command -v dkms >/dev/null; then
+    dkms autoinstall -k $krel || echo "$pkg: dkms autoinstall -k $krel failed (see above)"
+fi
+exit 0
+EOF
+    build_deb "$root" "$out/${pkg}_${pkgver}_amd64.deb" 1
+    exit 0
+fi
 
 # --- vgpu-dkms -------------------------------------------------------------
 root="$work/vgpu-dkms"
 src="$root/usr/src/vgpu-$version"
 install -d "$src" "$root/DEBIAN"
 install -m0644 Kbuild Makefile deploy/dkms.conf "$src/"
+install -m0755 deploy/dkms-check-kernel.sh "$src/"
 # The module's sources: everything Kbuild compiles (src/, Rust and C).
 git ls-files -z src | xargs -0 -I{} install -D -m0644 {} "$src/{}"
 docs vgpu-dkms "$root"

@@ -8,6 +8,8 @@
 #   - VM: qemu-system-x86 busybox-static, and podman crun runc conmon (copied into
 #     the VM for the containers suite, scripts/podman-root.sh)
 #   - packages: dkms lintian (scripts/test-packages.sh)
+#   - debootstrap, for the trixie root Debian's stock kernel is matched in
+#     (scripts/trixie-chroot.sh, scripts/stock-kernel.sh)
 #   - python3-venv, for the manifests' validator (scripts/validate-manifests.sh)
 #   - protobuf-compiler: protoc for the DRA plugin's gRPC code (userspace/dra)
 #   - libclang >= 17 (bookworm's libclang-19-dev), for bindgen and Kconfig's
@@ -24,7 +26,7 @@ set -euo pipefail
 need_apt=()
 for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd patch \
          qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19 \
-         podman crun runc conmon dkms lintian python3-venv protobuf-compiler; do
+         podman crun runc conmon dkms lintian python3-venv protobuf-compiler debootstrap; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")
 done
 

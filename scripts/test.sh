@@ -18,6 +18,12 @@
 #      and the fuzz suite's CI slice on the debug kernel (10^5 fuzzed calls,
 #      10^3 kill cycles, fault injection, 100 load cycles; make fuzz runs
 #      the long one);
+#   3b. Debian's stock kernel (scripts/stock-kernel.sh: its Rust build
+#      products rebuilt in a trixie root by Debian's own rustc 1.85, checked
+#      against its Module.symvers): vgpu-dkms built by dkms on Debian's
+#      stock headers there (scripts/test-stock-dkms.sh), and every suite but
+#      KUnit's on Debian's unmodified kernel image, the modules built by
+#      that compiler warning-free;
 #   4. the real-driver lane: NVIDIA's own open kernel module (Debian's,
 #      scripts/build-nvidia.sh) without a GPU, on both kernels, vgpu on
 #      it, and the double compared with it (the `real_driver` suite);
@@ -126,6 +132,7 @@ counted_step "host: packages" packages scripts/test-packages.sh fast
 # and their targets (one instruction-counting VM, about 25 s of guest time).
 counted_step "VM: per-call costs (instruction-counting VM)" costs scripts/cost-guard.sh
 counted_step "host: Kubernetes manifests" manifests scripts/validate-manifests.sh
+counted_step "host: vgpu-dkms on Debian's stock kernel" stock-dkms scripts/test-stock-dkms.sh
 
 # One VM run: its step title, its log directory under build/, and
 # scripts/vm.sh's arguments; its counts go into the totals.
@@ -161,6 +168,11 @@ for v in "${variants[@]}"; do
         grep '^# fuzz figures' "build/vm-$v/tap.log" 2>/dev/null || true
     fi
 done
+
+# Debian's own kernel image, the modules built by its compiler (rustc
+# 1.85 in the trixie root): every suite but kclient (no KUnit there).
+vm_run "Debian's stock kernel $VGPU_STOCK_KREL" vm-stock --variant stock
+rm -rf build/test-vm-stock && cp -r build/vm-stock build/test-vm-stock 2>/dev/null || true
 
 # Older releases vgpu has tables for: every suite again on the fast
 # kernel, the double claiming the release and speaking its ABI

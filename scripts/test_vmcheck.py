@@ -16,14 +16,15 @@ VGPU-VM-DONE rc=0
 GOOD_TAP = "TAP version 13\n1..2\nok 1 a.x\nok 2 a.y\n"
 
 
-def check(console, tap, qemu_rc=0, suites=""):
+def check(console, tap, qemu_rc=0, suites="", variant="fast"):
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "console.log"), "w") as f:
             f.write(console)
         with open(os.path.join(d, "tap.log"), "w") as f:
             f.write(tap)
         r = subprocess.run([sys.executable, os.path.join(HERE, "vmcheck.py"), d,
-                            "--qemu-rc", str(qemu_rc), "--suites", suites],
+                            "--qemu-rc", str(qemu_rc), "--suites", suites,
+                            "--variant", variant],
                            capture_output=True, text=True)
         with open(os.path.join(d, "counts")) as f:
             counts = tuple(int(x) for x in f.read().split())
@@ -113,6 +114,21 @@ class VmCheck(unittest.TestCase):
         # A KUnit failure still fails a run that did not demand KUnit.
         rc, _, _ = check(no_kunit + "# vgpu_nv_ioctl: pass:1 fail:1 skip:0 total:2\n",
                          GOOD_TAP, suites="double")
+        self.assertNotEqual(rc, 0)
+
+    def test_stock_kernel_demands_no_kunit(self):
+        # Debian's kernel has no KUnit: a stock run passes without it, but
+        # its reports and failed tests still fail it.
+        no_kunit = "VGPU-VM-DONE rc=0\n"
+        rc, counts, out = check(no_kunit, GOOD_TAP, variant="stock")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(counts, (2, 0))
+        rc, _, _ = check(no_kunit, GOOD_TAP.replace("ok 2", "not ok 2"), variant="stock")
+        self.assertNotEqual(rc, 0)
+        rc, _, _ = check("[ 2.0] BUG: kernel NULL pointer dereference\n" + no_kunit, GOOD_TAP,
+                         variant="stock")
+        self.assertNotEqual(rc, 0)
+        rc, _, _ = check(no_kunit, GOOD_TAP, variant="fast")
         self.assertNotEqual(rc, 0)
 
     def test_hang_or_timeout(self):

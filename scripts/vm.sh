@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot the vgpu test VM under QEMU (software emulation).
 #
-#   scripts/vm.sh [--variant fast|debug] [--shell | --demo] [--timeout SECONDS] [--icount]
+#   scripts/vm.sh [--variant fast|debug|stock] [--shell | --demo] [--timeout SECONDS] [--icount]
 #                 [--release RELEASE] [--fuzz SPEC] [--driver real] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
@@ -27,6 +27,11 @@
 # on without a GPU, and NVIDIA's userspace of the same release to the
 # initramfs, and runs the `real_driver` suite by default (logs in
 # build/vm-<variant>-real/; docs/testing.md, "The real driver").
+#
+# --variant stock boots Debian's own kernel (linux-binary-KREL's vmlinuz,
+# unpacked, scripts/stock-kernel.sh) with the modules built against it by
+# Debian's compiler in the trixie root (scripts/build-modules.sh stock);
+# every suite but kclient, as Debian's kernel has no KUnit.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -53,7 +58,13 @@ done
 
 # From a fresh machine too (`make demo` first): install what is missing.
 "$VGPU_TOP/scripts/setup-toolchain.sh"
-"$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+if [ "$variant" = stock ]; then
+    "$VGPU_TOP/scripts/stock-kernel.sh"
+    # Debian's kernel has no CONFIG_KUNIT: no KUnit module to load.
+    suites+=(-kclient)
+else
+    "$VGPU_TOP/scripts/build-kernel.sh" "$variant"
+fi
 "$VGPU_TOP/scripts/build-modules.sh" "$variant"
 "$VGPU_TOP/scripts/initramfs.sh" "$variant"
 initrd="$VGPU_TOP/build/initramfs-$variant.cpio.gz"
@@ -73,6 +84,10 @@ real)
 esac
 
 kdir="$VGPU_TOP/build/kernel-$variant"
+kimage="$kdir/arch/x86/boot/bzImage"
+if [ "$variant" = stock ]; then
+    kimage="$(dirname "$(readlink -f "$kdir")")/image/usr/lib/modules/$VGPU_STOCK_KREL/vmlinuz"
+fi
 out="$VGPU_TOP/build/vm-$variant${icount:+-icount}${release:+-$release}"
 [ "$driver" = real ] && out="$out-real"
 rm -rf "$out" && mkdir -p "$out"
@@ -104,7 +119,7 @@ if [ -n "$icount" ]; then
 fi
 qemu=(qemu-system-x86_64 -machine pc -cpu max "${smp[@]}" -m "$mem" -no-reboot
       -display none -monitor none
-      -kernel "$kdir/arch/x86/boot/bzImage" -initrd "$initrd"
+      -kernel "$kimage" -initrd "$initrd"
       -append "$append")
 
 if [ "$mode" = shell ]; then

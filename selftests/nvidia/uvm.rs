@@ -597,9 +597,19 @@ fn uvm_file(file: &LocalFile) -> Option<ArcBorrow<'_, UvmFile>> {
 // Managed VMAs.
 // ---------------------------------------------------------------------------
 
+/// A `vm_operations_struct` that may be a `static`: with
+/// `CONFIG_USERFAULTFD` (Debian's kernels) it has a raw pointer
+/// (`uffd_ops`), which is not `Sync`.
+#[repr(transparent)]
+struct VmOps(bindings::vm_operations_struct);
+
+// SAFETY: the table is never written after it is built, and its pointers
+// are functions and null: shared references on any thread are sound.
+unsafe impl Sync for VmOps {}
+
 /// The managed VMAs' operations. `vm_private_data` holds the VA space id
 /// (null: a disabled copy).
-static VM_OPS: bindings::vm_operations_struct = bindings::vm_operations_struct {
+static VM_OPS: VmOps = VmOps(bindings::vm_operations_struct {
     open: Some(vm_open),
     close: Some(vm_close),
     may_split: Some(vm_may_split),
@@ -607,7 +617,7 @@ static VM_OPS: bindings::vm_operations_struct = bindings::vm_operations_struct {
     fault: Some(vm_fault),
     // SAFETY: all-zeroes is a valid `vm_operations_struct` (every hook absent).
     ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
-};
+});
 
 /// A copy of a managed VMA (fork with `MADV_DOFORK`, or the new VMA of a
 /// move, which `vm_mremap` then refuses) is disabled: it owns no range and
@@ -1173,7 +1183,7 @@ impl Driver {
         let max = (at("gpu_attributes_count").saturating_sub(attributes)
             / GpuMappingAttributes::SIZE)
             .min(uvm::MAX_GPU_ATTRIBUTES);
-        if !range_ok(base, len) || !offset.is_multiple_of(PAGE) {
+        if !range_ok(base, len) || offset & (PAGE - 1) != 0 {
             return Err(NV_ERR_INVALID_ADDRESS);
         }
         if count == 0 || count > max as u64 {
@@ -1553,7 +1563,7 @@ impl Driver {
                 return Err(NV_ERR_OUT_OF_RANGE);
             }
             if !q.length.is_power_of_two()
-                || !q.base.is_multiple_of(q.length)
+                || q.base & (q.length - 1) != 0
                 || PAGE_SIZES & q.length == 0
             {
                 return Err(NV_ERR_INVALID_ADDRESS);
@@ -1658,7 +1668,7 @@ impl Driver {
         unsafe {
             nv_double_vma_set(
                 vma.as_ptr().cast(),
-                core::ptr::from_ref(&VM_OPS).cast(),
+                core::ptr::from_ref(&VM_OPS.0).cast(),
                 id as usize as *mut c_void,
             )
         };

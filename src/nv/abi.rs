@@ -232,7 +232,7 @@ pub(super) const fn fields_disjoint(fields: &[FieldLayout]) -> bool {
 pub(super) const fn fields_aligned(fields: &[FieldLayout]) -> bool {
     let mut i = 0;
     while i < fields.len() {
-        if !fields[i].0.is_multiple_of(fields[i].2) {
+        if !matches!(fields[i].0.checked_rem(fields[i].2), Some(0)) {
             return false;
         }
         i += 1;

@@ -390,21 +390,6 @@ pub static RELEASES: [Release; 6] = [
     },
 ];
 
-/// Whether `nul` is `name` with a NUL after it.
-const fn is_nul_terminated(name: &[u8], nul: &[u8]) -> bool {
-    if name.len() + 1 != nul.len() || nul[name.len()] != 0 {
-        return false;
-    }
-    let mut i = 0;
-    while i < name.len() {
-        if name[i] != nul[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 // Every name is its NUL-terminated name without the NUL, and every `also`
 // name is NUL-terminated with no NUL before; every table is in key order
 // (the lookups are binary searches); every release has a row for every
@@ -442,10 +427,18 @@ const _: () = {
             );
             c += 1;
         }
-        assert!(is_nul_terminated(
-            RELEASES[r].name.as_bytes(),
-            RELEASES[r].name_nul
-        ));
+        // `nul` is `name` with a NUL after it. (Written out here: rustc
+        // 1.85 takes a function used only in a `const _` for dead code.)
+        let (name, nul) = (RELEASES[r].name.as_bytes(), RELEASES[r].name_nul);
+        assert!(
+            name.len() + 1 == nul.len() && nul[name.len()] == 0,
+            "a release's name_nul lacks its NUL"
+        );
+        let mut i = 0;
+        while i < name.len() {
+            assert!(name[i] == nul[i], "a release's name_nul is not its name");
+            i += 1;
+        }
         r += 1;
     }
 };

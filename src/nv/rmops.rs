@@ -365,7 +365,7 @@ const _: () = {
             );
             i += 1;
         }
-        assert!(kc.cmd_size() <= CMD_SIZE && kc.cmd_size().is_multiple_of(8));
+        assert!(kc.cmd_size() <= CMD_SIZE && kc.cmd_size() & 7 == 0);
         k += 1;
     }
 };

@@ -38,6 +38,7 @@ pub const MAX_GPU_ATTRIBUTES: usize = 256;
 
 /// The size UVM works in: ranges and migrations are 4 KiB aligned.
 pub const PAGE: u64 = 4096;
+const _: () = assert!(PAGE.is_power_of_two());
 
 /// What GPU-resident managed memory is taken in (the physical memory
 /// manager's root chunks).
@@ -667,9 +668,10 @@ wire_struct! {
 /// Whether `[base, base + length)` is a non-empty, page-aligned range that
 /// does not wrap: the check UVM makes of every range it is given.
 pub const fn range_ok(base: u64, length: u64) -> bool {
+    // Masks, as `PAGE` is a power of two (`is_multiple_of` needs Rust 1.87).
     length != 0
-        && base.is_multiple_of(PAGE)
-        && length.is_multiple_of(PAGE)
+        && base & (PAGE - 1) == 0
+        && length & (PAGE - 1) == 0
         && base.checked_add(length).is_some()
 }
 
