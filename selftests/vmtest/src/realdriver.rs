@@ -857,35 +857,41 @@ fn unload_paths() -> Outcome {
     // gone it loads.
     sh("insmod /lib/modules/$(uname -r)/extra/vgpu.ko")?;
     let uvm = real_module("nvidia-uvm")?;
-    let r = sh(&format!("insmod {uvm}"));
-    ensure!(
-        r.is_err() && !module_loaded("nvidia_uvm"),
-        "nvidia-uvm loaded after vgpu: {r:?}"
-    );
-    let log = sh("dmesg | tail -n 20")?;
-    ensure!(
-        log.contains("refusing to load nvidia_uvm after vgpu"),
-        "no log line for the refused nvidia-uvm: {log}"
-    );
+    load_refused(
+        &format!("insmod {uvm}"),
+        "nvidia_uvm",
+        "refusing to load nvidia_uvm after vgpu",
+    )?;
     sh("rmmod vgpu")?;
     sh(&format!("insmod {uvm}"))?;
     // nvidia-uvm loaded without its node: vgpu refuses to load (the node
     // made later would reach nvidia-uvm past it), and says what to do.
     sh("rm -f /dev/nvidia-uvm /dev/nvidia-uvm-tools")?;
-    let r = sh("insmod /lib/modules/$(uname -r)/extra/vgpu.ko");
-    ensure!(
-        r.is_err() && !module_loaded("vgpu"),
-        "vgpu loaded with nvidia-uvm but no /dev/nvidia-uvm: {r:?}"
-    );
-    let log = sh("dmesg | tail -n 20")?;
-    ensure!(
-        log.contains("nvidia_uvm is loaded but"),
-        "no log line for nvidia-uvm without its node: {log}"
-    );
+    load_refused(
+        "insmod /lib/modules/$(uname -r)/extra/vgpu.ko",
+        "vgpu",
+        "nvidia_uvm is loaded but",
+    )?;
     make_uvm_nodes()?;
     sh("rmmod nvidia_uvm")?;
     sh("rmmod nvidia")?;
     ensure!(!module_loaded("nvidia"), "nvidia still loaded");
+    Ok(())
+}
+
+/// `cmd` (an insmod) fails, `module` is not loaded, and the kernel log's
+/// last lines say `why`.
+fn load_refused(cmd: &str, module: &str, why: &str) -> Outcome {
+    let r = sh(cmd);
+    ensure!(
+        r.is_err() && !module_loaded(module),
+        "{module} loaded by `{cmd}`: {r:?}"
+    );
+    let log = sh("dmesg | tail -n 20")?;
+    ensure!(
+        log.contains(why),
+        "no log line {why:?} for the refused {module}: {log}"
+    );
     Ok(())
 }
 
