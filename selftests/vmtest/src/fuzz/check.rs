@@ -217,6 +217,28 @@ pub fn settled(tenants: &[Tenant]) -> Outcome {
     }
 }
 
+/// Once vgpu is unloaded: the double holds nothing on GPUs `gpus` (no
+/// VRAM, no managed residency, no DP region, no TSG), checked with the
+/// same short wait as [`settled`], since the double returns managed
+/// residency after the files close.
+pub fn double_empty(gpus: &[u32]) -> Outcome {
+    let t0 = Instant::now();
+    loop {
+        let mut errs = Vec::new();
+        for &g in gpus {
+            let d = gpu(g)?;
+            if d != GpuView::default() {
+                errs.push(format!("GPU {g}: the double still holds {d:?}"));
+            }
+        }
+        if errs.is_empty() {
+            return Ok(());
+        }
+        ensure!(t0.elapsed() < Duration::from_secs(10), "{}", errs.join("\n"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn zero(tenants: &[Tenant]) -> Outcome {
     let mut errs = Vec::new();
     for t in tenants {

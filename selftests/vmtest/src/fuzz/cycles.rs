@@ -4,8 +4,10 @@
 //! files the unload is refused (EAGAIN, the module stays); a tenant killed
 //! while another thread keeps trying to unload lets the unload through
 //! once its files are closed; every other cycle unloads after the tenant
-//! is gone.
+//! is gone. After each unload the double must hold nothing on either GPU:
+//! what vgpu's exit left in the driver would show there.
 
+use super::check;
 use super::rng::Rng;
 use crate::ensure;
 use crate::session::Session;
@@ -99,6 +101,7 @@ pub fn cycles(seed: u64, n: u64) -> Result<CycleTotals, String> {
                     .join()
                     .map_err(|_| at("the unloader panicked".into()))?
                     .map_err(at)?;
+                check::double_empty(&[0, 1]).map_err(at)?;
                 t.raced += 1;
                 t.cycles += 1;
                 continue;
@@ -107,6 +110,7 @@ pub fn cycles(seed: u64, n: u64) -> Result<CycleTotals, String> {
         }
         delete_module("vgpu")
             .map_err(|e| at(format!("unload after the tenant died: errno {e}")))?;
+        check::double_empty(&[0, 1]).map_err(at)?;
         t.cycles += 1;
     }
     ensure!(!module_loaded("vgpu"), "vgpu loaded after the cycles");
