@@ -48,6 +48,15 @@ class VmCheck(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertGreater(counts[1], 0)
 
+    def test_final_unload_failure(self):
+        # guest-init.sh's last rmmod of a module still held fails the run,
+        # naming the module, even with every selftest passed.
+        line = "vgpu-vm: rmmod nvidia failed at the end of the run: nvidia 8192 1 - Live\n"
+        console = GOOD_CONSOLE.replace("VGPU-VM-DONE rc=0", line + "VGPU-VM-DONE rc=125")
+        rc, counts, out = check(console, GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("rmmod nvidia failed", out)
+
     def test_no_tap_at_all(self):
         rc, counts, _ = check(GOOD_CONSOLE, "")
         self.assertNotEqual(rc, 0)

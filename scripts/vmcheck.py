@@ -81,6 +81,10 @@ def main():
         problems.append("the guest never reached its end marker (crash or hang?)")
     elif m.group(1) != "0":
         problems.append(f"the guest's {a.mode} program exited with status {m.group(1)}")
+    # guest-init.sh's final unloads: a module that stayed names a leak.
+    for line in console.splitlines():
+        if re.match(r"vgpu-vm: rmmod \S+ failed", line.strip()):
+            problems.append(line.strip())
 
     # Inside a fault-injection window of the fuzz suite (its markers in
     # the kernel log), an allocation that fails on purpose may print the

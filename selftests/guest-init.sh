@@ -45,7 +45,15 @@ esac
 # Unload what the run left loaded, so module exit paths run under the
 # checkers too, then look for leaks. kmemleak wants two scans to settle.
 # (nvidia_uvm and fakenvswitch: NVIDIA's own modules, in the real-driver VM.)
-for m in vgpu nvidia_uvm nvidia fakenvswitch; do grep -q "^$m " /proc/modules && rmmod $m; done
+# A module that will not unload is a reference the run leaked: the run
+# fails, naming it (scripts/vmcheck.py reads the status below).
+for m in vgpu nvidia_uvm nvidia fakenvswitch; do
+    grep -q "^$m " /proc/modules || continue
+    if ! rmmod $m; then
+        echo "vgpu-vm: rmmod $m failed at the end of the run: $(grep "^$m " /proc/modules)"
+        [ "$rc" = 0 ] && rc=125
+    fi
+done
 if [ -w $kml ]; then
     echo scan > $kml; sleep 1; echo scan > $kml
     # debugfs files report size 0: read the report to see if there is one.
