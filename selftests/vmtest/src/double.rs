@@ -22,12 +22,7 @@ use crate::ensure;
 use crate::expect::{want_os, want_rm, Ctx};
 use crate::sys::{claimed_release, exists, module_loaded, read_file, sh, Shared};
 use crate::tap::{Outcome, Test};
-
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$(Test { name: stringify!($name), run: $name }),*]
-    };
-}
+use crate::tests;
 
 /// Tests of this suite, in order; each reloads the double first.
 pub const TESTS: &[Test] = tests![

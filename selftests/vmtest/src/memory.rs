@@ -11,92 +11,33 @@ use crate::sys::{
     as_container, in_child, join_cgroup, read_file, sh, while_racing, write_file, Holder,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::Wire;
 use nvclient::abi::{fb_info, status};
 use nvclient::{Ctl, Error, Gpu};
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup_two_containers",
-        run: setup,
-    },
-    Test {
-        name: "unknown_numbers_are_refused_and_counted",
-        run: unknown_numbers_are_refused_and_counted,
-    },
-    Test {
-        name: "each_stops_exactly_at_its_ceiling",
-        run: each_stops_exactly_at_its_ceiling,
-    },
-    Test {
-        name: "each_sees_its_own_size",
-        run: each_sees_its_own_size,
-    },
-    Test {
-        name: "fb_info_malformed_as_directly",
-        run: fb_info_malformed_as_directly,
-    },
-    Test {
-        name: "free_and_close_give_back",
-        run: free_and_close_give_back,
-    },
-    Test {
-        name: "sigkill_gives_back",
-        run: sigkill_gives_back,
-    },
-    Test {
-        name: "racing_size_cannot_pass_the_ceiling",
-        run: racing_size_cannot_pass_the_ceiling,
-    },
-    Test {
-        name: "racing_class_cannot_pass_the_ceiling",
-        run: racing_class_cannot_pass_the_ceiling,
-    },
-    Test {
-        name: "racing_xfer_cannot_pass_the_ceiling",
-        run: racing_xfer_cannot_pass_the_ceiling,
-    },
-    Test {
-        name: "xfer_heap_and_explicit_handles_are_charged",
-        run: xfer_heap_and_explicit_handles_are_charged,
-    },
-    Test {
-        name: "charges_what_rm_allocates",
-        run: charges_what_rm_allocates,
-    },
-    Test {
-        name: "ceiling_spans_processes_and_layouts",
-        run: ceiling_spans_processes_and_layouts,
-    },
-    Test {
-        name: "dup_is_charged_once",
-        run: dup_is_charged_once,
-    },
-    Test {
-        name: "alloc_memory_limit_shows_the_ceiling",
-        run: alloc_memory_limit_shows_the_ceiling,
-    },
-    Test {
-        name: "lowered_limit_blocks_until_usage_drops",
-        run: lowered_limit_blocks_until_usage_drops,
-    },
-    Test {
-        name: "foreign_gpu_refused_and_hidden",
-        run: foreign_gpu_refused_and_hidden,
-    },
-    Test {
-        name: "card_info_never_shows_foreign_gpus",
-        run: card_info_never_shows_foreign_gpus,
-    },
-    Test {
-        name: "remove_refused_while_charged",
-        run: remove_refused_while_charged,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup_two_containers = setup,
+    unknown_numbers_are_refused_and_counted,
+    each_stops_exactly_at_its_ceiling,
+    each_sees_its_own_size,
+    fb_info_malformed_as_directly,
+    free_and_close_give_back,
+    sigkill_gives_back,
+    racing_size_cannot_pass_the_ceiling,
+    racing_class_cannot_pass_the_ceiling,
+    racing_xfer_cannot_pass_the_ceiling,
+    xfer_heap_and_explicit_handles_are_charged,
+    charges_what_rm_allocates,
+    ceiling_spans_processes_and_layouts,
+    dup_is_charged_once,
+    alloc_memory_limit_shows_the_ceiling,
+    lowered_limit_blocks_until_usage_drops,
+    foreign_gpu_refused_and_hidden,
+    card_info_never_shows_foreign_gpus,
+    remove_refused_while_charged,
+    teardown,
 ];
 
 const MIB: u64 = 1 << 20;

@@ -29,12 +29,7 @@ use crate::sys::{
     char_major, exists, in_child, make_uvm_nodes, module_loaded, remove_uvm_nodes, sh, Shared,
 };
 use crate::tap::{Outcome, Test};
-
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$(Test { name: stringify!($name), run: $name }),*]
-    };
-}
+use crate::tests;
 
 /// Tests of this suite, in order; each reloads the double first.
 pub const TESTS: &[Test] = tests![
