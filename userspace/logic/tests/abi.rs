@@ -419,71 +419,88 @@ fn nvos32_header_and_alloc_size() {
 
 #[test]
 fn nvos32_union_views() {
-    // FREE: owner@40, hMemory@44 (shared with ALLOC_SIZE), flags@48.
+    // Each view of the union: what it sets, and the image it must give.
+    type Case = (&'static str, fn(&mut Nvos32), Image);
+    let cases: [Case; 4] = [
+        (
+            "FREE: owner@40, hMemory@44 (shared with ALLOC_SIZE), flags@48",
+            |v| {
+                v.set_free_args(&Nvos32Free {
+                    owner: d(1),
+                    h_memory: d(2),
+                    flags: d(3),
+                })
+            },
+            Image::new(184).u32(40, d(1)).u32(44, d(2)).u32(48, d(3)),
+        ),
+        (
+            "INFO: attr@40, offset@48, size@56, base@64",
+            |v| {
+                v.set_info(&Nvos32Info {
+                    attr: d(1),
+                    offset: q(2),
+                    size: q(3),
+                    base: q(4),
+                })
+            },
+            Image::new(184)
+                .u32(40, d(1))
+                .u64(48, q(2))
+                .u64(56, q(3))
+                .u64(64, q(4)),
+        ),
+        (
+            "ALLOC_SIZE_RANGE: flags@52, attr@56, size@80, limit@104, attr2@136",
+            |v| {
+                v.set_alloc_size_range(&Nvos32AllocSizeRange {
+                    h_memory: d(1),
+                    flags: d(2),
+                    attr: d(3),
+                    size: q(4),
+                    limit: q(5),
+                    attr2: d(6),
+                    ..Default::default()
+                })
+            },
+            Image::new(184)
+                .u32(44, d(1))
+                .u32(52, d(2))
+                .u32(56, d(3))
+                .u64(80, q(4))
+                .u64(104, q(5))
+                .u32(136, d(6)),
+        ),
+        (
+            "ALLOC_TILED_PITCH_HEIGHT: flags@52, attr@64, size@88, limit@112, attr2@144",
+            |v| {
+                v.set_alloc_tiled_pitch_height(&Nvos32AllocTiledPitchHeight {
+                    h_memory: d(1),
+                    flags: d(2),
+                    attr: d(3),
+                    size: q(4),
+                    limit: q(5),
+                    attr2: d(6),
+                    ..Default::default()
+                })
+            },
+            Image::new(184)
+                .u32(44, d(1))
+                .u32(52, d(2))
+                .u32(64, d(3))
+                .u64(88, q(4))
+                .u64(112, q(5))
+                .u32(144, d(6)),
+        ),
+    ];
+    for (what, set, img) in &cases {
+        let mut v = Nvos32::default();
+        set(&mut v);
+        assert_eq!(v.to_bytes().as_slice(), img.0.as_slice(), "{what}");
+    }
+    // FREE's hMemory is ALLOC_SIZE's.
     let mut v = Nvos32::default();
-    v.set_free_args(&Nvos32Free {
-        owner: d(1),
-        h_memory: d(2),
-        flags: d(3),
-    });
-    let img = Image::new(184).u32(40, d(1)).u32(44, d(2)).u32(48, d(3));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
+    (cases[0].1)(&mut v);
     assert_eq!(v.alloc_size().h_memory, d(2));
-
-    // INFO: attr@40, offset@48, size@56, base@64.
-    let mut v = Nvos32::default();
-    v.set_info(&Nvos32Info {
-        attr: d(1),
-        offset: q(2),
-        size: q(3),
-        base: q(4),
-    });
-    let img = Image::new(184)
-        .u32(40, d(1))
-        .u64(48, q(2))
-        .u64(56, q(3))
-        .u64(64, q(4));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
-
-    // ALLOC_SIZE_RANGE: flags@52, attr@56, size@80, limit@104, attr2@136.
-    let mut v = Nvos32::default();
-    v.set_alloc_size_range(&Nvos32AllocSizeRange {
-        h_memory: d(1),
-        flags: d(2),
-        attr: d(3),
-        size: q(4),
-        limit: q(5),
-        attr2: d(6),
-        ..Default::default()
-    });
-    let img = Image::new(184)
-        .u32(44, d(1))
-        .u32(52, d(2))
-        .u32(56, d(3))
-        .u64(80, q(4))
-        .u64(104, q(5))
-        .u32(136, d(6));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
-
-    // ALLOC_TILED_PITCH_HEIGHT: flags@52, attr@64, size@88, limit@112, attr2@144.
-    let mut v = Nvos32::default();
-    v.set_alloc_tiled_pitch_height(&Nvos32AllocTiledPitchHeight {
-        h_memory: d(1),
-        flags: d(2),
-        attr: d(3),
-        size: q(4),
-        limit: q(5),
-        attr2: d(6),
-        ..Default::default()
-    });
-    let img = Image::new(184)
-        .u32(44, d(1))
-        .u32(52, d(2))
-        .u32(64, d(3))
-        .u64(88, q(4))
-        .u64(112, q(5))
-        .u32(144, d(6));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
 }
 
 #[test]
@@ -1261,22 +1278,32 @@ fn status_codes() {
 #[test]
 fn classes() {
     use class::*;
-    assert_eq!(NV01_ROOT, 0x0);
-    assert_eq!(NV01_ROOT_NON_PRIV, 0x1);
-    assert_eq!(NV01_ROOT_CLIENT, 0x41);
-    assert_eq!(NV01_DEVICE_0, 0x80);
-    assert_eq!(NV20_SUBDEVICE_0, 0x2080);
-    assert_eq!(NV01_MEMORY_LOCAL_USER, 0x40);
-    assert_eq!(NV01_MEMORY_SYSTEM, 0x3e);
-    assert_eq!(NV01_MEMORY_LOCAL_PHYSICAL, 0xc2);
-    assert_eq!(NV50_MEMORY_VIRTUAL, 0x50a0);
-    assert_eq!(NV01_MEMORY_VIRTUAL, 0x70);
-    assert_eq!(FERMI_VASPACE_A, 0x90f1);
-    assert_eq!(NV_MEMORY_FABRIC, 0xf8);
-    assert_eq!(KEPLER_CHANNEL_GROUP_A, 0xa06c);
-    assert_eq!(FERMI_CONTEXT_SHARE_A, 0x9067);
-    assert_eq!(TURING_USERMODE_A, 0xc461);
-    assert_eq!(HOPPER_USERMODE_A, 0xc661);
+    // Each number as NVIDIA's headers define it.
+    let table = [
+        (NV01_ROOT, 0x0, "NV01_ROOT"),
+        (NV01_ROOT_NON_PRIV, 0x1, "NV01_ROOT_NON_PRIV"),
+        (NV01_ROOT_CLIENT, 0x41, "NV01_ROOT_CLIENT"),
+        (NV01_DEVICE_0, 0x80, "NV01_DEVICE_0"),
+        (NV20_SUBDEVICE_0, 0x2080, "NV20_SUBDEVICE_0"),
+        (NV01_MEMORY_LOCAL_USER, 0x40, "NV01_MEMORY_LOCAL_USER"),
+        (NV01_MEMORY_SYSTEM, 0x3e, "NV01_MEMORY_SYSTEM"),
+        (
+            NV01_MEMORY_LOCAL_PHYSICAL,
+            0xc2,
+            "NV01_MEMORY_LOCAL_PHYSICAL",
+        ),
+        (NV50_MEMORY_VIRTUAL, 0x50a0, "NV50_MEMORY_VIRTUAL"),
+        (NV01_MEMORY_VIRTUAL, 0x70, "NV01_MEMORY_VIRTUAL"),
+        (FERMI_VASPACE_A, 0x90f1, "FERMI_VASPACE_A"),
+        (NV_MEMORY_FABRIC, 0xf8, "NV_MEMORY_FABRIC"),
+        (KEPLER_CHANNEL_GROUP_A, 0xa06c, "KEPLER_CHANNEL_GROUP_A"),
+        (FERMI_CONTEXT_SHARE_A, 0x9067, "FERMI_CONTEXT_SHARE_A"),
+        (TURING_USERMODE_A, 0xc461, "TURING_USERMODE_A"),
+        (HOPPER_USERMODE_A, 0xc661, "HOPPER_USERMODE_A"),
+    ];
+    for (number, want, what) in table {
+        assert_eq!(number, want, "{what}");
+    }
     assert_eq!(USERMODE_DOORBELL_OFFSET, 0x90);
     for c in [0xa06f, 0xc36f, 0xc46f, 0xc56f, 0xc86f, 0xc96f, 0xca6f] {
         assert!(is_channel_class(c), "{c:#x}");
@@ -1292,24 +1319,102 @@ fn classes() {
 #[test]
 fn control_commands() {
     use ctrl::*;
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_INFO, 0x2080_1301);
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_INFO_V2, 0x2080_1303);
-    assert_eq!(NV0041_CTRL_CMD_GET_SURFACE_INFO, 0x0041_0110);
-    assert_eq!(NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, 0xa06c_0101);
-    assert_eq!(NVA06C_CTRL_CMD_SET_TIMESLICE, 0xa06c_0103);
-    assert_eq!(NVA06C_CTRL_CMD_GET_TIMESLICE, 0xa06c_0104);
-    assert_eq!(NVA06C_CTRL_CMD_PREEMPT, 0xa06c_0105);
-    assert_eq!(NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, 0xa06c_0107);
-    assert_eq!(NVA06C_CTRL_CMD_MAKE_REALTIME, 0xa06c_0110);
-    assert_eq!(NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, 0xa06f_0103);
-    assert_eq!(NVA06F_CTRL_CMD_STOP_CHANNEL, 0xa06f_0112);
-    assert_eq!(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, 0x2080_110b);
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, 0x2080_1320);
-    assert_eq!(NV2080_CTRL_CMD_GPU_GET_PID_INFO, 0x2080_018e);
-    assert_eq!(NV2080_CTRL_CMD_GPU_GET_PIDS, 0x2080_018d);
-    assert_eq!(NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG, 0x2080_0194);
-    assert_eq!(NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, 0xc36f_0108);
-    assert_eq!(NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, 0x205);
+    // Each number as NVIDIA's headers define it.
+    let table = [
+        (
+            NV2080_CTRL_CMD_FB_GET_INFO,
+            0x2080_1301,
+            "NV2080_CTRL_CMD_FB_GET_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_FB_GET_INFO_V2,
+            0x2080_1303,
+            "NV2080_CTRL_CMD_FB_GET_INFO_V2",
+        ),
+        (
+            NV0041_CTRL_CMD_GET_SURFACE_INFO,
+            0x0041_0110,
+            "NV0041_CTRL_CMD_GET_SURFACE_INFO",
+        ),
+        (
+            NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+            0xa06c_0101,
+            "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE",
+        ),
+        (
+            NVA06C_CTRL_CMD_SET_TIMESLICE,
+            0xa06c_0103,
+            "NVA06C_CTRL_CMD_SET_TIMESLICE",
+        ),
+        (
+            NVA06C_CTRL_CMD_GET_TIMESLICE,
+            0xa06c_0104,
+            "NVA06C_CTRL_CMD_GET_TIMESLICE",
+        ),
+        (
+            NVA06C_CTRL_CMD_PREEMPT,
+            0xa06c_0105,
+            "NVA06C_CTRL_CMD_PREEMPT",
+        ),
+        (
+            NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+            0xa06c_0107,
+            "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL",
+        ),
+        (
+            NVA06C_CTRL_CMD_MAKE_REALTIME,
+            0xa06c_0110,
+            "NVA06C_CTRL_CMD_MAKE_REALTIME",
+        ),
+        (
+            NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
+            0xa06f_0103,
+            "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE",
+        ),
+        (
+            NVA06F_CTRL_CMD_STOP_CHANNEL,
+            0xa06f_0112,
+            "NVA06F_CTRL_CMD_STOP_CHANNEL",
+        ),
+        (
+            NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+            0x2080_110b,
+            "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
+        ),
+        (
+            NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
+            0x2080_1320,
+            "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+            0x2080_018e,
+            "NV2080_CTRL_CMD_GPU_GET_PID_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_GET_PIDS,
+            0x2080_018d,
+            "NV2080_CTRL_CMD_GPU_GET_PIDS",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG,
+            0x2080_0194,
+            "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG",
+        ),
+        (
+            NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+            0xc36f_0108,
+            "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN",
+        ),
+        (
+            NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+            0x205,
+            "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2",
+        ),
+    ];
+    for (number, want, what) in table {
+        assert_eq!(number, want, "{what}");
+    }
     assert_eq!(
         class_of(NVA06C_CTRL_CMD_PREEMPT),
         class::KEPLER_CHANNEL_GROUP_A
