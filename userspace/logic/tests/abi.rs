@@ -97,99 +97,101 @@ macro_rules! check {
     }};
 }
 
+/// Field k's value, by type: every byte k.
+trait Nth {
+    fn nth(k: u8) -> Self;
+}
+impl Nth for u8 {
+    fn nth(k: u8) -> u8 {
+        b(k)
+    }
+}
+impl Nth for u16 {
+    fn nth(k: u8) -> u16 {
+        w(k)
+    }
+}
+impl Nth for u32 {
+    fn nth(k: u8) -> u32 {
+        d(k)
+    }
+}
+impl Nth for u64 {
+    fn nth(k: u8) -> u64 {
+        q(k)
+    }
+}
+
+/// A layout as a case table, one row a field: its name, its type and its
+/// documented offset. Field k (from 1, in the order written) gets the
+/// value k in every byte, in the struct and at its offset in the image;
+/// then `check!` compares them as for a hand-written pair.
+macro_rules! layout {
+    ($ty:ident [$size:expr] { $($field:ident: $kind:ident @ $off:expr),* $(,)? }) => {{
+        let mut k = 0u8;
+        let mut image = Image::new($size);
+        let value = $ty {
+            $($field: {
+                k += 1;
+                let v = <$kind as Nth>::nth(k);
+                image = image.$kind($off, v);
+                v
+            }),*
+        };
+        check!($ty, value, image);
+    }};
+}
+
 #[test]
 fn nvos00_rm_free() {
-    check!(
-        Nvos00,
-        Nvos00 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_old: d(3),
-            status: d(4),
-        },
-        Image::new(16)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-    );
+    layout!(Nvos00 [16] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_old: u32 @ 8,
+        status: u32 @ 12,
+    });
 }
 
 #[test]
 fn nvos21_rm_alloc_32() {
-    check!(
-        Nvos21,
-        Nvos21 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_new: d(3),
-            h_class: d(4),
-            p_alloc_parms: q(5),
-            params_size: d(6),
-            status: d(7),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u32(24, d(6))
-            .u32(28, d(7))
-    );
+    layout!(Nvos21 [32] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_new: u32 @ 8,
+        h_class: u32 @ 12,
+        p_alloc_parms: u64 @ 16,
+        params_size: u32 @ 24,
+        status: u32 @ 28,
+    });
 }
 
 #[test]
 fn nvos64_rm_alloc_48() {
-    check!(
-        Nvos64,
-        Nvos64 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_new: d(3),
-            h_class: d(4),
-            p_alloc_parms: q(5),
-            p_rights_requested: q(6),
-            params_size: d(7),
-            flags: d(8),
-            status: d(9),
-        },
-        Image::new(48)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u64(24, q(6))
-            .u32(32, d(7))
-            .u32(36, d(8))
-            .u32(40, d(9))
-    );
+    layout!(Nvos64 [48] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_new: u32 @ 8,
+        h_class: u32 @ 12,
+        p_alloc_parms: u64 @ 16,
+        p_rights_requested: u64 @ 24,
+        params_size: u32 @ 32,
+        flags: u32 @ 36,
+        status: u32 @ 40,
+    });
     assert_eq!(NVOS64_FLAGS_FINN_SERIALIZED, 1);
 }
 
 #[test]
 fn nvos54_rm_control() {
-    check!(
-        Nvos54,
-        Nvos54 {
-            h_client: d(1),
-            h_object: d(2),
-            cmd: d(3),
-            flags: d(4),
-            params: q(5),
-            params_size: d(6),
-            status: d(7),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u32(24, d(6))
-            .u32(28, d(7))
-    );
+    layout!(Nvos54 [32] {
+        h_client: u32 @ 0,
+        h_object: u32 @ 4,
+        cmd: u32 @ 8,
+        flags: u32 @ 12,
+        params: u64 @ 16,
+        params_size: u32 @ 24,
+        status: u32 @ 28,
+    });
     assert_eq!(CONTROL_PARAMS_MAX, 1 << 20);
 }
 
@@ -271,48 +273,27 @@ fn nvos33_map_memory_and_fd_form() {
 
 #[test]
 fn nvos34_unmap_memory() {
-    check!(
-        Nvos34,
-        Nvos34 {
-            h_client: d(1),
-            h_device: d(2),
-            h_memory: d(3),
-            p_linear_address: q(4),
-            status: d(5),
-            flags: d(6),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u64(16, q(4))
-            .u32(24, d(5))
-            .u32(28, d(6))
-    );
+    layout!(Nvos34 [32] {
+        h_client: u32 @ 0,
+        h_device: u32 @ 4,
+        h_memory: u32 @ 8,
+        p_linear_address: u64 @ 16,
+        status: u32 @ 24,
+        flags: u32 @ 28,
+    });
 }
 
 #[test]
 fn nvos55_dup_object() {
-    check!(
-        Nvos55,
-        Nvos55 {
-            h_client: d(1),
-            h_parent: d(2),
-            h_object: d(3),
-            h_client_src: d(4),
-            h_object_src: d(5),
-            flags: d(6),
-            status: d(7),
-        },
-        Image::new(28)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u32(16, d(5))
-            .u32(20, d(6))
-            .u32(24, d(7))
-    );
+    layout!(Nvos55 [28] {
+        h_client: u32 @ 0,
+        h_parent: u32 @ 4,
+        h_object: u32 @ 8,
+        h_client_src: u32 @ 12,
+        h_object_src: u32 @ 16,
+        flags: u32 @ 20,
+        status: u32 @ 24,
+    });
 }
 
 #[test]
@@ -741,27 +722,15 @@ fn small_escape_blocks() {
         RegisterFd { ctl_fd: 7 },
         Image::new(4).i32(0, 7)
     );
-    check!(
-        OsEvent,
-        OsEvent {
-            h_client: d(1),
-            h_device: d(2),
-            fd: d(3),
-            status: d(4),
-        },
-        Image::new(16)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-    );
-    check!(
-        SysParams,
-        SysParams {
-            memblock_size: q(1)
-        },
-        Image::new(8).u64(0, q(1))
-    );
+    layout!(OsEvent [16] {
+        h_client: u32 @ 0,
+        h_device: u32 @ 4,
+        fd: u32 @ 8,
+        status: u32 @ 12,
+    });
+    layout!(SysParams [8] {
+        memblock_size: u64 @ 0,
+    });
     check!(
         WaitOpenComplete,
         WaitOpenComplete {
@@ -819,14 +788,10 @@ fn fb_get_info_v2() {
             .u32(8 + 8 * i, 0x1000 + i as u32);
     }
     check!(FbGetInfoV2Params, v, img);
-    check!(
-        InfoEntry,
-        InfoEntry {
-            index: d(1),
-            data: d(2)
-        },
-        Image::new(8).u32(0, d(1)).u32(4, d(2))
-    );
+    layout!(InfoEntry [8] {
+        index: u32 @ 0,
+        data: u32 @ 4,
+    });
 
     let mut p = FbGetInfoV2Params::new(&[fb_info::RAM_SIZE, fb_info::HEAP_FREE]);
     assert_eq!(p.list_size, 2);
@@ -845,22 +810,14 @@ fn fb_get_info_v2() {
 
 #[test]
 fn fb_get_info_v1_and_surface_info() {
-    check!(
-        FbGetInfoV1Params,
-        FbGetInfoV1Params {
-            list_size: d(1),
-            list_ptr: q(2),
-        },
-        Image::new(16).u32(0, d(1)).u64(8, q(2))
-    );
-    check!(
-        GetSurfaceInfoParams,
-        GetSurfaceInfoParams {
-            list_size: d(1),
-            list_ptr: q(2),
-        },
-        Image::new(16).u32(0, d(1)).u64(8, q(2))
-    );
+    layout!(FbGetInfoV1Params [16] {
+        list_size: u32 @ 0,
+        list_ptr: u64 @ 8,
+    });
+    layout!(GetSurfaceInfoParams [16] {
+        list_size: u32 @ 0,
+        list_ptr: u64 @ 8,
+    });
     assert_eq!(surface_info::PHYS_SIZE, 7);
     assert_eq!(surface_info::PHYS_SIZE_SCALE, 4096);
 }
@@ -884,53 +841,31 @@ fn fb_info_indices() {
 
 #[test]
 fn tsg_control_params() {
-    check!(
-        GpfifoScheduleParams,
-        GpfifoScheduleParams {
-            b_enable: b(1),
-            b_skip_submit: b(2),
-            b_skip_enable: b(3),
-        },
-        Image::new(3).u8(0, b(1)).u8(1, b(2)).u8(2, b(3))
-    );
-    check!(
-        TimesliceParams,
-        TimesliceParams { timeslice_us: q(1) },
-        Image::new(8).u64(0, q(1))
-    );
-    check!(
-        PreemptParams,
-        PreemptParams {
-            b_wait: b(1),
-            b_manual_timeout: b(2),
-            timeout_us: d(3),
-        },
-        Image::new(8).u8(0, b(1)).u8(1, b(2)).u32(4, d(3))
-    );
-    check!(
-        InterleaveLevelParams,
-        InterleaveLevelParams {
-            tsg_interleave_level: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
-    check!(
-        MakeRealtimeParams,
-        MakeRealtimeParams { b_realtime: b(1) },
-        Image::new(1).u8(0, b(1))
-    );
-    check!(
-        StopChannelParams,
-        StopChannelParams { b_immediate: b(1) },
-        Image::new(1).u8(0, b(1))
-    );
-    check!(
-        WorkSubmitTokenParams,
-        WorkSubmitTokenParams {
-            work_submit_token: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
+    layout!(GpfifoScheduleParams [3] {
+        b_enable: u8 @ 0,
+        b_skip_submit: u8 @ 1,
+        b_skip_enable: u8 @ 2,
+    });
+    layout!(TimesliceParams [8] {
+        timeslice_us: u64 @ 0,
+    });
+    layout!(PreemptParams [8] {
+        b_wait: u8 @ 0,
+        b_manual_timeout: u8 @ 1,
+        timeout_us: u32 @ 4,
+    });
+    layout!(InterleaveLevelParams [4] {
+        tsg_interleave_level: u32 @ 0,
+    });
+    layout!(MakeRealtimeParams [1] {
+        b_realtime: u8 @ 0,
+    });
+    layout!(StopChannelParams [1] {
+        b_immediate: u8 @ 0,
+    });
+    layout!(WorkSubmitTokenParams [4] {
+        work_submit_token: u32 @ 0,
+    });
     assert_eq!(DEFAULT_TIMESLICE_US, 1024);
 }
 
@@ -967,53 +902,27 @@ fn fifo_disable_channels() {
 
 #[test]
 fn device_and_subdevice_alloc_params() {
-    check!(
-        DeviceAllocParams,
-        DeviceAllocParams {
-            device_id: d(1),
-            h_client_share: d(2),
-            h_target_client: d(3),
-            h_target_device: d(4),
-            flags: d(5),
-            va_space_size: q(6),
-            va_start_internal: q(7),
-            va_limit_internal: q(8),
-            va_mode: d(9),
-        },
-        Image::new(56)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u32(16, d(5))
-            .u64(24, q(6))
-            .u64(32, q(7))
-            .u64(40, q(8))
-            .u32(48, d(9))
-    );
-    check!(
-        SubdeviceAllocParams,
-        SubdeviceAllocParams {
-            sub_device_id: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
-    check!(
-        EventAllocParams,
-        EventAllocParams {
-            h_parent_client: d(1),
-            h_src_resource: d(2),
-            h_class: d(3),
-            notify_index: d(4),
-            data: q(5),
-        },
-        Image::new(24)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-    );
+    layout!(DeviceAllocParams [56] {
+        device_id: u32 @ 0,
+        h_client_share: u32 @ 4,
+        h_target_client: u32 @ 8,
+        h_target_device: u32 @ 12,
+        flags: u32 @ 16,
+        va_space_size: u64 @ 24,
+        va_start_internal: u64 @ 32,
+        va_limit_internal: u64 @ 40,
+        va_mode: u32 @ 48,
+    });
+    layout!(SubdeviceAllocParams [4] {
+        sub_device_id: u32 @ 0,
+    });
+    layout!(EventAllocParams [24] {
+        h_parent_client: u32 @ 0,
+        h_src_resource: u32 @ 4,
+        h_class: u32 @ 8,
+        notify_index: u32 @ 12,
+        data: u64 @ 16,
+    });
 }
 
 fn memdesc(k: u8) -> (MemoryDescParams, [u8; 24]) {
@@ -1122,61 +1031,32 @@ fn channel_alloc_params() {
 
 #[test]
 fn tsg_ctxshare_vaspace_usermode_alloc_params() {
-    check!(
-        ChannelGroupAllocParams,
-        ChannelGroupAllocParams {
-            h_object_error: d(1),
-            h_object_ecc_error: d(2),
-            h_va_space: d(3),
-            engine_type: d(4),
-            b_is_calling_context_vgpu_plugin: b(5),
-        },
-        Image::new(20)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u8(16, b(5))
-    );
-    check!(
-        CtxShareAllocParams,
-        CtxShareAllocParams {
-            h_va_space: d(1),
-            flags: d(2),
-            subctx_id: d(3),
-        },
-        Image::new(12).u32(0, d(1)).u32(4, d(2)).u32(8, d(3))
-    );
-    check!(
-        VaSpaceAllocParams,
-        VaSpaceAllocParams {
-            index: d(1),
-            flags: d(2),
-            va_size: q(3),
-            va_start_internal: q(4),
-            va_limit_internal: q(5),
-            big_page_size: d(6),
-            va_base: q(7),
-            pasid: d(8),
-        },
-        Image::new(56)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u64(8, q(3))
-            .u64(16, q(4))
-            .u64(24, q(5))
-            .u32(32, d(6))
-            .u64(40, q(7))
-            .u32(48, d(8))
-    );
-    check!(
-        UsermodeAllocParams,
-        UsermodeAllocParams {
-            b_bar1_mapping: b(1),
-            b_priv: b(2),
-        },
-        Image::new(2).u8(0, b(1)).u8(1, b(2))
-    );
+    layout!(ChannelGroupAllocParams [20] {
+        h_object_error: u32 @ 0,
+        h_object_ecc_error: u32 @ 4,
+        h_va_space: u32 @ 8,
+        engine_type: u32 @ 12,
+        b_is_calling_context_vgpu_plugin: u8 @ 16,
+    });
+    layout!(CtxShareAllocParams [12] {
+        h_va_space: u32 @ 0,
+        flags: u32 @ 4,
+        subctx_id: u32 @ 8,
+    });
+    layout!(VaSpaceAllocParams [56] {
+        index: u32 @ 0,
+        flags: u32 @ 4,
+        va_size: u64 @ 8,
+        va_start_internal: u64 @ 16,
+        va_limit_internal: u64 @ 24,
+        big_page_size: u32 @ 32,
+        va_base: u64 @ 40,
+        pasid: u32 @ 48,
+    });
+    layout!(UsermodeAllocParams [2] {
+        b_bar1_mapping: u8 @ 0,
+        b_priv: u8 @ 1,
+    });
 }
 
 #[test]
