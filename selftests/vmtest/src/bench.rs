@@ -18,72 +18,28 @@ use crate::ensure;
 use crate::session::Session;
 use crate::sys::{in_child, join_cgroup, read_file, sh, write_file};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::fb_info;
 use std::time::Duration;
 use std::time::Instant;
 
 /// Tests of this suite.
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "ioctl_cost",
-        run: ioctl_cost,
-    },
-    Test {
-        name: "ioctl_instructions",
-        run: ioctl_instructions,
-    },
-    Test {
-        name: "open_instructions",
-        run: open_instructions,
-    },
-    Test {
-        name: "compute_setup",
-        run: compute_setup,
-    },
-    Test {
-        name: "compute_splits",
-        run: compute_splits,
-    },
-    Test {
-        name: "compute_work_conserving",
-        run: compute_work_conserving,
-    },
-    Test {
-        name: "compute_throughput",
-        run: compute_throughput,
-    },
-    Test {
-        name: "compute_reconfiguration",
-        run: compute_reconfiguration,
-    },
-    Test {
-        name: "compute_cpu_cost",
-        run: compute_cpu_cost,
-    },
-    Test {
-        name: "compute_teardown",
-        run: compute_teardown,
-    },
-    Test {
-        name: "priority_setup",
-        run: crate::priority::bench_setup,
-    },
-    Test {
-        name: "priority_latency_and_fill",
-        run: crate::priority::bench_latency_and_fill,
-    },
-    Test {
-        name: "priority_freeze",
-        run: crate::priority::bench_freeze,
-    },
-    Test {
-        name: "priority_busy_accuracy",
-        run: crate::priority::bench_busy_accuracy,
-    },
-    Test {
-        name: "priority_teardown",
-        run: crate::priority::bench_teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    ioctl_cost,
+    ioctl_instructions,
+    open_instructions,
+    compute_setup,
+    compute_splits,
+    compute_work_conserving,
+    compute_throughput,
+    compute_reconfiguration,
+    compute_cpu_cost,
+    compute_teardown,
+    priority_setup = crate::priority::bench_setup,
+    priority_latency_and_fill = crate::priority::bench_latency_and_fill,
+    priority_freeze = crate::priority::bench_freeze,
+    priority_busy_accuracy = crate::priority::bench_busy_accuracy,
+    priority_teardown = crate::priority::bench_teardown,
 ];
 
 fn session(ctl: &str, gpu: &str) -> Result<Session, String> {

@@ -11,53 +11,24 @@ use crate::ensure;
 use crate::session::Session;
 use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::{class, ctrl, status, FifoDisableChannelsParams, GpfifoScheduleParams};
 use nvclient::{Doorbell, Error, WorkChannel};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "sysfs_values_and_errors",
-        run: sysfs_values_and_errors,
-    },
-    Test {
-        name: "tsgs_tracked_through_free_close_kill",
-        run: tsgs_tracked_through_free_close_kill,
-    },
-    Test {
-        name: "enables_wait_for_the_window",
-        run: enables_wait_for_the_window,
-    },
-    Test {
-        name: "scheduling_calls_filtered",
-        run: scheduling_calls_filtered,
-    },
-    Test {
-        name: "swapped_control_cannot_enable",
-        run: swapped_control_cannot_enable,
-    },
-    Test {
-        name: "forwarded_control_waits_for_the_window",
-        run: forwarded_control_waits_for_the_window,
-    },
-    Test {
-        name: "runtime_share_and_policy_change",
-        run: runtime_share_and_policy_change,
-    },
-    Test {
-        name: "settings_race_with_the_scheduler",
-        run: settings_race_with_the_scheduler,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    sysfs_values_and_errors,
+    tsgs_tracked_through_free_close_kill,
+    enables_wait_for_the_window,
+    scheduling_calls_filtered,
+    swapped_control_cannot_enable,
+    forwarded_control_waits_for_the_window,
+    runtime_share_and_policy_change,
+    settings_race_with_the_scheduler,
+    teardown,
 ];
 
 const MS: u64 = 1_000_000;

@@ -36,56 +36,27 @@
 use crate::ensure;
 use crate::sys::{char_major, make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Tests of this suite, in order, with podman's runtime (crun).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "two_containers_each_at_its_own_ceiling",
-        run: two_containers,
-    },
-    Test {
-        name: "environment_sizes_within_the_admin_bound",
-        run: environment_sizes,
-    },
-    Test {
-        name: "a_vgpu_in_use_is_refused",
-        run: in_use_refused,
-    },
-    Test {
-        name: "nvidia_userspace_passes_its_node_checks",
-        run: nvidia_userspace_passes_its_node_checks,
-    },
-    Test {
-        name: "an_oci_mount_inside_proc",
-        run: oci_mount_inside_proc,
-    },
+pub const TESTS: &[Test] = tests![
+    two_containers_each_at_its_own_ceiling = two_containers,
+    environment_sizes_within_the_admin_bound = environment_sizes,
+    a_vgpu_in_use_is_refused = in_use_refused,
+    nvidia_userspace_passes_its_node_checks,
+    an_oci_mount_inside_proc = oci_mount_inside_proc,
 ];
 
 /// The same tests with runc (`containers_runc`).
-pub const RUNC_TESTS: &[Test] = &[
-    Test {
-        name: "two_containers_each_at_its_own_ceiling",
-        run: || with_runc(two_containers),
-    },
-    Test {
-        name: "environment_sizes_within_the_admin_bound",
-        run: || with_runc(environment_sizes),
-    },
-    Test {
-        name: "a_vgpu_in_use_is_refused",
-        run: || with_runc(in_use_refused),
-    },
-    Test {
-        name: "nvidia_userspace_passes_its_node_checks",
-        run: || with_runc(nvidia_userspace_passes_its_node_checks),
-    },
-    Test {
-        name: "an_oci_mount_inside_proc",
-        run: || with_runc(oci_mount_inside_proc),
-    },
+pub const RUNC_TESTS: &[Test] = tests![
+    two_containers_each_at_its_own_ceiling = || with_runc(two_containers),
+    environment_sizes_within_the_admin_bound = || with_runc(environment_sizes),
+    a_vgpu_in_use_is_refused = || with_runc(in_use_refused),
+    nvidia_userspace_passes_its_node_checks = || with_runc(nvidia_userspace_passes_its_node_checks),
+    an_oci_mount_inside_proc = || with_runc(oci_mount_inside_proc),
 ];
 
 /// Whether podman runs its containers with runc (else its default, crun).

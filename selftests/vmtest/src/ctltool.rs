@@ -11,23 +11,15 @@ use crate::sys::{
     sh, Holder,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::uvm::UvmContext;
 use std::process::Command;
 
 /// Tests of this suite, in order.
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "create_set_show_remove",
-        run: create_set_show_remove,
-    },
-    Test {
-        name: "refusals_and_exit_codes",
-        run: refusals_and_exit_codes,
-    },
-    Test {
-        name: "exporter_once_reports_the_vgpus",
-        run: exporter_once,
-    },
+pub const TESTS: &[Test] = tests![
+    create_set_show_remove,
+    refusals_and_exit_codes,
+    exporter_once_reports_the_vgpus = exporter_once,
 ];
 
 /// Runs vgpuctl; returns (exit code, stdout + stderr).

@@ -24,24 +24,13 @@ use std::process::{Child, Command, Stdio};
 use crate::ensure;
 use crate::sys::{exists, make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "a_pod_gets_its_claim_through_the_kubelet_plugin",
-        run: pod_claim,
-    },
-    Test {
-        name: "claims_beyond_the_gpu_are_refused",
-        run: refused,
-    },
-    Test {
-        name: "the_daemonsets_image_starts_and_registers",
-        run: crate::dra_image::image_starts,
-    },
-    Test {
-        name: "a_pod_container_through_runc",
-        run: pod_through_runc,
-    },
+pub const TESTS: &[Test] = tests![
+    a_pod_gets_its_claim_through_the_kubelet_plugin = pod_claim,
+    claims_beyond_the_gpu_are_refused = refused,
+    the_daemonsets_image_starts_and_registers = crate::dra_image::image_starts,
+    a_pod_container_through_runc = pod_through_runc,
 ];
 
 pub(crate) const GIB: u64 = 1 << 30;

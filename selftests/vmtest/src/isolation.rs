@@ -17,32 +17,18 @@ use crate::memory::calls_denied;
 use crate::session::Session;
 use crate::sys::{as_container, read_file, sh, write_file};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::status::{NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_NOT_SUPPORTED};
 use nvclient::ioctl::Escape;
 use nvclient::Error::{Os, Rm};
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "numa_info_answered_as_the_driver_does",
-        run: numa_info_answered_as_the_driver_does,
-    },
-    Test {
-        name: "denied_rows_never_reach_the_driver",
-        run: denied_rows_never_reach_the_driver,
-    },
-    Test {
-        name: "attached_ids_only_the_containers_gpus",
-        run: attached_ids_only_the_containers_gpus,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    numa_info_answered_as_the_driver_does,
+    denied_rows_never_reach_the_driver,
+    attached_ids_only_the_containers_gpus,
+    teardown,
 ];
 
 const CG: &str = "/iso";

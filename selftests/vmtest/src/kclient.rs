@@ -7,12 +7,10 @@
 use crate::ensure;
 use crate::sys::{module_loaded, sh};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 
 /// Tests of this suite.
-pub const TESTS: &[Test] = &[Test {
-    name: "kunit_suite_passes",
-    run: kunit_suite_passes,
-}];
+pub const TESTS: &[Test] = tests![kunit_suite_passes];
 
 fn kunit_suite_passes() -> Outcome {
     // The test module depends on the double: modprobe loads it first.

@@ -10,71 +10,27 @@ use crate::sys::{
     is_chardev, module_loaded, read_file, sh, write_file, Fd,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use vgpu_logic::nv::ioctl::nv_iowr;
 use vgpu_logic::nv::release;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "load_refused_without_driver",
-        run: load_refused_without_driver,
-    },
-    Test {
-        name: "load_refused_on_another_release",
-        run: load_refused_on_another_release,
-    },
-    Test {
-        name: "loads_with_the_tables_of_every_release",
-        run: loads_with_the_tables_of_every_release,
-    },
-    Test {
-        name: "modprobe_loads",
-        run: modprobe_loads,
-    },
-    Test {
-        name: "ctl_node_is_chardev",
-        run: ctl_node_is_chardev,
-    },
-    Test {
-        name: "class_dir_exists",
-        run: class_dir_exists,
-    },
-    Test {
-        name: "unknown_escape_is_einval",
-        run: unknown_escape_is_einval,
-    },
-    Test {
-        name: "bad_size_is_einval",
-        run: bad_size_is_einval,
-    },
-    Test {
-        name: "ioctl_forwarded_to_driver",
-        run: ioctl_forwarded_to_driver,
-    },
-    Test {
-        name: "driver_pinned_while_proxy_open",
-        run: driver_pinned_while_proxy_open,
-    },
-    Test {
-        name: "unload_refused_while_open",
-        run: unload_refused_while_open,
-    },
-    Test {
-        name: "unload_removes_node_and_class",
-        run: unload_removes_node_and_class,
-    },
-    Test {
-        name: "insmod_path_form_loads",
-        run: insmod_path_form_loads,
-    },
-    Test {
-        name: "load_unload_cycles",
-        run: load_unload_cycles,
-    },
-    Test {
-        name: "unknown_calls_forwarded_on_request",
-        run: unknown_calls_forwarded_on_request,
-    },
+pub const TESTS: &[Test] = tests![
+    load_refused_without_driver,
+    load_refused_on_another_release,
+    loads_with_the_tables_of_every_release,
+    modprobe_loads,
+    ctl_node_is_chardev,
+    class_dir_exists,
+    unknown_escape_is_einval,
+    bad_size_is_einval,
+    ioctl_forwarded_to_driver,
+    driver_pinned_while_proxy_open,
+    unload_refused_while_open,
+    unload_removes_node_and_class,
+    insmod_path_form_loads,
+    load_unload_cycles,
+    unknown_calls_forwarded_on_request,
 ];
 
 const CTL: &str = "/dev/vgpuctl";

@@ -12,38 +12,18 @@ use crate::sys::{
     Shared,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::{Ctl, Uvm};
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "host_opens_are_the_drivers",
-        run: host_opens_are_the_drivers,
-    },
-    Test {
-        name: "container_opens_are_vgpus",
-        run: container_opens_are_vgpus,
-    },
-    Test {
-        name: "every_path_to_the_device_is_vgpus",
-        run: every_path_to_the_device_is_vgpus,
-    },
-    Test {
-        name: "a_moved_process_keeps_its_file",
-        run: a_moved_process_keeps_its_file,
-    },
-    Test {
-        name: "binding_races_with_opens",
-        run: binding_races_with_opens,
-    },
-    Test {
-        name: "unload_waits_for_proxied_files_and_restores_the_driver",
-        run: unload_waits_for_proxied_files_and_restores_the_driver,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    host_opens_are_the_drivers,
+    container_opens_are_vgpus,
+    every_path_to_the_device_is_vgpus,
+    a_moved_process_keeps_its_file,
+    binding_races_with_opens,
+    unload_waits_for_proxied_files_and_restores_the_driver,
 ];
 
 /// The container bound to vGPU 0 (on GPU 0), and one bound to nothing.

@@ -14,44 +14,21 @@ use crate::compute::{
 use crate::ensure;
 use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::{ctrl, status, InterleaveLevelParams, MakeRealtimeParams, TimesliceParams};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "sysfs_values_and_errors",
-        run: sysfs_values_and_errors,
-    },
-    Test {
-        name: "priority_change_takes_effect_within_a_period",
-        run: priority_change_takes_effect_within_a_period,
-    },
-    Test {
-        name: "tenant_cannot_raise_its_priority",
-        run: tenant_cannot_raise_its_priority,
-    },
-    Test {
-        name: "freeze_outlasts_the_tenants_enables",
-        run: freeze_outlasts_the_tenants_enables,
-    },
-    Test {
-        name: "sigkill_of_a_frozen_tenant_frees_everything",
-        run: sigkill_of_a_frozen_tenant_frees_everything,
-    },
-    Test {
-        name: "busy_time_counts_runnable_work",
-        run: busy_time_counts_runnable_work,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    sysfs_values_and_errors,
+    priority_change_takes_effect_within_a_period,
+    tenant_cannot_raise_its_priority,
+    freeze_outlasts_the_tenants_enables,
+    sigkill_of_a_frozen_tenant_frees_everything,
+    busy_time_counts_runnable_work,
+    teardown,
 ];
 
 const MS: u64 = 1_000_000;

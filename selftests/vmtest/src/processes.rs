@@ -25,48 +25,22 @@ use crate::sys::{
     as_container, errno, in_child, join_cgroup, read_file, sh, write_file, Shared, SHARED_SLOTS,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::{class, pids, status};
 use nvclient::PidMemory;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite, in order (later ones rely on the set-up).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "each_container_sees_its_own_processes",
-        run: each_container_sees_its_own_processes,
-    },
-    Test {
-        name: "in_the_hosts_pid_namespace_a_container_sees_only_its_own",
-        run: in_the_hosts_pid_namespace_a_container_sees_only_its_own,
-    },
-    Test {
-        name: "the_host_sees_every_process_by_host_pid",
-        run: the_host_sees_every_process_by_host_pid,
-    },
-    Test {
-        name: "sysfs_lists_each_vgpus_processes",
-        run: sysfs_lists_each_vgpus_processes,
-    },
-    Test {
-        name: "bad_queries_get_rms_errors",
-        run: bad_queries_get_rms_errors,
-    },
-    Test {
-        name: "an_exited_process_leaves_every_view",
-        run: an_exited_process_leaves_every_view,
-    },
-    Test {
-        name: "shared_data_page_refused_as_unsupported",
-        run: shared_data_page_refused_as_unsupported,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    each_container_sees_its_own_processes,
+    in_the_hosts_pid_namespace_a_container_sees_only_its_own,
+    the_host_sees_every_process_by_host_pid,
+    sysfs_lists_each_vgpus_processes,
+    bad_queries_get_rms_errors,
+    an_exited_process_leaves_every_view,
+    shared_data_page_refused_as_unsupported,
+    teardown,
 ];
 
 const MIB: u64 = 1 << 20;

@@ -16,40 +16,20 @@ use crate::sys::{
     in_child, join_cgroup, make_uvm_nodes, read_file, remove_uvm_nodes, sh, write_file,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::class;
 use nvclient::uvm::UvmContext;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite.
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "sequence_directly",
-        run: directly,
-    },
-    Test {
-        name: "sequence_through_vgpu",
-        run: through_vgpu,
-    },
-    Test {
-        name: "private_files_unreachable",
-        run: private_files_unreachable,
-    },
-    Test {
-        name: "bounce_area_is_vgpus_alone",
-        run: bounce_area_is_vgpus_alone,
-    },
-    Test {
-        name: "threads_outnumber_bounce_slots",
-        run: threads_outnumber_bounce_slots,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    sequence_directly = directly,
+    sequence_through_vgpu = through_vgpu,
+    private_files_unreachable,
+    bounce_area_is_vgpus_alone,
+    threads_outnumber_bounce_slots,
+    teardown,
 ];
 
 fn setup() -> Outcome {

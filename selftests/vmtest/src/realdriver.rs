@@ -15,56 +15,24 @@
 use crate::ensure;
 use crate::sys::{as_container, claimed_release, exists, make_uvm_nodes, module_loaded, sh};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::{self, class, ctrl, status, Nvos21, Nvos64, RmApiVersion, Wire};
 use nvclient::ioctl::Escape;
 use nvclient::{Ctl, Error, Uvm, VersionCheck};
 
 /// Tests of this suite, in order (each relies on the earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "real_driver_loads",
-        run: real_driver_loads,
-    },
-    Test {
-        name: "direct_answers",
-        run: direct_answers,
-    },
-    Test {
-        name: "vgpu_loads_on_it",
-        run: vgpu_loads_on_it,
-    },
-    Test {
-        name: "through_vgpu_answers_as_directly",
-        run: through_vgpu_answers_as_directly,
-    },
-    Test {
-        name: "uvm_through_vgpu_answers_as_directly",
-        run: uvm_through_vgpu_answers_as_directly,
-    },
-    Test {
-        name: "client_then_device_reaches_rm",
-        run: client_then_device_reaches_rm,
-    },
-    Test {
-        name: "no_rm_errors_caused_by_vgpu",
-        run: no_rm_errors_caused_by_vgpu,
-    },
-    Test {
-        name: "nvidia_userspace_directly",
-        run: nvidia_userspace_directly,
-    },
-    Test {
-        name: "nvidia_userspace_through_vgpu",
-        run: nvidia_userspace_through_vgpu,
-    },
-    Test {
-        name: "unload_paths",
-        run: unload_paths,
-    },
-    Test {
-        name: "double_answers_as_rm",
-        run: double_answers_as_rm,
-    },
+pub const TESTS: &[Test] = tests![
+    real_driver_loads,
+    direct_answers,
+    vgpu_loads_on_it,
+    through_vgpu_answers_as_directly,
+    uvm_through_vgpu_answers_as_directly,
+    client_then_device_reaches_rm,
+    no_rm_errors_caused_by_vgpu,
+    nvidia_userspace_directly,
+    nvidia_userspace_through_vgpu,
+    unload_paths,
+    double_answers_as_rm,
 ];
 
 /// Where the initramfs puts NVIDIA's modules (`scripts/initramfs.sh --real`).

@@ -15,41 +15,21 @@ use crate::ensure;
 use crate::session::Session;
 use crate::sys::{as_container, join_cgroup, read_file, sh, write_file, Holder, Looper, Shared};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::abi::{class, ctrl, fb_info, status, FifoDisableChannelsParams};
 use nvclient::{Ctl, Error, Gpu};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite, in order (later ones rely on the set-up).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "client_handles_picked_by_vgpu",
-        run: client_handles_picked_by_vgpu,
-    },
-    Test {
-        name: "taken_client_handle_never_recorded",
-        run: taken_client_handle_never_recorded,
-    },
-    Test {
-        name: "fb_info_shows_the_ceiling_not_the_gpu",
-        run: fb_info_shows_the_ceiling_not_the_gpu,
-    },
-    Test {
-        name: "scheduling_another_containers_tsg_refused",
-        run: scheduling_another_containers_tsg_refused,
-    },
-    Test {
-        name: "kernel_copies_only_on_the_callers_objects",
-        run: kernel_copies_only_on_the_callers_objects,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    client_handles_picked_by_vgpu,
+    taken_client_handle_never_recorded,
+    fb_info_shows_the_ceiling_not_the_gpu,
+    scheduling_another_containers_tsg_refused,
+    kernel_copies_only_on_the_callers_objects,
+    teardown,
 ];
 
 const MIB: u64 = 1 << 20;

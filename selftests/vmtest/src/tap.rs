@@ -64,3 +64,22 @@ macro_rules! ensure {
         }
     };
 }
+
+/// Builds a suite's list of tests, in order: `name` runs the function
+/// `name`; `name = run` runs `run` (a path or a closure) under that name.
+/// The host test `userspace/logic/tests/table.rs` reads these lists.
+#[macro_export]
+macro_rules! tests {
+    (@run $name:ident) => {
+        $name
+    };
+    (@run $name:ident, $run:expr) => {
+        $run
+    };
+    ($($name:ident $(= $run:expr)?),* $(,)?) => {
+        &[$($crate::tap::Test {
+            name: stringify!($name),
+            run: $crate::tests!(@run $name $(, $run)?),
+        }),*]
+    };
+}

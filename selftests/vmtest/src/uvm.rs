@@ -17,6 +17,7 @@ use crate::sys::{
     remove_uvm_nodes, sh, write_file, Holder, Looper, Shared,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use crate::uvmdouble::{double_uuid, view_gpu};
 use nvclient::abi::status::{
     NV_ERR_GPU_UUID_NOT_FOUND, NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_INVALID_ADDRESS,
@@ -28,67 +29,22 @@ use nvclient::Error;
 use std::time::{Duration, Instant};
 
 /// Tests of this suite.
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "node",
-        run: node,
-    },
-    Test {
-        name: "racing_flags_keep_hmm_off",
-        run: racing_flags_keep_hmm_off,
-    },
-    Test {
-        name: "register_gpu",
-        run: register_gpu,
-    },
-    Test {
-        name: "foreign_clients",
-        run: foreign_clients,
-    },
-    Test {
-        name: "managed_ceiling",
-        run: managed_ceiling,
-    },
-    Test {
-        name: "external_keeps_charge",
-        run: external_keeps_charge,
-    },
-    Test {
-        name: "external_charge_goes_with_the_mapping",
-        run: external_charge_goes_with_the_mapping,
-    },
-    Test {
-        name: "two_containers",
-        run: two_containers,
-    },
-    Test {
-        name: "sigkill_mid_migration",
-        run: sigkill_mid_migration,
-    },
-    Test {
-        name: "racing_mappings",
-        run: racing_mappings,
-    },
-    Test {
-        name: "range_groups_under_ceiling",
-        run: range_groups_under_ceiling,
-    },
-    Test {
-        name: "range_groups_of_another_container",
-        run: range_groups_of_another_container,
-    },
-    Test {
-        name: "dp_region_and_tools",
-        run: dp_region_and_tools,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    node,
+    racing_flags_keep_hmm_off,
+    register_gpu,
+    foreign_clients,
+    managed_ceiling,
+    external_keeps_charge,
+    external_charge_goes_with_the_mapping,
+    two_containers,
+    sigkill_mid_migration,
+    racing_mappings,
+    range_groups_under_ceiling,
+    range_groups_of_another_container,
+    dp_region_and_tools,
+    teardown,
 ];
 
 const MIB: u64 = 1 << 20;

@@ -9,70 +9,26 @@ use crate::sys::{
     write_file, Fd, Holder,
 };
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use vgpu_logic::nv::ioctl::nv_iowr;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "create_makes_node_and_dir",
-        run: create_makes_node_and_dir,
-    },
-    Test {
-        name: "create_refusals",
-        run: create_refusals,
-    },
-    Test {
-        name: "defaults",
-        run: defaults,
-    },
-    Test {
-        name: "settings_round_trip",
-        run: settings_round_trip,
-    },
-    Test {
-        name: "bad_writes_refused",
-        run: bad_writes_refused,
-    },
-    Test {
-        name: "unprivileged_cannot_write",
-        run: unprivileged_cannot_write,
-    },
-    Test {
-        name: "unbound_vgpu_refuses_everyone",
-        run: unbound_vgpu_refuses_everyone,
-    },
-    Test {
-        name: "foreign_cgroup_refused",
-        run: foreign_cgroup_refused,
-    },
-    Test {
-        name: "bound_cgroup_and_below_admitted",
-        run: bound_cgroup_and_below_admitted,
-    },
-    Test {
-        name: "no_gpu_is_enodev",
-        run: no_gpu_is_enodev,
-    },
-    Test {
-        name: "gpu_node_forwards_to_backing_gpu",
-        run: gpu_node_forwards_to_backing_gpu,
-    },
-    Test {
-        name: "busy_vgpu_cannot_change_or_go",
-        run: busy_vgpu_cannot_change_or_go,
-    },
-    Test {
-        name: "remove_takes_node_and_dir",
-        run: remove_takes_node_and_dir,
-    },
-    Test {
-        name: "unload_with_vgpus_defined",
-        run: unload_with_vgpus_defined,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    create_makes_node_and_dir,
+    create_refusals,
+    defaults,
+    settings_round_trip,
+    bad_writes_refused,
+    unprivileged_cannot_write,
+    unbound_vgpu_refuses_everyone,
+    foreign_cgroup_refused,
+    bound_cgroup_and_below_admitted,
+    no_gpu_is_enodev,
+    gpu_node_forwards_to_backing_gpu,
+    busy_vgpu_cannot_change_or_go,
+    remove_takes_node_and_dir,
+    unload_with_vgpus_defined,
 ];
 
 const CLASS: &str = "/sys/class/vgpu";

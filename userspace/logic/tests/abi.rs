@@ -97,99 +97,101 @@ macro_rules! check {
     }};
 }
 
+/// Field k's value, by type: every byte k.
+trait Nth {
+    fn nth(k: u8) -> Self;
+}
+impl Nth for u8 {
+    fn nth(k: u8) -> u8 {
+        b(k)
+    }
+}
+impl Nth for u16 {
+    fn nth(k: u8) -> u16 {
+        w(k)
+    }
+}
+impl Nth for u32 {
+    fn nth(k: u8) -> u32 {
+        d(k)
+    }
+}
+impl Nth for u64 {
+    fn nth(k: u8) -> u64 {
+        q(k)
+    }
+}
+
+/// A layout as a case table, one row a field: its name, its type and its
+/// documented offset. Field k (from 1, in the order written) gets the
+/// value k in every byte, in the struct and at its offset in the image;
+/// then `check!` compares them as for a hand-written pair.
+macro_rules! layout {
+    ($ty:ident [$size:expr] { $($field:ident: $kind:ident @ $off:expr),* $(,)? }) => {{
+        let mut k = 0u8;
+        let mut image = Image::new($size);
+        let value = $ty {
+            $($field: {
+                k += 1;
+                let v = <$kind as Nth>::nth(k);
+                image = image.$kind($off, v);
+                v
+            }),*
+        };
+        check!($ty, value, image);
+    }};
+}
+
 #[test]
 fn nvos00_rm_free() {
-    check!(
-        Nvos00,
-        Nvos00 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_old: d(3),
-            status: d(4),
-        },
-        Image::new(16)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-    );
+    layout!(Nvos00 [16] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_old: u32 @ 8,
+        status: u32 @ 12,
+    });
 }
 
 #[test]
 fn nvos21_rm_alloc_32() {
-    check!(
-        Nvos21,
-        Nvos21 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_new: d(3),
-            h_class: d(4),
-            p_alloc_parms: q(5),
-            params_size: d(6),
-            status: d(7),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u32(24, d(6))
-            .u32(28, d(7))
-    );
+    layout!(Nvos21 [32] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_new: u32 @ 8,
+        h_class: u32 @ 12,
+        p_alloc_parms: u64 @ 16,
+        params_size: u32 @ 24,
+        status: u32 @ 28,
+    });
 }
 
 #[test]
 fn nvos64_rm_alloc_48() {
-    check!(
-        Nvos64,
-        Nvos64 {
-            h_root: d(1),
-            h_object_parent: d(2),
-            h_object_new: d(3),
-            h_class: d(4),
-            p_alloc_parms: q(5),
-            p_rights_requested: q(6),
-            params_size: d(7),
-            flags: d(8),
-            status: d(9),
-        },
-        Image::new(48)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u64(24, q(6))
-            .u32(32, d(7))
-            .u32(36, d(8))
-            .u32(40, d(9))
-    );
+    layout!(Nvos64 [48] {
+        h_root: u32 @ 0,
+        h_object_parent: u32 @ 4,
+        h_object_new: u32 @ 8,
+        h_class: u32 @ 12,
+        p_alloc_parms: u64 @ 16,
+        p_rights_requested: u64 @ 24,
+        params_size: u32 @ 32,
+        flags: u32 @ 36,
+        status: u32 @ 40,
+    });
     assert_eq!(NVOS64_FLAGS_FINN_SERIALIZED, 1);
 }
 
 #[test]
 fn nvos54_rm_control() {
-    check!(
-        Nvos54,
-        Nvos54 {
-            h_client: d(1),
-            h_object: d(2),
-            cmd: d(3),
-            flags: d(4),
-            params: q(5),
-            params_size: d(6),
-            status: d(7),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-            .u32(24, d(6))
-            .u32(28, d(7))
-    );
+    layout!(Nvos54 [32] {
+        h_client: u32 @ 0,
+        h_object: u32 @ 4,
+        cmd: u32 @ 8,
+        flags: u32 @ 12,
+        params: u64 @ 16,
+        params_size: u32 @ 24,
+        status: u32 @ 28,
+    });
     assert_eq!(CONTROL_PARAMS_MAX, 1 << 20);
 }
 
@@ -271,48 +273,27 @@ fn nvos33_map_memory_and_fd_form() {
 
 #[test]
 fn nvos34_unmap_memory() {
-    check!(
-        Nvos34,
-        Nvos34 {
-            h_client: d(1),
-            h_device: d(2),
-            h_memory: d(3),
-            p_linear_address: q(4),
-            status: d(5),
-            flags: d(6),
-        },
-        Image::new(32)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u64(16, q(4))
-            .u32(24, d(5))
-            .u32(28, d(6))
-    );
+    layout!(Nvos34 [32] {
+        h_client: u32 @ 0,
+        h_device: u32 @ 4,
+        h_memory: u32 @ 8,
+        p_linear_address: u64 @ 16,
+        status: u32 @ 24,
+        flags: u32 @ 28,
+    });
 }
 
 #[test]
 fn nvos55_dup_object() {
-    check!(
-        Nvos55,
-        Nvos55 {
-            h_client: d(1),
-            h_parent: d(2),
-            h_object: d(3),
-            h_client_src: d(4),
-            h_object_src: d(5),
-            flags: d(6),
-            status: d(7),
-        },
-        Image::new(28)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u32(16, d(5))
-            .u32(20, d(6))
-            .u32(24, d(7))
-    );
+    layout!(Nvos55 [28] {
+        h_client: u32 @ 0,
+        h_parent: u32 @ 4,
+        h_object: u32 @ 8,
+        h_client_src: u32 @ 12,
+        h_object_src: u32 @ 16,
+        flags: u32 @ 20,
+        status: u32 @ 24,
+    });
 }
 
 #[test]
@@ -419,71 +400,88 @@ fn nvos32_header_and_alloc_size() {
 
 #[test]
 fn nvos32_union_views() {
-    // FREE: owner@40, hMemory@44 (shared with ALLOC_SIZE), flags@48.
+    // Each view of the union: what it sets, and the image it must give.
+    type Case = (&'static str, fn(&mut Nvos32), Image);
+    let cases: [Case; 4] = [
+        (
+            "FREE: owner@40, hMemory@44 (shared with ALLOC_SIZE), flags@48",
+            |v| {
+                v.set_free_args(&Nvos32Free {
+                    owner: d(1),
+                    h_memory: d(2),
+                    flags: d(3),
+                })
+            },
+            Image::new(184).u32(40, d(1)).u32(44, d(2)).u32(48, d(3)),
+        ),
+        (
+            "INFO: attr@40, offset@48, size@56, base@64",
+            |v| {
+                v.set_info(&Nvos32Info {
+                    attr: d(1),
+                    offset: q(2),
+                    size: q(3),
+                    base: q(4),
+                })
+            },
+            Image::new(184)
+                .u32(40, d(1))
+                .u64(48, q(2))
+                .u64(56, q(3))
+                .u64(64, q(4)),
+        ),
+        (
+            "ALLOC_SIZE_RANGE: flags@52, attr@56, size@80, limit@104, attr2@136",
+            |v| {
+                v.set_alloc_size_range(&Nvos32AllocSizeRange {
+                    h_memory: d(1),
+                    flags: d(2),
+                    attr: d(3),
+                    size: q(4),
+                    limit: q(5),
+                    attr2: d(6),
+                    ..Default::default()
+                })
+            },
+            Image::new(184)
+                .u32(44, d(1))
+                .u32(52, d(2))
+                .u32(56, d(3))
+                .u64(80, q(4))
+                .u64(104, q(5))
+                .u32(136, d(6)),
+        ),
+        (
+            "ALLOC_TILED_PITCH_HEIGHT: flags@52, attr@64, size@88, limit@112, attr2@144",
+            |v| {
+                v.set_alloc_tiled_pitch_height(&Nvos32AllocTiledPitchHeight {
+                    h_memory: d(1),
+                    flags: d(2),
+                    attr: d(3),
+                    size: q(4),
+                    limit: q(5),
+                    attr2: d(6),
+                    ..Default::default()
+                })
+            },
+            Image::new(184)
+                .u32(44, d(1))
+                .u32(52, d(2))
+                .u32(64, d(3))
+                .u64(88, q(4))
+                .u64(112, q(5))
+                .u32(144, d(6)),
+        ),
+    ];
+    for (what, set, img) in &cases {
+        let mut v = Nvos32::default();
+        set(&mut v);
+        assert_eq!(v.to_bytes().as_slice(), img.0.as_slice(), "{what}");
+    }
+    // FREE's hMemory is ALLOC_SIZE's.
     let mut v = Nvos32::default();
-    v.set_free_args(&Nvos32Free {
-        owner: d(1),
-        h_memory: d(2),
-        flags: d(3),
-    });
-    let img = Image::new(184).u32(40, d(1)).u32(44, d(2)).u32(48, d(3));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
+    (cases[0].1)(&mut v);
     assert_eq!(v.alloc_size().h_memory, d(2));
-
-    // INFO: attr@40, offset@48, size@56, base@64.
-    let mut v = Nvos32::default();
-    v.set_info(&Nvos32Info {
-        attr: d(1),
-        offset: q(2),
-        size: q(3),
-        base: q(4),
-    });
-    let img = Image::new(184)
-        .u32(40, d(1))
-        .u64(48, q(2))
-        .u64(56, q(3))
-        .u64(64, q(4));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
-
-    // ALLOC_SIZE_RANGE: flags@52, attr@56, size@80, limit@104, attr2@136.
-    let mut v = Nvos32::default();
-    v.set_alloc_size_range(&Nvos32AllocSizeRange {
-        h_memory: d(1),
-        flags: d(2),
-        attr: d(3),
-        size: q(4),
-        limit: q(5),
-        attr2: d(6),
-        ..Default::default()
-    });
-    let img = Image::new(184)
-        .u32(44, d(1))
-        .u32(52, d(2))
-        .u32(56, d(3))
-        .u64(80, q(4))
-        .u64(104, q(5))
-        .u32(136, d(6));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
-
-    // ALLOC_TILED_PITCH_HEIGHT: flags@52, attr@64, size@88, limit@112, attr2@144.
-    let mut v = Nvos32::default();
-    v.set_alloc_tiled_pitch_height(&Nvos32AllocTiledPitchHeight {
-        h_memory: d(1),
-        flags: d(2),
-        attr: d(3),
-        size: q(4),
-        limit: q(5),
-        attr2: d(6),
-        ..Default::default()
-    });
-    let img = Image::new(184)
-        .u32(44, d(1))
-        .u32(52, d(2))
-        .u32(64, d(3))
-        .u64(88, q(4))
-        .u64(112, q(5))
-        .u32(144, d(6));
-    assert_eq!(v.to_bytes().as_slice(), img.0.as_slice());
 }
 
 #[test]
@@ -724,27 +722,15 @@ fn small_escape_blocks() {
         RegisterFd { ctl_fd: 7 },
         Image::new(4).i32(0, 7)
     );
-    check!(
-        OsEvent,
-        OsEvent {
-            h_client: d(1),
-            h_device: d(2),
-            fd: d(3),
-            status: d(4),
-        },
-        Image::new(16)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-    );
-    check!(
-        SysParams,
-        SysParams {
-            memblock_size: q(1)
-        },
-        Image::new(8).u64(0, q(1))
-    );
+    layout!(OsEvent [16] {
+        h_client: u32 @ 0,
+        h_device: u32 @ 4,
+        fd: u32 @ 8,
+        status: u32 @ 12,
+    });
+    layout!(SysParams [8] {
+        memblock_size: u64 @ 0,
+    });
     check!(
         WaitOpenComplete,
         WaitOpenComplete {
@@ -802,14 +788,10 @@ fn fb_get_info_v2() {
             .u32(8 + 8 * i, 0x1000 + i as u32);
     }
     check!(FbGetInfoV2Params, v, img);
-    check!(
-        InfoEntry,
-        InfoEntry {
-            index: d(1),
-            data: d(2)
-        },
-        Image::new(8).u32(0, d(1)).u32(4, d(2))
-    );
+    layout!(InfoEntry [8] {
+        index: u32 @ 0,
+        data: u32 @ 4,
+    });
 
     let mut p = FbGetInfoV2Params::new(&[fb_info::RAM_SIZE, fb_info::HEAP_FREE]);
     assert_eq!(p.list_size, 2);
@@ -828,22 +810,14 @@ fn fb_get_info_v2() {
 
 #[test]
 fn fb_get_info_v1_and_surface_info() {
-    check!(
-        FbGetInfoV1Params,
-        FbGetInfoV1Params {
-            list_size: d(1),
-            list_ptr: q(2),
-        },
-        Image::new(16).u32(0, d(1)).u64(8, q(2))
-    );
-    check!(
-        GetSurfaceInfoParams,
-        GetSurfaceInfoParams {
-            list_size: d(1),
-            list_ptr: q(2),
-        },
-        Image::new(16).u32(0, d(1)).u64(8, q(2))
-    );
+    layout!(FbGetInfoV1Params [16] {
+        list_size: u32 @ 0,
+        list_ptr: u64 @ 8,
+    });
+    layout!(GetSurfaceInfoParams [16] {
+        list_size: u32 @ 0,
+        list_ptr: u64 @ 8,
+    });
     assert_eq!(surface_info::PHYS_SIZE, 7);
     assert_eq!(surface_info::PHYS_SIZE_SCALE, 4096);
 }
@@ -867,53 +841,31 @@ fn fb_info_indices() {
 
 #[test]
 fn tsg_control_params() {
-    check!(
-        GpfifoScheduleParams,
-        GpfifoScheduleParams {
-            b_enable: b(1),
-            b_skip_submit: b(2),
-            b_skip_enable: b(3),
-        },
-        Image::new(3).u8(0, b(1)).u8(1, b(2)).u8(2, b(3))
-    );
-    check!(
-        TimesliceParams,
-        TimesliceParams { timeslice_us: q(1) },
-        Image::new(8).u64(0, q(1))
-    );
-    check!(
-        PreemptParams,
-        PreemptParams {
-            b_wait: b(1),
-            b_manual_timeout: b(2),
-            timeout_us: d(3),
-        },
-        Image::new(8).u8(0, b(1)).u8(1, b(2)).u32(4, d(3))
-    );
-    check!(
-        InterleaveLevelParams,
-        InterleaveLevelParams {
-            tsg_interleave_level: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
-    check!(
-        MakeRealtimeParams,
-        MakeRealtimeParams { b_realtime: b(1) },
-        Image::new(1).u8(0, b(1))
-    );
-    check!(
-        StopChannelParams,
-        StopChannelParams { b_immediate: b(1) },
-        Image::new(1).u8(0, b(1))
-    );
-    check!(
-        WorkSubmitTokenParams,
-        WorkSubmitTokenParams {
-            work_submit_token: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
+    layout!(GpfifoScheduleParams [3] {
+        b_enable: u8 @ 0,
+        b_skip_submit: u8 @ 1,
+        b_skip_enable: u8 @ 2,
+    });
+    layout!(TimesliceParams [8] {
+        timeslice_us: u64 @ 0,
+    });
+    layout!(PreemptParams [8] {
+        b_wait: u8 @ 0,
+        b_manual_timeout: u8 @ 1,
+        timeout_us: u32 @ 4,
+    });
+    layout!(InterleaveLevelParams [4] {
+        tsg_interleave_level: u32 @ 0,
+    });
+    layout!(MakeRealtimeParams [1] {
+        b_realtime: u8 @ 0,
+    });
+    layout!(StopChannelParams [1] {
+        b_immediate: u8 @ 0,
+    });
+    layout!(WorkSubmitTokenParams [4] {
+        work_submit_token: u32 @ 0,
+    });
     assert_eq!(DEFAULT_TIMESLICE_US, 1024);
 }
 
@@ -950,53 +902,27 @@ fn fifo_disable_channels() {
 
 #[test]
 fn device_and_subdevice_alloc_params() {
-    check!(
-        DeviceAllocParams,
-        DeviceAllocParams {
-            device_id: d(1),
-            h_client_share: d(2),
-            h_target_client: d(3),
-            h_target_device: d(4),
-            flags: d(5),
-            va_space_size: q(6),
-            va_start_internal: q(7),
-            va_limit_internal: q(8),
-            va_mode: d(9),
-        },
-        Image::new(56)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u32(16, d(5))
-            .u64(24, q(6))
-            .u64(32, q(7))
-            .u64(40, q(8))
-            .u32(48, d(9))
-    );
-    check!(
-        SubdeviceAllocParams,
-        SubdeviceAllocParams {
-            sub_device_id: d(1)
-        },
-        Image::new(4).u32(0, d(1))
-    );
-    check!(
-        EventAllocParams,
-        EventAllocParams {
-            h_parent_client: d(1),
-            h_src_resource: d(2),
-            h_class: d(3),
-            notify_index: d(4),
-            data: q(5),
-        },
-        Image::new(24)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u64(16, q(5))
-    );
+    layout!(DeviceAllocParams [56] {
+        device_id: u32 @ 0,
+        h_client_share: u32 @ 4,
+        h_target_client: u32 @ 8,
+        h_target_device: u32 @ 12,
+        flags: u32 @ 16,
+        va_space_size: u64 @ 24,
+        va_start_internal: u64 @ 32,
+        va_limit_internal: u64 @ 40,
+        va_mode: u32 @ 48,
+    });
+    layout!(SubdeviceAllocParams [4] {
+        sub_device_id: u32 @ 0,
+    });
+    layout!(EventAllocParams [24] {
+        h_parent_client: u32 @ 0,
+        h_src_resource: u32 @ 4,
+        h_class: u32 @ 8,
+        notify_index: u32 @ 12,
+        data: u64 @ 16,
+    });
 }
 
 fn memdesc(k: u8) -> (MemoryDescParams, [u8; 24]) {
@@ -1105,61 +1031,32 @@ fn channel_alloc_params() {
 
 #[test]
 fn tsg_ctxshare_vaspace_usermode_alloc_params() {
-    check!(
-        ChannelGroupAllocParams,
-        ChannelGroupAllocParams {
-            h_object_error: d(1),
-            h_object_ecc_error: d(2),
-            h_va_space: d(3),
-            engine_type: d(4),
-            b_is_calling_context_vgpu_plugin: b(5),
-        },
-        Image::new(20)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u32(8, d(3))
-            .u32(12, d(4))
-            .u8(16, b(5))
-    );
-    check!(
-        CtxShareAllocParams,
-        CtxShareAllocParams {
-            h_va_space: d(1),
-            flags: d(2),
-            subctx_id: d(3),
-        },
-        Image::new(12).u32(0, d(1)).u32(4, d(2)).u32(8, d(3))
-    );
-    check!(
-        VaSpaceAllocParams,
-        VaSpaceAllocParams {
-            index: d(1),
-            flags: d(2),
-            va_size: q(3),
-            va_start_internal: q(4),
-            va_limit_internal: q(5),
-            big_page_size: d(6),
-            va_base: q(7),
-            pasid: d(8),
-        },
-        Image::new(56)
-            .u32(0, d(1))
-            .u32(4, d(2))
-            .u64(8, q(3))
-            .u64(16, q(4))
-            .u64(24, q(5))
-            .u32(32, d(6))
-            .u64(40, q(7))
-            .u32(48, d(8))
-    );
-    check!(
-        UsermodeAllocParams,
-        UsermodeAllocParams {
-            b_bar1_mapping: b(1),
-            b_priv: b(2),
-        },
-        Image::new(2).u8(0, b(1)).u8(1, b(2))
-    );
+    layout!(ChannelGroupAllocParams [20] {
+        h_object_error: u32 @ 0,
+        h_object_ecc_error: u32 @ 4,
+        h_va_space: u32 @ 8,
+        engine_type: u32 @ 12,
+        b_is_calling_context_vgpu_plugin: u8 @ 16,
+    });
+    layout!(CtxShareAllocParams [12] {
+        h_va_space: u32 @ 0,
+        flags: u32 @ 4,
+        subctx_id: u32 @ 8,
+    });
+    layout!(VaSpaceAllocParams [56] {
+        index: u32 @ 0,
+        flags: u32 @ 4,
+        va_size: u64 @ 8,
+        va_start_internal: u64 @ 16,
+        va_limit_internal: u64 @ 24,
+        big_page_size: u32 @ 32,
+        va_base: u64 @ 40,
+        pasid: u32 @ 48,
+    });
+    layout!(UsermodeAllocParams [2] {
+        b_bar1_mapping: u8 @ 0,
+        b_priv: u8 @ 1,
+    });
 }
 
 #[test]
@@ -1261,22 +1158,32 @@ fn status_codes() {
 #[test]
 fn classes() {
     use class::*;
-    assert_eq!(NV01_ROOT, 0x0);
-    assert_eq!(NV01_ROOT_NON_PRIV, 0x1);
-    assert_eq!(NV01_ROOT_CLIENT, 0x41);
-    assert_eq!(NV01_DEVICE_0, 0x80);
-    assert_eq!(NV20_SUBDEVICE_0, 0x2080);
-    assert_eq!(NV01_MEMORY_LOCAL_USER, 0x40);
-    assert_eq!(NV01_MEMORY_SYSTEM, 0x3e);
-    assert_eq!(NV01_MEMORY_LOCAL_PHYSICAL, 0xc2);
-    assert_eq!(NV50_MEMORY_VIRTUAL, 0x50a0);
-    assert_eq!(NV01_MEMORY_VIRTUAL, 0x70);
-    assert_eq!(FERMI_VASPACE_A, 0x90f1);
-    assert_eq!(NV_MEMORY_FABRIC, 0xf8);
-    assert_eq!(KEPLER_CHANNEL_GROUP_A, 0xa06c);
-    assert_eq!(FERMI_CONTEXT_SHARE_A, 0x9067);
-    assert_eq!(TURING_USERMODE_A, 0xc461);
-    assert_eq!(HOPPER_USERMODE_A, 0xc661);
+    // Each number as NVIDIA's headers define it.
+    let table = [
+        (NV01_ROOT, 0x0, "NV01_ROOT"),
+        (NV01_ROOT_NON_PRIV, 0x1, "NV01_ROOT_NON_PRIV"),
+        (NV01_ROOT_CLIENT, 0x41, "NV01_ROOT_CLIENT"),
+        (NV01_DEVICE_0, 0x80, "NV01_DEVICE_0"),
+        (NV20_SUBDEVICE_0, 0x2080, "NV20_SUBDEVICE_0"),
+        (NV01_MEMORY_LOCAL_USER, 0x40, "NV01_MEMORY_LOCAL_USER"),
+        (NV01_MEMORY_SYSTEM, 0x3e, "NV01_MEMORY_SYSTEM"),
+        (
+            NV01_MEMORY_LOCAL_PHYSICAL,
+            0xc2,
+            "NV01_MEMORY_LOCAL_PHYSICAL",
+        ),
+        (NV50_MEMORY_VIRTUAL, 0x50a0, "NV50_MEMORY_VIRTUAL"),
+        (NV01_MEMORY_VIRTUAL, 0x70, "NV01_MEMORY_VIRTUAL"),
+        (FERMI_VASPACE_A, 0x90f1, "FERMI_VASPACE_A"),
+        (NV_MEMORY_FABRIC, 0xf8, "NV_MEMORY_FABRIC"),
+        (KEPLER_CHANNEL_GROUP_A, 0xa06c, "KEPLER_CHANNEL_GROUP_A"),
+        (FERMI_CONTEXT_SHARE_A, 0x9067, "FERMI_CONTEXT_SHARE_A"),
+        (TURING_USERMODE_A, 0xc461, "TURING_USERMODE_A"),
+        (HOPPER_USERMODE_A, 0xc661, "HOPPER_USERMODE_A"),
+    ];
+    for (number, want, what) in table {
+        assert_eq!(number, want, "{what}");
+    }
     assert_eq!(USERMODE_DOORBELL_OFFSET, 0x90);
     for c in [0xa06f, 0xc36f, 0xc46f, 0xc56f, 0xc86f, 0xc96f, 0xca6f] {
         assert!(is_channel_class(c), "{c:#x}");
@@ -1292,24 +1199,102 @@ fn classes() {
 #[test]
 fn control_commands() {
     use ctrl::*;
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_INFO, 0x2080_1301);
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_INFO_V2, 0x2080_1303);
-    assert_eq!(NV0041_CTRL_CMD_GET_SURFACE_INFO, 0x0041_0110);
-    assert_eq!(NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, 0xa06c_0101);
-    assert_eq!(NVA06C_CTRL_CMD_SET_TIMESLICE, 0xa06c_0103);
-    assert_eq!(NVA06C_CTRL_CMD_GET_TIMESLICE, 0xa06c_0104);
-    assert_eq!(NVA06C_CTRL_CMD_PREEMPT, 0xa06c_0105);
-    assert_eq!(NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, 0xa06c_0107);
-    assert_eq!(NVA06C_CTRL_CMD_MAKE_REALTIME, 0xa06c_0110);
-    assert_eq!(NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, 0xa06f_0103);
-    assert_eq!(NVA06F_CTRL_CMD_STOP_CHANNEL, 0xa06f_0112);
-    assert_eq!(NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, 0x2080_110b);
-    assert_eq!(NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, 0x2080_1320);
-    assert_eq!(NV2080_CTRL_CMD_GPU_GET_PID_INFO, 0x2080_018e);
-    assert_eq!(NV2080_CTRL_CMD_GPU_GET_PIDS, 0x2080_018d);
-    assert_eq!(NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG, 0x2080_0194);
-    assert_eq!(NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, 0xc36f_0108);
-    assert_eq!(NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, 0x205);
+    // Each number as NVIDIA's headers define it.
+    let table = [
+        (
+            NV2080_CTRL_CMD_FB_GET_INFO,
+            0x2080_1301,
+            "NV2080_CTRL_CMD_FB_GET_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_FB_GET_INFO_V2,
+            0x2080_1303,
+            "NV2080_CTRL_CMD_FB_GET_INFO_V2",
+        ),
+        (
+            NV0041_CTRL_CMD_GET_SURFACE_INFO,
+            0x0041_0110,
+            "NV0041_CTRL_CMD_GET_SURFACE_INFO",
+        ),
+        (
+            NVA06C_CTRL_CMD_GPFIFO_SCHEDULE,
+            0xa06c_0101,
+            "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE",
+        ),
+        (
+            NVA06C_CTRL_CMD_SET_TIMESLICE,
+            0xa06c_0103,
+            "NVA06C_CTRL_CMD_SET_TIMESLICE",
+        ),
+        (
+            NVA06C_CTRL_CMD_GET_TIMESLICE,
+            0xa06c_0104,
+            "NVA06C_CTRL_CMD_GET_TIMESLICE",
+        ),
+        (
+            NVA06C_CTRL_CMD_PREEMPT,
+            0xa06c_0105,
+            "NVA06C_CTRL_CMD_PREEMPT",
+        ),
+        (
+            NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
+            0xa06c_0107,
+            "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL",
+        ),
+        (
+            NVA06C_CTRL_CMD_MAKE_REALTIME,
+            0xa06c_0110,
+            "NVA06C_CTRL_CMD_MAKE_REALTIME",
+        ),
+        (
+            NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
+            0xa06f_0103,
+            "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE",
+        ),
+        (
+            NVA06F_CTRL_CMD_STOP_CHANNEL,
+            0xa06f_0112,
+            "NVA06F_CTRL_CMD_STOP_CHANNEL",
+        ),
+        (
+            NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
+            0x2080_110b,
+            "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
+        ),
+        (
+            NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO,
+            0x2080_1320,
+            "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+            0x2080_018e,
+            "NV2080_CTRL_CMD_GPU_GET_PID_INFO",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_GET_PIDS,
+            0x2080_018d,
+            "NV2080_CTRL_CMD_GPU_GET_PIDS",
+        ),
+        (
+            NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG,
+            0x2080_0194,
+            "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG",
+        ),
+        (
+            NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+            0xc36f_0108,
+            "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN",
+        ),
+        (
+            NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+            0x205,
+            "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2",
+        ),
+    ];
+    for (number, want, what) in table {
+        assert_eq!(number, want, "{what}");
+    }
     assert_eq!(
         class_of(NVA06C_CTRL_CMD_PREEMPT),
         class::KEPLER_CHANNEL_GROUP_A

@@ -609,7 +609,7 @@ include!(concat!(
 
 /// The VM suites' sources: suite name -> the test names its `TESTS` list
 /// gives, from `selftests/vmtest/src/main.rs`'s `SUITES` and `ON_REQUEST`
-/// (`("memory", memory::TESTS)`) and each module's `name: "..."` entries.
+/// (`("memory", memory::TESTS)`) and each module's `tests![...]` list.
 fn vm_tests() -> BTreeMap<String, BTreeSet<String>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../selftests/vmtest/src");
     let read = |f: &str| {
@@ -636,27 +636,39 @@ fn vm_tests() -> BTreeMap<String, BTreeSet<String>> {
         } else {
             read(&format!("{module}/mod.rs"))
         };
-        // The module's `pub const TESTS: &[Test] = ...;`: either `Test`
-        // literals (`name: "..."`) or the `tests![ident, ...]` shorthand.
+        // The module's `pub const TESTS: &[Test] = tests![...];`: entries
+        // `name` or `name = run`, one a line, `//` comments between them.
         let list = src
-            .split_once("pub const TESTS: &[Test] = ")
+            .split_once("pub const TESTS: &[Test] = tests![")
             .and_then(|(_, t)| t.split_once("];"))
             .map(|(t, _)| t)
-            .unwrap_or_else(|| panic!("{module}.rs: no TESTS list"));
-        let names: BTreeSet<String> = if let Some(idents) = list.strip_prefix("tests![") {
-            idents
-                .split(',')
-                .map(str::trim)
-                .filter(|n| !n.is_empty())
-                .map(str::to_string)
-                .collect()
-        } else {
-            list.split("name: \"")
-                .skip(1)
-                .filter_map(|t| t.split_once('"'))
-                .map(|(n, _)| n.to_string())
-                .collect()
-        };
+            .unwrap_or_else(|| panic!("{module}.rs: no `tests![...]` TESTS list"));
+        let code: String = list
+            .lines()
+            .map(|l| l.split_once("//").map_or(l, |(code, _)| code))
+            .collect::<Vec<_>>()
+            .join(" ");
+        // Split at the commas outside parentheses (a closure's call may
+        // have its own); an entry's name is what comes before its `=`.
+        let (mut entries, mut depth, mut start) = (Vec::new(), 0i32, 0);
+        for (i, c) in code.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    entries.push(&code[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        entries.push(&code[start..]);
+        let names: BTreeSet<String> = entries
+            .into_iter()
+            .map(|e| e.split_once('=').map_or(e, |(name, _)| name).trim())
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect();
         assert!(!names.is_empty(), "{module}.rs: an empty TESTS list");
         assert!(
             suites.insert(suite.to_string(), names).is_none(),
@@ -680,7 +692,16 @@ fn vm_tests_reads_the_suites() {
     assert!(t["compute"].contains("scheduling_calls_filtered"));
     assert!(t["rewritten"].contains("setup"));
     assert!(t["double"].contains("card_info"));
+    // `name = run` entries are read by their name, not their function.
+    assert!(t["memory"].contains("setup_two_containers") && !t["memory"].contains("setup"));
     assert!(t.contains_key("bench"));
+    // An entry rustfmt broke over two lines is still one name.
+    assert!(t["fuzz"].contains("closes_failing_one_allocation_leave_nothing"));
+    assert!(
+        t["fuzz"].iter().all(|n| !n.contains(':')),
+        "{:?}",
+        t["fuzz"]
+    );
     assert!(t["vgpuctl"].len() > 1 && t["kclient"].len() == 1);
     assert!(!t["memory"].contains("no_such_test"));
 }

@@ -16,6 +16,17 @@ const NOT_ROOT: i32 = 4;
 const NOT_FOUND: i32 = 5;
 const NO_FIT: i32 = 6;
 
+/// Runs `args`, which must fail (exit 1) with each of `wants` in its
+/// stderr; returns the run for what else a test checks.
+fn fails(f: &Fake, args: &[&str], wants: &[&str]) -> common::Run {
+    let r = f.run(args);
+    assert_eq!(r.code, FAILURE, "{args:?}: {}", r.err);
+    for want in wants {
+        assert!(r.err.contains(want), "{args:?}: no {want:?} in: {}", r.err);
+    }
+    r
+}
+
 #[test]
 fn create_show_list_remove() {
     let f = Fake::new(1, Some(24), false);
@@ -166,8 +177,7 @@ fn managed_memory() {
         st.out
     );
     // Managed memory is charged memory: the vGPU cannot be removed.
-    let r = f.run(&["remove", "1"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
+    fails(&f, &["remove", "1"], &[]);
 
     // A module from before the UVM proxy has no memory_managed: shown as
     // `-`, left out of JSON, not an error.
@@ -355,12 +365,10 @@ fn compute_shares_when_the_module_has_them() {
     assert_eq!(j[1]["compute_policy"], "fixed");
 
     // Moving a vGPU with tracked TSGs: EBUSY from the module.
-    let r = f.run(&["set", "0", "--gpu", "1", "--force"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("or memory or TSGs are charged to it"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["set", "0", "--gpu", "1", "--force"],
+        &["or memory or TSGs are charged to it"],
     );
     f.put(0, "compute_tsgs", "0");
     // With --gpu, the policy and period go to the GPU it moves to.
@@ -424,12 +432,10 @@ fn gpu_settings_are_left_alone_when_unchanged() {
         "0",
         "--force",
     ]);
-    let r = f.run(&["set", "0", "--compute-policy", "work-conserving"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("writing \"work-conserving\" to") && r.err.contains("gpu0/compute_policy"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["set", "0", "--compute-policy", "work-conserving"],
+        &["writing \"work-conserving\" to", "gpu0/compute_policy"],
     );
 }
 
@@ -439,22 +445,20 @@ fn rollback_puts_gpu_settings_back() {
     // The second GPU refuses its period: both vGPUs go, and both GPUs get
     // back the settings they had.
     f.fail("gpu1/compute_period_us", "EBUSY");
-    let r = f.run(&[
-        "create",
-        "--gpus",
-        "2",
-        "--compute",
-        "60%",
-        "--compute-policy",
-        "work-conserving",
-        "--period-us",
-        "10000",
-    ]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("gpu1/compute_period_us: in use"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &[
+            "create",
+            "--gpus",
+            "2",
+            "--compute",
+            "60%",
+            "--compute-policy",
+            "work-conserving",
+            "--period-us",
+            "10000",
+        ],
+        &["gpu1/compute_period_us: in use"],
     );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
     for k in [0, 1] {
@@ -465,32 +469,38 @@ fn rollback_puts_gpu_settings_back() {
     // The cgroup, written after the GPU settings, fails.
     let f = Fake::new(1, Some(24), true);
     f.fail("cgroup", "ENOMEM");
-    let r = f.run(&[
-        "create",
-        "--cgroup",
-        "/a",
-        "--compute-policy",
-        "work-conserving",
-    ]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
+    fails(
+        &f,
+        &[
+            "create",
+            "--cgroup",
+            "/a",
+            "--compute-policy",
+            "work-conserving",
+        ],
+        &[],
+    );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
     assert_eq!(f.gpu_attr(0, "compute_policy"), "fixed");
 
     // set: the vGPU's settings and the GPU's go back.
     f.ok(&["create", "--memory", "1GiB", "--compute", "10%"]);
-    let r = f.run(&[
-        "set",
-        "0",
-        "--memory",
-        "2GiB",
-        "--compute",
-        "20%",
-        "--period-us",
-        "3000",
-        "--cgroup",
-        "/b",
-    ]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
+    fails(
+        &f,
+        &[
+            "set",
+            "0",
+            "--memory",
+            "2GiB",
+            "--compute",
+            "20%",
+            "--period-us",
+            "3000",
+            "--cgroup",
+            "/b",
+        ],
+        &[],
+    );
     assert_eq!(f.attr(0, "memory_limit"), GIB.to_string());
     assert_eq!(f.attr(0, "compute_share"), "10");
     assert_eq!(f.gpu_attr(0, "compute_period_us"), "50000");
@@ -498,9 +508,11 @@ fn rollback_puts_gpu_settings_back() {
     // What cannot be put back is reported (here a policy the module would
     // not take back).
     std::fs::write(f.gpu_dir(0).join("compute_policy"), "future\n").unwrap();
-    let r = f.run(&["set", "0", "--compute-policy", "fixed", "--cgroup", "/b"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(r.err.contains("rolling back failed too:"), "{}", r.err);
+    let r = fails(
+        &f,
+        &["set", "0", "--compute-policy", "fixed", "--cgroup", "/b"],
+        &["rolling back failed too:"],
+    );
     assert!(
         r.err.contains("writing \"future\" to")
             && r.err.contains("gpu0/compute_policy: invalid value"),
@@ -548,9 +560,7 @@ fn gpu_directories_are_not_vgpus() {
     assert_eq!(st["gpus"][0]["compute_promised"], 40);
     assert_eq!(st["gpus"][0]["compute_policy"], "fixed");
     // The module refuses a GPU it did not find.
-    let r = f.run(&["set", "0", "--gpu", "2", "--force"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(r.err.contains("no such GPU"), "{}", r.err);
+    fails(&f, &["set", "0", "--gpu", "2", "--force"], &["no such GPU"]);
 }
 
 #[test]
@@ -697,15 +707,20 @@ fn pinned_gpu_checks_and_force() {
 fn rollback_when_a_later_write_fails() {
     let f = Fake::new(2, Some(24), false);
     f.fail("cgroup", "EBUSY");
-    let r = f.run(&["create", "--cgroup", "/a", "--memory", "6GiB"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(r.err.contains("cgroup: in use"), "{}", r.err);
+    fails(
+        &f,
+        &["create", "--cgroup", "/a", "--memory", "6GiB"],
+        &["cgroup: in use"],
+    );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
     // Multi-GPU: all created so far go.
-    let r = f.run(&[
-        "create", "--cgroup", "/a", "--memory", "6GiB", "--gpus", "2",
-    ]);
-    assert_eq!(r.code, FAILURE);
+    fails(
+        &f,
+        &[
+            "create", "--cgroup", "/a", "--memory", "6GiB", "--gpus", "2",
+        ],
+        &[],
+    );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
 }
 
@@ -714,12 +729,10 @@ fn rollback_of_the_second_vgpu() {
     let f = Fake::new(3, Some(24), false);
     f.ok(&["create", "--memory", "1GiB", "--id", "0"]);
     f.fail("vgpu2/memory_limit", "ENOMEM");
-    let r = f.run(&["create", "--memory", "3GiB", "--gpus", "3", "--id", "1,2,3"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(
-        r.err.contains("vgpu2/memory_limit: out of memory"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["create", "--memory", "3GiB", "--gpus", "3", "--id", "1,2,3"],
+        &["vgpu2/memory_limit: out of memory"],
     );
     assert_eq!(f.vgpus(), vec![0]);
 }
@@ -727,31 +740,25 @@ fn rollback_of_the_second_vgpu() {
 #[test]
 fn rollback_when_compute_is_unsupported() {
     let f = Fake::new(1, Some(24), false);
-    let r = f.run(&[
-        "create",
-        "--cgroup",
-        "/a",
-        "--compute",
-        "30%",
-        "--memory",
-        "1GiB",
-    ]);
-    assert_eq!(r.code, FAILURE);
-    assert!(
-        r.err
-            .contains("not supported by this vgpu module: vGPU setting \"compute_share\""),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &[
+            "create",
+            "--cgroup",
+            "/a",
+            "--compute",
+            "30%",
+            "--memory",
+            "1GiB",
+        ],
+        &["not supported by this vgpu module: vGPU setting \"compute_share\""],
     );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
     // The GPU settings: no gpuK/ in this module.
-    let r = f.run(&["create", "--cgroup", "/a", "--compute-policy", "fixed"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(
-        r.err
-            .contains("not supported by this vgpu module: GPU setting \"compute_policy\""),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["create", "--cgroup", "/a", "--compute-policy", "fixed"],
+        &["not supported by this vgpu module: GPU setting \"compute_policy\""],
     );
     assert_eq!(f.vgpus(), Vec::<u32>::new());
 }
@@ -776,8 +783,7 @@ fn set_puts_back_what_it_changed() {
     let f = Fake::new(1, Some(24), false);
     f.ok(&["create", "--cgroup", "/a", "--memory", "1GiB"]);
     f.fail("cgroup", "ENOMEM");
-    let r = f.run(&["set", "0", "--memory", "2GiB", "--cgroup", "/b"]);
-    assert_eq!(r.code, FAILURE);
+    fails(&f, &["set", "0", "--memory", "2GiB", "--cgroup", "/b"], &[]);
     assert_eq!(f.attr(0, "memory_limit"), GIB.to_string());
     assert_eq!(f.attr(0, "cgroup"), "/a");
 }
@@ -786,9 +792,7 @@ fn set_puts_back_what_it_changed() {
 fn kernel_errors_in_words() {
     let f = Fake::new(2, Some(24), false);
     f.ok(&["create", "--cgroup", "/a", "--memory", "1GiB", "--gpu", "0"]);
-    let r = f.run(&["set", "0", "--gpu", "7"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(r.err.contains("writing \"7\" to"), "{}", r.err);
+    let r = fails(&f, &["set", "0", "--gpu", "7"], &["writing \"7\" to"]);
     assert!(
         r.err
             .ends_with("vgpu0/gpu: no such GPU (the module found no /dev/nvidiaK for it)\n"),
@@ -796,17 +800,12 @@ fn kernel_errors_in_words() {
         r.err
     );
     f.set_users(0, 1);
-    let r = f.run(&["set", "0", "--gpu", "1"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(
-        r.err
-            .contains("in use (its device node is open, or memory or TSGs are charged to it)"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["set", "0", "--gpu", "1"],
+        &["in use (its device node is open, or memory or TSGs are charged to it)"],
     );
-    let r = f.run(&["remove", "0"]);
-    assert_eq!(r.code, FAILURE);
-    assert!(r.err.contains("in use"), "{}", r.err);
+    fails(&f, &["remove", "0"], &["in use"]);
     f.set_users(0, 0);
     f.ok(&["remove", "0"]);
 }
@@ -911,12 +910,10 @@ fn bad_values() {
     assert_eq!(r.code, USAGE);
     assert!(r.err.contains("nothing to set"), "{}", r.err);
     // A setting this module does not have yet.
-    let r = f.run(&["set", "1", "--period-us", "1000"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("not supported by this vgpu module"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["set", "1", "--period-us", "1000"],
+        &["not supported by this vgpu module"],
     );
     // The module's own refusal of a value (EINVAL, ERANGE) is a usage error.
     let c = Fake::new(1, None, true);
@@ -1014,14 +1011,15 @@ fn priority_on_create_and_set() {
 
     // A later step fails: the old level is put back.
     f.fail("vgpu0/cgroup", "ENOMEM");
-    let r = f.run(&["set", "0", "--priority", "2", "--cgroup", "/b"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
+    fails(&f, &["set", "0", "--priority", "2", "--cgroup", "/b"], &[]);
     assert_eq!(f.attr(0, "compute_priority"), "0");
     // create rolls back on a refused level.
     f.fail("compute_priority", "EIO");
-    let r = f.run(&["create", "--priority", "2", "--gpu", "1", "--force"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(r.err.contains("compute_priority"), "{}", r.err);
+    fails(
+        &f,
+        &["create", "--priority", "2", "--gpu", "1", "--force"],
+        &["compute_priority"],
+    );
     assert_eq!(f.vgpus(), vec![0, 1, 2, 4]);
 }
 
@@ -1106,12 +1104,10 @@ fn freeze_and_thaw() {
 
     // The module's refusal, in words.
     f.fail("compute_frozen", "EIO");
-    let r = f.run(&["freeze", "0"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("writing \"1\" to") && r.err.contains("vgpu0/compute_frozen"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["freeze", "0"],
+        &["writing \"1\" to", "vgpu0/compute_frozen"],
     );
 }
 
@@ -1173,34 +1169,22 @@ fn freeze_errors() {
     assert_eq!(j["compute_granted_us"], 0);
     let f = Fake::new(1, Some(24), false);
     f.ok(&["create", "--id", "0"]);
-    let r = f.run(&["freeze", "0"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err.contains("not supported by this vgpu module"),
-        "{}",
-        r.err
-    );
+    fails(&f, &["freeze", "0"], &["not supported by this vgpu module"]);
     // create rolls back a level the module cannot take.
-    let r = f.run(&["create", "--priority", "2", "--gpu", "0", "--force"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err
-            .contains("not supported by this vgpu module: vGPU setting \"compute_priority\""),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["create", "--priority", "2", "--gpu", "0", "--force"],
+        &["not supported by this vgpu module: vGPU setting \"compute_priority\""],
     );
     assert_eq!(f.vgpus(), vec![0]);
     // A file holding something else than 0 or 1 is reported, not guessed.
     let f = Fake::new(1, Some(24), true);
     f.ok(&["create", "--id", "0"]);
     f.put(0, "compute_frozen", "2");
-    let r = f.run(&["show", "0"]);
-    assert_eq!(r.code, FAILURE, "{}", r.err);
-    assert!(
-        r.err
-            .contains("vgpu0/compute_frozen holds \"2\", not 0 or 1"),
-        "{}",
-        r.err
+    fails(
+        &f,
+        &["show", "0"],
+        &["vgpu0/compute_frozen holds \"2\", not 0 or 1"],
     );
 }
 

@@ -32,64 +32,27 @@ pub use ops::exec_child;
 use crate::ensure;
 use crate::sys::{delete_module, make_uvm_nodes, module_loaded, sh, write_file};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use ops::Tenant;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// Tests of this suite.
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "failed_allocs_stay_accounted",
-        run: regress::failed_allocs_stay_accounted,
-    },
-    Test {
-        name: "failed_frees_leave_nothing",
-        run: regress::failed_frees_leave_nothing,
-    },
-    Test {
-        name: "failed_dp_regions_leave_the_ledger_exact",
-        run: regress::failed_dp_regions_leave_the_ledger_exact,
-    },
-    Test {
-        name: "failed_closes_leave_nothing",
-        run: regress::failed_closes_leave_nothing,
-    },
-    Test {
-        name: "closes_failing_one_allocation_leave_nothing",
-        run: regress::closes_failing_one_allocation_leave_nothing,
-    },
-    Test {
-        name: "failed_opens_give_back",
-        run: regress::failed_opens_give_back,
-    },
-    Test {
-        name: "calls",
-        run: calls,
-    },
-    Test {
-        name: "kill_storms",
-        run: kill_storms,
-    },
-    Test {
-        name: "fault_injection",
-        run: fault_injection,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
-    Test {
-        name: "load_unload",
-        run: load_unload,
-    },
-    Test {
-        name: "figures",
-        run: figures,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    failed_allocs_stay_accounted = regress::failed_allocs_stay_accounted,
+    failed_frees_leave_nothing = regress::failed_frees_leave_nothing,
+    failed_dp_regions_leave_the_ledger_exact = regress::failed_dp_regions_leave_the_ledger_exact,
+    failed_closes_leave_nothing = regress::failed_closes_leave_nothing,
+    closes_failing_one_allocation_leave_nothing =
+        regress::closes_failing_one_allocation_leave_nothing,
+    failed_opens_give_back = regress::failed_opens_give_back,
+    calls,
+    kill_storms,
+    fault_injection,
+    teardown,
+    load_unload,
+    figures,
 ];
 
 /// The run's budget.

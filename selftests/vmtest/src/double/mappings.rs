@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Mappings, dup and events.
+
+use super::*;
+
+// 7. Mappings, dup, events.
+
+pub(super) fn mappings_share_data() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let sys = s
+        .ctl
+        .alloc_sysmem(s.client, s.device, 0, 64 << 10)
+        .ctx("sysmem")?;
+    let vram = s.vram(MIB).ctx("vram")?;
+    let ctl_path = s.ctl.path().to_path_buf();
+    for (h, node, len, what) in [
+        (sys.handle, ctl_path.clone(), 64 << 10, "sysmem"),
+        (vram.handle, s.gpu_path().into(), MIB, "vram"),
+    ] {
+        let a = s
+            .ctl
+            .map_memory(&node, s.client, s.device, h, 0, len, 0)
+            .ctx(&format!("{what}: map a"))?;
+        let b = s
+            .ctl
+            .map_memory(&node, s.client, s.device, h, 0, len, 0)
+            .ctx(&format!("{what}: map b"))?;
+        ensure!(a.as_ptr() != b.as_ptr(), "{what}: same address twice");
+        for (i, off) in [0usize, 0x1238, len as usize - 8].into_iter().enumerate() {
+            let v = 0x5151_0000_0000_0000 | (i as u64) << 8 | h as u64;
+            ensure!(a.write_u64(off, v), "{what}: write at {off:#x}");
+            ensure!(
+                b.read_u64(off) == Some(v),
+                "{what}: b reads {:?} at {off:#x}, a wrote {v:#x}",
+                b.read_u64(off)
+            );
+        }
+        // A partial mapping at an offset sees the same bytes.
+        let c = s
+            .ctl
+            .map_memory(&node, s.client, s.device, h, 0x1000, 0x1000, 0)
+            .ctx(&format!("{what}: map c"))?;
+        ensure!(
+            c.read_u64(0x238) == a.read_u64(0x1238),
+            "{what}: offset mapping differs"
+        );
+        s.ctl
+            .unmap_memory(s.client, s.device, h, a.linear_address(), 0)
+            .ctx("UNMAP_MEMORY")?;
+    }
+    // Node rules: sysmem through ctl, VRAM through the GPU's node.
+    want_rm(
+        s.ctl
+            .map_memory(s.gpu_path(), s.client, s.device, sys.handle, 0, 4096, 0),
+        NV_ERR_INVALID_ARGUMENT,
+        "sysmem through a GPU node",
+    )?;
+    want_rm(
+        s.ctl
+            .map_memory(&ctl_path, s.client, s.device, vram.handle, 0, 4096, 0),
+        NV_ERR_INVALID_ARGUMENT,
+        "VRAM through the ctl node",
+    )?;
+    want_rm(
+        s.ctl
+            .map_memory(&ctl_path, s.client, s.device, sys.handle, 0, 128 << 10, 0),
+        NV_ERR_INVALID_LIMIT,
+        "mapping past the end",
+    )?;
+    Ok(())
+}
+
+/// RM_MAP_MEMORY naming `fd`; returns the status.
+pub(super) fn map_raw(s: &S, h_memory: Handle, len: u64, fd: i32) -> Result<u32, String> {
+    let mut p = abi::Nvos33WithFd {
+        params: abi::Nvos33 {
+            h_client: s.client,
+            h_device: s.device,
+            h_memory,
+            length: len,
+            ..Default::default()
+        },
+        fd,
+    };
+    s.ctl
+        .ioctl_with(Escape::RmMapMemory.nr(), &mut p)
+        .ctx("RM_MAP_MEMORY ioctl")?;
+    Ok(p.params.status)
+}
+
+/// mmaps `len` bytes of `fd` at offset 0, shared read-write.
+pub(super) fn mmap_fd(fd: i32, len: usize) -> Result<*mut u8, i32> {
+    // SAFETY: a null hint lets the kernel pick the address; nothing in this
+    // process is replaced.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(crate::sys::errno())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+pub(super) fn munmap(p: *mut u8, len: usize) {
+    // SAFETY: `p`/`len` come from a successful `mmap_fd`, unmapped once, and
+    // no reference into the mapping survives.
+    unsafe { libc::munmap(p.cast(), len) };
+}
+
+pub(super) fn map_context_once_per_file() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let sys = s
+        .ctl
+        .alloc_sysmem(s.client, s.device, 0, 8192)
+        .ctx("sysmem")?;
+    let fresh_fd = Node::open(s.ctl.path()).ctx("fresh fd")?;
+    // No context yet: mmap is refused with EINVAL and the file can get one
+    // (`nv-mmap.c:561-566` at 595.45.04).
+    ensure!(
+        mmap_fd(fresh_fd.fd(), 8192) == Err(libc::EINVAL),
+        "mmap without a mapping context"
+    );
+    let st = map_raw(&s, sys.handle, 8192, fresh_fd.fd())?;
+    ensure!(st == NV_OK, "first MAP_MEMORY: {}", abi::NvStatus(st));
+    let st = map_raw(&s, sys.handle, 8192, fresh_fd.fd())?;
+    ensure!(
+        st == NV_ERR_STATE_IN_USE,
+        "second MAP_MEMORY naming the same fd: {}",
+        abi::NvStatus(st)
+    );
+    // The ctl node maps system memory up to the allocation's end
+    // (`nv-mmap.c:697-702`): less is fine, more is ERANGE.
+    ensure!(
+        mmap_fd(fresh_fd.fd(), 3 * 4096) == Err(libc::ERANGE),
+        "mmap past the allocation"
+    );
+    let half = mmap_fd(fresh_fd.fd(), 4096).map_err(|e| format!("mmap 4 KiB: errno {e}"))?;
+    let p = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("mmap: errno {e}"))?;
+    // The context stays on the file until it is closed
+    // (`nv-usermap.c:102-116`): another mmap maps the same memory again,
+    // and the file still cannot take a second context.
+    let q = mmap_fd(fresh_fd.fd(), 8192).map_err(|e| format!("second mmap: errno {e}"))?;
+    // SAFETY: `p`, `q` and `half` are live shared mappings of at least 4 KiB;
+    // volatile accesses to plain memory.
+    let seen = unsafe {
+        core::ptr::write_volatile(p.cast::<u32>(), 0x5eed_cafe);
+        (
+            core::ptr::read_volatile(q.cast::<u32>()),
+            core::ptr::read_volatile(half.cast::<u32>()),
+        )
+    };
+    ensure!(
+        seen == (0x5eed_cafe, 0x5eed_cafe),
+        "mappings of one context see different memory: {seen:x?}"
+    );
+    munmap(q, 8192);
+    munmap(p, 8192);
+    munmap(half, 4096);
+    let st = map_raw(&s, sys.handle, 8192, fresh_fd.fd())?;
+    ensure!(
+        st == NV_ERR_STATE_IN_USE,
+        "MAP_MEMORY on a mapped file: {}",
+        abi::NvStatus(st)
+    );
+    // A GPU node maps exactly the context's range, else ENXIO
+    // (`nv-mmap.c:600-603`).
+    let vram = s.vram(MIB).ctx("vram")?;
+    let gpu_fd = Node::open(s.gpu_path()).ctx("fresh GPU fd")?;
+    let st = map_raw(&s, vram.handle, 8192, gpu_fd.fd())?;
+    ensure!(st == NV_OK, "VRAM MAP_MEMORY: {}", abi::NvStatus(st));
+    ensure!(
+        mmap_fd(gpu_fd.fd(), 4096) == Err(libc::ENXIO),
+        "GPU-node mmap shorter than its context"
+    );
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap: errno {e}"))?;
+    munmap(g, 8192);
+    let g = mmap_fd(gpu_fd.fd(), 8192).map_err(|e| format!("GPU mmap again: errno {e}"))?;
+    munmap(g, 8192);
+    Ok(())
+}
+
+pub(super) fn dup_is_not_double_charged() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let obs = session(0)?;
+    let f0 = obs.heap_free()?;
+    let m = s.vram(4 * MIB).ctx("vram")?;
+    let f1 = obs.heap_free()?;
+    ensure!(f1 == f0 - 4 * MIB, "charge {}", f0 - f1);
+    let d = s
+        .ctl
+        .dup_object(s.client, s.device, 0, s.client, m.handle, 0)
+        .ctx("DUP")?;
+    ensure!(obs.heap_free()? == f1, "dup charged VRAM again");
+    let phys = s.ctl.surface_phys_size(s.client, d).ctx("dup PHYS_SIZE")?;
+    ensure!(phys == 4 * MIB, "dup PHYS_SIZE {phys}");
+    // A dup into another client (same process) shares the same memory.
+    let d2 = obs
+        .ctl
+        .dup_object(obs.client, obs.device, 0, s.client, m.handle, 0)
+        .ctx("DUP into another client")?;
+    ensure!(obs.heap_free()? == f1, "cross-client dup charged VRAM");
+    // A client of another process may not: RM's default share policy
+    // grants DUP only within the process that created the source client
+    // (`rs_client.c:535-547`, `sharing.c:347-353` at 595.45.04).
+    let (sc, sm) = (s.client, m.handle);
+    let code = crate::sys::in_child(move || {
+        let Ok(c) = session(0) else { return 2 };
+        let r = c.ctl.dup_object(c.client, c.device, 0, sc, sm, 0);
+        i32::from(r != Err(Error::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)))
+    })?;
+    ensure!(code == 0, "DUP from another process's client ({code})");
+    ensure!(obs.heap_free()? == f1, "refused dup changed the heap");
+    // Data written through the original is seen through the dup.
+    let a = s
+        .ctl
+        .map_memory(s.gpu_path(), s.client, s.device, m.handle, 0, 4096, 0)
+        .ctx("map original")?;
+    let b = obs
+        .ctl
+        .map_memory(obs.gpu_path(), obs.client, obs.device, d2, 0, 4096, 0)
+        .ctx("map dup")?;
+    a.write_u32(0x10, 0xd0d0_cafe);
+    ensure!(
+        b.read_u32(0x10) == Some(0xd0d0_cafe),
+        "dup sees other memory"
+    );
+    drop((a, b));
+    s.free(m.handle).ctx("free original")?;
+    ensure!(
+        obs.heap_free()? == f1,
+        "freeing the original released memory its dups hold"
+    );
+    s.free(d).ctx("free dup")?;
+    ensure!(
+        obs.heap_free()? == f1,
+        "released while the second dup holds it"
+    );
+    obs.free(d2).ctx("free second dup")?;
+    ensure!(obs.heap_free()? == f0, "not released after the last dup");
+    want_rm(
+        s.ctl
+            .dup_object(s.client, s.device, 0, s.client, m.handle, 0),
+        NV_ERR_OBJECT_NOT_FOUND,
+        "dup of a freed object",
+    )?;
+    Ok(())
+}
+
+pub(super) fn os_event_by_poll() -> Outcome {
+    fresh()?;
+    let w = work(0, 1, 16)?;
+    let ctl = &w.s.ctl;
+    ctl.alloc_os_event(w.s.client, w.s.device)
+        .ctx("ALLOC_OS_EVENT")?;
+    let r = ctl.poll(POLL_EVENT, 0).ctx("poll")?;
+    ensure!(r == 0, "event pending before any work: {r:#x}");
+    w.schedule(0, true)?;
+    for round in 1..=2u64 {
+        w.submit(0, &[MS])?;
+        let r = ctl.poll(POLL_EVENT, 10_000).ctx("poll")?;
+        ensure!(
+            r == POLL_EVENT,
+            "round {round}: poll revents {r:#x}, want POLLIN|POLLPRI"
+        );
+        ensure!(
+            w.chans[0].ring.completed() == round,
+            "round {round}: event before the work completed"
+        );
+        let r = ctl.poll(POLL_EVENT, 200).ctx("poll again")?;
+        ensure!(
+            r == 0,
+            "round {round}: second event {r:#x} without new work"
+        );
+    }
+    // Events go to the file the event names: another ctl file sees none.
+    ctl.free_os_event(w.s.client, w.s.device)
+        .ctx("FREE_OS_EVENT")?;
+    w.submit(0, &[MS])?;
+    w.wait_completed(0, 3, Duration::from_secs(10))?;
+    let r = ctl.poll(POLL_EVENT, 200).ctx("poll after free")?;
+    ensure!(r == 0, "event after FREE_OS_EVENT: {r:#x}");
+    Ok(())
+}
