@@ -716,23 +716,32 @@ fn load_program(facts: &KernelFacts, map: &OwnedFd) -> Result<OwnedFd> {
         .map(|i| i.0)
         .collect();
     let license = c"GPL";
-    let mut log = vec![0u8; 1 << 16];
+    let mut log = vec![0u8; 1 << 20];
     // union bpf_attr for BPF_PROG_LOAD, as u64 words (offsets in bytes):
     // 0 prog_type|insn_cnt, 8 insns, 16 license, 24 log_level|log_size,
     // 32 log_buf, 40 kern_version|prog_flags, 48..64 prog_name,
     // 64 prog_ifindex|expected_attach_type, ... 104 line_info_cnt|
-    // attach_btf_id, 112 attach_btf_obj_fd.
-    let mut a = [0u64; 16];
-    a[0] = u64::from(BPF_PROG_TYPE_LSM) | (insns.len() as u64) << 32;
-    a[1] = insns.as_ptr() as u64;
-    a[2] = license.as_ptr() as u64;
-    a[3] = 1 | (log.len() as u64) << 32;
-    a[4] = log.as_mut_ptr() as u64;
-    a[6] = u64::from_le_bytes(*b"vgpu_gua");
-    a[7] = u64::from_le_bytes(*b"rd\0\0\0\0\0\0");
-    a[8] = u64::from(BPF_LSM_MAC) << 32;
-    a[13] = u64::from(facts.attach_btf_id) << 32;
-    match bpf(BPF_PROG_LOAD, &mut a) {
+    // attach_btf_id, 112 attach_btf_obj_fd (0: vmlinux).
+    let mut attr = |verbose: bool| {
+        let mut a = [0u64; 16];
+        a[0] = u64::from(BPF_PROG_TYPE_LSM) | (insns.len() as u64) << 32;
+        a[1] = insns.as_ptr() as u64;
+        a[2] = license.as_ptr() as u64;
+        if verbose {
+            a[3] = 1 | (log.len() as u64) << 32;
+            a[4] = log.as_mut_ptr() as u64;
+        }
+        a[6] = u64::from_le_bytes(*b"vgpu_gua");
+        a[7] = u64::from_le_bytes(*b"rd\0\0\0\0\0\0");
+        a[8] = u64::from(BPF_LSM_MAC) << 32;
+        a[13] = u64::from(facts.attach_btf_id) << 32;
+        a
+    };
+    // Quietly first: a verifier log that overflows fails the load.
+    if let Ok(fd) = bpf(BPF_PROG_LOAD, &mut attr(false)) {
+        return Ok(fd_of(fd));
+    }
+    match bpf(BPF_PROG_LOAD, &mut attr(true)) {
         Ok(fd) => Ok(fd_of(fd)),
         Err(e) => {
             let end = log.iter().position(|&c| c == 0).unwrap_or(log.len());
