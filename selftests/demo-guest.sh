@@ -43,6 +43,10 @@ for i in 0 1; do
     echo "vgpu$i: gpu $(cat "$(vgpu $i gpu)"), memory_limit $(mib "$(cat "$(vgpu $i memory_limit)")") MiB, compute_share $(cat "$(vgpu $i compute_share)")%, cgroup $(cat "$(vgpu $i cgroup)")"
 done
 echo "gpu0: compute_policy $(cat /sys/class/vgpu/gpu0/compute_policy), compute_period_us $(cat /sys/class/vgpu/gpu0/compute_period_us)"
+# The guard: NVIDIA's driver files a host process passes in (SCM_RIGHTS,
+# pidfd_getfd) stay out of bound containers. It needs BPF LSM, which
+# Debian's kernel has and the demo's fast kernel does not: then it says so.
+echo "$(vgpuctl guard load 2>&1 | head -2 | tr '\n' ' ')"
 
 say "Each container runs a workload that allocates 256 MiB chunks until refused"
 printf 'container A: '; in_container /containerA vgpu-selftest demo-alloc 0 256

@@ -17,6 +17,10 @@ mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t debugfs debugfs /sys/kernel/debug
+# As systemd does: the active LSMs (/sys/kernel/security/lsm) and bpffs,
+# where kernels have them (the guard suite; Debian's kernel does).
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null || true
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
 depmod
 export PATH=/bin HOME=/root
 

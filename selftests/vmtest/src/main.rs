@@ -20,6 +20,7 @@ mod dra;
 mod dra_image;
 mod expect;
 mod fuzz;
+mod guard;
 mod isolation;
 mod kclient;
 mod memory;
@@ -48,6 +49,7 @@ const SUITES: &[Suite] = &[
     ("vgpus", vgpus::TESTS),
     ("proxy", proxy::TESTS),
     ("nodes", nodes::TESTS),
+    ("guard", guard::TESTS),
     ("uvm", uvm::TESTS),
     ("compute", compute::TESTS),
     ("priority", priority::TESTS),

@@ -91,6 +91,28 @@ pub enum Command {
     /// modprobe.d file's `install` line), so that a proprietary driver gets
     /// this message instead of the loader's symbol error.
     CheckDriver,
+    /// The guard: a BPF LSM program that refuses NVIDIA's driver files
+    /// passed into a container bound to a vGPU (SCM_RIGHTS, pidfd_getfd).
+    /// Needs BPF LSM active (`bpf` in /sys/kernel/security/lsm).
+    Guard {
+        /// load: attach it (if not yet) and fill its map from sysfs;
+        /// sync: refill the map; status: report; unload: detach it.
+        #[arg(value_enum, default_value = "status")]
+        action: GuardAction,
+    },
+}
+
+/// What `vgpuctl guard` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GuardAction {
+    /// Attach the program (if not yet) and fill its map from sysfs.
+    Load,
+    /// Refill the map of bound cgroups from sysfs.
+    Sync,
+    /// Report whether it is available and loaded, and what it covers.
+    Status,
+    /// Detach the program and drop its map.
+    Unload,
 }
 
 /// Compute scheduling policies of the module (per physical GPU).

@@ -73,6 +73,12 @@ pub fn run(cli: &Cli, s: &Sysfs) -> Result<Output> {
         Command::Exporter(a) => exporter_cmd(cli, s, a),
         Command::Hook(a) => hook_cmd(cli, s, a),
         Command::CheckDriver => check_driver(cli),
+        Command::Guard { action } => match action {
+            crate::cli::GuardAction::Load => crate::guard::load(s),
+            crate::cli::GuardAction::Sync => crate::guard::sync(s),
+            crate::cli::GuardAction::Status => crate::guard::status(s),
+            crate::cli::GuardAction::Unload => crate::guard::unload(s),
+        },
     }
 }
 

@@ -27,6 +27,9 @@ pub mod exit {
     pub const OVER_BOUND: i32 = 8;
     /// `check-driver`: the loaded NVIDIA driver is one vgpu cannot use.
     pub const DRIVER: i32 = 9;
+    /// `guard`: the kernel cannot run the guard (no BPF LSM), or loading
+    /// or updating it failed.
+    pub const GUARD: i32 = 10;
 }
 
 /// Everything that can go wrong in a `vgpuctl` command.
@@ -71,6 +74,8 @@ pub enum Error {
     OverBound(String),
     /// The loaded NVIDIA driver is one vgpu cannot use; the text says why.
     Driver(String),
+    /// The guard (a BPF LSM program) is unavailable or failed; the text says why.
+    Guard(String),
     /// A step failed and rolling it back failed too.
     RollbackFailed {
         /// The step's error.
@@ -110,6 +115,7 @@ impl Error {
             Error::InUse(_) => exit::IN_USE,
             Error::OverBound(_) => exit::OVER_BOUND,
             Error::Driver(_) => exit::DRIVER,
+            Error::Guard(_) => exit::GUARD,
             Error::Kernel { source, .. } => match source.raw_os_error() {
                 Some(libc::EPERM | libc::EACCES) => exit::NOT_ROOT,
                 Some(libc::ENOENT) => exit::NOT_FOUND,
@@ -159,6 +165,7 @@ impl fmt::Display for Error {
             Error::Unexpected(s) => write!(f, "{s}"),
             Error::NoFit(s) => write!(f, "does not fit: {s}"),
             Error::Driver(s) => write!(f, "{s}"),
+            Error::Guard(s) => write!(f, "guard: {s}"),
             Error::Unsupported(s) => write!(f, "not supported by this vgpu module: {s}"),
             Error::Refused(s) | Error::InUse(s) | Error::OverBound(s) => {
                 write!(f, "refused: {s}")

@@ -9,13 +9,15 @@
 //! the subcommands parsed by [`cli`]; [`cdi`] writes CDI specs, whose
 //! OCI hooks ([`hook`]) bind a vGPU to the container that got it and
 //! ([`procview`]) rewrite the container's `/proc/driver/nvidia`;
-//! [`exporter`] serves Prometheus metrics.
+//! [`exporter`] serves Prometheus metrics; [`guard`] keeps NVIDIA's
+//! driver files out of bound containers (a BPF LSM program).
 
 pub mod cdi;
 pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod exporter;
+pub mod guard;
 pub mod hook;
 pub mod inventory;
 pub mod model;

@@ -217,6 +217,11 @@ impl Sysfs {
         }
         if self.simulate {
             sim::write_attr(self, id, name, value).map_err(|e| Error::kernel(path, value, e))
+        } else if name == "cgroup" {
+            // A bind or unbind: the guard's map follows it.
+            crate::guard::follow(self, value, || {
+                write_file(&path, value).map_err(|e| Error::kernel(path.clone(), value, e))
+            })
         } else {
             write_file(&path, value).map_err(|e| Error::kernel(path, value, e))
         }
@@ -283,7 +288,8 @@ impl Sysfs {
         if self.simulate {
             sim::remove(self, id).map_err(|e| Error::kernel(path, &v, e))
         } else {
-            write_file(&path, &v).map_err(|e| Error::kernel(path, &v, e))
+            write_file(&path, &v).map_err(|e| Error::kernel(path, &v, e))?;
+            crate::guard::after_remove(self)
         }
     }
 }
