@@ -19,42 +19,19 @@ use std::process::Command;
 use crate::ensure;
 use crate::sys::{as_container, errno, in_child, join_cgroup, make_uvm_nodes, read_file, run, sh};
 use crate::tap::{Outcome, Test};
+use crate::tests;
 use nvclient::Ctl;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
-pub const TESTS: &[Test] = &[
-    Test {
-        name: "setup",
-        run: setup,
-    },
-    Test {
-        name: "load_reports_what_the_kernel_allows",
-        run: load_reports_what_the_kernel_allows,
-    },
-    Test {
-        name: "a_passed_driver_fd_is_refused",
-        run: a_passed_driver_fd_is_refused,
-    },
-    Test {
-        name: "an_unbound_receiver_gets_the_drivers_fd",
-        run: an_unbound_receiver_gets_the_drivers_fd,
-    },
-    Test {
-        name: "a_bound_receiver_gets_a_siblings_proxy_fd",
-        run: a_bound_receiver_gets_a_siblings_proxy_fd,
-    },
-    Test {
-        name: "rebinding_through_vgpuctl_moves_the_guard",
-        run: rebinding_through_vgpuctl_moves_the_guard,
-    },
-    Test {
-        name: "without_the_guard_the_fd_gets_in",
-        run: without_the_guard_the_fd_gets_in,
-    },
-    Test {
-        name: "teardown",
-        run: teardown,
-    },
+pub const TESTS: &[Test] = tests![
+    setup,
+    load_reports_what_the_kernel_allows,
+    a_passed_driver_fd_is_refused,
+    an_unbound_receiver_gets_the_drivers_fd,
+    a_bound_receiver_gets_a_siblings_proxy_fd,
+    rebinding_through_vgpuctl_moves_the_guard,
+    without_the_guard_the_fd_gets_in,
+    teardown,
 ];
 
 /// The container bound to vGPU 0, a cgroup below it, one bound to nothing,

@@ -234,7 +234,11 @@ pub fn double_empty(gpus: &[u32]) -> Outcome {
         if errs.is_empty() {
             return Ok(());
         }
-        ensure!(t0.elapsed() < Duration::from_secs(10), "{}", errs.join("\n"));
+        ensure!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{}",
+            errs.join("\n")
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
