@@ -29,6 +29,7 @@ pub const TESTS: &[Test] = tests![
     fb_info_shows_the_ceiling_not_the_gpu,
     scheduling_another_containers_tsg_refused,
     kernel_copies_only_on_the_callers_objects,
+    kernel_copies_answer_as_the_driver_does,
     teardown,
 ];
 
@@ -545,6 +546,127 @@ fn kernel_copies_only_on_the_callers_objects() -> Outcome {
             matches!(r, Err(Error::Rm(_))),
             "GID_INFO with 8 bytes of params: {r:?}"
         );
+        Ok(())
+    });
+    drop(tenant);
+    r
+}
+
+fn kernel_copies_answer_as_the_driver_does() -> Outcome {
+    // Every `Kernel` row of the dispatch table (the release the double
+    // claims by default, 595.45.04: the base table), sent through vgpu on
+    // the caller's own device or subdevice and directly to the driver on
+    // the same GPU: the status and the params bytes must be the same. They
+    // must come back while the caller's vGPU has no window (share 0), as a
+    // forwarded call would not (it waits; a guard opens the window again
+    // after 3 s, so a row that is forwarded fails here rather than hangs).
+    // On another container's objects each must get the forwarded path's
+    // answer (the driver refuses a client that is not the caller's), not
+    // the kernel interface's, which sees every client.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use vgpu_logic::nv::table::{ControlHandler, CONTROLS};
+    let rows: Vec<_> = CONTROLS
+        .iter()
+        .filter(|r| r.handler == ControlHandler::Kernel)
+        .collect();
+    ensure!(rows.len() >= 40, "{} Kernel rows", rows.len());
+    let page = Shared::new()?;
+    let pg = &page;
+    let tenant = Looper::spawn(move || {
+        join_cgroup("/ra").map_err(|e| format!("join /ra: errno {e}"))?;
+        let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
+        pg.set(0, u64::from(s.client));
+        pg.set(1, u64::from(s.device));
+        pg.set(2, u64::from(s.subdevice));
+        pg.set(3, 1);
+        Ok(move || {
+            let _s = &s;
+            sleep(Duration::from_millis(5));
+        })
+    })?;
+    let t0 = Instant::now();
+    while page.get(3) == 0 {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the /ra tenant never opened"
+        );
+        sleep(Duration::from_millis(5));
+    }
+    let (a_client, a_dev, a_sub) = (page.get(0) as u32, page.get(1) as u32, page.get(2) as u32);
+    // The driver's answers, on a direct session of the same GPU.
+    let direct = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
+    let on = |s: &Session, cmd: u32| {
+        if cmd >> 16 == 0x0080 {
+            s.device
+        } else {
+            s.subdevice
+        }
+    };
+    let mut want = Vec::new();
+    for r in &rows {
+        let mut p = vec![0u8; r.params_size as usize];
+        let st = direct
+            .ctl
+            .control(direct.client, on(&direct, r.cmd), r.cmd, &mut p);
+        want.push((st, p));
+    }
+    let rows = &rows;
+    let want = &want;
+    let r = as_container("/rb", move || {
+        let w = Work::open("/dev/vgpuctl", "/dev/vgpu1", false)?;
+        let (c, ctl) = (w.s.client, &w.s.ctl);
+        set(&vgpu_file(1, "compute_share"), "0")?;
+        sleep(Duration::from_millis(120));
+        let (done, fired) = (AtomicBool::new(false), AtomicBool::new(false));
+        let (got, took) = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let t0 = Instant::now();
+                while !done.load(Ordering::Acquire) {
+                    if t0.elapsed() > Duration::from_secs(3) {
+                        fired.store(true, Ordering::Release);
+                        let _ = set(&vgpu_file(1, "compute_share"), "100");
+                        return;
+                    }
+                    sleep(Duration::from_millis(10));
+                }
+            });
+            let t0 = Instant::now();
+            let got: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    let mut p = vec![0u8; r.params_size as usize];
+                    let st = ctl.control(c, on(&w.s, r.cmd), r.cmd, &mut p);
+                    (st, p)
+                })
+                .collect();
+            let took = t0.elapsed();
+            done.store(true, Ordering::Release);
+            (got, took)
+        });
+        set(&vgpu_file(1, "compute_share"), "100")?;
+        for ((r, (gs, gp)), (ws, wp)) in rows.iter().zip(&got).zip(want) {
+            ensure!(
+                format!("{gs:?}") == format!("{ws:?}"),
+                "{}: through vgpu {gs:?}, directly {ws:?}",
+                r.name
+            );
+            ensure!(gp == wp, "{}: the params differ from the driver's", r.name);
+        }
+        ensure!(
+            !fired.load(Ordering::Acquire),
+            "{} controls took {took:?} with no window: one waited for it, not run on kernel copies",
+            rows.len()
+        );
+        // Another container's device and subdevice: forwarded, refused.
+        for r in rows {
+            let obj = if r.cmd >> 16 == 0x0080 { a_dev } else { a_sub };
+            let mut p = vec![0u8; r.params_size as usize];
+            expect_rm(
+                ctl.control(a_client, obj, r.cmd, &mut p),
+                status::NV_ERR_INVALID_CLIENT,
+                &format!("{} on /ra's object", r.name),
+            )?;
+        }
         Ok(())
     });
     drop(tenant);

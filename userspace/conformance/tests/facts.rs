@@ -186,7 +186,8 @@ fn every_dispatch_row_is_checked() {
     }
 }
 
-/// RMCTRL flag bits (`src/nvidia/inc/kernel/rmapi/control.h` at 595.45.04).
+/// RMCTRL flag bits (`src/nvidia/inc/kernel/rmapi/control.h` at 595.45.04,
+/// and at every tag from 570 on).
 mod rmctrl {
     pub const PRIVILEGED: u64 = 0x4;
     pub const NON_PRIVILEGED: u64 = 0x8;
@@ -195,26 +196,58 @@ mod rmctrl {
     pub const COPYOUT_ON_ERROR: u64 = 0x800;
 }
 
-/// Why control `name` may not run on kernel copies at `RELEASE`, if it may
-/// not. The kernel interface runs a call with kernel privilege and kernel
-/// params: such a control must be one RM lets any user make
+/// The same bits before 570, where RM numbered its flags otherwise
+/// (`control.h:186-258` at 535.288.01 and 550.163.01): the flag words in
+/// the facts are the release's own, so each release is read with its own.
+mod rmctrl_535 {
+    pub const PRIVILEGED: u64 = 0x4;
+    pub const NON_PRIVILEGED: u64 = 0x10;
+    pub const PRIVILEGED_IF_RS_ACCESS_DISABLED: u64 = 0x100;
+    pub const INTERNAL: u64 = 0x400;
+    pub const COPYOUT_ON_ERROR: u64 = 0x8000;
+}
+
+/// `rmctrl`'s five bits for `release`: (NON_PRIVILEGED, the four a
+/// kernel-copies row must not have).
+fn rmctrl_bits(release: &str) -> (u64, u64) {
+    let major: u32 = release
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("{release}: no branch number"));
+    if major < 570 {
+        use rmctrl_535 as b;
+        (
+            b::NON_PRIVILEGED,
+            b::PRIVILEGED | b::PRIVILEGED_IF_RS_ACCESS_DISABLED | b::INTERNAL | b::COPYOUT_ON_ERROR,
+        )
+    } else {
+        use rmctrl as b;
+        (
+            b::NON_PRIVILEGED,
+            b::PRIVILEGED | b::PRIVILEGED_IF_RS_ACCESS_DISABLED | b::INTERNAL | b::COPYOUT_ON_ERROR,
+        )
+    }
+}
+
+/// Why control `name` may not run on kernel copies in the release whose
+/// facts are `f` and whose flag bits are `bits` ([`rmctrl_bits`]), if it may
+/// not: such a control must be one RM lets any user make
 /// (NON_PRIVILEGED, nothing privileged or internal), whose params hold no
 /// pointer RM follows (it would follow it in kernel memory), and whose
 /// params RM copies out on success only (as the handler does).
-fn kernel_copies_refused(
+fn kernel_copies_refused_in(
     f: &std::collections::BTreeMap<String, u64>,
+    bits: (u64, u64),
     name: &str,
 ) -> Option<String> {
+    let (non_privileged, bad) = bits;
     let Some(flags) = f.get(&format!("rmctrl_flags({name})")) else {
         return Some(format!("{name}: no class exports it"));
     };
-    if flags & rmctrl::NON_PRIVILEGED == 0 {
+    if flags & non_privileged == 0 {
         return Some(format!("{name}: not NON_PRIVILEGED ({flags:#x})"));
     }
-    let bad = rmctrl::PRIVILEGED
-        | rmctrl::PRIVILEGED_IF_RS_ACCESS_DISABLED
-        | rmctrl::INTERNAL
-        | rmctrl::COPYOUT_ON_ERROR;
     if flags & bad != 0 {
         return Some(format!("{name}: flags {flags:#x}"));
     }
@@ -224,23 +257,62 @@ fn kernel_copies_refused(
     None
 }
 
+/// [`kernel_copies_refused_in`] at `RELEASE`.
+fn kernel_copies_refused(
+    f: &std::collections::BTreeMap<String, u64>,
+    name: &str,
+) -> Option<String> {
+    kernel_copies_refused_in(f, rmctrl_bits(RELEASE), name)
+}
+
 #[test]
 fn controls_run_on_kernel_copies_are_plain_user_queries() {
-    use vgpu_logic::nv::table::{ControlHandler, CONTROLS};
-    let f = facts(RELEASE);
-    let rows: Vec<_> = CONTROLS
-        .iter()
-        .filter(|r| r.handler == ControlHandler::Kernel)
-        .collect();
-    assert!(
-        rows.len() >= 10,
-        "{} controls run on kernel copies",
-        rows.len()
-    );
-    let bad: Vec<_> = rows
-        .iter()
-        .filter_map(|r| kernel_copies_refused(&f, r.name))
-        .collect();
+    // In every release vgpu has tables for, and every release of the
+    // branch that runs on them (`also`): the rows come from each table
+    // (a control the release lacks has no row there), the flags and
+    // pointers from that release's facts, read with its own flag bits.
+    use vgpu_logic::nv::release::RELEASES;
+    use vgpu_logic::nv::table::{ControlHandler, KERNEL_PARAMS_MAX};
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for rel in RELEASES.iter() {
+        let rows: Vec<_> = rel
+            .controls
+            .iter()
+            .filter(|r| r.handler == ControlHandler::Kernel)
+            .collect();
+        assert!(
+            rows.len() >= 40,
+            "{}: {} controls run on kernel copies",
+            rel.name,
+            rows.len()
+        );
+        let names = std::iter::once(rel.name).chain(rel.also.iter().map(|a| {
+            std::str::from_utf8(a.strip_suffix(b"\0").unwrap_or(a)).expect("a release name")
+        }));
+        for name in names {
+            let f = facts(name);
+            let bits = rmctrl_bits(name);
+            for r in &rows {
+                checked += 1;
+                if let Some(why) = kernel_copies_refused_in(&f, bits, r.name) {
+                    bad.push(format!("{name}: {why}"));
+                }
+                if r.params_size as usize > KERNEL_PARAMS_MAX {
+                    bad.push(format!(
+                        "{name}: {}: {} bytes of params",
+                        r.name, r.params_size
+                    ));
+                }
+                // The handler passes a pointer to its copy: with no params,
+                // RM would refuse the pointer (`control.c:448-456`).
+                if r.params_size == 0 {
+                    bad.push(format!("{name}: {}: no params", r.name));
+                }
+            }
+        }
+    }
+    assert!(checked > 0);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
@@ -260,6 +332,14 @@ fn the_kernel_copies_check_refuses_what_it_must() {
     assert!(kernel_copies_refused(&g, "NV2080_CTRL_CMD_GPU_GET_GID_INFO").is_none());
     *g.get_mut(&k).unwrap() |= rmctrl::PRIVILEGED;
     assert!(kernel_copies_refused(&g, "NV2080_CTRL_CMD_GPU_GET_GID_INFO").is_some());
+    // Each release read with its own flag bits: at 535.288.01
+    // GET_ACTIVE_PARTITION_IDS is exported NON_PRIVILEGED and nothing else
+    // (0x10 there), which 595's bits would misread.
+    let old = facts("535.288.01");
+    let name = "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS";
+    assert_eq!(old.get(&format!("rmctrl_flags({name})")), Some(&0x10));
+    assert!(kernel_copies_refused_in(&old, rmctrl_bits("535.288.01"), name).is_none());
+    assert!(kernel_copies_refused_in(&old, rmctrl_bits(RELEASE), name).is_some());
 }
 
 #[test]
