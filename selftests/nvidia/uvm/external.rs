@@ -5,11 +5,13 @@
 
 use kernel::prelude::*;
 
-use super::residency::*;
-use super::state::*;
+use super::residency::{destroy_range, unmap_external};
+use super::state::{rd_u32, rd_u64, ExtMap, RangeKind};
 use crate::base::{ObjKind, StatusResult};
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::{self, *};
+use crate::nv::uvm::{
+    self, range_ok, Command, GpuMappingAttributes, RangeGpuParams, RangeParams, PAGE,
+};
 use crate::rm::state::Driver;
 
 impl Driver {

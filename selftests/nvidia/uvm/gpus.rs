@@ -5,12 +5,15 @@
 
 use kernel::prelude::*;
 
-use super::residency::*;
-use super::state::*;
+use super::residency::{drop_channels, place, remove_channel_range, unmap_external};
+use super::state::{ChanReg, GpuReg, MmState, RangeKind};
 use crate::base::{gpu_uuid, ObjKind, StatusResult};
 use crate::kapi::fdtable;
 use crate::nv::abi::{self, status::*, Wire};
-use crate::nv::uvm::*;
+use crate::nv::uvm::{
+    range_ok, Command, GpuParams, PeerAccessParams, RegisterChannelParams, RegisterGpuParams,
+    RegisterGpuVaspaceParams, UnregisterChannelParams,
+};
 use crate::rm::state::Driver;
 
 impl Driver {

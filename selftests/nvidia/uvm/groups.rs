@@ -4,10 +4,13 @@
 
 use kernel::prelude::*;
 
-use super::state::*;
+use super::state::Group;
 use crate::base::StatusResult;
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::*;
+use crate::nv::uvm::{
+    range_ok, MigrateRangeGroupParams, RangeGroupParams, SetRangeGroupParams, CPU_UUID,
+    RANGE_GROUP_NONE,
+};
 use crate::rm::state::Driver;
 
 impl Driver {

@@ -6,13 +6,13 @@ use core::ptr::NonNull;
 use kernel::{fs::LocalFile, mm::Mm, prelude::*, sync::aref::ARef};
 
 use super::file::{uvm_file, FileState, UvmFile};
-use super::residency::*;
-use super::state::*;
+use super::residency::destroy_range;
+use super::state::{MmState, Space};
 use super::vma::nv_double_current_mm_grab;
 use crate::base::StatusResult;
 use crate::kapi::fdtable;
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::*;
+use crate::nv::uvm::{init_flags, InitializeParams, MmInitializeParams};
 use crate::rm::state::Driver;
 
 impl Driver {

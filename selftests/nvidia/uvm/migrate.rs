@@ -5,10 +5,13 @@
 
 use kernel::time::{delay::fsleep, Delta};
 
-use super::residency::*;
+use super::residency::place;
 use crate::base::StatusResult;
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::*;
+use crate::nv::uvm::{
+    init_flags, migrate_flags, range_ok, MigrateParams, PageableMemAccessParams, RangeGpuParams,
+    RangeParams, SetPreferredLocationParams, Uuid, CHUNK, CPU_UUID,
+};
 use crate::rm::state::Driver;
 use crate::settings;
 

@@ -5,12 +5,12 @@
 
 use kernel::prelude::*;
 
-use super::residency::*;
-use super::state::*;
+use super::residency::{destroy_range, place};
+use super::state::{MmState, RangeKind};
 use super::vma::{nv_double_vma_pgoff, nv_double_vma_set, VM_OPS};
 use crate::engine::Touches;
 use crate::nv::abi::status::*;
-use crate::nv::uvm::*;
+use crate::nv::uvm::{CHUNK, PAGE};
 use crate::rm::state::Driver;
 use kernel::mm::virt::{flags as vm_flags, VmaNew};
 

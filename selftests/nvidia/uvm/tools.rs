@@ -5,11 +5,11 @@
 
 use kernel::prelude::*;
 
-use super::state::*;
+use super::state::RangeKind;
 use crate::base::StatusResult;
 use crate::kapi::user;
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::*;
+use crate::nv::uvm::{range_ok, RangeGpuParams, ToolsProcessMemoryParams, PAGE};
 use crate::rm::state::Driver;
 
 impl Driver {
