@@ -30,81 +30,31 @@ pub(crate) struct EscapeRow {
     pub(crate) serve: EscapeFn,
 }
 
+const fn esc(escape: Escape, serve: EscapeFn) -> EscapeRow {
+    EscapeRow { escape, serve }
+}
+
 /// The escapes, by the handler that serves each. Known escapes not here
 /// are not modelled (`EINVAL`).
 static ESCAPES: [EscapeRow; 18] = [
-    EscapeRow {
-        escape: Escape::CheckVersionStr,
-        serve: Driver::check_version,
-    },
-    EscapeRow {
-        escape: Escape::CardInfo,
-        serve: Driver::card_info,
-    },
-    EscapeRow {
-        escape: Escape::RegisterFd,
-        serve: Driver::register_fd,
-    },
-    EscapeRow {
-        escape: Escape::RmAlloc,
-        serve: Driver::ioctl_alloc,
-    },
-    EscapeRow {
-        escape: Escape::RmFree,
-        serve: Driver::ioctl_free,
-    },
-    EscapeRow {
-        escape: Escape::RmControl,
-        serve: Driver::ioctl_control,
-    },
-    EscapeRow {
-        escape: Escape::RmVidHeapControl,
-        serve: Driver::vid_heap,
-    },
-    EscapeRow {
-        escape: Escape::RmAllocMemory,
-        serve: Driver::alloc_memory,
-    },
-    EscapeRow {
-        escape: Escape::RmMapMemory,
-        serve: Driver::map_memory,
-    },
-    EscapeRow {
-        escape: Escape::RmUnmapMemory,
-        serve: Driver::unmap_memory,
-    },
-    EscapeRow {
-        escape: Escape::RmDupObject,
-        serve: Driver::dup,
-    },
-    EscapeRow {
-        escape: Escape::AllocOsEvent,
-        serve: Driver::alloc_os_event,
-    },
-    EscapeRow {
-        escape: Escape::FreeOsEvent,
-        serve: Driver::free_os_event,
-    },
-    EscapeRow {
-        escape: Escape::SysParams,
-        serve: Driver::sys_params,
-    },
-    EscapeRow {
-        escape: Escape::WaitOpenComplete,
-        serve: Driver::wait_open_complete,
-    },
-    EscapeRow {
-        escape: Escape::NumaInfo,
-        serve: Driver::numa_info,
-    },
-    EscapeRow {
-        escape: Escape::AttachGpusToFd,
-        serve: Driver::accept,
-    },
-    EscapeRow {
-        escape: Escape::StatusCode,
-        serve: Driver::accept,
-    },
+    esc(Escape::CheckVersionStr, Driver::check_version),
+    esc(Escape::CardInfo, Driver::card_info),
+    esc(Escape::RegisterFd, Driver::register_fd),
+    esc(Escape::RmAlloc, Driver::ioctl_alloc),
+    esc(Escape::RmFree, Driver::ioctl_free),
+    esc(Escape::RmControl, Driver::ioctl_control),
+    esc(Escape::RmVidHeapControl, Driver::vid_heap),
+    esc(Escape::RmAllocMemory, Driver::alloc_memory),
+    esc(Escape::RmMapMemory, Driver::map_memory),
+    esc(Escape::RmUnmapMemory, Driver::unmap_memory),
+    esc(Escape::RmDupObject, Driver::dup),
+    esc(Escape::AllocOsEvent, Driver::alloc_os_event),
+    esc(Escape::FreeOsEvent, Driver::free_os_event),
+    esc(Escape::SysParams, Driver::sys_params),
+    esc(Escape::WaitOpenComplete, Driver::wait_open_complete),
+    esc(Escape::NumaInfo, Driver::numa_info),
+    esc(Escape::AttachGpusToFd, Driver::accept),
+    esc(Escape::StatusCode, Driver::accept),
 ];
 
 /// The row of escape `e`.
