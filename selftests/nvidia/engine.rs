@@ -553,22 +553,30 @@ impl State {
     }
 }
 
+/// What serves an engine's touches: the driver's UVM (`uvm/mmap.rs`). The
+/// engine knows no more of the driver than this.
+pub(crate) trait Touches: Send + Sync + 'static {
+    /// GPU work of channel `token` on `gpu` accessed managed address
+    /// `addr`: make it resident there. False: a fault.
+    fn touch(&self, gpu: u32, token: u32, addr: u64) -> bool;
+}
+
 /// The engine thread's loop body.
-pub(crate) struct EngineWorker {
+pub(crate) struct EngineWorker<T: Touches> {
     /// The engine it drives.
     pub(crate) engine: Arc<Engine>,
     /// Its GPU's index.
     pub(crate) gpu: u32,
     /// The driver, which applies touches (RM lock; never taken with the
     /// engine's lock held).
-    pub(crate) driver: Arc<crate::rm::Driver>,
+    pub(crate) driver: Arc<T>,
 }
 
-impl Worker for EngineWorker {
+impl<T: Touches> Worker for EngineWorker<T> {
     fn turn(&self, _stop: &Stop) {
         let (busy, next, touches) = self.engine.step();
         for t in touches.iter() {
-            let served = self.driver.uvm_touch(self.gpu, t.token, t.addr);
+            let served = self.driver.touch(self.gpu, t.token, t.addr);
             self.engine.finish_touch(t.token, served);
         }
         // Poll fast while there is work, slower when idle (hardware would

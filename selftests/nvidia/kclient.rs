@@ -24,36 +24,13 @@
 
 use kernel::prelude::*;
 
+use crate::base::{gpu_id_of, kernel_read, kernel_write, status_of, Space};
+use crate::global::driver;
 use crate::nv::{
     abi::{self, status::*, Wire},
     rmops::{op, Alloc, AllocBlock, GpuInfo, OpsCmd, RmOpsTable, CMD_SIZE},
 };
-use crate::rm::{gpu_id_of, status_of, Space};
-use crate::{driver, release_cstr};
-
-/// Copies `out.len()` bytes from kernel address `addr`.
-pub(crate) fn kernel_read(addr: u64, out: &mut [u8]) -> Result {
-    if addr == 0 && !out.is_empty() {
-        return Err(EFAULT);
-    }
-    // SAFETY: kernel clients pass kernel pointers to buffers of the sizes
-    // they declare (the interface's contract; such callers are trusted
-    // kernel code, as with the real driver).
-    unsafe {
-        core::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
-    };
-    Ok(())
-}
-
-/// Copies `data` to kernel address `addr`.
-pub(crate) fn kernel_write(addr: u64, data: &[u8]) -> Result {
-    if addr == 0 && !data.is_empty() {
-        return Err(EFAULT);
-    }
-    // SAFETY: as in `kernel_read`.
-    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len()) };
-    Ok(())
-}
+use crate::settings::{self, release_cstr};
 
 /// `alloc_stack`: hands out a NULL stack.
 ///
@@ -144,7 +121,7 @@ unsafe extern "C" fn op(_sp: *mut c_void, cmd: *mut c_void) {
     }
     let base = cmd as usize as u64;
     // The claimed release's block: its union is 56 bytes before 580.
-    let kc = crate::abi().kernel;
+    let kc = settings::abi().kernel;
     let mut bytes = [0u8; CMD_SIZE];
     let Some(ours) = bytes.get_mut(..kc.cmd_size()) else {
         return;

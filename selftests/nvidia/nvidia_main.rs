@@ -13,7 +13,7 @@
 //! engine: work submitted through the doorbell protocol runs in simulated GPU
 //! time, time-sliced between enabled TSGs.
 //!
-//! It also serves the nvidia-uvm node (`uvm.rs`), which the real driver
+//! It also serves the nvidia-uvm node (`uvm/`), which the real driver
 //! ships as a module of its own: one module keeps RM objects, the VRAM heap
 //! and UVM's managed residency under one lock. Its nodes have a dynamic
 //! major and no class device (as the real `nvidia-uvm`): tests make them
@@ -23,8 +23,8 @@
 //! Where the double had to guess at the real driver's behaviour, the code
 //! says so with `GUESS:`; `docs/driver-double.md` lists them.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
-use kernel::{debugfs, prelude::*, sync::Arc};
+use core::sync::atomic::Ordering;
+use kernel::{debugfs, prelude::*};
 
 // The safe kernel-API wrappers shared with vgpu (src/kapi/), those the
 // double needs. They refer to each other as `super::<file>`, which resolves
@@ -55,13 +55,23 @@ mod kapi {
 #[path = "../../src/nv/mod.rs"]
 pub mod nv;
 
+// The double's own files, bottom layer first: no file names one above it
+// (checked by the host test `userspace/logic/tests/double_layers.rs`).
+mod base;
 mod engine;
 mod file;
+mod fops;
+mod global;
 mod kclient;
 mod memory;
 mod procfs;
 mod rm;
+mod settings;
 mod uvm;
+
+use base::{CTL_MINOR, MAX_GPUS, NV_MAJOR};
+use global::driver;
+use settings::{release, release_cstr, GPU_FILES, IOCTLS, MAP_DELAY_MS, RUSD_POLLED};
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
@@ -122,82 +132,6 @@ module! {
     },
 }
 
-/// The NVIDIA driver's character major.
-pub(crate) const NV_MAJOR: u32 = 195;
-/// Minor of `/dev/nvidiactl`.
-pub(crate) const CTL_MINOR: u32 = 255;
-/// Most fake GPUs the double serves.
-pub(crate) const MAX_GPUS: usize = 8;
-/// The releases the double can claim to be (module parameter `release`),
-/// newest first. For those vgpu has tables for, the double speaks that
-/// release's ABI in everything it serves ([`abi`]: escapes, UVM blocks,
-/// params sizes, the kernel-client blocks); then 560.35.05, a release vgpu
-/// has no tables for, only a version string, enough to test that vgpu
-/// refuses it; then 580.105.08, a release of the 580 branch with 580.142's
-/// ABI (vgpu's `also`), to test that vgpu runs on it with those tables.
-// `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
-const RELEASES: [&CStr; 8] = [
-    c"595.45.04",
-    c"590.48.01",
-    c"580.142",
-    c"570.211.01",
-    c"550.163.01",
-    c"535.288.01",
-    c"560.35.05",
-    c"580.105.08",
-];
-
-const _: () = {
-    let mut r = 0;
-    while r < crate::nv::release::BRANCHES.len() {
-        let (a, b) = (
-            RELEASES[r].to_bytes(),
-            crate::nv::release::BRANCHES[r].as_bytes(),
-        );
-        assert!(a.len() == b.len());
-        let mut i = 0;
-        while i < a.len() {
-            assert!(a[i] == b[i]);
-            i += 1;
-        }
-        r += 1;
-    }
-};
-
-/// The driver version the double claims to be, NUL-terminated.
-pub(crate) fn release_cstr() -> &'static CStr {
-    let i = module_parameters::release.value() as usize;
-    RELEASES.get(i).copied().unwrap_or(RELEASES[0])
-}
-
-/// The driver version the double claims to be.
-pub(crate) fn release() -> &'static str {
-    release_cstr().to_str().unwrap_or("595.45.04")
-}
-
-/// The ABI the double speaks: the tables of the release it claims, where
-/// vgpu has them (`crate::nv::release`, each checked against that
-/// release's headers by the conformance facts), else 595.45.04's (a release
-/// vgpu refuses at load: only its version string matters then).
-pub(crate) fn abi() -> &'static crate::nv::release::Release {
-    let r = &crate::nv::release::RELEASES;
-    r.get(ABI.load(Ordering::Relaxed)).unwrap_or(&r[0])
-}
-
-/// The index of [`abi`]'s tables, found once when the module loads (the
-/// parameter cannot change after): every call the double serves asks.
-static ABI: AtomicUsize = AtomicUsize::new(0);
-
-kernel::sync::global_lock! {
-    // SAFETY: initialised in `NvidiaDouble::init` before any file can be opened.
-    unsafe(uninit) static DRIVER: Mutex<Option<Arc<rm::Driver>>> = None;
-}
-
-/// The driver state, while the module is loaded.
-pub(crate) fn driver() -> Result<Arc<rm::Driver>> {
-    DRIVER.lock().as_ref().cloned().ok_or(ENODEV)
-}
-
 /// The loaded module. Fields drop in order: the debugfs view, nodes, then
 /// the cdevs (no new opens), then the number ranges and the class; `Drop`
 /// stops the engines first.
@@ -211,14 +145,14 @@ struct NvidiaDouble {
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
-    _uvm_cdev: Cdev<uvm::UvmFops>,
+    _uvm_cdev: Cdev<uvm::file::UvmFops>,
     _region: Region,
     _uvm_region: Region,
     _class: Class,
     _proc: procfs::ProcFiles,
 }
 
-/// Writes the test-only per-GPU view (see `uvm.rs`, `gpus_view`).
+/// Writes the test-only per-GPU view (see `uvm/view.rs`, `gpus_view`).
 fn write_gpus_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     match driver() {
         Ok(drv) => drv.gpus_view(f),
@@ -226,7 +160,7 @@ fn write_gpus_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Resul
     }
 }
 
-/// Writes the test-only UVM residency view (see `uvm.rs`).
+/// Writes the test-only UVM residency view (see `uvm/view.rs`).
 fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     match driver() {
         Ok(drv) => drv.uvm_view(f),
@@ -234,81 +168,34 @@ fn write_uvm_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result
     }
 }
 
-/// Test hook (debugfs `nvidia-double/map_delay_ms`, 0 to 1000): every
-/// RM_MAP_MEMORY sleeps this long first, so that a test can act while a
-/// proxy's call is inside the driver. 0 (the default) adds nothing.
-pub(crate) static MAP_DELAY_MS: core::sync::atomic::AtomicU32 =
-    core::sync::atomic::AtomicU32::new(0);
-
-/// Every RUSD `polledDataMask` the double has been given (at allocation or
-/// by REQUEST_DATA_POLL), ORed together: a test-only view in debugfs,
-/// `rusd_polled` (hex), reset by writing to it, so a test sees whether a
-/// bit vgpu refuses ever reached the driver.
-pub(crate) static RUSD_POLLED: core::sync::atomic::AtomicU64 =
-    core::sync::atomic::AtomicU64::new(0);
-
 fn show_rusd_polled(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-    writeln!(
-        f,
-        "{:#x}",
-        RUSD_POLLED.load(core::sync::atomic::Ordering::Relaxed)
-    )
+    writeln!(f, "{:#x}", RUSD_POLLED.load(Ordering::Relaxed))
 }
 
 fn reset_rusd_polled(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
-    RUSD_POLLED.store(0, core::sync::atomic::Ordering::Relaxed);
+    RUSD_POLLED.store(0, Ordering::Relaxed);
     Ok(())
-}
-
-/// Every ioctl the double's nodes (the NVIDIA nodes and nvidia-uvm) have
-/// been given since load, or since a write to debugfs `ioctls`: a test
-/// sees whether a call vgpu refuses ever reached the driver.
-pub(crate) static IOCTLS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
-
-/// Counts one ioctl on a node of the double.
-pub(crate) fn count_ioctl() {
-    IOCTLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
 }
 
 fn show_ioctls(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-    writeln!(f, "{}", IOCTLS.load(core::sync::atomic::Ordering::Relaxed))
+    writeln!(f, "{}", IOCTLS.load(Ordering::Relaxed))
 }
 
 fn reset_ioctls(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
-    IOCTLS.store(0, core::sync::atomic::Ordering::Relaxed);
+    IOCTLS.store(0, Ordering::Relaxed);
     Ok(())
-}
-
-/// Open files of each GPU node (test-only view in debugfs, `gpu_files`): a
-/// test sees which GPU a proxy's private file reaches.
-static GPU_FILES: [core::sync::atomic::AtomicI32; MAX_GPUS] =
-    [const { core::sync::atomic::AtomicI32::new(0) }; MAX_GPUS];
-
-/// Counts a GPU node file opened (`delta` 1) or released (-1).
-pub(crate) fn gpu_files_changed(minor: u32, delta: i32) {
-    if let Some(c) = GPU_FILES.get(minor as usize) {
-        c.fetch_add(delta, core::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 fn show_gpu_files(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     let n = driver().map_or(0, |d| d.gpu_count());
     for (i, c) in GPU_FILES.iter().take(n).enumerate() {
-        writeln!(
-            f,
-            "gpu{i} {}",
-            c.load(core::sync::atomic::Ordering::Relaxed)
-        )?;
+        writeln!(f, "gpu{i} {}", c.load(Ordering::Relaxed))?;
     }
     Ok(())
 }
 
 fn show_map_delay(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-    writeln!(
-        f,
-        "{}",
-        MAP_DELAY_MS.load(core::sync::atomic::Ordering::Relaxed)
-    )
+    writeln!(f, "{}", MAP_DELAY_MS.load(Ordering::Relaxed))
 }
 
 fn set_map_delay(_: &(), r: &mut kernel::uaccess::UserSliceReader) -> Result {
@@ -324,18 +211,8 @@ fn set_map_delay(_: &(), r: &mut kernel::uaccess::UserSliceReader) -> Result {
     if ms > 1000 {
         return Err(ERANGE);
     }
-    MAP_DELAY_MS.store(ms, core::sync::atomic::Ordering::Relaxed);
+    MAP_DELAY_MS.store(ms, Ordering::Relaxed);
     Ok(())
-}
-
-/// Whether the double models a kernel on which nvidia-uvm can track a VA
-/// space's mm and use HMM (`uvm_mm`, default 1: a GPU host's). The real
-/// nvidia-uvm needs MMU notifiers for the one (`uvm_va_space_mm.c`,
-/// `UVM_CAN_USE_MMU_NOTIFIERS()` in `uvm_linux.h` at 550.163.01) and HMM
-/// for the other (`uvm_hmm.c`); the test kernels have neither, so the
-/// real-driver lane compares the double with `uvm_mm=0`.
-pub(crate) fn uvm_mm() -> bool {
-    module_parameters::uvm_mm.value() != 0
 }
 
 fn vram_mib(i: usize) -> u64 {
@@ -353,9 +230,9 @@ fn vram_mib(i: usize) -> u64 {
 
 impl kernel::Module for NvidiaDouble {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        ABI.store(
-            crate::nv::release::find(release().as_bytes()).unwrap_or(0),
-            Ordering::Relaxed,
+        settings::load(
+            module_parameters::release.value(),
+            module_parameters::uvm_mm.value() != 0,
         );
         // gpus=0 is a host without a GPU, as NVIDIA's driver runs in the
         // real-driver lane (RM core up, only an NVSwitch-class function on
@@ -374,12 +251,11 @@ impl kernel::Module for NvidiaDouble {
             }
             sizes.push(mib << 20, GFP_KERNEL)?;
         }
-        // SAFETY: called once, before anything else uses `DRIVER`.
-        unsafe { DRIVER.init() };
-        let drv = rm::Driver::new(&sizes)?;
-        *DRIVER.lock() = Some(drv);
+        // SAFETY: called once, before anything else uses the global.
+        unsafe { global::init() };
+        global::set(rm::state::Driver::new(&sizes)?);
         Self::register(n).inspect_err(|_| {
-            let drv = DRIVER.lock().take();
+            let drv = global::take();
             if let Some(drv) = drv {
                 drv.shutdown();
             }
@@ -410,7 +286,7 @@ impl NvidiaDouble {
         // The UVM node: a dynamic major, minors 0 (nvidia-uvm) and 1
         // (tools), and no class device, like the real nvidia-uvm.
         let uvm_region = Region::dynamic(2, c"nvidia-uvm")?;
-        let uvm_cdev = Cdev::<uvm::UvmFops>::new(uvm_region.base(), 2)?;
+        let uvm_cdev = Cdev::<uvm::file::UvmFops>::new(uvm_region.base(), 2)?;
         let debugfs = debugfs::Dir::new(c"nvidia-double");
         let view = KBox::pin_init(
             debugfs.read_callback_file(c"uvm", (), &write_uvm_view),
@@ -470,7 +346,7 @@ impl Drop for NvidiaDouble {
     fn drop(&mut self) {
         // No file is open (each holds a module reference), so nothing else
         // uses the driver: stopping its engines here is the last word.
-        let drv = DRIVER.lock().take();
+        let drv = global::take();
         if let Some(drv) = drv {
             drv.shutdown();
         }

@@ -23,7 +23,7 @@ extern "C" {
 }
 
 // `NV_DOUBLE_PROCFS_MAX_GPUS` of procfs.h: `procfs.c` keeps a slot per GPU.
-const _: () = assert!(crate::MAX_GPUS <= 8);
+const _: () = assert!(crate::base::MAX_GPUS <= 8);
 
 /// The Model line of every fake GPU's `information`. The double's own name,
 /// not a product's: the real driver names the board from its PCI ids
@@ -33,7 +33,7 @@ const MODEL: &CStr = c"vgpu driver double GPU";
 
 /// The PCI location of fake GPU `gpu`: domain 0, bus `gpu + 1`, slot 0,
 /// function 0, the one location every interface of the double reports for
-/// it (CARD_INFO in `rm.rs`, `enumerate_gpus` in `kclient.rs`, the procfs
+/// it (CARD_INFO in `rm/escape.rs`, `enumerate_gpus` in `kclient.rs`, the procfs
 /// directory here).
 pub(crate) fn pci_location(gpu: u32) -> PciLocation {
     PciLocation {
@@ -68,7 +68,7 @@ impl ProcFiles {
     /// of `/dev/nvidia<gpu>`, with the UUID GET_GID_INFO gives for it.
     fn add_gpu(&mut self, gpu: u32) -> Result {
         let mut text = [0u8; 41];
-        let len = crate::uvm::format_uuid(&crate::uvm::gpu_uuid(gpu), &mut text);
+        let len = crate::base::format_uuid(&crate::base::gpu_uuid(gpu), &mut text);
         let uuid =
             CStr::from_bytes_with_nul(text.get(..=len).ok_or(EINVAL)?).map_err(|_| EINVAL)?;
         let at = pci_location(gpu);

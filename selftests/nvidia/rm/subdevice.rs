@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The NV2080 controls the double answers on a subdevice, but for the
+//! process lists (`pids.rs`) and the FIFO's (`fifo.rs`): the framebuffer's
+//! sizes and the GPU's UUID; and RUSD's REQUEST_DATA_POLL.
+
+use super::call::{parse_params, parse_release_params, Ctl};
+use super::control::fill_info_list;
+use super::state::{Driver, Rm, BAR1_SIZE};
+use crate::base::{format_uuid, gpu_uuid, heap_size, store, StatusResult};
+use crate::nv::abi::{self, fb_info, status::*};
+use crate::settings;
+
+impl Driver {
+    /// NV2080_CTRL_CMD_FB_GET_INFO_V2: the claimed release's list (54 to 57
+    /// entries before 580).
+    pub(crate) fn fb_get_info_v2(&self, c: Ctl<'_>) -> StatusResult {
+        let gpu = c.gpu()?;
+        let mut q: abi::FbGetInfoV2Params = parse_release_params(c.cmd, c.p)?;
+        if q.list_size as usize > settings::abi().fb_info_entries() {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        for e in q.entries_mut() {
+            e.data = self.fb_info(&c.rm, gpu, e.index)?;
+        }
+        store(&q, c.p);
+        Ok(())
+    }
+
+    /// NV2080_CTRL_CMD_FB_GET_INFO: the list is in the caller's memory, so
+    /// no copy with RM locked.
+    pub(crate) fn fb_get_info(&self, c: Ctl<'_>) -> StatusResult {
+        let gpu = c.gpu()?;
+        let q: abi::FbGetInfoV1Params = parse_params(c.p)?;
+        drop(c.rm);
+        fill_info_list(
+            c.space,
+            q.list_size,
+            q.list_ptr,
+            settings::abi().fb_info_entries(),
+            |index| self.fb_info(&self.rm.lock(), gpu, index),
+        )
+    }
+
+    /// NV2080_CTRL_CMD_GPU_GET_GID_INFO: the GPU's UUID, binary or text.
+    pub(crate) fn gid_info(&self, c: Ctl<'_>) -> StatusResult {
+        let gpu = c.gpu()?;
+        let mut q: abi::GidInfoParams = parse_params(c.p)?;
+        let uuid = gpu_uuid(gpu);
+        q.data = [0; 256];
+        if q.flags & abi::GID_FLAGS_FORMAT_BINARY != 0 {
+            q.data[..uuid.len()].copy_from_slice(&uuid);
+            q.length = uuid.len() as u32;
+        } else {
+            // The text form and its NUL.
+            q.length = format_uuid(&uuid, &mut q.data) as u32 + 1;
+        }
+        store(&q, c.p);
+        Ok(())
+    }
+
+    /// RUSD's REQUEST_DATA_POLL. GUESS: the double does not tell a RUSD
+    /// object from other objects it does not model; the mask is recorded.
+    pub(crate) fn rusd_request_data_poll(&self, c: Ctl<'_>) -> StatusResult {
+        let p = c.p;
+        if p.len() != 8 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let mask = u64::from_ne_bytes(p[..8].try_into().map_err(|_| NV_ERR_INVALID_ARGUMENT)?);
+        settings::RUSD_POLLED.fetch_or(mask, core::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Entry `index` of GPU `gpu` in the FB info list.
+    fn fb_info(&self, rm: &Rm, gpu: u32, index: u32) -> StatusResult<u32> {
+        let vram = self.gpus[gpu as usize].vram;
+        let heap = heap_size(vram);
+        let free = heap - rm.vram_used[gpu as usize];
+        let kib = |b: u64| (b >> 10) as u32;
+        Ok(match index {
+            fb_info::RAM_SIZE | fb_info::TOTAL_RAM_SIZE | fb_info::USABLE_RAM_SIZE => kib(vram),
+            fb_info::HEAP_SIZE | fb_info::MAPPABLE_HEAP_SIZE => kib(heap),
+            fb_info::HEAP_FREE | fb_info::LARGEST_FREE_REGION_SIZE_KB => kib(free),
+            fb_info::BAR1_SIZE | fb_info::BAR1_AVAIL_SIZE => kib(BAR1_SIZE.min(vram)),
+            fb_info::FB_TAX_SIZE_KB | fb_info::HEAP_BASE_KB | fb_info::HEAP_START => 0,
+            fb_info::LARGEST_FREE_REGION_BASE_KB => kib(rm.vram_used[gpu as usize]),
+            fb_info::BUS_WIDTH => 5120,
+            _ => return Err(NV_ERR_INVALID_ARGUMENT),
+        })
+    }
+}
