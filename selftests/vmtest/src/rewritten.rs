@@ -42,7 +42,7 @@ const CEILING: [u64; 2] = [GIB, 2 * GIB];
 /// The first handle vgpu picks for a client, and the mask of its range
 /// (`CLIENT_HANDLE_BASE | random & 0xf_ffff`, `src/ctl.rs`).
 const VGPU_CLIENT_BASE: u32 = 0xc1e0_0000;
-/// The double's own client range (`selftests/nvidia/rm.rs`).
+/// The double's own client range (`selftests/nvidia/rm/state.rs`).
 const DOUBLE_CLIENT_BASE: u32 = 0xc1d0_0000;
 const CLIENT_RANGE_MASK: u32 = 0xfff0_0000;
 /// The double's default TSG timeslice (`engine.rs`, DEFAULT_TIMESLICE_US).

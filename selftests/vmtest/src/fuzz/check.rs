@@ -8,7 +8,7 @@
 //!   `memory_managed`) is what the double holds for RM objects (`used`
 //!   less the managed residency in it), plus the page-table bound vgpu
 //!   charges each dynamic-parallelism region the double has mapped there
-//!   (those take no VRAM in the double: `selftests/nvidia/uvm.rs`);
+//!   (those take no VRAM in the double: `selftests/nvidia/uvm/external.rs`);
 //! - on each GPU, the TSGs vgpu's scheduler tracks (`compute_tsgs`, summed)
 //!   are the TSGs the double's engine has;
 //! - no process of a tenant has a real NVIDIA file in its fd table.

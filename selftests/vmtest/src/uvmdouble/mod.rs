@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The nvidia-uvm node of the driver double (`selftests/nvidia/uvm.rs`),
+//! The nvidia-uvm node of the driver double (`selftests/nvidia/uvm/`),
 //! driven through nvclient's `Uvm` the way libcuda drives the real one:
 //! transport, file types and the mm file, GPU / VA space / channel
 //! registration, external ranges, managed ranges made by mmap, residency
