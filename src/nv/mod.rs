@@ -7,6 +7,7 @@
 //! source with `cargo test`.
 
 #[macro_use]
+pub mod wire;
 pub mod abi;
 pub mod ioctl;
 pub mod release;

@@ -37,7 +37,7 @@
 //! break a CUDA program or nvidia-smi. The docs say what each needs.
 
 // An ABI table shared with the host crate: the same lint settings as
-// `abi.rs`.
+// `abi/`.
 #![allow(dead_code, unreachable_pub)]
 
 use super::abi::{self, class, ctrl, find_field, WireField};
