@@ -168,6 +168,43 @@ pub struct ClassRow {
     /// does not have, unless the row says RM answers otherwise where the
     /// class is unavailable ([`unsupported`]).
     pub refusal: u32,
+    /// The handler the RM_ALLOC handler runs for it.
+    pub handler: ClassHandler,
+}
+
+/// What the RM_ALLOC handler runs for a class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassHandler {
+    /// Forwarded from vgpu's copy of the RM_ALLOC block.
+    Forward,
+    /// A client (a `Rewritten` row): forwarded under a handle vgpu picks
+    /// when the caller lets RM pick, and recorded.
+    Client,
+    /// A device (`Served`): decided against the file's vGPUs, executed
+    /// through the kernel-client interface.
+    Device,
+    /// A subdevice of one of the file's devices (`Served`).
+    Subdevice,
+    /// A TSG under one of the file's devices (`Served`): enrolled in the
+    /// vGPU's schedule.
+    Tsg,
+    /// A GPFIFO channel under one of the file's devices or TSGs (`Served`).
+    Channel,
+    /// Memory (`Served`): VRAM charged to the vGPU's ceiling.
+    Memory,
+}
+
+impl ClassHandler {
+    /// Whether the handler fits a row of `policy`: clients are the
+    /// `Rewritten` rows, the accounted kinds the `Served` ones, and every
+    /// other row is forwarded (if admitted).
+    pub const fn fits(self, policy: Policy) -> bool {
+        match self {
+            ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
+            ClassHandler::Client => matches!(policy, Policy::Rewritten),
+            _ => matches!(policy, Policy::Served),
+        }
+    }
 }
 
 /// One RM control command (`cmd` of RM_CONTROL).
@@ -186,6 +223,10 @@ pub struct ControlRow {
     pub family: Family,
     /// The handler the RM_CONTROL handler runs for it.
     pub handler: ControlHandler,
+    /// The status a refused control of it gets (its policy
+    /// [`Policy::Denied`]): `NV_ERR_NOT_SUPPORTED`, as RM answers a command
+    /// it does not have, unless the row says otherwise ([`refused_with`]).
+    pub refusal: u32,
 }
 
 /// What the RM_CONTROL handler runs for a control.
@@ -197,11 +238,21 @@ pub enum ControlHandler {
     /// FB_GET_INFO (V1, V2): run on kernel copies, sizes rewritten to the
     /// vGPU.
     FbInfo,
-    /// A tenant's scheduling call (GPFIFO_SCHEDULE, FIFO_DISABLE_CHANNELS,
-    /// SET_TIMESLICE, SET_INTERLEAVE_LEVEL): decided against the vGPU's
-    /// schedule and executed on kernel copies; MAKE_REALTIME refused with
-    /// NV_ERR_INSUFFICIENT_PERMISSIONS.
-    Schedule,
+    /// A tenant's GPFIFO_SCHEDULE of one of its TSGs: decided against the
+    /// vGPU's schedule and executed on kernel copies.
+    TsgSchedule,
+    /// A tenant's GPFIFO_SCHEDULE of one of its channels, as
+    /// [`ControlHandler::TsgSchedule`].
+    ChannelSchedule,
+    /// A tenant's FIFO_DISABLE_CHANNELS of its own channels and TSGs:
+    /// decided against the vGPU's schedule, executed on kernel copies.
+    DisableChannels,
+    /// SET_TIMESLICE on one of the tenant's TSGs, executed on kernel copies
+    /// (it orders that vGPU's work inside its own window).
+    Timeslice,
+    /// SET_INTERLEAVE_LEVEL on one of the tenant's TSGs, as
+    /// [`ControlHandler::Timeslice`].
+    InterleaveLevel,
     /// A query of the GPU's fixed description, on the caller's own device or
     /// subdevice: run on kernel copies through the kernel interface (no
     /// bounce slot, no compute window), the answer copied back. Only for
@@ -244,7 +295,16 @@ const fn cl(
         policy,
         family,
         refusal: abi::status::NV_ERR_INVALID_CLASS,
+        handler: match policy {
+            Policy::Rewritten => ClassHandler::Client,
+            _ => ClassHandler::Forward,
+        },
     }
+}
+
+/// A class row with its own handler (a `Served` class: what it is).
+const fn clh(handler: ClassHandler, row: ClassRow) -> ClassRow {
+    ClassRow { handler, ..row }
 }
 
 /// A class row denied with `NV_ERR_NOT_SUPPORTED`: what RM itself answers
@@ -273,6 +333,15 @@ const fn ct(
         policy,
         family,
         handler: ControlHandler::Forward,
+        refusal: abi::status::NV_ERR_NOT_SUPPORTED,
+    }
+}
+
+/// A denied control row refused with `status`, not `NV_ERR_NOT_SUPPORTED`.
+const fn refused_with(status: u32, row: ControlRow) -> ControlRow {
+    ControlRow {
+        refusal: status,
+        ..row
     }
 }
 
@@ -291,6 +360,7 @@ const fn cth(
     }
 }
 
+use ClassHandler as K;
 use ControlHandler as C;
 
 /// Every class a container may name, by number. Sources per row in
@@ -305,12 +375,12 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::NV01_ROOT, "NV01_ROOT", 4, P::Rewritten, F::Client),
     cl(class::NV01_ROOT_NON_PRIV, "NV01_ROOT_NON_PRIV", 4, P::Rewritten, F::Client),
     cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
-    cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory),
+    clh(K::Memory, cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory)),
     cl(class::NV01_ROOT_CLIENT, "NV01_ROOT_CLIENT", 4, P::Rewritten, F::Client),
     // TODO(table): check that hParentClient is one of this container's clients and translate
     //   the fd; today forwarded unchecked.
     cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
-    cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device),
+    clh(K::Device, cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device)),
     // The page shows the GPU's total and free VRAM, i.e. other tenants' use, and from 590 their
     //   per-process utilisation, with no ioctl when it is read: refused as RM refuses it on
     //   vGPU guests and under CPU confidential computing (`docs/dispatch-table.md`). 535's
@@ -321,7 +391,7 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
     // TODO(table): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
     cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect),
-    cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device),
+    clh(K::Subdevice, cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device)),
     cl(0x2081, "NV2081_BINAPI", 4, P::Forward, F::Device),
     cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
     cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
@@ -337,10 +407,10 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(0x90e6, "GF100_SUBDEVICE_MASTER", 0, P::Forward, F::Device),
     // TODO(table): charge page-table VRAM (not charged today).
     cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory),
-    cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo),
+    clh(K::Tsg, cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo)),
     cl(class::TURING_USERMODE_A, "TURING_USERMODE_A", 0, P::Forward, F::Fifo),
-    cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
-    cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    clh(K::Channel, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    clh(K::Channel, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
     cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
     cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
     cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
@@ -349,12 +419,12 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::BLACKWELL_USERMODE_A, "BLACKWELL_USERMODE_A", 2, P::Forward, F::Fifo),
     cl(class::AMPERE_DMA_COPY_B, "AMPERE_DMA_COPY_B", 8, P::Forward, F::Engine),
     cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine),
-    cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    clh(K::Channel, cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
     cl(class::HOPPER_DMA_COPY_A, "HOPPER_DMA_COPY_A", 8, P::Forward, F::Engine),
-    cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo),
+    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
     cl(0xc9b5, "BLACKWELL_DMA_COPY_A", 8, P::Forward, F::Engine),
     cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine),
-    cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo),
+    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo)),
     cl(0xcab5, "BLACKWELL_DMA_COPY_B", 8, P::Forward, F::Engine),
     cl(0xcb33, "NV_CONFIDENTIAL_COMPUTE", 4, P::Forward, F::Security),
     cl(0xcba2, "HOPPER_SEC2_WORK_LAUNCH_A", 0, P::Forward, F::Security),
@@ -362,6 +432,16 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(0xcdc0, "BLACKWELL_COMPUTE_A", 16, P::Forward, F::Engine),
     cl(0xcec0, "BLACKWELL_COMPUTE_B", 16, P::Forward, F::Engine),
 ];
+
+// Each class row's handler fits its policy: clients rewritten, accounted
+// kinds served, the rest forwarded.
+const _: () = {
+    let mut i = 0;
+    while i < CLASS_ROWS.len() {
+        assert!(CLASS_ROWS[i].handler.fits(CLASS_ROWS[i].policy));
+        i += 1;
+    }
+};
 
 /// Every control a container may send, by number. Sources per row in
 /// `docs/dispatch-table.md`.
@@ -483,7 +563,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     // TODO(table): admit only those opcodes (bounce and check the list).
     ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
-    cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::Schedule),
+    cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
     // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
     //   vGPU's window.
@@ -542,14 +622,14 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x906f_0101, "NV906F_CTRL_GET_CLASS_ENGINEID", 16, P::Forward, F::Fifo),
     ct(0x906f_0102, "NV906F_CTRL_CMD_RESET_CHANNEL", 16, P::Forward, F::Fifo),
     ct(0x90e6_0102, "NV90E6_CTRL_CMD_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK", 8, P::Forward, F::GpuInfo),
-    cth(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::Schedule),
-    cth(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo, C::Schedule),
+    cth(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::TsgSchedule),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo, C::Timeslice),
     ct(ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, "NVA06C_CTRL_CMD_GET_TIMESLICE", 8, P::Forward, F::Fifo),
     ct(ctrl::NVA06C_CTRL_CMD_PREEMPT, "NVA06C_CTRL_CMD_PREEMPT", 8, P::Forward, F::Fifo),
     ct(ctrl::NVA06C_CTRL_CMD_GET_INFO, "NVA06C_CTRL_CMD_GET_INFO", 4, P::Forward, F::Fifo),
-    cth(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo, C::Schedule),
-    cth(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo, C::Schedule),
-    cth(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::Schedule),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo, C::InterleaveLevel),
+    refused_with(abi::status::NV_ERR_INSUFFICIENT_PERMISSIONS, ct(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo)),
+    cth(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::ChannelSchedule),
     ct(ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN", 4, P::Forward, F::Fifo),
     ct(0xc56f_010b, "NVC56F_CTRL_CMD_GET_KMB", 144, P::Forward, F::Security),
     ct(0xcb33_0101, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES", 6, P::Forward, F::Security),
