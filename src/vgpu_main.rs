@@ -31,14 +31,18 @@ mod file;
 mod host;
 pub mod ledger;
 pub mod nv;
+#[deny(unsafe_code)]
 mod objects;
 mod procs;
 mod proxy;
+#[deny(unsafe_code)]
 mod rm;
+#[deny(unsafe_code)]
 mod sched;
 mod state;
 mod status;
 pub mod uapi;
+#[deny(unsafe_code)]
 mod uvm;
 mod vgpu;
 mod vgpus;
