@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Compare the dispatch table (src/nv/table.rs) with gVisor nvproxy's.
+"""Compare the dispatch table (src/nv/table/) with gVisor nvproxy's.
 
 nvproxy (pkg/sentry/devices/nvproxy/version.go) builds, per driver version,
 maps of control commands and allocation classes, each entry with the
@@ -90,9 +90,10 @@ def rows(defs, version):
 
 
 def table_names():
-    text = open(os.path.join(TOP, "src/nv/table.rs")).read()
+    folder = os.path.join(TOP, "src/nv/table")
+    text = "".join(open(os.path.join(folder, f)).read() for f in sorted(os.listdir(folder)))
     body = lambda name: text.split("pub const %s" % name, 1)[1].split("\n];", 1)[0]
-    names = lambda s: set(re.findall(r'^\s*c[lt]\([^,]+, "(\w+)"', s, re.M))
+    names = lambda s: set(re.findall(r'\bc[lt]h?\([^,()]+, "(\w+)"', s))
     return names(body("CONTROLS")), names(body("CLASSES"))
 
 

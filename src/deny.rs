@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Default deny: what vgpu does with an RM class, RM control or UVM command
-//! that its dispatch table (`src/nv/table.rs`, `src/nv/uvm.rs`) does not
-//! admit.
+//! Default deny: what vgpu does with an escape, RM class, RM control or UVM
+//! command that its dispatch table (`src/nv/table/`, `src/nv/uvm.rs`) does
+//! not admit. [`refuse`] is the one place that decides it, before any
+//! handler runs; the caller answers with the row's refusal status.
 //!
 //! A number the table denies is refused whatever the operator set. A number
 //! the table does not know is refused too, unless the module parameter
@@ -20,6 +21,11 @@ use crate::nv::table::Policy;
 /// What a number is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
+    /// An escape of the NVIDIA frontend (the ioctl number on a ctl or GPU
+    /// node). An unknown escape is always refused, whatever
+    /// `unknown_calls` says, and not logged (the driver answers unknown
+    /// escapes with `EINVAL` too).
+    Escape,
     /// An RM allocation class (RM_ALLOC's `hClass`).
     Class,
     /// An RM control command (RM_CONTROL's `cmd`).
@@ -31,6 +37,7 @@ pub(crate) enum Family {
 impl Family {
     fn name(self) -> &'static str {
         match self {
+            Family::Escape => "escape",
             Family::Class => "class",
             Family::Control => "control",
             Family::Uvm => "UVM command",
@@ -91,17 +98,31 @@ fn log_once(family: Family, number: u32, verdict: &str) {
     );
 }
 
-/// The verdict on a number whose table row has policy `row` (`None`: no
-/// row). Returns whether the call may go on; logs unknown numbers once.
-pub(crate) fn admits(family: Family, number: u32, row: Option<Policy>) -> bool {
-    if let Some(policy) = row {
-        return policy.admits();
+/// Whether a call of `family` with `number`, whose table row has policy
+/// `row` (`None`: no row), is refused. A refusal is counted (`count`: on the
+/// caller's vGPUs, sysfs `calls_denied`); an unknown number is logged once.
+/// The caller answers a refusal with its row's refusal status (or the
+/// family's status for a number with no row), before any handler runs.
+pub(crate) fn refuse(
+    family: Family,
+    number: u32,
+    row: Option<Policy>,
+    count: impl FnOnce(),
+) -> bool {
+    let admitted = match row {
+        Some(policy) => policy.admits(),
+        None if family == Family::Escape => false,
+        None if forward_unknown() => {
+            log_once(family, number, "forwarded (unknown_calls=1)");
+            true
+        }
+        None => {
+            log_once(family, number, "refused");
+            false
+        }
+    };
+    if !admitted {
+        count();
     }
-    if forward_unknown() {
-        log_once(family, number, "forwarded (unknown_calls=1)");
-        true
-    } else {
-        log_once(family, number, "refused");
-        false
-    }
+    !admitted
 }

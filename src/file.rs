@@ -1,89 +1,103 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One open file of vgpu's nodes: its private real file and what it stands
-//! for. The file operations are implemented by the dispatcher
-//! (`src/proxy.rs`); handlers that meet another of vgpu's files through an
-//! fd in a call's parameters find its state here ([`of`]), without knowing
-//! the dispatcher.
+//! for. Each kind of node has its own file operations ([`CtlFops`],
+//! [`GpuFops`], [`UvmFops`], implemented by the dispatcher `src/proxy.rs`)
+//! and its own state, a [`ProxyFile`] of that kind; handlers that meet
+//! another of vgpu's files through an fd in a call's parameters find its
+//! state here ([`of`], [`real_of`]), without knowing the dispatcher.
 
-use kernel::{
-    fs::LocalFile,
-    sync::{Arc, ArcBorrow},
-};
+use kernel::{fs::LocalFile, sync::Arc};
 
+use crate::clients;
 use crate::host::Host;
-use crate::kapi::{chrdev, realfile::RealFile};
+use crate::kapi::chrdev::{self, FileOperations};
+use crate::kapi::realfile::RealFile;
 use crate::objects::CtlFile;
-use crate::rm::clients;
-use crate::uvm::space::UvmFile;
 use crate::vgpu::Vgpu;
 
-/// The file operations of vgpu's nodes (implemented in `src/proxy.rs`).
-pub(crate) struct ProxyFops;
+/// The file operations of `/dev/vgpuctl` (private: `Arc<ProxyFile<Arc<CtlFile>>>`).
+pub(crate) struct CtlFops;
 
-/// What an open file stands for.
-pub(crate) enum Role {
-    /// A `/dev/vgpuctl` file: its vGPUs and what it created.
-    Ctl(Arc<CtlFile>),
-    /// A `/dev/vgpuN` file of this vGPU.
-    Gpu(Arc<Vgpu>),
-    /// A `/dev/vgpu-uvm` file: what it charged.
-    Uvm(UvmFile),
+/// The file operations of a vGPU's `/dev/vgpuN` (private:
+/// `Arc<ProxyFile<Arc<Vgpu>>>`).
+pub(crate) struct GpuFops;
+
+/// The file operations of `/dev/vgpu-uvm` (private: a [`ProxyFile`] of the
+/// UVM node's state, `uvm::space::UvmFile`).
+pub(crate) struct UvmFops;
+
+/// What an open file stands for: a ctl file's vGPUs and objects, a GPU
+/// node's vGPU, a UVM file's space.
+pub(crate) trait Kind {
+    /// Counts a call refused by default deny on the file's vGPUs.
+    fn count_denied(&self);
+
+    /// Undoes what the open did, when the file goes.
+    fn release(&self, host: &Host);
 }
 
-/// State of one open proxy file.
-pub(crate) struct ProxyFile {
+impl Kind for Arc<CtlFile> {
+    fn count_denied(&self) {
+        CtlFile::count_denied(self);
+    }
+
+    // Its clients leave the module-wide index; its objects go (and are
+    // refunded) with the last reference to the `CtlFile`.
+    fn release(&self, host: &Host) {
+        clients::forget_file(host, self);
+    }
+}
+
+impl Kind for Arc<Vgpu> {
+    fn count_denied(&self) {
+        Vgpu::count_denied(self);
+    }
+
+    fn release(&self, _host: &Host) {
+        let mut users = self.users.lock();
+        *users = users.saturating_sub(1);
+    }
+}
+
+/// State of one open proxy file of kind `K`.
+pub(crate) struct ProxyFile<K: Kind> {
     /// Its private file of the real driver.
     pub(crate) real: RealFile,
     /// What it stands for.
-    pub(crate) role: Role,
+    pub(crate) kind: K,
     /// The host's GPUs, taken at open so that calls need no global lock.
     pub(crate) host: Arc<Host>,
 }
 
-impl ProxyFile {
-    /// The vGPU of a `/dev/vgpuN` file.
-    pub(crate) fn vgpu(&self) -> Option<&Arc<Vgpu>> {
-        match &self.role {
-            Role::Gpu(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// The state of a `/dev/vgpu-uvm` file.
-    pub(crate) fn uvm(&self) -> Option<&UvmFile> {
-        match &self.role {
-            Role::Uvm(u) => Some(u),
-            _ => None,
-        }
-    }
-
+impl<K: Kind> ProxyFile<K> {
     /// Counts a call refused by default deny on the file's vGPUs.
     pub(crate) fn count_denied(&self) {
-        match &self.role {
-            Role::Ctl(c) => c.count_denied(),
-            Role::Gpu(v) => v.count_denied(),
-            Role::Uvm(u) => u.count_denied(),
-        }
+        self.kind.count_denied();
     }
 }
 
-impl Drop for ProxyFile {
+impl<K: Kind> Drop for ProxyFile<K> {
     fn drop(&mut self) {
-        match &self.role {
-            Role::Gpu(v) => {
-                let mut users = v.users.lock();
-                *users = users.saturating_sub(1);
-            }
-            // Its clients leave the module-wide index; its objects go (and
-            // are refunded) with the last reference to the `CtlFile`.
-            Role::Ctl(c) => clients::forget_file(&self.host, c),
-            Role::Uvm(_) => {}
-        }
+        self.kind.release(&self.host);
     }
 }
 
-/// The state of `file` if it is one of vgpu's proxy files.
-pub(crate) fn of(file: &LocalFile) -> Option<ArcBorrow<'_, ProxyFile>> {
-    chrdev::private::<ProxyFops>(file)
+/// The state of `file` if it was opened through the operations `T`.
+pub(crate) fn of<T: FileOperations>(
+    file: &LocalFile,
+) -> Option<<T::Private as kernel::types::ForeignOwnable>::Borrowed<'_>> {
+    chrdev::private::<T>(file)
+}
+
+/// Runs `f` on the private real file of `file` if it is one of vgpu's proxy
+/// files, of any kind.
+pub(crate) fn real_of<R>(file: &LocalFile, f: impl FnOnce(&RealFile) -> R) -> Option<R> {
+    if let Some(p) = of::<CtlFops>(file) {
+        return Some(f(&p.real));
+    }
+    if let Some(p) = of::<GpuFops>(file) {
+        return Some(f(&p.real));
+    }
+    of::<UvmFops>(file).map(|p| f(&p.real))
 }

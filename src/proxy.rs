@@ -6,7 +6,7 @@
 //! (resolved when the module loaded) and forwards ioctl, mmap and poll to it.
 //! An ioctl is decoded first, as the driver decodes it, so that vgpu sees
 //! exactly what the driver will act on; its escape's row of the dispatch
-//! table (`src/nv/table.rs`) then says on which nodes vgpu admits it and
+//! table (`src/nv/table/`) then says on which nodes vgpu admits it and
 //! which handler runs. A command the driver would refuse is refused here
 //! with the same `EINVAL`; an escape vgpu does not know never reaches the
 //! driver.
@@ -21,47 +21,75 @@ use kernel::{
 };
 
 use crate::call::Call;
-use crate::file::{self, ProxyFile, ProxyFops, Role};
+use crate::deny;
+use crate::file::{self, CtlFops, GpuFops, Kind, ProxyFile, UvmFops};
 use crate::kapi::cdevhook;
 use crate::kapi::chrdev::{DevT, FileOperations, Poll};
+use crate::kapi::realfile::RealFile;
 use crate::kapi::user;
 use crate::nv::ioctl;
-use crate::nv::table::EscapeHandler;
 use crate::objects::Objects;
 use crate::rm::{self, CtlFile};
 use crate::uvm::{self, space::UvmFile, UVM_MINOR};
+use crate::vgpu::Vgpu;
 
 /// Minor of `/dev/vgpuctl` in vgpu's number range.
 pub(crate) const CTL_MINOR: u32 = 0;
 
-/// Opens the proxy file of `dev` for `file`'s opener.
-fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
+/// A `/dev/vgpuctl` file.
+type CtlProxy = ProxyFile<Arc<CtlFile>>;
+/// A `/dev/vgpuN` file.
+type GpuProxy = ProxyFile<Arc<Vgpu>>;
+/// A `/dev/vgpu-uvm` file.
+type UvmProxy = ProxyFile<UvmFile>;
+
+/// Opens a `/dev/vgpuctl` file for `file`'s opener.
+fn open_ctl(file: &File) -> Result<Arc<CtlProxy>> {
     let state = crate::state::get()?;
+    let vgpus = state.vgpus.for_current()?;
+    let ctl = Arc::pin_init(
+        pin_init!(CtlFile {
+            vgpus,
+            objects <- new_mutex!(Objects::default()),
+        }),
+        GFP_KERNEL,
+    )?;
+    let real = state.backend.ctl.open(file)?;
     let host = state.host.clone();
-    let made = |real, role| Arc::new(ProxyFile { real, role, host }, GFP_KERNEL);
-    if dev.minor() == CTL_MINOR {
-        let vgpus = state.vgpus.for_current()?;
-        let ctl = Arc::pin_init(
-            pin_init!(CtlFile {
-                vgpus,
-                objects <- new_mutex!(Objects::default()),
-            }),
-            GFP_KERNEL,
-        )?;
-        let real = state.backend.ctl.open(file)?;
-        return Ok(made(real, Role::Ctl(ctl))?);
+    Ok(Arc::new(
+        ProxyFile {
+            real,
+            kind: ctl,
+            host,
+        },
+        GFP_KERNEL,
+    )?)
+}
+
+/// Opens a container's `/dev/vgpu-uvm` file: only for callers with vGPUs.
+fn open_uvm(file: &File) -> Result<Arc<UvmProxy>> {
+    let state = crate::state::get()?;
+    let vgpus = state.vgpus.for_current()?;
+    if vgpus.is_empty() {
+        return Err(EACCES);
     }
-    if dev.minor() == UVM_MINOR {
-        // A container's UVM node: only for callers with vGPUs.
-        let vgpus = state.vgpus.for_current()?;
-        if vgpus.is_empty() {
-            return Err(EACCES);
-        }
-        let real = state.backend.uvm.as_ref().ok_or(ENODEV)?.open(file)?;
-        let uvm = UvmFile::new(vgpus, &real)?;
-        return Ok(made(real, Role::Uvm(uvm))?);
-    }
-    let v = state.vgpus.get(dev.minor() - 1).ok_or(ENODEV)?;
+    let real = state.backend.uvm.as_ref().ok_or(ENODEV)?.open(file)?;
+    let uvm = UvmFile::new(vgpus, &real)?;
+    let host = state.host.clone();
+    Ok(Arc::new(
+        ProxyFile {
+            real,
+            kind: uvm,
+            host,
+        },
+        GFP_KERNEL,
+    )?)
+}
+
+/// Opens the `/dev/vgpuN` file of `dev` for `file`'s opener.
+fn open_gpu(dev: DevT, file: &File) -> Result<Arc<GpuProxy>> {
+    let state = crate::state::get()?;
+    let v = state.vgpus.get(dev.minor().wrapping_sub(1)).ok_or(ENODEV)?;
     let real = {
         // Users first, then the settings: the order sysfs writers take too.
         let mut users = v.users.lock();
@@ -77,7 +105,15 @@ fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
         *users += 1;
         real
     };
-    Ok(made(real, Role::Gpu(v.clone()))?)
+    let host = state.host.clone();
+    Ok(Arc::new(
+        ProxyFile {
+            real,
+            kind: v.clone(),
+            host,
+        },
+        GFP_KERNEL,
+    )?)
 }
 
 /// Decides an open of one of the NVIDIA driver's own devices, which vgpu
@@ -124,97 +160,131 @@ unsafe extern "C" fn vgpu_cdev_open(
     let Some(m) = ours else {
         return EACCES.to_errno();
     };
+    let dev = DevT::new(state.vgpus.major(), m);
     // SAFETY: the caller's contract, passed on.
-    unsafe { cdevhook::adopt::<ProxyFops>(filp, DevT::new(state.vgpus.major(), m)) }
+    unsafe {
+        match m {
+            CTL_MINOR => cdevhook::adopt::<CtlFops>(filp, dev),
+            UVM_MINOR => cdevhook::adopt::<UvmFops>(filp, dev),
+            _ => cdevhook::adopt::<GpuFops>(filp, dev),
+        }
+    }
 }
 
-#[vtable]
-impl FileOperations for ProxyFops {
-    type OwnerModule = crate::VgpuModule;
-    type Private = Arc<ProxyFile>;
+/// Decodes an escape on a ctl or GPU node: an escape vgpu does not know,
+/// or the driver's release does not have, never reaches the driver, which
+/// answers unknown escapes with EINVAL too; it is counted.
+fn decode<K: Kind>(me: &ProxyFile<K>, cmd: u32, arg: usize) -> Result<Call> {
+    Call::decode(cmd, arg).inspect_err(|_| {
+        let rel = crate::nv::release::current();
+        if let Err(ioctl::DecodeError::UnknownEscape(nr)) =
+            ioctl::decode_with(cmd, |e| rel.escape_rule(e))
+        {
+            deny::refuse(deny::Family::Escape, nr.into(), None, || me.count_denied());
+        }
+    })
+}
 
-    fn open(dev: DevT, file: &File) -> Result<Arc<ProxyFile>> {
-        open(dev, file)
+/// An fd inside the parameters at the row's `fd_at` that names one of
+/// vgpu's proxy files stands for that file's private real file: the call
+/// forwarded so, or `None` (no such fd).
+fn named(real: &RealFile, call: &Call) -> Result<Option<isize>> {
+    match call.row.fd_at {
+        Some(off) => forward_naming(real, call, off),
+        None => Ok(None),
+    }
+}
+
+// The row names the nodes vgpu admits an escape on: RM escapes on the ctl
+// node only (the driver would serve them on a GPU node too, for the ctl
+// file it is registered to, but they must pass vgpu's accounting there),
+// REGISTER_FD on GPU nodes only.
+
+#[vtable]
+impl FileOperations for CtlFops {
+    type OwnerModule = crate::VgpuModule;
+    type Private = Arc<CtlProxy>;
+
+    fn open(_dev: DevT, file: &File) -> Result<Arc<CtlProxy>> {
+        open_ctl(file)
     }
 
-    fn ioctl(me: ArcBorrow<'_, ProxyFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        if let Role::Uvm(u) = &me.role {
-            return uvm::ioctl(&me, u, cmd, arg);
-        }
-        let call = Call::decode(cmd, arg).inspect_err(|_| {
-            // An escape vgpu does not know, or the driver's release does
-            // not have, never reaches the driver, which answers unknown
-            // escapes with EINVAL too; it is counted.
-            let rel = crate::nv::release::current();
-            if matches!(
-                ioctl::decode_with(cmd, |e| rel.escape_rule(e)),
-                Err(ioctl::DecodeError::UnknownEscape(_))
-            ) {
-                me.count_denied();
-            }
-        })?;
-        let row = call.row;
-        let ctl = match &me.role {
-            Role::Ctl(c) => Some(c),
-            _ => None,
-        };
-        // The row names the nodes vgpu admits the escape on: RM escapes on
-        // the ctl node only (the driver would serve them on a GPU node too,
-        // for the ctl file it is registered to, but they must pass vgpu's
-        // accounting there), REGISTER_FD on GPU nodes only.
-        if !row.nodes.admits(ctl.is_some()) {
+    fn ioctl(me: ArcBorrow<'_, CtlProxy>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let call = decode(&me, cmd, arg)?;
+        if !call.row.nodes.admits(true) {
             return Err(EPERM);
         }
-        // An fd inside the parameters that names one of vgpu's proxy files
-        // stands for that file's private real file.
-        if let Some(off) = row.fd_at {
-            if let Some(r) = forward_naming(&me, &call, off)? {
-                report_heap_limit(&me, &call, row.handler)?;
-                return Ok(r);
-            }
-        }
-        let Some(ctl) = ctl else {
-            let r = call.forward(&me.real)?;
-            report_heap_limit(&me, &call, row.handler)?;
+        if let Some(r) = named(&me.real, &call)? {
             return Ok(r);
-        };
+        }
         let cx = rm::Ctx {
             host: &me.host,
-            file: ctl,
+            file: &me.kind,
             real: &me.real,
             call: &call,
         };
-        rm::dispatch(&cx, row.handler)
+        rm::dispatch(&cx, call.row.handler)
     }
 
-    fn mmap(me: ArcBorrow<'_, ProxyFile>, _file: &File, vma: &VmaNew) -> Result {
-        if let Role::Uvm(u) = &me.role {
-            return uvm::mmap(&me, u, vma);
-        }
+    fn mmap(me: ArcBorrow<'_, CtlProxy>, _file: &File, vma: &VmaNew) -> Result {
         me.real.mmap(vma)
     }
 
-    fn poll(me: ArcBorrow<'_, ProxyFile>, _file: &File, table: &Poll<'_>) -> u32 {
+    fn poll(me: ArcBorrow<'_, CtlProxy>, _file: &File, table: &Poll<'_>) -> u32 {
         me.real.poll(table)
     }
 }
 
-/// RM_ALLOC_MEMORY of class 0x40 allocates nothing: it reports the heap as
-/// `limit` (size - 1). Through a vGPU node it reports the vGPU's ceiling.
-fn report_heap_limit(me: &ProxyFile, call: &Call, h: EscapeHandler) -> Result {
-    use crate::nv::abi::{class, status::NV_OK, Nvos02WithFd, Wire};
-    let (EscapeHandler::AllocMemory, Some(v)) = (h, me.vgpu()) else {
-        return Ok(());
-    };
-    let mut b = [0u8; Nvos02WithFd::SIZE];
-    user::read(call.addr, &mut b)?;
-    let mut a = Nvos02WithFd::decode(&b);
-    if a.params.status != NV_OK || a.params.h_class != class::NV01_MEMORY_LOCAL_USER {
-        return Ok(());
+#[vtable]
+impl FileOperations for GpuFops {
+    type OwnerModule = crate::VgpuModule;
+    type Private = Arc<GpuProxy>;
+
+    fn open(dev: DevT, file: &File) -> Result<Arc<GpuProxy>> {
+        open_gpu(dev, file)
     }
-    let ceiling = v.config.lock().memory.limit();
-    a.params.limit = a.params.limit.min(ceiling.saturating_sub(1));
-    user::write(call.addr, &a.to_bytes())
+
+    fn ioctl(me: ArcBorrow<'_, GpuProxy>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let call = decode(&me, cmd, arg)?;
+        if !call.row.nodes.admits(false) {
+            return Err(EPERM);
+        }
+        let named = named(&me.real, &call)?;
+        rm::gpu::dispatch(&me.kind, &call, call.row.handler, || match named {
+            Some(r) => Ok(r),
+            None => call.forward(&me.real),
+        })
+    }
+
+    fn mmap(me: ArcBorrow<'_, GpuProxy>, _file: &File, vma: &VmaNew) -> Result {
+        me.real.mmap(vma)
+    }
+
+    fn poll(me: ArcBorrow<'_, GpuProxy>, _file: &File, table: &Poll<'_>) -> u32 {
+        me.real.poll(table)
+    }
+}
+
+#[vtable]
+impl FileOperations for UvmFops {
+    type OwnerModule = crate::VgpuModule;
+    type Private = Arc<UvmProxy>;
+
+    fn open(_dev: DevT, file: &File) -> Result<Arc<UvmProxy>> {
+        open_uvm(file)
+    }
+
+    fn ioctl(me: ArcBorrow<'_, UvmProxy>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        uvm::ioctl(&me, cmd, arg)
+    }
+
+    fn mmap(me: ArcBorrow<'_, UvmProxy>, _file: &File, vma: &VmaNew) -> Result {
+        uvm::mmap(&me, vma)
+    }
+
+    fn poll(me: ArcBorrow<'_, UvmProxy>, _file: &File, table: &Poll<'_>) -> u32 {
+        me.real.poll(table)
+    }
 }
 
 /// If the fd at byte `off` of the call's block names a proxy file, forwards
@@ -222,7 +292,7 @@ fn report_heap_limit(me: &ProxyFile, call: &Call, h: EscapeHandler) -> Result {
 /// the block, see [`crate::kapi::realfile::RealFile::ioctl_block_naming`]);
 /// the caller sees its own fd in its block again. `Ok(None)`: the fd is not
 /// a proxy file; forward as is.
-fn forward_naming(me: &ProxyFile, call: &Call, off: usize) -> Result<Option<isize>> {
+fn forward_naming(real: &RealFile, call: &Call, off: usize) -> Result<Option<isize>> {
     let mut blk = [0u8; EMBEDDED_FD_BLOCK_MAX];
     let blk = blk.get_mut(..call.size).ok_or(EINVAL)?;
     user::read(call.addr, blk)?;
@@ -235,12 +305,11 @@ fn forward_naming(me: &ProxyFile, call: &Call, off: usize) -> Result<Option<isiz
     let Ok(f) = crate::kapi::fdtable::fget(fd) else {
         return Ok(None);
     };
-    let Some(other) = file::of(&f) else {
+    let Some(r) = file::real_of(&f, |other| {
+        real.ioctl_block_naming(other, call.direct_cmd(), blk, off)
+    }) else {
         return Ok(None);
     };
-    let r = me
-        .real
-        .ioctl_block_naming(&other.real, call.direct_cmd(), blk, off);
     blk[off..off + 4].copy_from_slice(&theirs);
     user::write(call.addr, blk)?;
     r.map(Some)

@@ -23,6 +23,7 @@ use core::fmt::Write;
 use kernel::{prelude::*, str::CString, sync::Arc, types::ScopeGuard};
 
 mod call;
+mod clients;
 pub mod compute;
 pub mod config;
 mod deny;
@@ -30,14 +31,18 @@ mod file;
 mod host;
 pub mod ledger;
 pub mod nv;
+#[deny(unsafe_code)]
 mod objects;
 mod procs;
 mod proxy;
+#[deny(unsafe_code)]
 mod rm;
+#[deny(unsafe_code)]
 mod sched;
 mod state;
 mod status;
 pub mod uapi;
+#[deny(unsafe_code)]
 mod uvm;
 mod vgpu;
 mod vgpus;
@@ -158,7 +163,7 @@ impl ClassFiles for ClassCtl {
 
 /// The loaded module. `Drop` takes down the class files, stops the
 /// schedulers, removes the `gpuK` directories and the vGPUs; the fields then
-/// drop in order: the `gpuK` file group, the control node, the cdev (no new
+/// drop in order: the `gpuK` file group, the control node, the cdevs (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
     /// The open of the driver's own devices, taken over (removed first).
@@ -170,7 +175,7 @@ pub struct VgpuModule {
     _gpu_files: DeviceFilesGroup<sched::GpuFiles>,
     _ctl_node: Node,
     _uvm_node: Node,
-    _cdev: Cdev<file::ProxyFops>,
+    _cdevs: Cdevs,
     _region: Region,
     state: Arc<state::State>,
 }
@@ -224,6 +229,45 @@ fn take_over_driver_nodes(backend: &state::Backend) -> Result<KVec<Hook>> {
     Ok(hooks)
 }
 
+/// `/dev/nvidia-uvm`, if nvidia-uvm is there. A node with no device behind
+/// it (left by an nvidia-uvm that is gone) is no UVM.
+fn resolve_uvm() -> Result<Option<RealNode>> {
+    let uvm = RealNode::resolve(NVIDIA_UVM)
+        .ok()
+        .filter(kapi::cdevhook::has_device);
+    if uvm.is_none() {
+        // nvidia-uvm loaded without its node: vgpu could not take over
+        // its device, and a container could reach it past vgpu once the
+        // node is made.
+        if kapi::realfile::path_exists(NVIDIA_UVM_MODULE) {
+            pr_err!("nvidia_uvm is loaded but {NVIDIA_UVM:?} does not exist: make it (nvidia-modprobe -u) and load vgpu again\n");
+            return Err(ENODEV);
+        }
+        pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
+    }
+    Ok(uvm)
+}
+
+/// One cdev per kind of node in vgpu's number range.
+struct Cdevs {
+    _ctl: Cdev<file::CtlFops>,
+    _gpu: Cdev<file::GpuFops>,
+    _uvm: Cdev<file::UvmFops>,
+}
+
+impl Cdevs {
+    /// The ctl node's, the vGPUs' nodes' (with the unused minor before the
+    /// UVM node's, which opens as no vGPU: `ENODEV`) and the UVM node's.
+    fn new(major: u32) -> Result<Self> {
+        let first_gpu = proxy::CTL_MINOR + 1;
+        Ok(Self {
+            _ctl: Cdev::new(DevT::new(major, proxy::CTL_MINOR), 1)?,
+            _gpu: Cdev::new(DevT::new(major, first_gpu), uvm::UVM_MINOR - first_gpu)?,
+            _uvm: Cdev::new(DevT::new(major, uvm::UVM_MINOR), 1)?,
+        })
+    }
+}
+
 impl kernel::Module for VgpuModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: called once, before anything else uses the state.
@@ -258,21 +302,7 @@ impl kernel::Module for VgpuModule {
         let region = Region::dynamic(MINORS, c"vgpu")?;
         let vgpus = vgpus::Vgpus::new(region.base().major(), backable)?;
         let class = Class::new(c"vgpu")?;
-        // A node with no device behind it (left by an nvidia-uvm that is
-        // gone) is no UVM.
-        let uvm = RealNode::resolve(NVIDIA_UVM)
-            .ok()
-            .filter(kapi::cdevhook::has_device);
-        if uvm.is_none() {
-            // nvidia-uvm loaded without its node: vgpu could not take over
-            // its device, and a container could reach it past vgpu once the
-            // node is made.
-            if kapi::realfile::path_exists(NVIDIA_UVM_MODULE) {
-                pr_err!("nvidia_uvm is loaded but {NVIDIA_UVM:?} does not exist: make it (nvidia-modprobe -u) and load vgpu again\n");
-                return Err(ENODEV);
-            }
-            pr_info!("no {NVIDIA_UVM:?}: /dev/vgpu-uvm answers ENODEV\n");
-        }
+        let uvm = resolve_uvm()?;
         let state = Arc::new(
             state::State {
                 backend: state::Backend { ctl, gpus, uvm },
@@ -286,7 +316,7 @@ impl kernel::Module for VgpuModule {
         // Until `init` succeeds, a failure must not leave the state behind.
         let unset = ScopeGuard::new(|| state::set(None));
 
-        let cdev = Cdev::<file::ProxyFops>::new(region.base(), MINORS)?;
+        let cdevs = Cdevs::new(region.base().major())?;
         let ctl_node = Node::new(
             &state.class,
             DevT::new(region.base().major(), proxy::CTL_MINOR),
@@ -331,7 +361,7 @@ impl kernel::Module for VgpuModule {
             _gpu_files: gpu_files,
             _ctl_node: ctl_node,
             _uvm_node: uvm_node,
-            _cdev: cdev,
+            _cdevs: cdevs,
             _region: region,
             state,
         })

@@ -4,9 +4,12 @@
 //!
 //! Every file in this folder is core-only (pure logic over bytes and numbers,
 //! no kernel API), so the host crate `userspace/logic` builds and tests the same
-//! source with `cargo test`.
+//! source with `cargo test`. The compiler holds it to no `unsafe`.
+
+#![forbid(unsafe_code)]
 
 #[macro_use]
+pub mod wire;
 pub mod abi;
 pub mod ioctl;
 pub mod release;

@@ -17,10 +17,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use super::abi::{
-    field_offset, fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut,
-    FieldLayout, Wire, WireField,
-};
+use super::wire::{field_offset, WireField};
 
 /// A processor UUID (`NvProcessorUuid`): 16 bytes, alignment 1. For a GPU
 /// it is the binary form of its GID (`NV2080_CTRL_CMD_GPU_GET_GID_INFO` with
@@ -699,9 +696,6 @@ pub const fn chunks(base: u64, length: u64) -> (u64, u64) {
 /// (`nv::release`) use these.
 pub mod r580 {
     use super::Uuid;
-    use crate::nv::abi::{
-        fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut, FieldLayout, Wire,
-    };
 
     wire_struct! {
         /// UVM_UNREGISTER_CHANNEL_PARAMS before 590.
@@ -740,9 +734,6 @@ pub mod r580 {
 /// layouts). The UVM table of 535.288.01 (`nv::release`) uses these.
 pub mod r535 {
     use super::GpuMappingAttributes;
-    use crate::nv::abi::{
-        fields_aligned, fields_disjoint, fields_fit, max_align, tail, tail_mut, FieldLayout, Wire,
-    };
 
     wire_struct! {
         /// UVM_MAP_EXTERNAL_ALLOCATION_PARAMS at 535.

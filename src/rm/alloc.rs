@@ -8,14 +8,14 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::clients;
 use super::ctx::{CtlFile, Ctx};
+use crate::clients;
 use crate::deny;
 use crate::kapi::pid::{current_comm, ProcessPid};
 use crate::kapi::{rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
-use crate::nv::table::Policy;
+use crate::nv::table::ClassHandler;
 use crate::objects::{Held, Kind, Obj, Reservation};
 use crate::procs::{Counter, ProcUse};
 use crate::sched::{Enrolled, Watched};
@@ -53,13 +53,15 @@ impl Header {
     }
 }
 
-/// The offset of field `name` in an RM_ALLOC block of `blk`'s layout
-/// (NVOS21 or NVOS64).
-fn alloc_field(blk: &[u8], name: &str) -> usize {
+/// The offset of `status` in an RM_ALLOC block of `blk`'s layout (NVOS21
+/// or NVOS64), both found at compile time.
+fn status_at(blk: &[u8]) -> usize {
+    const NVOS21: usize = abi::field_offset(abi::Nvos21::FIELDS, "status");
+    const NVOS64: usize = abi::field_offset(abi::Nvos64::FIELDS, "status");
     if blk.len() == abi::Nvos21::SIZE {
-        abi::field_offset(abi::Nvos21::FIELDS, name)
+        NVOS21
     } else {
-        abi::field_offset(abi::Nvos64::FIELDS, name)
+        NVOS64
     }
 }
 
@@ -68,7 +70,7 @@ fn alloc_field(blk: &[u8], name: &str) -> usize {
 fn answer(addr: u64, blk: &mut [u8], handle: u32, status: u32) -> Result<isize> {
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
     const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
-    let status_at = alloc_field(blk, "status");
+    let status_at = status_at(blk);
     blk.get_mut(H_NEW..H_NEW + 4)
         .ok_or(EINVAL)?
         .copy_from_slice(&handle.to_ne_bytes());
@@ -79,8 +81,8 @@ fn answer(addr: u64, blk: &mut [u8], handle: u32, status: u32) -> Result<isize> 
     Ok(0)
 }
 
-/// RM_ALLOC, by the class's row: `Rewritten` (clients), `Served` (accounted
-/// classes), any other admitted row forwarded from vgpu's copy.
+/// RM_ALLOC, by the class's row: refused by default deny, or its handler:
+/// a client, an accounted kind, or forwarded from vgpu's copy.
 pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     let (addr, size) = (cx.call.addr, cx.call.size);
     let mut buf = [0u8; abi::Nvos64::SIZE];
@@ -89,20 +91,25 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     // `paramsSize` is not read: RM ignores it (see `accounted`).
     let h = Header::decode(blk);
     let row = release::current().class_row(h.h_class);
-    let policy = row.map(|r| r.policy);
     // Default deny: a class the table does not admit is refused the way RM
     // refuses a class it does not have (`rs_server.c:4149` at 595.45.04),
     // or as its row says RM refuses it where it is not offered, before
     // anything reaches the driver.
-    if !deny::admits(deny::Family::Class, h.h_class, policy) {
-        cx.file.count_denied();
+    let policy = row.map(|r| r.policy);
+    if deny::refuse(deny::Family::Class, h.h_class, policy, || {
+        cx.file.count_denied()
+    }) {
         let status = row.map_or(NV_ERR_INVALID_CLASS, |r| r.refusal);
         return answer(addr, blk, h.h_new, status);
     }
-    let result = match policy {
-        Some(Policy::Rewritten) => return client(cx, blk, h.h_root),
-        Some(Policy::Served) => accounted(cx, &h, row.map_or(0, |r| r.params_size as usize)),
-        _ => return cx.call.forward_block(cx.real, blk),
+    // An admitted class with no row (`unknown_calls=1`) is forwarded.
+    let Some(row) = row else {
+        return cx.call.forward_block(cx.real, blk);
+    };
+    let result = match row.handler {
+        ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
+        ClassHandler::Client => return client(cx, blk, h.h_root),
+        kind => accounted(cx, &h, kind, row.params_size as usize),
     };
     match result {
         Ok(handle) => answer(addr, blk, handle, NV_OK),
@@ -134,7 +141,7 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
     /// Picks of vgpu's before a duplicate goes back to the caller (one in
     /// 2^20 per live client collides).
     const TRIES: usize = 4;
-    let status_at = alloc_field(blk, "status");
+    let status_at = status_at(blk);
     let ours = h_root == 0;
     let read = |blk: &[u8], at: usize| -> Result<u32> {
         let b = blk.get(at..at + 4).ok_or(EINVAL)?;
@@ -174,13 +181,14 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
     }
 }
 
-/// Devices, subdevices, memory, TSGs and channels: decided on kernel copies,
-/// executed through the kernel interface, `want` bytes of alloc params (the
-/// class's in the driver's release). Returns the new handle.
-fn accounted(cx: &Ctx<'_>, h: &Header, want: usize) -> RmResult<u32> {
+/// Devices, subdevices, memory, TSGs and channels (the class's handler
+/// `kind`): decided on kernel copies, executed through the kernel
+/// interface, `want` bytes of alloc params (the class's in the driver's
+/// release). Returns the new handle.
+fn accounted(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, want: usize) -> RmResult<u32> {
     // A device is checked against the file's clients here; anything else
     // when its parent is looked up (`plan`), under the same lock.
-    if h.h_class == class::NV01_DEVICE_0 && !cx.file.has_client(h.h_root) {
+    if kind == ClassHandler::Device && !cx.file.has_client(h.h_root) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
     }
     // RM copies the class's own params, whatever `paramsSize` says (at
@@ -192,7 +200,7 @@ fn accounted(cx: &Ctx<'_>, h: &Header, want: usize) -> RmResult<u32> {
     // prefixes of 595.45.04's, whose missing fields decode as zero).
     // RS_OPTIONAL (`resource_list.h:175,449`): devices and subdevices;
     // RS_REQUIRED (`resource_list.h:484,505`, channels 283-392): the rest.
-    let optional = matches!(h.h_class, class::NV01_DEVICE_0 | class::NV20_SUBDEVICE_0);
+    let optional = matches!(kind, ClassHandler::Device | ClassHandler::Subdevice);
     // Channel params are the largest of the accounted classes'; the rest
     // fit in a memory class's, which is all most allocations need zeroed.
     let mut small = [0u8; abi::MemoryAllocationParams::SIZE];
@@ -209,13 +217,13 @@ fn accounted(cx: &Ctx<'_>, h: &Header, want: usize) -> RmResult<u32> {
             return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
         }
         // NULL optional params: the class's defaults, passed on as NULL.
-        return execute(cx, h, &mut []);
+        return execute(cx, h, kind, &mut []);
     }
     if user::read(h.pparams, params).is_err() {
         // `os_memcpy_from_user` (`os-interface.c:522-529`).
         return Err(Fail::Rm(NV_ERR_INVALID_ADDRESS));
     }
-    let handle = execute(cx, h, params)?;
+    let handle = execute(cx, h, kind, params)?;
     // In/out params (the rounded size) back to the caller.
     user::write(h.pparams, params)?;
     Ok(handle)
@@ -261,8 +269,9 @@ struct Plan {
     owner: Option<Arc<ProcUse>>,
 }
 
-/// Decides what allocating `h` from `params` is on this file.
-fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
+/// Decides what allocating `h`, of handler `kind`, from `params` is on this
+/// file.
+fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResult<Plan> {
     let plan = |gpu, kind| Plan {
         gpu,
         kind,
@@ -270,7 +279,7 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         in_tsg: None,
         owner: None,
     };
-    if h.h_class == class::NV01_DEVICE_0 {
+    if kind == ClassHandler::Device {
         if h.h_parent != h.h_root {
             return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT));
         }
@@ -291,18 +300,22 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
         };
         (parent.gpu, parent.kind, parent.sched.clone())
     };
-    let channel = class::is_channel_class(h.h_class);
-    Ok(match h.h_class {
-        class::NV20_SUBDEVICE_0 => plan(gpu, Kind::Subdevice),
-        class::KEPLER_CHANNEL_GROUP_A if pkind == Kind::Device => plan(gpu, Kind::Tsg),
-        _ if channel && pkind == Kind::Device => plan(gpu, Kind::Channel),
-        _ if channel && pkind == Kind::Tsg => Plan {
+    Ok(match kind {
+        ClassHandler::Subdevice => plan(gpu, Kind::Subdevice),
+        ClassHandler::Tsg if pkind == Kind::Device => plan(gpu, Kind::Tsg),
+        ClassHandler::Channel if pkind == Kind::Device => plan(gpu, Kind::Channel),
+        ClassHandler::Channel if pkind == Kind::Tsg => Plan {
             in_tsg: psched,
             ..plan(gpu, Kind::Channel)
         },
-        class::KEPLER_CHANNEL_GROUP_A => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
-        _ if channel => return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT)),
-        _ => {
+        ClassHandler::Tsg | ClassHandler::Channel => {
+            return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT))
+        }
+        // Not accounted (`alloc` runs no such handler here).
+        ClassHandler::Device | ClassHandler::Client | ClassHandler::Forward => {
+            return Err(Fail::Os(EINVAL))
+        }
+        ClassHandler::Memory => {
             let mp = abi::MemoryAllocationParams::decode_charge_fields(params);
             if !mp.allocates_vram() {
                 return Ok(plan(gpu, Kind::Memory));
@@ -329,13 +342,13 @@ fn plan(file: &CtlFile, h: &Header, params: &[u8]) -> RmResult<Plan> {
 /// interface, the settling and the record. Every step that fails unwinds
 /// what came before by dropping its guard (the reservation, the RM object,
 /// the schedule entry).
-fn execute(cx: &Ctx<'_>, h: &Header, params: &mut [u8]) -> RmResult<u32> {
+fn execute(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, params: &mut [u8]) -> RmResult<u32> {
     let rm = &cx.host.rm;
     let file = cx.file;
-    if h.h_class == class::NV01_DEVICE_0 && !cx.host.has_gpu(device_instance(params)) {
+    if kind == ClassHandler::Device && !cx.host.has_gpu(device_instance(params)) {
         return absent_device(cx, params);
     }
-    let p = plan(file, h, params)?;
+    let p = plan(file, h, kind, params)?;
     // A TSG, or a channel outside one, runs on this file's vGPU there.
     let sched_on = match (p.kind, &p.in_tsg) {
         (Kind::Tsg, _) | (Kind::Channel, None) => Some(file.vgpu_on(p.gpu).ok_or(EACCES)?.clone()),
@@ -476,5 +489,5 @@ pub(super) fn heap_memory(
         h_class: class::NV01_MEMORY_LOCAL_USER,
         pparams: 0,
     };
-    execute(cx, &h, params)
+    execute(cx, &h, ClassHandler::Memory, params)
 }

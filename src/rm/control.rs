@@ -23,70 +23,69 @@ use crate::objects::Kind;
 use crate::status::{self, Fail, RmResult};
 use crate::vgpu::Vgpu;
 
-/// RM_CONTROL.
+/// RM_CONTROL: refused by default deny, or its row's handler; a control
+/// no handler answers is forwarded.
 pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     let addr = cx.call.addr;
     let mut blk = [0u8; abi::Nvos54::SIZE];
     user::read(addr, &mut blk)?;
     let mut a = abi::Nvos54::decode(&blk);
     let row = release::current().control_row(a.cmd);
-    match row.map(|r| (r, r.handler)) {
-        Some((r, ControlHandler::Schedule)) => {
-            // A Denied row of this handler (MAKE_REALTIME) is counted as
-            // every other refusal is.
-            if !r.policy.admits() {
-                cx.file.count_denied();
-            }
-            a.status = status::status(schedule(cx, &a, r))?;
-            user::write(addr, &a.to_bytes())?;
-            return Ok(0);
-        }
-        Some((_, ControlHandler::GpuIds)) => {
-            if let Some(st) = attached_ids(cx, &a)? {
-                a.status = st;
-                user::write(addr, &a.to_bytes())?;
-                return Ok(0);
-            }
-            // Not one of this file's clients, or malformed: the driver
-            // answers.
-        }
-        Some((r, ControlHandler::Processes)) => {
-            a.status = status::status(super::processes::processes(cx, &a, r.params_size as usize))?;
-            user::write(addr, &a.to_bytes())?;
-            return Ok(0);
-        }
-        Some((_, ControlHandler::FbInfo)) => {
-            if let Some(st) = fb_info(cx, &a)? {
-                a.status = st;
-                user::write(addr, &a.to_bytes())?;
-                return Ok(0);
-            }
-            // Not this file's vGPU, or malformed: the driver answers.
-        }
-        Some((r, ControlHandler::Kernel)) => {
-            if let Some(st) = on_kernel_copies(cx, &a, r)? {
-                a.status = st;
-                user::write(addr, &a.to_bytes())?;
-                return Ok(0);
-            }
-            // Not this file's object, or malformed: the driver answers.
-        }
-        Some((_, ControlHandler::Forward)) | None => {
-            // Default deny: a control the table does not admit is refused
-            // the way RM refuses a command it does not have
-            // (`NV_ERR_NOT_SUPPORTED`, `rs_resource.c:131` at 595.45.04),
-            // before anything reaches the driver.
-            if !deny::admits(deny::Family::Control, a.cmd, row.map(|r| r.policy)) {
-                cx.file.count_denied();
-                a.status = NV_ERR_NOT_SUPPORTED;
-                user::write(addr, &a.to_bytes())?;
-                return Ok(0);
-            }
-        }
+    // Default deny: a control the table does not admit is refused the way
+    // RM refuses a command it does not have (`NV_ERR_NOT_SUPPORTED`,
+    // `rs_resource.c:131` at 595.45.04), or with its row's own refusal,
+    // before anything reaches the driver.
+    let policy = row.map(|r| r.policy);
+    if deny::refuse(deny::Family::Control, a.cmd, policy, || {
+        cx.file.count_denied()
+    }) {
+        a.status = row.map_or(NV_ERR_NOT_SUPPORTED, |r| r.refusal);
+        user::write(addr, &a.to_bytes())?;
+        return Ok(0);
+    }
+    let answered = match row {
+        Some(r) => handle(cx, &a, r)?,
+        // Admitted with no row (`unknown_calls=1`): forwarded.
+        None => None,
+    };
+    if let Some(st) = answered {
+        a.status = st;
+        user::write(addr, &a.to_bytes())?;
+        return Ok(0);
     }
     forwarded(cx.host, cx.file, || {
         cx.call.forward_block(cx.real, &mut blk)
     })
+}
+
+/// Runs the handler of admitted control row `r`: the RM status it answers
+/// with, or `None` for the driver to answer (forwarded).
+fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> {
+    let answer = |res: RmResult| status::status(res).map(Some);
+    match r.handler {
+        ControlHandler::Forward => Ok(None),
+        ControlHandler::TsgSchedule => {
+            answer(scheduling(cx, a, |cx, a| gpfifo(cx, a, r, Kind::Tsg)))
+        }
+        ControlHandler::ChannelSchedule => {
+            answer(scheduling(cx, a, |cx, a| gpfifo(cx, a, r, Kind::Channel)))
+        }
+        ControlHandler::DisableChannels => answer(scheduling(cx, a, disable_channels)),
+        ControlHandler::Timeslice => answer(scheduling(cx, a, |cx, a| {
+            tsg_setting(cx, a, abi::TimesliceParams::SIZE)
+        })),
+        ControlHandler::InterleaveLevel => answer(scheduling(cx, a, |cx, a| {
+            tsg_setting(cx, a, abi::InterleaveLevelParams::SIZE)
+        })),
+        ControlHandler::Processes => {
+            answer(super::processes::processes(cx, a, r.params_size as usize))
+        }
+        // Not this file's client, vGPU or object, or malformed: `None`, the
+        // driver answers.
+        ControlHandler::GpuIds => attached_ids(cx, a),
+        ControlHandler::FbInfo => fb_info(cx, a),
+        ControlHandler::Kernel => on_kernel_copies(cx, a, r),
+    }
 }
 
 /// A control of a [`ControlHandler::Kernel`] row, well formed, on this
@@ -251,75 +250,74 @@ fn fb_info(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
 
 /// A tenant's scheduling control, decided and executed on kernel copies
 /// (never forwarded, so no other thread can change what the driver acts
-/// on).
+/// on), by `run` once the client is found to be this file's.
 ///
 /// - GPFIFO_SCHEDULE (TSG or channel) and FIFO_DISABLE_CHANNELS on this
 ///   file's own TSGs and channels: a disable applies at once, an enable
 ///   only within the vGPU's window (else it is recorded and applied when
 ///   the window opens). Any other target is refused.
-/// - MAKE_REALTIME is refused: a realtime TSG could preempt other vGPUs'
-///   windows, and nothing a container runs needs it.
+/// - MAKE_REALTIME is denied by its row (default deny, before any
+///   handler): a realtime TSG could preempt other vGPUs' windows, and
+///   nothing a container runs needs it.
 /// - SET_TIMESLICE and SET_INTERLEAVE_LEVEL are applied to this file's own
 ///   TSGs only: only one vGPU's TSGs are enabled at a time, so they order
 ///   that vGPU's work inside its own window.
-fn schedule(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> RmResult {
-    let (file, rm) = (cx.file, &cx.host.rm);
-    if !file.has_client(a.h_client) {
+fn scheduling(
+    cx: &Ctx<'_>,
+    a: &abi::Nvos54,
+    run: impl FnOnce(&Ctx<'_>, &abi::Nvos54) -> RmResult,
+) -> RmResult {
+    if !cx.file.has_client(a.h_client) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
     }
-    let params = |p: &mut [u8]| control_params(a, p).map_err(Fail::Rm);
-    match a.cmd {
-        ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME => Err(Fail::Rm(NV_ERR_INSUFFICIENT_PERMISSIONS)),
-        ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS => disable_channels(cx, a),
-        ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE | ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL => {
-            let size = if a.cmd == ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE {
-                abi::TimesliceParams::SIZE
-            } else {
-                abi::InterleaveLevelParams::SIZE
-            };
-            let mut p = [0u8; abi::TimesliceParams::SIZE];
-            let p = &mut p[..size];
-            params(p)?;
-            let own_tsg = file
-                .objects
-                .lock()
-                .obj(a.h_client, a.h_object)
-                .is_some_and(|o| o.kind == Kind::Tsg && o.sched.is_some());
-            if !own_tsg {
-                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
-            }
-            rm.control(a.h_client, a.h_object, a.cmd, p)
-        }
-        _ => {
-            // The release's params (2 bytes before 580, whose missing
-            // `bSkipEnable` decodes as 0).
-            let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
-            let n = row.params_size as usize;
-            let p = p.get_mut(..n).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
-            params(p)?;
-            let kind = if a.cmd == ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE {
-                Kind::Tsg
-            } else {
-                Kind::Channel
-            };
-            let target = file
-                .objects
-                .lock()
-                .obj(a.h_client, a.h_object)
-                .filter(|o| o.kind == kind)
-                .and_then(|o| Some((o.gpu, o.sched.clone()?)));
-            let Some((gpu, e)) = target else {
-                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
-            };
-            let Some(g) = cx.host.sched(gpu) else {
-                return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
-            };
-            let enable = abi::GpfifoScheduleParams::decode(p).b_enable != 0;
-            g.request(e.vgpu(), &[e.id()], enable, || {
-                rm.control(a.h_client, a.h_object, a.cmd, p)
-            })
-        }
+    run(cx, a)
+}
+
+/// SET_TIMESLICE or SET_INTERLEAVE_LEVEL (`size` bytes of params) on one of
+/// this file's TSGs.
+fn tsg_setting(cx: &Ctx<'_>, a: &abi::Nvos54, size: usize) -> RmResult {
+    let mut p = [0u8; abi::TimesliceParams::SIZE];
+    let p = p.get_mut(..size).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
+    control_params(a, p).map_err(Fail::Rm)?;
+    let own_tsg = cx
+        .file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .is_some_and(|o| o.kind == Kind::Tsg && o.sched.is_some());
+    if !own_tsg {
+        return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     }
+    cx.host.rm.control(a.h_client, a.h_object, a.cmd, p)
+}
+
+/// GPFIFO_SCHEDULE on one of this file's objects of `kind` (a TSG or a
+/// channel), by the vGPU's schedule.
+fn gpfifo(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow, kind: Kind) -> RmResult {
+    let rm = &cx.host.rm;
+    // The release's params (2 bytes before 580, whose missing
+    // `bSkipEnable` decodes as 0).
+    let mut p = [0u8; abi::GpfifoScheduleParams::SIZE];
+    let n = row.params_size as usize;
+    let p = p.get_mut(..n).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
+    control_params(a, p).map_err(Fail::Rm)?;
+    let target = cx
+        .file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .filter(|o| o.kind == kind)
+        .and_then(|o| Some((o.gpu, o.sched.clone()?)));
+    let Some((gpu, e)) = target else {
+        return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+    };
+    let Some(g) = cx.host.sched(gpu) else {
+        return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+    };
+    let enable = abi::GpfifoScheduleParams::decode(p).b_enable != 0;
+    g.request(e.vgpu(), &[e.id()], enable, || {
+        rm.control(a.h_client, a.h_object, a.cmd, p)
+    })
 }
 
 /// FIFO_DISABLE_CHANNELS on a subdevice: every listed channel must be one

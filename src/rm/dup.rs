@@ -4,8 +4,8 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::clients;
 use super::ctx::Ctx;
+use crate::clients;
 use crate::kapi::user;
 use crate::nv::abi::{self, status::*, Wire};
 use crate::objects::{Charge, Held, Kind, Obj, Objects};

@@ -6,8 +6,8 @@
 
 use kernel::prelude::*;
 
-use super::clients;
 use super::ctx::Ctx;
+use crate::clients;
 use crate::kapi::user;
 use crate::nv::abi::{self, Wire};
 use crate::status;

@@ -20,17 +20,18 @@ use crate::nv::table::EscapeHandler;
 
 mod alloc;
 mod cards;
-pub(crate) mod clients;
 mod control;
 mod ctx;
 mod dup;
 mod free;
+pub(crate) mod gpu;
 mod heap;
 mod processes;
 
 pub(crate) use ctx::{CtlFile, Ctx};
 
-/// Runs the handler `h` of an RM escape on a `/dev/vgpuctl` file.
+/// Runs the handler `h` of an RM escape on a `/dev/vgpuctl` file (on a GPU
+/// node: [`gpu::dispatch`]).
 pub(crate) fn dispatch(cx: &Ctx<'_>, h: EscapeHandler) -> Result<isize> {
     match h {
         EscapeHandler::Alloc => alloc::alloc(cx),
@@ -39,6 +40,7 @@ pub(crate) fn dispatch(cx: &Ctx<'_>, h: EscapeHandler) -> Result<isize> {
         EscapeHandler::Dup => dup::dup(cx),
         EscapeHandler::VidHeap => heap::vid_heap(cx),
         EscapeHandler::CardInfo => cards::card_info(cx),
+        // RM_ALLOC_MEMORY's heap query is rewritten on GPU nodes only.
         EscapeHandler::Forward | EscapeHandler::AllocMemory => cx.call.forward(cx.real),
     }
 }

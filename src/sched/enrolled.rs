@@ -124,9 +124,12 @@ impl Watched {
         let unmap = ScopeGuard::new(|| {
             let _ = rm.unmap_memory(kclient, kdevice, h_dup, addr);
         });
+        // The one unsafe call outside kapi/ (`sched` denies unsafe code):
+        // only here are the mapping and the watch that drops it known.
         // SAFETY: `addr` maps `USERD_WATCHED` (`UserdMap::LEN`) bytes of the
         // channel's USERD, 4-aligned (checked above); `Watched::drop` takes
         // the watch holding `userd` out of the list before it unmaps them.
+        #[allow(unsafe_code)]
         let userd = unsafe { UserdMap::new(addr) };
         crate::kapi::inject::record()?;
         let id = {

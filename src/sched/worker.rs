@@ -120,6 +120,148 @@ struct Carry {
     sampled: Option<Instant<Monotonic>>,
 }
 
+/// What one period is planned from: its vGPUs' tenants, their targets and
+/// the idle time.
+struct Period {
+    policy: Policy,
+    period_ns: u64,
+    conserving: bool,
+    tenants: KVec<Tenant>,
+    /// Whether calls of a vGPU's containers wait for a window.
+    calls: KVec<bool>,
+    targets: KVec<u64>,
+    idle: u64,
+}
+
+impl Period {
+    /// The plan of a period of `settings` over `vgpus`.
+    fn new(settings: &super::gpu::Settings, vgpus: &[Arc<Vgpu>]) -> Result<Self> {
+        let mut tenants = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        let mut calls = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        for v in vgpus.iter() {
+            let c = v.compute.lock();
+            calls.push(c.waiting > 0 && c.share > 0 && !c.frozen, GFP_KERNEL)?;
+            tenants.push(
+                Tenant {
+                    share: c.share,
+                    busy: c.runnable(),
+                    level: c.priority,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let period_ns = u64::from(settings.period_us) * 1000;
+        let mut targets = KVec::from_elem(0u64, vgpus.len(), GFP_KERNEL)?;
+        let idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
+        Ok(Self {
+            policy: settings.policy,
+            period_ns,
+            conserving: settings.policy == Policy::WorkConserving,
+            tenants,
+            calls,
+            targets,
+            idle,
+        })
+    }
+}
+
+impl Carry {
+    /// Starts afresh on a new configuration (`generation`, or other vGPUs,
+    /// shares or work): debts owed under the old one would only delay the
+    /// new steady state. Debts of vGPUs gone from this GPU, or idle, are
+    /// dropped: an idle vGPU does not bank time to burst with later.
+    fn renew(&mut self, generation: u64, vgpus: &[Arc<Vgpu>], p: &Period) -> Result {
+        let same = self.seen.len() == vgpus.len()
+            && self
+                .seen
+                .iter()
+                .zip(vgpus.iter().zip(p.tenants.iter()))
+                .all(|(s, (v, t))| *s == (v.id, t.share, t.busy));
+        if self.generation != generation || !same {
+            self.generation = generation;
+            self.debts.clear();
+            self.idle_debt = 0;
+            self.seen.clear();
+            for (v, t) in vgpus.iter().zip(p.tenants.iter()) {
+                self.seen.push((v.id, t.share, t.busy), GFP_KERNEL)?;
+            }
+        }
+        self.debts.retain(|(id, _)| {
+            vgpus
+                .iter()
+                .zip(p.targets.iter())
+                .any(|(v, t)| v.id == *id && *t > 0)
+        });
+        Ok(())
+    }
+
+    /// The windows of a period, as indices into `vgpus`: higher levels
+    /// first; within a level in vGPU order, but after the vGPU cut short
+    /// last (turns, see [`Carry::cut`]).
+    fn order(&self, vgpus: &[Arc<Vgpu>], p: &Period) -> Result<KVec<usize>> {
+        let mut order: KVec<usize> = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
+        for level in (compute::MIN_PRIORITY..=compute::MAX_PRIORITY).rev() {
+            let first = order.len();
+            for (i, t) in p.tenants.iter().enumerate() {
+                if t.level == level && p.targets[i] > 0 {
+                    order.push(i, GFP_KERNEL)?;
+                }
+            }
+            // Work-conserving: a level below the one planned, with calls
+            // waiting, gets a window for them (see `CALL_WINDOW_NS`).
+            if p.conserving {
+                for (i, t) in p.tenants.iter().enumerate() {
+                    if t.level == level && p.targets[i] == 0 && p.calls[i] {
+                        order.push(i, GFP_KERNEL)?;
+                    }
+                }
+            }
+            let mine = &mut order[first..];
+            if let Some(at) = self
+                .cut
+                .and_then(|id| mine.iter().position(|&i| vgpus[i].id == id))
+            {
+                mine.rotate_left(at + 1);
+            }
+        }
+        Ok(order)
+    }
+}
+
+/// One window to run: its owner (`None`: the idle window), its length in
+/// ns and the step it looks at its tenants with, in us.
+struct Window {
+    owner: Option<u32>,
+    len: u64,
+    step: u64,
+}
+
+/// Runs window `w` from `mark`, sampling the vGPUs' busy time each step,
+/// until its time is up, the thread is asked to stop, or `cut` says why it
+/// ends early. Returns why it ended early (`None`: it did not) and how
+/// long it lasted, in ns; `mark` moves to its end (the next window's
+/// start), recorded as the last window.
+fn run_window(
+    carry: &mut Carry,
+    vgpus: &[Arc<Vgpu>],
+    mark: &mut Instant<Monotonic>,
+    stop: &Stop,
+    w: Window,
+    mut cut: impl FnMut() -> Option<Cut>,
+) -> (Option<Cut>, u64) {
+    let sampled = &mut carry.sampled;
+    let why = sleep_until(
+        *mark + kernel::time::Delta::from_nanos(w.len as i64),
+        stop,
+        w.step,
+        || {
+            sample(vgpus, sampled);
+            cut()
+        },
+    );
+    (why, end_window(mark, &mut carry.last, w.owner))
+}
+
 /// The scheduler thread of one GPU.
 #[pin_data]
 pub(crate) struct SchedWorker {
@@ -152,108 +294,16 @@ impl SchedWorker {
         )
     }
 
-    /// One period.
+    /// One period: plan it, settle the time since the last one, then run
+    /// its windows in order, and the idle window.
     fn period(&self, stop: &Stop) -> Result {
         let settings = self.gpu.settings();
-        let period_ns = u64::from(settings.period_us) * 1000;
-        let conserving = settings.policy == Policy::WorkConserving;
-        let rm = &self.rm;
         let vgpus = self.vgpus.on_gpu(self.gpu.gpu)?;
-        let mut tenants = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
-        // Whether calls of its containers wait for a window.
-        let mut calls = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
-        for v in vgpus.iter() {
-            let c = v.compute.lock();
-            calls.push(c.waiting > 0 && c.share > 0 && !c.frozen, GFP_KERNEL)?;
-            tenants.push(
-                Tenant {
-                    share: c.share,
-                    busy: c.runnable(),
-                    level: c.priority,
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        let mut targets = KVec::from_elem(0u64, vgpus.len(), GFP_KERNEL)?;
-        let mut idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
-
+        let mut p = Period::new(&settings, &vgpus)?;
         let mut carry = self.carry.lock();
-        let same = carry.seen.len() == vgpus.len()
-            && carry
-                .seen
-                .iter()
-                .zip(vgpus.iter().zip(tenants.iter()))
-                .all(|(s, (v, t))| *s == (v.id, t.share, t.busy));
-        if carry.generation != settings.generation || !same {
-            // A new configuration: debts owed under the old one would only
-            // delay the new steady state.
-            carry.generation = settings.generation;
-            carry.debts.clear();
-            carry.idle_debt = 0;
-            carry.seen.clear();
-            for (v, t) in vgpus.iter().zip(tenants.iter()) {
-                carry.seen.push((v.id, t.share, t.busy), GFP_KERNEL)?;
-            }
-        }
-        // Debts of vGPUs gone from this GPU, or idle, are dropped: an idle
-        // vGPU does not bank time to burst with later.
-        carry.debts.retain(|(id, _)| {
-            vgpus
-                .iter()
-                .zip(targets.iter())
-                .any(|(v, t)| v.id == *id && *t > 0)
-        });
-
-        // Between the last period's last window and this period's first
-        // switch, that window's owner kept the GPU: settle that time as part
-        // of its window (a debt it pays back), so preparing a period costs
-        // no tenant its share.
-        if let Some((owner, end)) = carry.last.take() {
-            let gap = (Instant::<Monotonic>::now() - end).as_nanos().max(0) as u64;
-            match owner {
-                // A vGPU gone from this GPU since is owed nothing.
-                Some(id) => {
-                    if let Some(i) = vgpus.iter().position(|v| v.id == id) {
-                        if let Some(d) = carry.debts.iter_mut().find(|(d, _)| *d == id) {
-                            compute::settle(&mut d.1, 0, gap, period_ns);
-                        }
-                        self.account(&vgpus, &tenants, Some(i), gap);
-                    }
-                }
-                None => {
-                    compute::settle(&mut carry.idle_debt, 0, gap, period_ns);
-                    self.account(&vgpus, &tenants, None, gap);
-                }
-            }
-        }
-
-        // The windows: higher levels first; within a level in vGPU order,
-        // but after the vGPU cut short last (turns, see `Carry::cut`).
-        let mut order: KVec<usize> = KVec::with_capacity(vgpus.len(), GFP_KERNEL)?;
-        for level in (compute::MIN_PRIORITY..=compute::MAX_PRIORITY).rev() {
-            let first = order.len();
-            for (i, t) in tenants.iter().enumerate() {
-                if t.level == level && targets[i] > 0 {
-                    order.push(i, GFP_KERNEL)?;
-                }
-            }
-            // Work-conserving: a level below the one planned, with calls
-            // waiting, gets a window for them (see `CALL_WINDOW_NS`).
-            if conserving {
-                for (i, t) in tenants.iter().enumerate() {
-                    if t.level == level && targets[i] == 0 && calls[i] {
-                        order.push(i, GFP_KERNEL)?;
-                    }
-                }
-            }
-            let mine = &mut order[first..];
-            if let Some(p) = carry
-                .cut
-                .and_then(|id| mine.iter().position(|&i| vgpus[i].id == id))
-            {
-                mine.rotate_left(p + 1);
-            }
-        }
+        carry.renew(settings.generation, &vgpus, &p)?;
+        self.settle_gap(&mut carry, &vgpus, &p);
+        let mut order = carry.order(&vgpus, &p)?;
 
         // A window starts when its switch starts: what the switch costs is
         // the incoming owner's, so a period lasts its length however long
@@ -262,127 +312,189 @@ impl SchedWorker {
         let mut pos = 0;
         while let Some(&i) = order.get(pos) {
             pos += 1;
-            let v = &vgpus[i];
-            let target = targets[i];
-            let level = tenants[i].level;
-            if target == 0 {
+            let cut = if p.targets[i] == 0 {
                 // A window for waiting calls only (work-conserving).
-                self.gpu.switch_with(rm, Some(v), false, false)?;
-                let sampled = &mut carry.sampled;
-                sleep_until(
-                    mark + kernel::time::Delta::from_nanos(CALL_WINDOW_NS as i64),
-                    stop,
-                    PREEMPT_STEP_US,
-                    || {
-                        sample(&vgpus, sampled);
-                        v.compute.lock().frozen.then_some(Cut::Dry)
-                    },
-                );
-                let actual = end_window(&mut mark, &mut carry.last, Some(v.id));
-                self.account(&vgpus, &tenants, Some(i), actual);
-                if stop.requested() {
-                    return Ok(());
-                }
-                continue;
-            }
-            let k = match carry.debts.iter().position(|(id, _)| *id == v.id) {
-                Some(k) => k,
-                None => {
-                    carry.debts.push((v.id, 0), GFP_KERNEL)?;
-                    carry.debts.len() - 1
-                }
-            };
-            let len = compute::window(target, carry.debts[k].1);
-            self.gpu.switch_with(rm, Some(v), true, conserving)?;
-            // Who may cut in: a higher level with work. Work-conserving:
-            // any (its windows end when it runs dry, and it is owed the
-            // GPU again as soon as it has work); fixed: one that had no
-            // window this period (its cap still unused).
-            let may_cut = |j: usize| tenants[j].level > level && (conserving || targets[j] == 0);
-            // Fine steps while a higher level may cut in, or while a lower
-            // level waits for this work-conserving window to run dry.
-            let below = |j: usize| conserving && tenants[j].level < level && tenants[j].busy;
-            let step = if (0..vgpus.len()).any(|j| may_cut(j) || below(j)) {
-                PREEMPT_STEP_US
+                self.call_window(&mut carry, &vgpus, &p, i, &mut mark, stop)?;
+                None
             } else {
-                STEP_US
+                self.tenant_window(&mut carry, &vgpus, &p, i, &mut mark, stop)?
             };
-            let sampled = &mut carry.sampled;
-            let cut = sleep_until(
-                mark + kernel::time::Delta::from_nanos(len as i64),
-                stop,
-                step,
-                || {
-                    sample(&vgpus, sampled);
-                    let c = v.compute.lock();
-                    // Work-conserving: a window whose owner runs out of
-                    // work ends early.
-                    if c.frozen || (conserving && !c.runnable()) {
-                        return Some(Cut::Dry);
-                    }
-                    drop(c);
-                    (0..vgpus.len())
-                        .find(|&j| may_cut(j) && vgpus[j].compute.lock().runnable())
-                        .map(Cut::Preempted)
-                },
-            );
-            let actual = end_window(&mut mark, &mut carry.last, Some(v.id));
-            compute::settle(&mut carry.debts[k].1, target, actual, period_ns);
-            // What a work-conserving window did not use is not owed to it
-            // (a fixed window cut short by a higher level is: its cap is a
-            // promise, paid back in the periods that follow).
-            let owed = match cut {
-                Some(Cut::Preempted(_)) => !conserving,
-                Some(_) => false,
-                None => true,
-            };
-            if !owed {
-                carry.debts[k].1 = carry.debts[k].1.min(0);
-            }
-            self.account(&vgpus, &tenants, Some(i), actual);
             if stop.requested() {
                 return Ok(());
             }
             if let Some(Cut::Preempted(j)) = cut {
-                if conserving {
+                if p.conserving {
                     // Plan afresh: the higher level takes the period.
-                    carry.cut = Some(v.id);
+                    carry.cut = Some(vgpus[i].id);
                     return Ok(());
                 }
                 // Fixed: the higher level's window comes next, out of the
                 // time its cap left idle; the rest of the plan follows.
-                tenants[j].busy = true;
-                idle = compute::targets(settings.policy, period_ns, &tenants, &mut targets);
+                p.tenants[j].busy = true;
+                p.idle = compute::targets(p.policy, p.period_ns, &p.tenants, &mut p.targets);
                 order.insert_within_capacity(pos, j).map_err(|_| ENOMEM)?;
             }
         }
-        if idle > 0 {
-            let len = compute::window(idle, carry.idle_debt);
-            self.gpu.switch_to(rm, None)?;
-            // Work-conserving: idle only until a vGPU with a share has work.
-            let woken = |j: usize| tenants[j].share > 0 && vgpus[j].compute.lock().runnable();
-            let step = if conserving && vgpus.iter().any(|v| v.compute.lock().objects() > 0) {
-                PREEMPT_STEP_US
-            } else {
-                STEP_US
-            };
-            let sampled = &mut carry.sampled;
-            let cut = sleep_until(
-                mark + kernel::time::Delta::from_nanos(len as i64),
-                stop,
-                step,
-                || {
-                    sample(&vgpus, sampled);
-                    (conserving && (0..vgpus.len()).any(woken)).then_some(Cut::Woken)
-                },
-            );
-            let actual = end_window(&mut mark, &mut carry.last, None);
-            compute::settle(&mut carry.idle_debt, idle, actual, period_ns);
-            if cut.is_some() {
-                carry.idle_debt = carry.idle_debt.min(0);
-            }
-            self.account(&vgpus, &tenants, None, actual);
+        if p.idle > 0 {
+            self.idle_window(&mut carry, &vgpus, &p, &mut mark, stop)?;
         }
+        Ok(())
+    }
+
+    /// Between the last period's last window and this period's first
+    /// switch, that window's owner kept the GPU: settle that time as part
+    /// of its window (a debt it pays back), so preparing a period costs no
+    /// tenant its share.
+    fn settle_gap(&self, carry: &mut Carry, vgpus: &[Arc<Vgpu>], p: &Period) {
+        let Some((owner, end)) = carry.last.take() else {
+            return;
+        };
+        let gap = (Instant::<Monotonic>::now() - end).as_nanos().max(0) as u64;
+        match owner {
+            // A vGPU gone from this GPU since is owed nothing.
+            Some(id) => {
+                if let Some(i) = vgpus.iter().position(|v| v.id == id) {
+                    if let Some(d) = carry.debts.iter_mut().find(|(d, _)| *d == id) {
+                        compute::settle(&mut d.1, 0, gap, p.period_ns);
+                    }
+                    self.account(vgpus, &p.tenants, Some(i), gap);
+                }
+            }
+            None => {
+                compute::settle(&mut carry.idle_debt, 0, gap, p.period_ns);
+                self.account(vgpus, &p.tenants, None, gap);
+            }
+        }
+    }
+
+    /// The window of waiting calls of vGPU `i` (work-conserving, a level
+    /// below the one planned): its TSGs stay disabled.
+    fn call_window(
+        &self,
+        carry: &mut Carry,
+        vgpus: &[Arc<Vgpu>],
+        p: &Period,
+        i: usize,
+        mark: &mut Instant<Monotonic>,
+        stop: &Stop,
+    ) -> Result {
+        let v = &vgpus[i];
+        self.gpu.switch_with(&self.rm, Some(v), false, false)?;
+        let window = Window {
+            owner: Some(v.id),
+            len: CALL_WINDOW_NS,
+            step: PREEMPT_STEP_US,
+        };
+        let (_, actual) = run_window(carry, vgpus, mark, stop, window, || {
+            v.compute.lock().frozen.then_some(Cut::Dry)
+        });
+        self.account(vgpus, &p.tenants, Some(i), actual);
+        Ok(())
+    }
+
+    /// The window of vGPU `i`, whose target this period is not zero: it
+    /// runs for its target and what it owes or is owed, unless it runs dry
+    /// (work-conserving) or a higher level cuts in. Returns why it ended
+    /// early.
+    fn tenant_window(
+        &self,
+        carry: &mut Carry,
+        vgpus: &[Arc<Vgpu>],
+        p: &Period,
+        i: usize,
+        mark: &mut Instant<Monotonic>,
+        stop: &Stop,
+    ) -> Result<Option<Cut>> {
+        let (v, target, level) = (&vgpus[i], p.targets[i], p.tenants[i].level);
+        let conserving = p.conserving;
+        let k = match carry.debts.iter().position(|(id, _)| *id == v.id) {
+            Some(k) => k,
+            None => {
+                carry.debts.push((v.id, 0), GFP_KERNEL)?;
+                carry.debts.len() - 1
+            }
+        };
+        let len = compute::window(target, carry.debts[k].1);
+        self.gpu.switch_with(&self.rm, Some(v), true, conserving)?;
+        // Who may cut in: a higher level with work. Work-conserving: any
+        // (its windows end when it runs dry, and it is owed the GPU again
+        // as soon as it has work); fixed: one that had no window this
+        // period (its cap still unused).
+        let tenants = &p.tenants;
+        let may_cut = |j: usize| tenants[j].level > level && (conserving || p.targets[j] == 0);
+        // Fine steps while a higher level may cut in, or while a lower
+        // level waits for this work-conserving window to run dry.
+        let below = |j: usize| conserving && tenants[j].level < level && tenants[j].busy;
+        let step = if (0..vgpus.len()).any(|j| may_cut(j) || below(j)) {
+            PREEMPT_STEP_US
+        } else {
+            STEP_US
+        };
+        let window = Window {
+            owner: Some(v.id),
+            len,
+            step,
+        };
+        let (cut, actual) = run_window(carry, vgpus, mark, stop, window, || {
+            let c = v.compute.lock();
+            // Work-conserving: a window whose owner runs out of work ends
+            // early.
+            if c.frozen || (conserving && !c.runnable()) {
+                return Some(Cut::Dry);
+            }
+            drop(c);
+            (0..vgpus.len())
+                .find(|&j| may_cut(j) && vgpus[j].compute.lock().runnable())
+                .map(Cut::Preempted)
+        });
+        compute::settle(&mut carry.debts[k].1, target, actual, p.period_ns);
+        // What a work-conserving window did not use is not owed to it (a
+        // fixed window cut short by a higher level is: its cap is a
+        // promise, paid back in the periods that follow).
+        let owed = match cut {
+            Some(Cut::Preempted(_)) => !conserving,
+            Some(_) => false,
+            None => true,
+        };
+        if !owed {
+            carry.debts[k].1 = carry.debts[k].1.min(0);
+        }
+        self.account(vgpus, &p.tenants, Some(i), actual);
+        Ok(cut)
+    }
+
+    /// The idle window: no vGPU's TSGs run. Work-conserving: only until a
+    /// vGPU with a share has work.
+    fn idle_window(
+        &self,
+        carry: &mut Carry,
+        vgpus: &[Arc<Vgpu>],
+        p: &Period,
+        mark: &mut Instant<Monotonic>,
+        stop: &Stop,
+    ) -> Result {
+        let conserving = p.conserving;
+        let len = compute::window(p.idle, carry.idle_debt);
+        self.gpu.switch_to(&self.rm, None)?;
+        let woken = |j: usize| p.tenants[j].share > 0 && vgpus[j].compute.lock().runnable();
+        let step = if conserving && vgpus.iter().any(|v| v.compute.lock().objects() > 0) {
+            PREEMPT_STEP_US
+        } else {
+            STEP_US
+        };
+        let window = Window {
+            owner: None,
+            len,
+            step,
+        };
+        let (cut, actual) = run_window(carry, vgpus, mark, stop, window, || {
+            (conserving && (0..vgpus.len()).any(woken)).then_some(Cut::Woken)
+        });
+        compute::settle(&mut carry.idle_debt, p.idle, actual, p.period_ns);
+        if cut.is_some() {
+            carry.idle_debt = carry.idle_debt.min(0);
+        }
+        self.account(vgpus, &p.tenants, None, actual);
         Ok(())
     }
 

@@ -30,7 +30,8 @@
 
 use kernel::{fs::File, mm::virt::VmaNew, prelude::*, sync::Arc};
 
-use crate::file::{self, ProxyFile};
+use crate::clients;
+use crate::file::{self, GpuFops, ProxyFile, UvmFops};
 use crate::host::Host;
 use crate::kapi::{fdtable, mm::UserMm, realfile::RealFile, user};
 use crate::nv::abi::status::{
@@ -42,7 +43,6 @@ use crate::nv::release;
 use crate::nv::table::{UvmHandler, UvmRow};
 use crate::nv::uvm::{self, init_flags, Command, Uuid};
 use crate::objects::Charge;
-use crate::rm::clients;
 use crate::vgpu::Vgpu;
 
 pub(crate) mod space;
@@ -131,16 +131,18 @@ fn decode<T: Wire>(blk: &[u8]) -> Result<T> {
 /// Serves an ioctl on a `/dev/vgpu-uvm` file, by the command's row of the
 /// dispatch table. Every block vgpu decides on reaches the driver from
 /// vgpu's copy.
-pub(crate) fn ioctl(me: &ProxyFile, u: &UvmFile, cmd: u32, arg: usize) -> Result<isize> {
+pub(crate) fn ioctl(me: &ProxyFile<UvmFile>, cmd: u32, arg: usize) -> Result<isize> {
+    let u = &me.kind;
     // Default deny: a number vgpu does not know never reaches the driver,
     // which answers unknown numbers with ENOSYS too; unless the operator
     // forwards unknown numbers (`unknown_calls=1`), as the caller wrote them.
-    let Some(row) = release::current().uvm_row(cmd) else {
-        if crate::deny::admits(crate::deny::Family::Uvm, cmd, None) {
-            return me.real.ioctl(cmd, arg);
-        }
-        u.count_denied();
+    let row = release::current().uvm_row(cmd);
+    let policy = row.map(|r| r.policy);
+    if crate::deny::refuse(crate::deny::Family::Uvm, cmd, policy, || u.count_denied()) {
         return Err(ENOSYS);
+    }
+    let Some(row) = row else {
+        return me.real.ioctl(cmd, arg);
     };
     let cx = Ctx {
         host: &me.host,
@@ -186,12 +188,10 @@ fn mm_initialize(cx: &Ctx<'_>) -> Result<isize> {
     let Ok(f) = fdtable::fget(p.uvm_fd) else {
         return cx.answer(NV_ERR_INVALID_ARGUMENT);
     };
-    let Some(other) = file::of(&f) else {
+    let Some(other) = file::of::<UvmFops>(&f) else {
         return cx.answer(NV_ERR_INVALID_ARGUMENT);
     };
-    let Some(ou) = other.uvm() else {
-        return cx.answer(NV_ERR_INVALID_ARGUMENT);
-    };
+    let ou = &other.kind;
     let r = cx.forward_naming(&other.real, &mut blk, p.uvm_fd)?;
     let space = &cx.file.space;
     if cx.status(&blk)? == NV_OK && !Arc::ptr_eq(&ou.space, space) {
@@ -227,7 +227,7 @@ fn register_gpu(cx: &Ctx<'_>) -> Result<isize> {
     let Some(node) = fdtable::current_find_file(|f| holds_node(f, vgpus, gpu)) else {
         return cx.answer(NV_ERR_INSUFFICIENT_PERMISSIONS);
     };
-    let Some(pf) = file::of(&node) else {
+    let Some(pf) = file::of::<GpuFops>(&node) else {
         return cx.answer(NV_ERR_INSUFFICIENT_PERMISSIONS);
     };
     cx.forward_naming(&pf.real, &mut blk, p.rm_ctrl_fd)
@@ -538,19 +538,18 @@ fn container_gpu(host: &Host, vgpus: &[Arc<Vgpu>], uuid: &Uuid) -> Option<u32> {
 
 /// Whether `f` is a `/dev/vgpuN` file of one of `vgpus` backed by `gpu`.
 fn holds_node(f: &File, vgpus: &[Arc<Vgpu>], gpu: u32) -> bool {
-    let Some(p) = file::of(f) else {
+    let Some(p) = file::of::<GpuFops>(f) else {
         return false;
     };
-    let Some(v) = p.vgpu() else {
-        return false;
-    };
+    let v = &p.kind;
     vgpus.iter().any(|w| Arc::ptr_eq(v, w)) && v.config.lock().gpu == Some(gpu)
 }
 
 /// Serves an mmap of a `/dev/vgpu-uvm` file: a managed range (or a pool
 /// UVM allocated). Its size is charged to each of the container's vGPUs
 /// first; the mapping fails with `ENOMEM` if a ceiling would be passed.
-pub(crate) fn mmap(me: &ProxyFile, u: &UvmFile, vma: &VmaNew) -> Result {
+pub(crate) fn mmap(me: &ProxyFile<UvmFile>, vma: &VmaNew) -> Result {
+    let u = &me.kind;
     let start = vma.start() as u64;
     let end = vma.end() as u64;
     let len = end.saturating_sub(start);

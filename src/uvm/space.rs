@@ -11,6 +11,8 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
+use crate::file::Kind;
+use crate::host::Host;
 use crate::kapi::mm::UserMm;
 use crate::kapi::pid::{current_comm, ProcessPid};
 use crate::objects::Charge;
@@ -253,6 +255,14 @@ impl UvmFile {
     pub(crate) fn count_denied(&self) {
         self.space.vgpus.iter().for_each(|v| v.count_denied());
     }
+}
+
+impl Kind for UvmFile {
+    fn count_denied(&self) {
+        UvmFile::count_denied(self);
+    }
+
+    fn release(&self, _host: &Host) {}
 }
 
 impl Drop for UvmFile {

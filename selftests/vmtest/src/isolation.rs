@@ -18,7 +18,6 @@ use crate::session::Session;
 use crate::sys::{as_container, read_file, sh, write_file};
 use crate::tap::{Outcome, Test};
 use crate::tests;
-use nvclient::abi::status::{NV_ERR_INSUFFICIENT_PERMISSIONS, NV_ERR_NOT_SUPPORTED};
 use nvclient::ioctl::Escape;
 use nvclient::Error::{Os, Rm};
 
@@ -117,9 +116,9 @@ fn numa_info_answered_as_the_driver_does() -> Outcome {
 }
 
 /// Every Denied row of the running release's table, from a process of the
-/// container: each gets its row's refusal (a class its `refusal`, a
-/// control NV_ERR_NOT_SUPPORTED, or NV_ERR_INSUFFICIENT_PERMISSIONS for
-/// the one a scheduling handler refuses, MAKE_REALTIME; an escape the
+/// container: each gets its row's refusal (a class or a control its
+/// `refusal`: for a control NV_ERR_NOT_SUPPORTED, or
+/// NV_ERR_INSUFFICIENT_PERMISSIONS for MAKE_REALTIME; an escape the
 /// release lacks `EINVAL`), `calls_denied` rises by exactly one per call,
 /// and the double's ioctl counter does not move.
 fn denied_rows_never_reach_the_driver() -> Outcome {
@@ -170,12 +169,7 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
                 _ => s.subdevice,
             };
             let r = s.ctl.control(s.client, obj, row.cmd, &mut p);
-            let want = if row.handler == nvclient::table::ControlHandler::Schedule {
-                NV_ERR_INSUFFICIENT_PERMISSIONS
-            } else {
-                NV_ERR_NOT_SUPPORTED
-            };
-            check(row.name, r, Rm(want))?;
+            check(row.name, r, Rm(row.refusal))?;
             let d1 = calls_denied(0)?;
             ensure!(d1 == d0 + 1, "{}: calls_denied {d0} -> {d1}", row.name);
         }

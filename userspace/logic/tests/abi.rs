@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host tests of the NVIDIA ABI structures (src/nv/abi.rs).
+//! Host tests of the NVIDIA ABI structures (src/nv/abi/).
 //!
 //! These pin every offset and size listed in shared/nvidia-abi.md (and the
-//! ones looked up in NVIDIA's headers, noted in abi.rs). Each test fills every
-//! field of a struct with a distinct value (field k gets every byte = k),
+//! ones looked up in NVIDIA's headers, noted in src/nv/abi/). Each test fills
+//! every field of a struct with a distinct value (field k gets every byte = k),
 //! encodes it, and compares with a byte image built independently here from
 //! the documented offsets: a wrong offset, a missing field or a stray byte in
 //! the padding fails. It then decodes the image back, and checks that a block

@@ -325,3 +325,53 @@ fn print_layers() {
         println!("{d:2}: {}", ns.join(" "));
     }
 }
+
+/// The folder of a file (`rm/alloc.rs` -> `rm/`), or the file itself for
+/// one at the top of `src/`.
+fn folder(file: &str) -> String {
+    match file.split_once('/') {
+        Some((dir, _)) => format!("{dir}/"),
+        None => file.to_owned(),
+    }
+}
+
+/// The graph of folders (each top-level file its own node), without the
+/// edges inside one folder.
+fn folder_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (f, edges) in graph() {
+        let from = folder(&f);
+        let out = g.entry(from.clone()).or_default();
+        for e in edges {
+            let to = folder(&e);
+            if to != from {
+                out.insert(to);
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn folders_are_layered() {
+    let g = folder_graph();
+    if let Some(ring) = find_cycle(&g) {
+        panic!("a folder loop in src/: {}", ring.join(" -> "));
+    }
+}
+
+#[test]
+fn folders_keep_their_rules() {
+    let g = folder_graph();
+    let edges = |f: &str| g.get(f).cloned().unwrap_or_default();
+    // The ABI is core-only: it imports nothing else of vgpu.
+    assert!(edges("nv/").is_empty(), "nv/ imports {:?}", edges("nv/"));
+    // The kernel wrappers sit on the ABI and on files that import nothing
+    // but the ABI (`status.rs`): nothing above them.
+    let bottom = |f: &str| f == "nv/" || edges(f).iter().all(|e| e == "nv/");
+    let above: Vec<_> = edges("kapi/").into_iter().filter(|e| !bottom(e)).collect();
+    assert!(above.is_empty(), "kapi/ imports {above:?}");
+    // The RM and UVM handlers are apart.
+    assert!(!edges("rm/").contains("uvm/"), "rm/ imports uvm/");
+    assert!(!edges("uvm/").contains("rm/"), "uvm/ imports rm/");
+}

@@ -487,13 +487,49 @@ fn control_handlers_match_the_policies() {
             }
             // Answered by vgpu, never forwarded.
             ControlHandler::Processes => assert_eq!(r.policy, Policy::Served, "{}", r.name),
-            // MAKE_REALTIME is the one denied row with a handler: the
-            // scheduling handler refuses it with its own status.
-            _ => assert!(
-                r.policy == Policy::Rewritten || r.cmd == ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME,
+            _ => assert_eq!(
+                r.policy,
+                Policy::Rewritten,
                 "{}: a handler on a row that is not rewritten",
                 r.name
             ),
+        }
+        // A refusal other than RM's "not supported" is the row's own
+        // (MAKE_REALTIME's).
+        if r.refusal != abi::status::NV_ERR_NOT_SUPPORTED {
+            assert_eq!(r.policy, Policy::Denied, "{}", r.name);
+        }
+    }
+}
+
+#[test]
+fn class_handlers_match_the_policies() {
+    use vgpu_logic::nv::table::ClassHandler;
+    for rel in vgpu_logic::nv::release::RELEASES.iter() {
+        for r in rel.classes {
+            assert!(
+                r.handler.fits(r.policy),
+                "{} {}: handler {:?} on a {:?} row",
+                rel.name,
+                r.name,
+                r.handler,
+                r.policy
+            );
+        }
+        // Every accounted kind has its rows.
+        for k in [
+            ClassHandler::Client,
+            ClassHandler::Device,
+            ClassHandler::Subdevice,
+            ClassHandler::Tsg,
+            ClassHandler::Channel,
+            ClassHandler::Memory,
+        ] {
+            assert!(
+                rel.classes.iter().any(|r| r.handler == k),
+                "{}: no {k:?} row",
+                rel.name
+            );
         }
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! It talks to whatever sits behind the device nodes: the real driver, vgpu's
 //! proxy nodes, or the test double of the driver. Parameter layouts and
-//! constants come from vgpu's own core-only ABI files (`src/nv/abi.rs`,
+//! constants come from vgpu's own core-only ABI files (`src/nv/abi/`,
 //! `src/nv/ioctl.rs`, re-exported here as [`abi`] and [`ioctl`]), so the
 //! client and the module agree by construction and host tests pin both.
 //!

@@ -13,7 +13,7 @@ use crate::vgpu::Vgpu;
 
 /// Records that `file` verified client `handle` (a handle verified fresh
 /// is in no other entry; any stale entry for it goes).
-pub(super) fn record(host: &Host, handle: u32, file: &Arc<CtlFile>) -> Result {
+pub(crate) fn record(host: &Host, handle: u32, file: &Arc<CtlFile>) -> Result {
     let mut index = host.clients.lock();
     let old = index.store(handle as usize, file.clone(), GFP_KERNEL)?;
     drop(index);
@@ -22,7 +22,7 @@ pub(super) fn record(host: &Host, handle: u32, file: &Arc<CtlFile>) -> Result {
 }
 
 /// Client `handle` was freed.
-pub(super) fn forget(host: &Host, handle: u32) {
+pub(crate) fn forget(host: &Host, handle: u32) {
     let gone = host.clients.lock().remove(handle as usize);
     drop(gone);
 }
@@ -49,7 +49,7 @@ pub(crate) fn forget_file(host: &Host, file: &Arc<CtlFile>) {
 }
 
 /// The file that verified client `handle`, if any.
-pub(super) fn owner_of(host: &Host, handle: u32) -> Option<Arc<CtlFile>> {
+pub(crate) fn owner_of(host: &Host, handle: u32) -> Option<Arc<CtlFile>> {
     host.clients.lock().get(handle as usize).map(|c| c.into())
 }
 

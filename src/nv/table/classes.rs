@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RM classes (`hClass` of RM_ALLOC): rows, handlers, lookup and the
+//! patchers a release's table is built with.
+
+use super::policy::{Family, Policy};
+use crate::nv::abi::{self, class};
+
+/// One RM class (`hClass` of RM_ALLOC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassRow {
+    /// The class number.
+    pub class: u32,
+    /// NVIDIA's name for it (the macro in `class/clXXXX.h` or `nvos.h`).
+    pub name: &'static str,
+    /// Size of the alloc params RM copies for it; 0: it takes none.
+    pub params_size: u32,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// Its group in the docs.
+    pub family: Family,
+    /// The status a refused allocation of it gets (its policy
+    /// [`Policy::Denied`]): `NV_ERR_INVALID_CLASS`, as RM answers a class it
+    /// does not have, unless the row says RM answers otherwise where the
+    /// class is unavailable ([`unsupported`]).
+    pub refusal: u32,
+    /// The handler the RM_ALLOC handler runs for it.
+    pub handler: ClassHandler,
+}
+
+/// What the RM_ALLOC handler runs for a class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassHandler {
+    /// Forwarded from vgpu's copy of the RM_ALLOC block.
+    Forward,
+    /// A client (a `Rewritten` row): forwarded under a handle vgpu picks
+    /// when the caller lets RM pick, and recorded.
+    Client,
+    /// A device (`Served`): decided against the file's vGPUs, executed
+    /// through the kernel-client interface.
+    Device,
+    /// A subdevice of one of the file's devices (`Served`).
+    Subdevice,
+    /// A TSG under one of the file's devices (`Served`): enrolled in the
+    /// vGPU's schedule.
+    Tsg,
+    /// A GPFIFO channel under one of the file's devices or TSGs (`Served`).
+    Channel,
+    /// Memory (`Served`): VRAM charged to the vGPU's ceiling.
+    Memory,
+}
+
+impl ClassHandler {
+    /// Whether the handler fits a row of `policy`: clients are the
+    /// `Rewritten` rows, the accounted kinds the `Served` ones, and every
+    /// other row is forwarded (if admitted).
+    pub const fn fits(self, policy: Policy) -> bool {
+        match self {
+            ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
+            ClassHandler::Client => matches!(policy, Policy::Rewritten),
+            _ => matches!(policy, Policy::Served),
+        }
+    }
+}
+
+use Family as F;
+use Policy as P;
+
+/// A class row (keeps the table one line a row).
+const fn cl(
+    class: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+) -> ClassRow {
+    ClassRow {
+        class,
+        name,
+        params_size,
+        policy,
+        family,
+        refusal: abi::status::NV_ERR_INVALID_CLASS,
+        handler: match policy {
+            Policy::Rewritten => ClassHandler::Client,
+            _ => ClassHandler::Forward,
+        },
+    }
+}
+
+/// A class row with its own handler (a `Served` class: what it is).
+const fn clh(handler: ClassHandler, row: ClassRow) -> ClassRow {
+    ClassRow { handler, ..row }
+}
+
+/// A class row denied with `NV_ERR_NOT_SUPPORTED`: what RM itself answers
+/// where the class is not offered, so that userspace takes the path it
+/// takes on such a GPU.
+const fn unsupported(row: ClassRow) -> ClassRow {
+    ClassRow {
+        policy: Policy::Denied,
+        refusal: abi::status::NV_ERR_NOT_SUPPORTED,
+        ..row
+    }
+}
+
+use ClassHandler as K;
+
+/// Every class a container may name, by number. Sources per row in
+/// `docs/dispatch-table.md`.
+#[rustfmt::skip]
+pub const CLASSES: &[ClassRow] = &CLASS_ROWS;
+
+/// [`CLASSES`] as an array, so that a release's table can be a patched
+/// copy of it (`nv::release`).
+#[rustfmt::skip]
+pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
+    cl(class::NV01_ROOT, "NV01_ROOT", 4, P::Rewritten, F::Client),
+    cl(class::NV01_ROOT_NON_PRIV, "NV01_ROOT_NON_PRIV", 4, P::Rewritten, F::Client),
+    cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
+    clh(K::Memory, cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory)),
+    cl(class::NV01_ROOT_CLIENT, "NV01_ROOT_CLIENT", 4, P::Rewritten, F::Client),
+    // TODO(table): check that hParentClient is one of this container's clients and translate
+    //   the fd; today forwarded unchecked.
+    cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
+    clh(K::Device, cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device)),
+    // The page shows the GPU's total and free VRAM, i.e. other tenants' use, and from 590 their
+    //   per-process utilisation, with no ioctl when it is read: refused as RM refuses it on
+    //   vGPU guests and under CPU confidential computing (`docs/dispatch-table.md`). 535's
+    //   page has neither: admitted there (`nv::release`).
+    unsupported(cl(abi::rusd::CLASS, "RM_USER_SHARED_DATA", 8, P::Denied, F::Perf)),
+    // TODO(table): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
+    //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
+    cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
+    // TODO(table): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
+    cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect),
+    clh(K::Subdevice, cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device)),
+    cl(0x2081, "NV2081_BINAPI", 4, P::Forward, F::Device),
+    cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
+    cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
+    cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
+    // TODO(table): charge page-table VRAM (not charged today).
+    cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
+    // TODO(table): check that hAppClient is 0 or one of this container's clients; today
+    //   forwarded unchecked.
+    cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging),
+    cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),
+    // TODO(table): charge its RM-internal VRAM (not charged today).
+    cl(class::FERMI_CONTEXT_SHARE_A, "FERMI_CONTEXT_SHARE_A", 12, P::Forward, F::Fifo),
+    cl(0x90e6, "GF100_SUBDEVICE_MASTER", 0, P::Forward, F::Device),
+    // TODO(table): charge page-table VRAM (not charged today).
+    cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory),
+    clh(K::Tsg, cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo)),
+    cl(class::TURING_USERMODE_A, "TURING_USERMODE_A", 0, P::Forward, F::Fifo),
+    clh(K::Channel, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    clh(K::Channel, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
+    cl(class::AMPERE_DMA_COPY_A, "AMPERE_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(class::AMPERE_COMPUTE_A, "AMPERE_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(class::BLACKWELL_USERMODE_A, "BLACKWELL_USERMODE_A", 2, P::Forward, F::Fifo),
+    cl(class::AMPERE_DMA_COPY_B, "AMPERE_DMA_COPY_B", 8, P::Forward, F::Engine),
+    cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine),
+    clh(K::Channel, cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    cl(class::HOPPER_DMA_COPY_A, "HOPPER_DMA_COPY_A", 8, P::Forward, F::Engine),
+    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    cl(0xc9b5, "BLACKWELL_DMA_COPY_A", 8, P::Forward, F::Engine),
+    cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine),
+    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo)),
+    cl(0xcab5, "BLACKWELL_DMA_COPY_B", 8, P::Forward, F::Engine),
+    cl(0xcb33, "NV_CONFIDENTIAL_COMPUTE", 4, P::Forward, F::Security),
+    cl(0xcba2, "HOPPER_SEC2_WORK_LAUNCH_A", 0, P::Forward, F::Security),
+    cl(class::HOPPER_COMPUTE_A, "HOPPER_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(0xcdc0, "BLACKWELL_COMPUTE_A", 16, P::Forward, F::Engine),
+    cl(0xcec0, "BLACKWELL_COMPUTE_B", 16, P::Forward, F::Engine),
+];
+
+// Each class row's handler fits its policy: clients rewritten, accounted
+// kinds served, the rest forwarded.
+const _: () = {
+    let mut i = 0;
+    while i < CLASS_ROWS.len() {
+        assert!(CLASS_ROWS[i].handler.fits(CLASS_ROWS[i].policy));
+        i += 1;
+    }
+};
+
+/// The row of class `c`, if the table has one (binary search: the rows
+/// are in number order, checked at compile time).
+pub const fn class_row(c: u32) -> Option<&'static ClassRow> {
+    class_row_in(CLASSES, c)
+}
+
+keyed_rows!(ClassRow, class: u32, class_row_in, classes_in_order, without_classes);
+sized_rows!(with_class_params_sizes, ClassRow, class);
+
+/// `rows` with class `c` given `policy` (and the refusal of a class RM
+/// does not have).
+pub const fn with_class_policy<const N: usize>(
+    mut rows: [ClassRow; N],
+    c: u32,
+    policy: Policy,
+) -> [ClassRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].class == c {
+            rows[i].policy = policy;
+            rows[i].refusal = abi::status::NV_ERR_INVALID_CLASS;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "with_class_policy: the class is not in the table");
+    rows
+}
+
+// The table is in strictly increasing number order: what the lookup relies
+// on, and no number twice.
+const _: () = assert!(classes_in_order(CLASSES), "CLASSES out of order");
+
+/// What vgpu does with class `c`: its row's policy, [`Policy::Denied`] for
+/// a class the table lacks (default deny).
+pub const fn class_policy(c: u32) -> Policy {
+    match class_row(c) {
+        Some(r) => r.policy,
+        None => Policy::Denied,
+    }
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RM controls (`cmd` of RM_CONTROL): rows, handlers, lookup and the
+//! patchers a release's table is built with.
+
+use super::policy::{Family, Policy};
+use crate::nv::abi::{self, ctrl};
+
+/// One RM control command (`cmd` of RM_CONTROL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlRow {
+    /// The command number; its top 16 bits name the class or interface it
+    /// is sent to.
+    pub cmd: u32,
+    /// NVIDIA's name for it (the `*_CTRL_CMD_*` macro).
+    pub name: &'static str,
+    /// The exact `paramsSize` RM accepts; 0: it takes no params.
+    pub params_size: u32,
+    /// What vgpu does with it.
+    pub policy: Policy,
+    /// Its group in the docs.
+    pub family: Family,
+    /// The handler the RM_CONTROL handler runs for it.
+    pub handler: ControlHandler,
+    /// The status a refused control of it gets (its policy
+    /// [`Policy::Denied`]): `NV_ERR_NOT_SUPPORTED`, as RM answers a command
+    /// it does not have, unless the row says otherwise ([`refused_with`]).
+    pub refusal: u32,
+}
+
+/// What the RM_CONTROL handler runs for a control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlHandler {
+    /// Forwarded from vgpu's copy of the RM_CONTROL block (inside the
+    /// caller's compute window), or refused by default deny.
+    Forward,
+    /// FB_GET_INFO (V1, V2): run on kernel copies, sizes rewritten to the
+    /// vGPU.
+    FbInfo,
+    /// A tenant's GPFIFO_SCHEDULE of one of its TSGs: decided against the
+    /// vGPU's schedule and executed on kernel copies.
+    TsgSchedule,
+    /// A tenant's GPFIFO_SCHEDULE of one of its channels, as
+    /// [`ControlHandler::TsgSchedule`].
+    ChannelSchedule,
+    /// A tenant's FIFO_DISABLE_CHANNELS of its own channels and TSGs:
+    /// decided against the vGPU's schedule, executed on kernel copies.
+    DisableChannels,
+    /// SET_TIMESLICE on one of the tenant's TSGs, executed on kernel copies
+    /// (it orders that vGPU's work inside its own window).
+    Timeslice,
+    /// SET_INTERLEAVE_LEVEL on one of the tenant's TSGs, as
+    /// [`ControlHandler::Timeslice`].
+    InterleaveLevel,
+    /// A query of the GPU's fixed description, on the caller's own device or
+    /// subdevice: run on kernel copies through the kernel interface (no
+    /// bounce slot, no compute window), the answer copied back. Only for
+    /// controls RM marks non-privileged, whose params hold no pointer RM
+    /// follows and fit in [`KERNEL_PARAMS_MAX`] (the facts tests check all
+    /// three), and whose implementation decides nothing on the caller's
+    /// privilege (`docs/dispatch-table.md` argues each).
+    Kernel,
+    /// GPU_GET_ATTACHED_IDS on one of the caller's clients: run on kernel
+    /// copies through the kernel interface, the list cut to the GPUs the
+    /// caller has a vGPU on (as CARD_INFO is), so the host's other GPUs'
+    /// ids never reach the caller's memory (`src/rm/control.rs`).
+    GpuIds,
+    /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
+    /// answered by vgpu from the vGPU's list of processes (the container's
+    /// own, numbered in the caller's PID namespace, with the bytes its
+    /// ledger charged them); never forwarded (`src/rm/processes.rs`).
+    Processes,
+}
+
+/// The largest params block a [`ControlHandler::Kernel`] control may have:
+/// the handler copies it onto its stack.
+pub const KERNEL_PARAMS_MAX: usize = 1024;
+
+use Family as F;
+use Policy as P;
+
+/// A control row.
+const fn ct(
+    cmd: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+) -> ControlRow {
+    ControlRow {
+        cmd,
+        name,
+        params_size,
+        policy,
+        family,
+        handler: ControlHandler::Forward,
+        refusal: abi::status::NV_ERR_NOT_SUPPORTED,
+    }
+}
+
+/// A denied control row refused with `status`, not `NV_ERR_NOT_SUPPORTED`.
+const fn refused_with(status: u32, row: ControlRow) -> ControlRow {
+    ControlRow {
+        refusal: status,
+        ..row
+    }
+}
+
+/// A control row with its own handler.
+const fn cth(
+    cmd: u32,
+    name: &'static str,
+    params_size: u32,
+    policy: Policy,
+    family: Family,
+    handler: ControlHandler,
+) -> ControlRow {
+    ControlRow {
+        handler,
+        ..ct(cmd, name, params_size, policy, family)
+    }
+}
+
+use ControlHandler as C;
+
+/// Every control a container may send, by number. Sources per row in
+/// `docs/dispatch-table.md`.
+#[rustfmt::skip]
+pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
+
+/// [`CONTROLS`] as an array, so that a release's table can be a patched
+/// copy of it (`nv::release`).
+#[rustfmt::skip]
+pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
+    // TODO(table): answer only for the container's GPUs.
+    ct(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Forward, F::Interconnect),
+    // TODO(table): answer only for the container's GPUs.
+    ct(0x0000_012b, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2", 8348, P::Forward, F::Interconnect),
+    ct(0x0000_0136, "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS", 4, P::Forward, F::Interconnect),
+    // TODO(table): answer only for the container's GPUs.
+    ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
+    ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2", 1032, P::Forward, F::Client),
+    ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Rewritten, F::Client, C::GpuIds),
+    // TODO(table): answer only for the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
+    // TODO(table): list only the container's GPUs.
+    ct(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Forward, F::Client),
+    // TODO(table): answer only for the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Forward, F::Client),
+    // TODO(table): list only the container's GPUs.
+    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Forward, F::Client),
+    // TODO(table): check that every id is a GPU of the container's vGPUs; today forwarded
+    //   unchecked.
+    ct(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client),
+    // TODO(table): check that every id is a GPU of the container's vGPUs.
+    ct(0x0000_0216, "NV0000_CTRL_CMD_GPU_DETACH_IDS", 128, P::Bounce, F::Client),
+    ct(0x0000_021b, "NV0000_CTRL_CMD_GPU_GET_PCI_INFO", 12, P::Forward, F::Client),
+    // TODO(table): answer only for the container's GPUs.
+    ct(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Forward, F::Client),
+    ct(0x0000_0279, "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE", 12, P::Forward, F::Client),
+    ct(0x0000_027b, "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE", 4, P::Forward, F::Client),
+    // TODO(table): list only the container's GPUs.
+    ct(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Forward, F::Client),
+    // TODO(table): check that the id is a GPU of the container's vGPUs.
+    ct(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client),
+    // TODO(table): check that the id is a GPU of the container's vGPUs.
+    ct(0x0000_0290, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", 4, P::Bounce, F::Client),
+    ct(0x0000_0a04, "NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO", 2244, P::Forward, F::Perf),
+    ct(0x0000_0d01, "NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE", 12, P::Forward, F::Memory),
+    ct(0x0000_0d04, "NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY", 12, P::Forward, F::Sharing),
+    // TODO(table): translate the proxy fd to the real file; today a proxy fd fails in the
+    //   driver.
+    ct(0x0000_3d05, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD", 24, P::Bounce, F::Sharing),
+    // TODO(table): translate the fd and refuse an export made by another container, charging
+    //   imports as DUPs are.
+    ct(0x0000_3d06, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD", 20, P::Bounce, F::Sharing),
+    // TODO(table): translate the fd.
+    ct(0x0000_3d08, "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO", 80, P::Bounce, F::Sharing),
+    // TODO(table): translate the fd.
+    ct(0x0000_3d0b, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD", 2128, P::Bounce, F::Sharing),
+    // TODO(table): translate the fd and refuse another container's export, charging as DUPs
+    //   are.
+    ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Bounce, F::Sharing),
+    ct(ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, "NV0041_CTRL_CMD_GET_SURFACE_INFO", 16, P::Forward, F::Memory),
+    ct(0x0080_0201, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST", 16, P::Forward, F::Device),
+    cth(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device, C::Kernel),
+    cth(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device, C::Kernel),
+    cth(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device, C::Kernel),
+    cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
+    // TODO(table): verify on hardware that it cannot change another tenant's TPC partition.
+    ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
+    cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
+    cth(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo, C::Kernel),
+    ct(0x0080_170d, "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST", 24, P::Forward, F::Fifo),
+    ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
+    cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
+    ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
+    ct(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Denied, F::Perf),
+    // TODO(table): allow with NV_MEMORY_FABRIC.
+    ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0101, "NV00FD_CTRL_CMD_GET_INFO", 32, P::Denied, F::Interconnect),
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0102, "NV00FD_CTRL_CMD_ATTACH_MEM", 40, P::Denied, F::Interconnect),
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC, translating the fd.
+    ct(0x00fd_0104, "NV00FD_CTRL_CMD_ATTACH_GPU", 16, P::Denied, F::Interconnect),
+    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
+    ct(0x00fd_0105, "NV00FD_CTRL_CMD_DETACH_MEM", 24, P::Denied, F::Interconnect),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0111, "NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING", 64, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0119, "NV2080_CTRL_CMD_GPU_GET_SIMULATION_INFO", 4, P::Forward, F::GpuInfo, C::Kernel),
+    ct(0x2080_012f, "NV2080_CTRL_CMD_GPU_QUERY_ECC_STATUS", 1664, P::Forward, F::GpuInfo),
+    cth(0x2080_0131, "NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES", 4, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
+    // TODO(table): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
+    //   one tenant cannot lock others out.
+    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo, C::Kernel),
+    ct(0x2080_0157, "NV2080_CTRL_CMD_GPU_QUERY_INFOROM_ECC_SUPPORT", 0, P::Forward, F::GpuInfo),
+    cth(0x2080_0170, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2", 340, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_018b, "NV2080_CTRL_CMD_GPU_GET_ACTIVE_PARTITION_IDS", 40, P::Forward, F::GpuInfo, C::Kernel),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS, "NV2080_CTRL_CMD_GPU_GET_PIDS", 3812, P::Served, F::GpuInfo, C::Processes),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO, "NV2080_CTRL_CMD_GPU_GET_PID_INFO", 14408, P::Served, F::GpuInfo, C::Processes),
+    ct(ctrl::NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG", 8, P::Denied, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG", 260, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_019f, "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO", 400, P::Forward, F::GpuInfo, C::Kernel),
+    cth(0x2080_01a3, "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO", 56, P::Forward, F::Interconnect, C::Kernel),
+    // TODO(table): check which GPU-wide notifiers (e.g. Xid of other channels) a tenant can
+    //   arm.
+    ct(0x2080_0301, "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION", 20, P::Forward, F::Event),
+    cth(0x2080_0403, "NV2080_CTRL_CMD_TIMER_GET_TIME", 8, P::Forward, F::Perf, C::Kernel),
+    cth(0x2080_0406, "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO", 264, P::Forward, F::Perf, C::Kernel),
+    ct(0x2080_0407, "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ", 1, P::Forward, F::Perf),
+    // TODO(table): admit only those opcodes (bounce and check the list).
+    ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
+    ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
+    cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
+    ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
+    // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
+    //   vGPU's window.
+    ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
+    cth(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
+    ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
+    cth(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_122a, "NV2080_CTRL_CMD_GR_GET_GPC_MASK", 24, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_122b, "NV2080_CTRL_CMD_GR_GET_TPC_MASK", 24, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_1230, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER", 32, P::Forward, F::Engine, C::Kernel),
+    ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
+    cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory, C::FbInfo),
+    cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory, C::FbInfo),
+    // TODO(table): rewrite the regions to the ceiling.
+    ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
+    cth(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory, C::Kernel),
+    cth(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory, C::Kernel),
+    cth(0x2080_1701, "NV2080_CTRL_CMD_MC_GET_ARCH_INFO", 16, P::Forward, F::GpuInfo, C::Kernel),
+    ct(0x2080_1702, "NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS", 4, P::Forward, F::Fifo),
+    cth(0x2080_1801, "NV2080_CTRL_CMD_BUS_GET_PCI_INFO", 16, P::Forward, F::Interconnect, C::Kernel),
+    ct(0x2080_1802, "NV2080_CTRL_CMD_BUS_GET_INFO", 16, P::Forward, F::Interconnect),
+    cth(0x2080_1803, "NV2080_CTRL_CMD_BUS_GET_PCI_BAR_INFO", 200, P::Forward, F::Interconnect, C::Kernel),
+    cth(0x2080_1823, "NV2080_CTRL_CMD_BUS_GET_INFO_V2", 420, P::Forward, F::Interconnect, C::Kernel),
+    cth(0x2080_182a, "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS", 112, P::Forward, F::Interconnect, C::Kernel),
+    cth(0x2080_182b, "NV2080_CTRL_CMD_BUS_GET_C2C_INFO", 28, P::Forward, F::Interconnect, C::Kernel),
+    // TODO(table): confirm on hardware that boost requests are per client and cleared at its
+    //   exit.
+    ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
+    cth(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf, C::Kernel),
+    // TODO(table): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
+    ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
+    cth(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging, C::Kernel),
+    ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),
+    // Pauses the GPU-wide hang watchdog for every tenant: refused with NOT_SUPPORTED, RM's
+    //   answer where it has no watchdog (`kernel_rc_watchdog_ctrl.c:91` at 595.45.04).
+    ct(0x2080_2210, "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG", 0, P::Denied, F::Debugging),
+    cth(0x2080_2a03, "NV2080_CTRL_CMD_CE_GET_CAPS_V2", 8, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_2a0a, "NV2080_CTRL_CMD_CE_GET_ALL_CAPS", 136, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_3001, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_CAPS", 48, P::Forward, F::Interconnect, C::Kernel),
+    ct(0x2080_3002, "NV2080_CTRL_CMD_NVLINK_GET_NVLINK_STATUS", 13864, P::Forward, F::Interconnect),
+    cth(0x2080_3125, "NV2080_CTRL_CMD_FLCN_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
+    cth(0x2080_3601, "NV2080_CTRL_CMD_GSP_GET_FEATURES", 72, P::Forward, F::GpuInfo, C::Kernel),
+    ct(0x2080_3801, "NV2080_CTRL_CMD_GRMGR_GET_GR_FS_INFO", 1928, P::Forward, F::Engine),
+    ct(0x208f_1105, "NV208F_CTRL_CMD_GPU_VERIFY_INFOROM", 8, P::Forward, F::Debugging),
+    ct(0x503c_0102, "NV503C_CTRL_CMD_REGISTER_VA_SPACE", 16, P::Forward, F::Interconnect),
+    ct(0x503c_0104, "NV503C_CTRL_CMD_REGISTER_VIDMEM", 32, P::Forward, F::Interconnect),
+    ct(0x503c_0105, "NV503C_CTRL_CMD_UNREGISTER_VIDMEM", 4, P::Forward, F::Interconnect),
+    ct(0x83de_0307, "NV83DE_CTRL_CMD_DEBUG_SET_MODE_MMU_DEBUG", 4, P::Forward, F::Debugging),
+    ct(0x83de_0309, "NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK", 4, P::Forward, F::Debugging),
+    ct(0x83de_030c, "NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES", 4824, P::Forward, F::Debugging),
+    ct(0x83de_0310, "NV83DE_CTRL_CMD_DEBUG_CLEAR_ALL_SM_ERROR_STATES", 8, P::Forward, F::Debugging),
+    ct(0x83de_0315, "NV83DE_CTRL_CMD_DEBUG_READ_MEMORY", 24, P::Forward, F::Debugging),
+    ct(0x83de_0317, "NV83DE_CTRL_CMD_DEBUG_SUSPEND_CONTEXT", 8, P::Forward, F::Debugging),
+    ct(0x83de_0318, "NV83DE_CTRL_CMD_DEBUG_RESUME_CONTEXT", 0, P::Forward, F::Debugging),
+    ct(0x83de_031f, "NV83DE_CTRL_CMD_DEBUG_SET_MODE_ERRBAR_DEBUG", 4, P::Forward, F::Debugging),
+    ct(0x906f_0101, "NV906F_CTRL_GET_CLASS_ENGINEID", 16, P::Forward, F::Fifo),
+    ct(0x906f_0102, "NV906F_CTRL_CMD_RESET_CHANNEL", 16, P::Forward, F::Fifo),
+    ct(0x90e6_0102, "NV90E6_CTRL_CMD_MASTER_GET_VIRTUAL_FUNCTION_ERROR_CONT_INTR_MASK", 8, P::Forward, F::GpuInfo),
+    cth(ctrl::NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::TsgSchedule),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE, "NVA06C_CTRL_CMD_SET_TIMESLICE", 8, P::Rewritten, F::Fifo, C::Timeslice),
+    ct(ctrl::NVA06C_CTRL_CMD_GET_TIMESLICE, "NVA06C_CTRL_CMD_GET_TIMESLICE", 8, P::Forward, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_PREEMPT, "NVA06C_CTRL_CMD_PREEMPT", 8, P::Forward, F::Fifo),
+    ct(ctrl::NVA06C_CTRL_CMD_GET_INFO, "NVA06C_CTRL_CMD_GET_INFO", 4, P::Forward, F::Fifo),
+    cth(ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL, "NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL", 4, P::Rewritten, F::Fifo, C::InterleaveLevel),
+    refused_with(abi::status::NV_ERR_INSUFFICIENT_PERMISSIONS, ct(ctrl::NVA06C_CTRL_CMD_MAKE_REALTIME, "NVA06C_CTRL_CMD_MAKE_REALTIME", 1, P::Denied, F::Fifo)),
+    cth(ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06F_CTRL_CMD_GPFIFO_SCHEDULE", 3, P::Rewritten, F::Fifo, C::ChannelSchedule),
+    ct(ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN", 4, P::Forward, F::Fifo),
+    ct(0xc56f_010b, "NVC56F_CTRL_CMD_GET_KMB", 144, P::Forward, F::Security),
+    ct(0xcb33_0101, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_CAPABILITIES", 6, P::Forward, F::Security),
+    ct(0xcb33_0104, "NV_CONF_COMPUTE_CTRL_CMD_SYSTEM_GET_GPUS_STATE", 1, P::Forward, F::Security),
+    ct(0xcb33_010b, "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_NUM_SECURE_CHANNELS", 12, P::Forward, F::Security),
+    ct(0xcb33_010c, "NV_CONF_COMPUTE_CTRL_CMD_GPU_GET_KEY_ROTATION_STATE", 8, P::Forward, F::Security),
+];
+
+/// The row of control `cmd` in [`CONTROLS`] (the 595.45.04 table), if it
+/// has one (binary search, as [`class_row`]).
+pub const fn control_row(cmd: u32) -> Option<&'static ControlRow> {
+    control_row_in(CONTROLS, cmd)
+}
+
+/// `rows` with control `old` numbered `new`: a release that numbers it
+/// otherwise. The order must stay (`nv::release` checks every release's
+/// tables at compile time).
+pub const fn renumbered_control<const N: usize>(
+    mut rows: [ControlRow; N],
+    old: u32,
+    new: u32,
+) -> [ControlRow; N] {
+    let mut i = 0;
+    let mut found = false;
+    while i < N {
+        if rows[i].cmd == old && !found {
+            rows[i].cmd = new;
+            found = true;
+        }
+        i += 1;
+    }
+    assert!(found, "renumbered_control: the control is not in the table");
+    rows
+}
+
+keyed_rows!(ControlRow, cmd: u32, control_row_in, controls_in_order, without_controls);
+sized_rows!(with_params_sizes, ControlRow, cmd);
+
+// The table is in strictly increasing number order: what the lookup relies
+// on, and no number twice.
+const _: () = assert!(controls_in_order(CONTROLS), "CONTROLS out of order");
+
+/// What vgpu does with control `cmd`: its row's policy, [`Policy::Denied`]
+/// for a control the table lacks (default deny).
+pub const fn control_policy(cmd: u32) -> Policy {
+    match control_row(cmd) {
+        Some(r) => r.policy,
+        None => Policy::Denied,
+    }
+}
