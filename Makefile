@@ -70,7 +70,7 @@ check:
 test:
 	scripts/test.sh $(TEST_ARGS)
 
-# As test, with every suite on the stock kernel once per driver release vgpu
+# As test, with every suite on the fast kernel once per driver release vgpu
 # has tables for (test runs the newest and the oldest).
 test-all-branches:
 	scripts/test.sh --all-branches $(TEST_ARGS)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every test vgpu has, from a fresh machine. The suites run on
 # Debian's stock kernel, unmodified, and on the project's debug kernel;
-# the project's fast kernel is built only for the real-driver lane (4.)
-# and the packages' dkms build.
+# the project's fast kernel is built only for the oldest release's lane,
+# the real-driver lane (4.) and the packages' dkms build.
 #   1. install the toolchain (idempotent); Debian's stock kernel's Rust
 #      build products rebuilt in a trixie root by Debian's own rustc 1.85,
 #      checked against its Module.symvers (scripts/stock-kernel.sh), and the
@@ -28,13 +28,13 @@
 #        lacks; and the fuzz suite's CI slice (10^5 fuzzed calls, 10^3 kill
 #        cycles, fault injection, 100 load cycles; make fuzz runs the long
 #        one);
-#      - every suite again on the stock kernel with the driver double
+#      - every suite again on the fast kernel with the driver double
 #        claiming the oldest release vgpu has tables for (with
 #        --all-branches: each release vgpu has tables for, one run each);
 #   4. the real-driver lane: NVIDIA's own open kernel module (Debian's,
 #      scripts/build-nvidia.sh) without a GPU, on the project's fast and
 #      debug kernels, vgpu on it, and the double compared with it (the
-#      `real_driver` suite); the one lane left on the fast kernel, until
+#      `real_driver` suite); on the fast kernel, until
 #      NVIDIA's modules build for Debian's;
 #   5. the demo (`make demo`, on the stock kernel) runs to the end with a
 #      clean kernel log;
@@ -91,9 +91,9 @@ scripts/stock-kernel.sh || fail 1 "stock kernel's Rust build products ($VGPU_STO
 if [ -n "$debug" ]; then
     scripts/build-kernel.sh debug || fail 1 "kernel(debug) build"
 fi
-# The fast kernel only for the real-driver lane and the packages' dkms
-# build: NVIDIA's 550 modules do not build for Debian's kernel yet
-# (scripts/nvidia/nvidia-open-550.163.01-linux-7.3-stock.patch).
+# The fast kernel only for the oldest release's lane, the real-driver
+# lane and the packages' dkms build: NVIDIA's 550 modules do not build
+# for Debian's kernel yet (scripts/nvidia/*-stock.patch).
 scripts/build-kernel.sh fast || fail 1 "kernel(fast) build"
 
 step "host: style"
@@ -190,11 +190,13 @@ if [ -n "$debug" ]; then
     grep '^# fuzz figures' build/vm-debug/tap.log 2>/dev/null || true
 fi
 
-# Older releases vgpu has tables for: every suite again on the stock
+# Older releases vgpu has tables for: every suite again on the fast
 # kernel, the double claiming the release and speaking its ABI
-# (docs/driver-branches.md).
+# (docs/driver-branches.md). Not on the stock kernel yet: there the 535
+# run hung after priority.sigkill_of_a_frozen_tenant_frees_everything
+# once, on a loaded host (docs/testing.md, "Debian's stock kernel").
 for rel in "${releases[@]}"; do
-    vm_run "stock kernel, driver $rel" "vm-stock-$rel" --variant stock --release "$rel"
+    vm_run "fast kernel, driver $rel" "vm-fast-$rel" --variant fast --release "$rel"
 done
 
 # NVIDIA's own driver without a GPU: Debian's open kernel module of a
