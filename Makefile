@@ -6,12 +6,14 @@
 #   make KDIR=/lib/modules/$(uname -r)/build NVIDIA_SYMVERS=.../Module.symvers
 #                                          build against a node's kernel
 #   make install                           modules_install + depmod
-#   make test                              every test (host, KUnit, VM)
+#   make test                              every test (host, KUnit, VM): on
+#                                          Debian's stock kernel and the
+#                                          debug kernel (scripts/test.sh)
 #   make fuzz [FUZZ=calls=N,kills=N,...]   the reliability campaign (debug kernel)
-#   make demo                              the VM demo
+#   make demo                              the VM demo, on Debian's stock kernel
 #   make image                             the Kubernetes DaemonSet's image, offline:
 #                                          build/vgpu-node-VERSION.oci.tar
-#   make vm                                boot the test VM to a shell
+#   make vm                                boot the test VM (stock kernel) to a shell
 #   make check                             rustfmt + clippy + warnings as errors
 #
 # The test kernel is built with LLVM=-19; a node's kernel takes whatever it was
@@ -86,7 +88,7 @@ demo:
 	scripts/demo.sh
 
 vm:
-	scripts/vm.sh --shell
+	scripts/vm.sh --variant stock --shell
 
 # The image of deploy/kubernetes/daemonset.yaml, localhost/vgpu/vgpu-node,
 # FROM scratch with the static plugin and vgpuctl, built with podman and

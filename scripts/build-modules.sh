@@ -32,19 +32,21 @@ mkdir -p "$stage"
 # was built from, and Kbuild ignores listed files that have gone: when the
 # set of files changes (a module split in two, one moved), every crate
 # root's object goes, so the crates are built again from what is there now.
+# modpost's MODULE.mod.c is the build's own, not a source: left alone, or
+# every build would delete it, see the set change and rebuild everything.
 mirror() {
     local from=$1 to=$2
     mkdir -p "$to"
     local before after
-    before=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print | sort)
-    (cd "$from" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
+    before=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) ! -name '*.mod.c' -print | sort)
+    (cd "$from" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) ! -name '*.mod.c' -print) |
     while IFS= read -r f; do
         mkdir -p "$to/$(dirname "$f")"
         cmp -s "$from/$f" "$to/$f" || cp "$from/$f" "$to/$f"
     done
-    (cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print) |
+    (cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) ! -name '*.mod.c' -print) |
     while IFS= read -r f; do [ -e "$from/$f" ] || rm -f "$to/$f"; done
-    after=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) -print | sort)
+    after=$(cd "$to" && find . -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name Kbuild \) ! -name '*.mod.c' -print | sort)
     if [ "$before" != "$after" ]; then
         # Every crate root: the double and the KUnit module include files
         # of src/ by path.

@@ -31,7 +31,10 @@
 # --variant stock boots Debian's own kernel (linux-binary-KREL's vmlinuz,
 # unpacked, scripts/stock-kernel.sh) with the modules built against it by
 # Debian's compiler in the trixie root (scripts/build-modules.sh stock);
-# every suite but kclient, as Debian's kernel has no KUnit.
+# every suite but kclient, as Debian's kernel has no KUnit. make test,
+# make demo and make vm run on it (with --driver real, NVIDIA's modules
+# are built for it by its gcc-14 in that root); the fast kernel, the
+# default here, is built only for developers who ask for it.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
     --release) release=$2; shift 2 ;;
     --fuzz) fuzz=$2; shift 2 ;;
     --driver) driver=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     --) shift; suites+=("$@"); break ;;
     -*) echo "vm: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1"); shift ;;
