@@ -5,18 +5,14 @@
 #
 #   scripts/cost-guard.sh            measure, compare, print
 #                                    "costs: N passed, M failed"
-#   scripts/cost-guard.sh --update [TAPLOG]
-#                                    measure (or take TAPLOG) and rewrite
-#                                    the baseline
+#   scripts/cost-guard.sh --update   measure and rewrite the baseline
 #   scripts/cost-guard.sh --check TAPLOG [BASELINE]
 #                                    compare a log already taken (tests;
 #                                    BASELINE defaults to the committed one)
 #
 # The figures come from bench.ioctl_instructions in the instruction-
-# counting VM on Debian's stock kernel, the kernel make test runs
-# (scripts/vm.sh --variant stock --icount: QEMU -icount shift=0,sleep=off;
+# counting VM (scripts/vm.sh --icount: QEMU -icount shift=0,sleep=off;
 # about 25 s of guest time), which repeat to within a few instructions.
-# make bench measures the same figures on the project's fast kernel.
 # Each figure is a check: it fails when it rises more than 2% above its
 # line in scripts/cost-baseline (or has none, or is not a number); every
 # target line of the run is a check too (scripts/bench-targets.awk). The
@@ -30,16 +26,16 @@ baseline=scripts/cost-baseline
 mode=check log=""
 case "${1:-}" in
 "") ;;
---update) mode=update log=${2:-} ;;
+--update) mode=update ;;
 --check) log=${2:?--check TAPLOG} baseline=${3:-$baseline} ;;
 *) echo "cost-guard: unknown argument $1" >&2; exit 2 ;;
 esac
 
 if [ -z "$log" ]; then
-    scripts/vm.sh --variant stock --icount --timeout 300 bench.ioctl_instructions >build/cost-guard.log 2>&1 || {
+    scripts/vm.sh --icount --timeout 300 bench.ioctl_instructions >build/cost-guard.log 2>&1 || {
         tail -20 build/cost-guard.log; echo "FAIL: the instruction-counting VM run failed"
         echo "costs: 0 passed, 1 failed"; exit 1; }
-    log=build/vm-stock-icount/tap.log
+    log=build/vm-fast-icount/tap.log
 fi
 
 # "NAME<TAB>VALUE" per figure: each call family's ratio through vgpu to
