@@ -110,7 +110,10 @@ fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<O
         _ => return Ok(None),
     };
     let size = row.params_size as usize;
-    if a.params_size != row.params_size || size > table::KERNEL_PARAMS_MAX {
+    // Flags (LOCK_BYPASS, IRQL_RAISED, ...) are the caller's to ask for and
+    // RM's to refuse a user: the kernel call would drop them, so a call
+    // with any goes the forwarded way, where the driver answers as it does.
+    if a.flags != 0 || a.params_size != row.params_size || size > table::KERNEL_PARAMS_MAX {
         return Ok(None);
     }
     let owned = matches!(
