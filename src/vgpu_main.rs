@@ -47,8 +47,8 @@ mod uvm;
 mod vgpu;
 mod vgpus;
 
-// Shared with the driver double; each crate uses a subset of the glue.
-#[allow(dead_code)]
+// Shared with the driver double; what only the test modules use is
+// `#[cfg(vgpu_test_glue)]`, which their Kbuilds set and vgpu's does not.
 mod kapi;
 
 use kapi::{

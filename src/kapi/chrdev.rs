@@ -26,10 +26,7 @@ use kernel::{
     mm::virt::VmaNew,
     module::{this_module, ModuleMetadata},
     prelude::*,
-    sync::{
-        poll::{PollCondVar, PollTable},
-        Arc,
-    },
+    sync::Arc,
     types::ForeignOwnable,
 };
 
@@ -67,6 +64,7 @@ pub(crate) struct Region {
 
 impl Region {
     /// Claims `count` numbers from `base`; `EBUSY` if any is taken.
+    #[cfg(vgpu_test_glue)]
     pub(crate) fn fixed(base: DevT, count: u32, name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated and `'static`, as the region keeps it.
         to_result(unsafe { bindings::register_chrdev_region(base.0, count, name.as_char_ptr()) })?;
@@ -93,6 +91,7 @@ impl Region {
     }
 
     /// How many numbers the range holds.
+    #[cfg(vgpu_test_glue)]
     pub(crate) fn count(&self) -> u32 {
         self.count
     }
@@ -297,10 +296,11 @@ pub(crate) struct Poll<'a> {
 
 impl Poll<'_> {
     /// Registers the caller on `cv`'s wait queue.
-    pub(crate) fn register_wait(&self, file: &File, cv: &PollCondVar) {
+    #[cfg(vgpu_test_glue)]
+    pub(crate) fn register_wait(&self, file: &File, cv: &kernel::sync::poll::PollCondVar) {
         // SAFETY: by the type invariants `raw` is the null or valid poll table
         // of the call this `Poll` lives in, which is still running.
-        let table = unsafe { PollTable::from_raw(self.raw) };
+        let table = unsafe { kernel::sync::poll::PollTable::from_raw(self.raw) };
         table.register_wait(file, cv);
     }
 
@@ -320,6 +320,7 @@ pub(crate) fn is_ours<T: FileOperations>(file: &LocalFile) -> bool {
 }
 
 /// The device number of the inode behind `file`.
+#[cfg(vgpu_test_glue)]
 pub(crate) fn file_dev(file: &LocalFile) -> DevT {
     // SAFETY: an open file's inode is valid for as long as the file is.
     DevT(unsafe { (*(*file.as_ptr()).f_inode).i_rdev })

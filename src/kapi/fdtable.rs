@@ -19,6 +19,7 @@ use kernel::{
 /// Walks the table with `fget_task_next`, which hands out one referenced file
 /// at a time (taking the task's lock to reach `files`), so `pred` runs
 /// without any lock held.
+#[cfg(vgpu_test_glue)]
 pub(crate) fn current_has_file<F: Fn(&File) -> bool>(pred: F) -> bool {
     let task = Task::current_raw();
     let mut fd: c_uint = 0;

@@ -24,7 +24,7 @@ use crate::status::{check, Fail, RmResult};
 use crate::nv::{
     abi::{self, status::NV_OK, Wire},
     release,
-    rmops::{self as ops, op, GpuInfo, OpsCmd, RmOpsTable, MAX_GPUS},
+    rmops::{self as ops, op, OpsCmd, RmOpsTable},
 };
 
 extern "C" {
@@ -44,6 +44,7 @@ extern "C" {
 pub(crate) struct RmOps {
     alloc_stack: ops::AllocStackFn,
     free_stack: ops::FreeStackFn,
+    #[cfg(vgpu_test_glue)]
     enumerate_gpus: ops::EnumerateGpusFn,
     op: ops::OpFn,
 }
@@ -112,10 +113,13 @@ impl RmOps {
             );
         }
         match (raw.alloc_stack, raw.free_stack, raw.enumerate_gpus, raw.op) {
-            (Some(alloc_stack), Some(free_stack), Some(enumerate_gpus), Some(op)) => Ok(Self {
+            // Every entry must be there, though vgpu itself never
+            // enumerates (only the test modules do).
+            (Some(alloc_stack), Some(free_stack), Some(_enumerate_gpus), Some(op)) => Ok(Self {
                 alloc_stack,
                 free_stack,
-                enumerate_gpus,
+                #[cfg(vgpu_test_glue)]
+                enumerate_gpus: _enumerate_gpus,
                 op,
             }),
             _ => {
@@ -126,7 +130,9 @@ impl RmOps {
     }
 
     /// The gpu_ids the driver knows.
+    #[cfg(vgpu_test_glue)]
     pub(crate) fn gpu_ids(&self) -> Result<KVec<u32>> {
+        use crate::nv::rmops::{GpuInfo, MAX_GPUS};
         let mut infos = KVec::with_capacity(MAX_GPUS, GFP_KERNEL)?;
         for _ in 0..MAX_GPUS {
             infos.push(GpuInfo::EMPTY, GFP_KERNEL)?;
@@ -352,6 +358,7 @@ impl RmOps {
     }
 
     /// An arbitrary op with its union member's block, for testing refusals.
+    #[cfg(vgpu_test_glue)]
     pub(crate) fn raw_op(&self, op: u32, params: &mut [u8]) -> Result {
         self.call(op, params)
     }
