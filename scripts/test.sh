@@ -178,8 +178,10 @@ rm -rf build/test-vm-stock && cp -r build/vm-stock build/test-vm-stock 2>/dev/nu
 if [ -n "$debug" ]; then
     # The containers and dra suites need unix sockets, network and IPC
     # namespaces the debug kernel lacks (scripts/kconfig/containers.config
-    # has them for the fast kernel; Debian's kernel has them).
-    vm_run "debug kernel, every suite but containers and dra" vm-debug --variant debug -- -containers -containers_runc -dra
+    # has them for the fast kernel; Debian's kernel has them). So does the
+    # guard suite, which passes driver files over unix sockets; it runs on
+    # the stock lane, where BPF LSM is on, and on the fast kernel's.
+    vm_run "debug kernel, every suite but containers, dra and guard" vm-debug --variant debug -- -containers -containers_runc -dra -guard
     rm -rf build/test-vm-debug && cp -r build/vm-debug build/test-vm-debug 2>/dev/null || true
     # The reliability campaign's slice (issue 19): a VM of its own, as
     # it arms fault injection. A fixed seed, so that a failure here
