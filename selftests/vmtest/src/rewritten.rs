@@ -553,8 +553,8 @@ fn kernel_copies_only_on_the_callers_objects() -> Outcome {
 }
 
 fn kernel_copies_answer_as_the_driver_does() -> Outcome {
-    // Every `Kernel` row of the dispatch table (the release the double
-    // claims by default, 595.45.04: the base table), sent through vgpu on
+    // Every `Kernel` row of the running release's dispatch table (its
+    // sizes and rows differ from the base table's on older releases), sent through vgpu on
     // the caller's own device or subdevice and directly to the driver on
     // the same GPU: the status and the params bytes must be the same. They
     // must come back while the caller's vGPU has no window (share 0), as a
@@ -564,8 +564,10 @@ fn kernel_copies_answer_as_the_driver_does() -> Outcome {
     // answer (the driver refuses a client that is not the caller's), not
     // the kernel interface's, which sees every client.
     use std::sync::atomic::{AtomicBool, Ordering};
-    use vgpu_logic::nv::table::{ControlHandler, CONTROLS};
-    let rows: Vec<_> = CONTROLS
+    use vgpu_logic::nv::table::ControlHandler;
+    let rel = nvclient::speaks();
+    let rows: Vec<_> = rel
+        .controls
         .iter()
         .filter(|r| r.handler == ControlHandler::Kernel)
         .collect();
