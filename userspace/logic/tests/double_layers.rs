@@ -10,6 +10,8 @@
 //! double includes from `src/` by `#[path]` (`kapi`, `nv`): layered by
 //! `layers.rs`, and it names nothing of the double.
 
+mod common;
+use common::{find_cycle, functions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -341,99 +343,6 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     g
-}
-
-/// A cycle in `g`, if it has one.
-fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        n: &str,
-        g: &BTreeMap<String, BTreeSet<String>>,
-        done: &mut BTreeSet<String>,
-        stack: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(i) = stack.iter().position(|s| s == n) {
-            let mut ring = stack[i..].to_vec();
-            ring.push(n.to_owned());
-            return Some(ring);
-        }
-        if done.contains(n) {
-            return None;
-        }
-        stack.push(n.to_owned());
-        for m in g.get(n).into_iter().flatten() {
-            if let Some(c) = visit(m, g, done, stack) {
-                return Some(c);
-            }
-        }
-        stack.pop();
-        done.insert(n.to_owned());
-        None
-    }
-    let mut done = BTreeSet::new();
-    g.keys()
-        .find_map(|n| visit(n, g, &mut done, &mut Vec::new()))
-}
-
-/// Every function of `code` (comments and literals blanked) with its length
-/// in lines, from the `fn` line to its closing brace.
-fn functions(code: &str) -> Vec<(String, usize, usize)> {
-    let lines: Vec<&str> = code.lines().collect();
-    let mut out = Vec::new();
-    for (start, l) in lines.iter().enumerate() {
-        let Some(at) = fn_keyword(l) else {
-            continue;
-        };
-        let name: String = l[at + 3..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        // The body: from the first `{` after the signature (a `;` first is a
-        // declaration) to its matching `}`.
-        let mut depth = 0i32;
-        let mut opened = false;
-        let mut end = None;
-        'scan: for (k, line) in lines.iter().enumerate().skip(start) {
-            let from = if k == start { at } else { 0 };
-            for ch in line[from..].chars() {
-                match ch {
-                    ';' if !opened => break 'scan,
-                    '{' => {
-                        opened = true;
-                        depth += 1;
-                    }
-                    '}' if opened => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = Some(k);
-                            break 'scan;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if let Some(end) = end {
-            out.push((name, start + 1, end - start + 1));
-        }
-    }
-    out
-}
-
-/// Where `fn ` starts on a line that declares a function.
-fn fn_keyword(l: &str) -> Option<usize> {
-    let mut from = 0;
-    while let Some(i) = l[from..].find("fn ") {
-        let at = from + i;
-        let before = l[..at].chars().last();
-        if before.is_none_or(|c| c == ' ' || c == '(' || c == '\t') && !l[..at].contains("->") {
-            let after = l[at + 3..].chars().next();
-            if after.is_some_and(|c| c.is_alphabetic() || c == '_') {
-                return Some(at);
-            }
-        }
-        from = at + 3;
-    }
-    None
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! crate root's module type named as a file operations' `OwnerModule` (the
 //! kernel's `try_module_get` needs it; it is a type, not a call).
 
+mod common;
+use common::find_cycle;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -198,54 +200,6 @@ fn children(text: &str) -> Vec<String> {
             Some(name.trim().to_owned())
         })
         .collect()
-}
-
-/// A cycle in `g`, if it has one.
-fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        Open,
-        Done,
-    }
-    fn visit(
-        n: &str,
-        g: &BTreeMap<String, BTreeSet<String>>,
-        mark: &mut BTreeMap<String, Mark>,
-        stack: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        mark.insert(n.to_owned(), Mark::Open);
-        stack.push(n.to_owned());
-        for m in g.get(n).into_iter().flatten() {
-            match mark.get(m.as_str()).copied().unwrap_or(Mark::New) {
-                Mark::Open => {
-                    let i = stack.iter().position(|s| s == m).unwrap();
-                    let mut ring = stack[i..].to_vec();
-                    ring.push(m.clone());
-                    return Some(ring);
-                }
-                Mark::New => {
-                    if let Some(c) = visit(m, g, mark, stack) {
-                        return Some(c);
-                    }
-                }
-                Mark::Done => {}
-            }
-        }
-        stack.pop();
-        mark.insert(n.to_owned(), Mark::Done);
-        None
-    }
-    let mut mark = BTreeMap::new();
-    for n in g.keys() {
-        if mark.get(n.as_str()).copied().unwrap_or(Mark::New) == Mark::New {
-            let mut stack = Vec::new();
-            if let Some(c) = visit(n, g, &mut mark, &mut stack) {
-                return Some(c);
-            }
-        }
-    }
-    None
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! braces from the line that declares them, outside comments, strings and
 //! character literals.
 
+mod common;
+use common::functions;
 use std::path::{Path, PathBuf};
 
 const FILE_MAX: usize = 800;
@@ -29,92 +31,6 @@ fn files(exts: &[&str]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     walk(&src(), &src(), exts, &mut out);
     out.sort();
-    out
-}
-
-/// The line's code: no `//` comment, no string or character literal.
-fn code(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => break,
-            '"' => {
-                while let Some(d) = chars.next() {
-                    match d {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        _ => {}
-                    }
-                }
-            }
-            // A character literal ('{', '\''), not a lifetime ('a).
-            '\'' => {
-                let rest: String = chars.clone().take(3).collect();
-                if rest.starts_with('\\') {
-                    chars.nth(2);
-                } else if rest.chars().nth(1) == Some('\'') {
-                    chars.nth(1);
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// The name of the function a line declares, if it declares one.
-fn declares(code: &str) -> Option<String> {
-    let mut words = code.split_whitespace().peekable();
-    while let Some(w) = words.next() {
-        if w == "fn" {
-            let name = words.next()?;
-            let end = name.find(|c: char| !(c.is_alphanumeric() || c == '_'));
-            return Some(name[..end.unwrap_or(name.len())].to_owned());
-        }
-        let prefix =
-            w.starts_with("pub") || ["const", "unsafe", "extern", "async", "\"C\""].contains(&w);
-        if !prefix {
-            return None;
-        }
-    }
-    None
-}
-
-/// Every function of `text` and its length in lines (declaration to
-/// closing brace); declarations without a body are skipped.
-fn functions(text: &str) -> Vec<(String, usize, usize)> {
-    let lines: Vec<String> = text.lines().map(code).collect();
-    let mut out = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        let Some(name) = declares(l) else {
-            continue;
-        };
-        let mut depth = 0i64;
-        let mut opened = false;
-        for (j, m) in lines.iter().enumerate().skip(i) {
-            for c in m.chars() {
-                match c {
-                    '{' => {
-                        depth += 1;
-                        opened = true;
-                    }
-                    '}' => depth -= 1,
-                    ';' if !opened && depth == 0 => break,
-                    _ => {}
-                }
-            }
-            if !opened && m.contains(';') {
-                break;
-            }
-            if opened && depth <= 0 {
-                out.push((name.clone(), i + 1, j - i + 1));
-                break;
-            }
-        }
-    }
     out
 }
 
