@@ -479,6 +479,40 @@ fn teardown() -> Outcome {
     Ok(())
 }
 
+/// A process of container `/ra` holding a session on vGPU 0, and its
+/// client, device and subdevice handles (for calls on another
+/// container's objects). Dropping the `Looper` ends it.
+fn ra_tenant() -> Result<(Looper, u32, u32, u32), String> {
+    let page = Shared::new()?;
+    let pg = &page;
+    let tenant = Looper::spawn(move || {
+        join_cgroup("/ra").map_err(|e| format!("join /ra: errno {e}"))?;
+        let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
+        pg.set(0, u64::from(s.client));
+        pg.set(1, u64::from(s.device));
+        pg.set(2, u64::from(s.subdevice));
+        pg.set(3, 1);
+        Ok(move || {
+            let _s = &s;
+            sleep(Duration::from_millis(5));
+        })
+    })?;
+    let t0 = Instant::now();
+    while page.get(3) == 0 {
+        ensure!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the /ra tenant never opened"
+        );
+        sleep(Duration::from_millis(5));
+    }
+    Ok((
+        tenant,
+        page.get(0) as u32,
+        page.get(1) as u32,
+        page.get(2) as u32,
+    ))
+}
+
 fn kernel_copies_only_on_the_callers_objects() -> Outcome {
     // GPU_GET_GID_INFO is a `Kernel` row: vgpu runs it through the kernel
     // interface, whose kernel privilege skips RM's own check that a client
@@ -486,28 +520,7 @@ fn kernel_copies_only_on_the_callers_objects() -> Outcome {
     // even when the caller's vGPU has no window (share 0) and forwarded
     // calls wait; on another container's it must be refused as the driver
     // refuses it, not answered with that container's GPU.
-    let page = Shared::new()?;
-    let pg = &page;
-    let tenant = Looper::spawn(move || {
-        join_cgroup("/ra").map_err(|e| format!("join /ra: errno {e}"))?;
-        let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
-        pg.set(0, u64::from(s.client));
-        pg.set(1, u64::from(s.subdevice));
-        pg.set(2, 1);
-        Ok(move || {
-            let _s = &s;
-            sleep(Duration::from_millis(5));
-        })
-    })?;
-    let t0 = Instant::now();
-    while page.get(2) == 0 {
-        ensure!(
-            t0.elapsed() < Duration::from_secs(5),
-            "the /ra tenant never opened"
-        );
-        sleep(Duration::from_millis(5));
-    }
-    let (a_client, a_sub) = (page.get(0) as u32, page.get(1) as u32);
+    let (tenant, a_client, _, a_sub) = ra_tenant()?;
     let direct = {
         let d = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
         d.ctl
@@ -572,29 +585,7 @@ fn kernel_copies_answer_as_the_driver_does() -> Outcome {
         .filter(|r| r.handler == ControlHandler::Kernel)
         .collect();
     ensure!(rows.len() >= 40, "{} Kernel rows", rows.len());
-    let page = Shared::new()?;
-    let pg = &page;
-    let tenant = Looper::spawn(move || {
-        join_cgroup("/ra").map_err(|e| format!("join /ra: errno {e}"))?;
-        let s = Session::open("/dev/vgpuctl", "/dev/vgpu0")?;
-        pg.set(0, u64::from(s.client));
-        pg.set(1, u64::from(s.device));
-        pg.set(2, u64::from(s.subdevice));
-        pg.set(3, 1);
-        Ok(move || {
-            let _s = &s;
-            sleep(Duration::from_millis(5));
-        })
-    })?;
-    let t0 = Instant::now();
-    while page.get(3) == 0 {
-        ensure!(
-            t0.elapsed() < Duration::from_secs(5),
-            "the /ra tenant never opened"
-        );
-        sleep(Duration::from_millis(5));
-    }
-    let (a_client, a_dev, a_sub) = (page.get(0) as u32, page.get(1) as u32, page.get(2) as u32);
+    let (tenant, a_client, a_dev, a_sub) = ra_tenant()?;
     // The driver's answers, on a direct session of the same GPU.
     let direct = Session::open("/dev/nvidiactl", "/dev/nvidia0")?;
     let on = |s: &Session, cmd: u32| {
