@@ -14,11 +14,14 @@ variant=${1:-fast}
 case "$variant" in fast|debug) ;; *) echo "usage: $0 [fast|debug]" >&2; exit 2 ;; esac
 
 # fast: base + what podman needs (the containers suite runs there);
-# debug: base + the checkers.
+# debug: base + what podman needs + what the guard needs (BPF LSM, BTF) +
+# the checkers, so that every suite runs under the checkers.
 frags=("$VGPU_TOP/scripts/kconfig/base.config")
 case "$variant" in
 fast) frags+=("$VGPU_TOP/scripts/kconfig/containers.config") ;;
-debug) frags+=("$VGPU_TOP/scripts/kconfig/debug.config") ;;
+debug) frags+=("$VGPU_TOP/scripts/kconfig/containers.config"
+        "$VGPU_TOP/scripts/kconfig/lsm.config"
+        "$VGPU_TOP/scripts/kconfig/debug.config") ;;
 esac
 
 srcver=$(dpkg-query -W -f='${Version}' "linux-source-$VGPU_KERNEL_SERIES")
@@ -29,6 +32,8 @@ key=$( {
     dpkg-query -W -f='${Version}\n' rust-src
     bindgen --version
     /usr/lib/llvm-19/bin/clang --version | head -1
+    # pahole makes BTF from DWARF, where a fragment asks for it.
+    if cat "${frags[@]}" | grep -q '^CONFIG_DEBUG_INFO_BTF=y'; then pahole --version; fi
 } | sha256sum | cut -c1-16)
 
 src="$VGPU_CACHE/src/linux-$srcver"

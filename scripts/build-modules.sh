@@ -26,6 +26,13 @@ else
 fi
 stage="$VGPU_TOP/build/mod-$variant"
 mkdir -p "$stage"
+# Kbuild warns (an error here) when the pahole found now is not the one
+# the kernel was built with (CONFIG_PAHOLE_VERSION, 0 for none). A kernel
+# built before scripts/setup-toolchain.sh installed dwarves had none: its
+# modules are built without one too, as it was.
+if [ -z "${in_root[*]}" ] && grep -qx 'CONFIG_PAHOLE_VERSION=0' "$kdir/.config"; then
+    kbuild+=(PAHOLE=/nonexistent/pahole)
+fi
 
 # Mirror sources, keeping timestamps of unchanged files (cp -u) and removing
 # files deleted upstream. A Rust crate's dependency file lists the files it

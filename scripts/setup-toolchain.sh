@@ -26,7 +26,8 @@ set -euo pipefail
 need_apt=()
 for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd patch \
          qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19 \
-         podman crun runc conmon dkms lintian python3-venv protobuf-compiler debootstrap; do
+         podman crun runc conmon dkms lintian python3-venv protobuf-compiler debootstrap \
+         dwarves; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")
 done
 
