@@ -9,9 +9,10 @@
 #       a second archive for the real-driver lane (scripts/vm.sh --driver
 #       real): NVIDIA's open modules from build/nvidia-<variant>
 #       (scripts/build-nvidia.sh) under /lib/modules/<krel>/nvidia-real/.
-# Every initramfs has NVIDIA's userspace of that release (nvidia-smi, NVML,
-# libcuda from Debian non-free, scripts/nvidia-userspace.sh) under
-# /opt/nvidia-<release>/, for the suites that run it on the double too.
+# Every initramfs has NVIDIA's userspace (nvidia-smi, NVML, libcuda from
+# Debian non-free, scripts/nvidia-userspace.sh) of that release and of
+# 535.261.03 (bookworm's) under /opt/nvidia-<release>/, for the suites that
+# run it on the double too (nvidia_userspace runs either).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -58,7 +59,9 @@ cp "$VGPU_TOP/build/guest-target/x86_64-unknown-linux-gnu/release/vgpu-selftest"
 mkdir -p "$root/var/lib/vgpu-image"
 cp -L "$VGPU_TOP/build/vgpu-node.oci.tar" "$root/var/lib/vgpu-image/vgpu-node.oci.tar"
 
-"$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" >/dev/null
+for rel in "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" 535.261.03; do
+    "$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "$rel" >/dev/null
+done
 
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
 cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # NVIDIA's own userspace, as Debian ships it (non-free), for the test VM:
 # nvidia-smi, NVML (libnvidia-ml.so.1) and the CUDA driver library
-# (libcuda.so.1) of one driver release, plus two programs of ours that
+# (libcuda.so.1) of one driver release, plus three programs of ours that
 # drive and observe them (selftests/nvprobe: nvtrace.so, an LD_PRELOAD
-# ioctl tracer, and cuprobe, which reports cuInit and friends).
+# ioctl tracer; cuprobe, which reports cuInit and friends; nvmlprobe,
+# which reports nvmlInit and a monitoring agent's device queries).
 #
 #   scripts/nvidia-userspace.sh ROOT [RELEASE]     (RELEASE: 550.163.01)
-#   scripts/nvidia-userspace.sh --probes-only ROOT (just nvtrace.so, cuprobe)
+#   scripts/nvidia-userspace.sh --probes-only ROOT (just the probes)
 #
 # Installs into the initramfs tree ROOT:
 #   /opt/nvidia-RELEASE/bin/nvidia-smi
@@ -14,8 +15,9 @@
 #     VGPU_NVIDIA_PTXJIT=1, libnvidia-ptxjitcompiler.so.1)
 #   /bin/nvidia-smi-RELEASE   runs that nvidia-smi with that release's libraries
 #   /bin/cuprobe-RELEASE      runs cuprobe with that release's libcuda
+#   /bin/nvmlprobe-RELEASE    runs nvmlprobe with that release's NVML
 #   /bin/nvidia-run-RELEASE CMD [ARG...]  runs CMD with that release's libraries
-#   /bin/nvtrace.so, /bin/cuprobe
+#   /bin/nvtrace.so, /bin/cuprobe, /bin/nvmlprobe
 #   the glibc libraries they load, this machine's (/lib64, /lib/x86_64-linux-gnu,
 #   as scripts/podman-root.sh lays them out, which copies the same files).
 # Several releases coexist in one ROOT (call the script once for each).
@@ -66,7 +68,7 @@ fi
 
 probe_dir="$VGPU_TOP/build/nvprobe"
 
-# Builds nvtrace.so and cuprobe with this machine's gcc, dynamically
+# Builds nvtrace.so, cuprobe and nvmlprobe with this machine's gcc, dynamically
 # against its glibc (they need nothing newer than GLIBC_2.34, so they run
 # under a newer libc as well).
 build_probes() {
@@ -80,6 +82,10 @@ build_probes() {
     if [ ! "$probe_dir/cuprobe" -nt "$src/cuprobe.c" ]; then
         nice -n 19 gcc "${cflags[@]}" -o "$probe_dir/cuprobe.tmp" "$src/cuprobe.c" -ldl
         mv "$probe_dir/cuprobe.tmp" "$probe_dir/cuprobe"
+    fi
+    if [ ! "$probe_dir/nvmlprobe" -nt "$src/nvmlprobe.c" ]; then
+        nice -n 19 gcc "${cflags[@]}" -o "$probe_dir/nvmlprobe.tmp" "$src/nvmlprobe.c" -ldl
+        mv "$probe_dir/nvmlprobe.tmp" "$probe_dir/nvmlprobe"
     fi
 }
 
@@ -145,8 +151,8 @@ fi
 build_probes
 before=$(du -sk "$root" | cut -f1)
 mkdir -p "$root/bin"
-install -m 0755 "$probe_dir/nvtrace.so" "$probe_dir/cuprobe" "$root/bin/"
-copy_host_libs "$probe_dir/nvtrace.so" "$probe_dir/cuprobe"
+install -m 0755 "$probe_dir/nvtrace.so" "$probe_dir/cuprobe" "$probe_dir/nvmlprobe" "$root/bin/"
+copy_host_libs "$probe_dir/nvtrace.so" "$probe_dir/cuprobe" "$probe_dir/nvmlprobe"
 if [ "$probes_only" = 1 ]; then
     echo "nvidia-userspace: probes in $root/bin"
     exit 0
@@ -194,6 +200,7 @@ wrapper() {
 }
 wrapper "nvidia-smi-$release" "exec $opt/bin/nvidia-smi \"\$@\""
 wrapper "cuprobe-$release" 'exec /bin/cuprobe "$@"'
+wrapper "nvmlprobe-$release" 'exec /bin/nvmlprobe "$@"'
 wrapper "nvidia-run-$release" 'exec "$@"'
 
 after=$(du -sk "$root" | cut -f1)

@@ -101,7 +101,7 @@ fi
 args=$(IFS=,; echo "${suites[*]:-}")
 append="console=ttyS0 panic=-1 oops=panic loglevel=7 vgpu_mode=$mode vgpu_args=$args vgpu_variant=$variant vgpu_driver=$driver"
 if [ -n "$release" ]; then
-    case " 595.45.04 590.48.01 580.142 570.211.01 550.163.01 535.288.01 560.35.05 580.105.08 " in
+    case " 595.45.04 590.48.01 580.142 570.211.01 550.163.01 535.288.01 560.35.05 580.105.08 535.261.03 " in
     *" $release "*) ;;
     *) echo "vm: the double cannot claim release $release" >&2; exit 2 ;;
     esac

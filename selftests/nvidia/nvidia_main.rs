@@ -91,7 +91,7 @@ module! {
         },
         release: u32 {
             default: 0,
-            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only), 7 580.105.08 (580.142's ABI)",
+            description: "Driver release to claim: 0 595.45.04, 1 590.48.01, 2 580.142, 3 570.211.01, 4 550.163.01, 5 535.288.01 (each with its ABI), 6 560.35.05 (version string only), 7 580.105.08 (580.142's ABI), 8 535.261.03 (535.288.01's ABI)",
         },
         uvm_mm: u32 {
             default: 1,

@@ -16,9 +16,12 @@ use crate::base::MAX_GPUS;
 /// params sizes, the kernel-client blocks); then 560.35.05, a release vgpu
 /// has no tables for, only a version string, enough to test that vgpu
 /// refuses it; then 580.105.08, a release of the 580 branch with 580.142's
-/// ABI (vgpu's `also`), to test that vgpu runs on it with those tables.
+/// ABI (vgpu's `also`), to test that vgpu runs on it with those tables;
+/// then 535.261.03, a point release of the 535 branch with 535.288.01's
+/// ABI, which Debian bookworm's NVIDIA userspace is (NVML and libcuda
+/// compare the driver's version string with their own exactly).
 // `crate::nv::release::BRANCHES`, NUL-terminated (checked below).
-const RELEASES: [&CStr; 8] = [
+const RELEASES: [&CStr; 9] = [
     c"595.45.04",
     c"590.48.01",
     c"580.142",
@@ -27,6 +30,7 @@ const RELEASES: [&CStr; 8] = [
     c"535.288.01",
     c"560.35.05",
     c"580.105.08",
+    c"535.261.03",
 ];
 
 const _: () = {

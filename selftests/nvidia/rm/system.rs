@@ -69,7 +69,7 @@ impl Driver {
 /// Linux values of `src/common/inc/nvBldVer.h:38-50` at each tag. The
 /// changelist is the official build's (550.163.01's real driver answered
 /// 0x101 with "rel/gpu_drv/r550/r553_74-609" and 35802577).
-const BUILDS: [(&str, &str, &str, u32); 7] = [
+const BUILDS: [(&str, &str, &str, u32); 8] = [
     (
         "595.45.04",
         "r595_59",
@@ -111,6 +111,12 @@ const BUILDS: [(&str, &str, &str, u32); 7] = [
         "r539_62",
         "rel/gpu_drv/r535/r539_62-1069",
         36903621,
+    ),
+    (
+        "535.261.03",
+        "r539_41",
+        "rel/gpu_drv/r535/r539_41-927",
+        36124219,
     ),
 ];
 

@@ -12,6 +12,8 @@ use kernel::prelude::*;
 
 use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
+use super::gpuinfo;
+use super::gpumgr;
 use super::state::Driver;
 use crate::base::{ObjKind, StatusResult};
 use crate::file::NvFile;
@@ -133,7 +135,7 @@ pub(crate) struct ClassRow {
 /// The classes, in the order they are matched, with how RM takes their
 /// alloc params (`RS_REQUIRED`, `RS_OPTIONAL` or `RS_NONE`: the
 /// `resource_list.h` lines at 595.45.04 in the comments).
-static CLASSES: [ClassRow; 14] = {
+static CLASSES: [ClassRow; 15] = {
     use Params::{Optional, Required};
     use Size::{Fixed, Release};
     [
@@ -220,6 +222,12 @@ static CLASSES: [ClassRow; 14] = {
             params: Required(Release(8)),
             new: New::Object(Driver::new_user_shared_data),
         },
+        // RS_OPTIONAL(NV2081_ALLOC_PARAMETERS) (390 at 550.163.01).
+        ClassRow {
+            classes: Classes::Of(&[gpuinfo::NV2081_BINAPI]),
+            params: Optional(Fixed(4)),
+            new: New::Object(Driver::new_binapi),
+        },
         // RS_OPTIONAL(NV_GR_ALLOCATION_PARAMETERS) (2063) for compute,
         // RS_OPTIONAL(NVB0B5_ALLOCATION_PARAMETERS) (1594) for copy: the
         // release's row's size.
@@ -243,6 +251,8 @@ pub(crate) fn class(c: u32) -> Option<&'static ClassRow> {
 pub(crate) enum On {
     /// The client itself (its handle as the object).
     Client,
+    /// A device.
+    Device,
     /// A subdevice.
     Subdevice,
     /// A memory object.
@@ -261,6 +271,7 @@ impl On {
         matches!(
             (self, kind),
             (On::Client, None)
+                | (On::Device, Some(ObjKind::Device { .. }))
                 | (On::Subdevice, Some(ObjKind::Subdevice { .. }))
                 | (On::Memory, Some(ObjKind::Memory { .. }))
                 | (On::Tsg, Some(ObjKind::Tsg { .. }))
@@ -286,7 +297,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 22] = [
+static CONTROLS: [ControlRow; 39] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -317,6 +328,65 @@ static CONTROLS: [ControlRow; 22] = [
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
         On::Client,
         Driver::attached_ids,
+    ),
+    // NV0000: RM's GPU manager, as NVML asks it (`gpumgr.rs`).
+    row(gpumgr::GPU_GET_PCI_INFO, On::Client, Driver::gpu_pci_info),
+    row(
+        gpumgr::GPU_QUERY_DRAIN_STATE,
+        On::Client,
+        Driver::gpu_query_drain_state,
+    ),
+    row(gpumgr::GPU_ATTACH_IDS, On::Client, Driver::gpu_attach_ids),
+    row(gpumgr::GPU_DETACH_IDS, On::Client, Driver::gpu_detach_ids),
+    row(gpumgr::GPU_GET_ID_INFO, On::Client, Driver::gpu_id_info_v1),
+    row(
+        gpumgr::GPU_GET_INIT_STATUS,
+        On::Client,
+        Driver::gpu_init_status,
+    ),
+    row(
+        gpumgr::GPU_ASYNC_ATTACH_ID,
+        On::Client,
+        Driver::gpu_async_attach_id,
+    ),
+    row(
+        gpumgr::GPU_WAIT_ATTACH_ID,
+        On::Client,
+        Driver::gpu_wait_attach_id,
+    ),
+    // NV0080 and NV2080 NVML asks opening a device (`gpuinfo.rs`).
+    row(
+        gpuinfo::GPU_GET_VIRTUALIZATION_MODE,
+        On::Device,
+        Driver::virtualization_mode,
+    ),
+    row(gpuinfo::GPU_GET_VGX_CAPS, On::Device, Driver::vgx_caps),
+    row(
+        gpuinfo::GPU_GET_CLASSLIST_V2,
+        On::Device,
+        Driver::classlist_v2,
+    ),
+    row(gpuinfo::GPU_GET_BRAND_CAPS, On::Device, Driver::brand_caps),
+    row(
+        gpuinfo::GPU_GET_NAME_STRING,
+        On::Subdevice,
+        Driver::name_string,
+    ),
+    row(gpuinfo::GPU_GET_INFO_V2, On::Subdevice, Driver::gpu_info_v2),
+    row(
+        gpuinfo::BUS_GET_PCI_INFO,
+        On::Subdevice,
+        Driver::bus_pci_info,
+    ),
+    row(
+        gpuinfo::MC_GET_ARCH_INFO,
+        On::Subdevice,
+        Driver::mc_arch_info,
+    ),
+    row(
+        gpuinfo::TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO,
+        On::Subdevice,
+        Driver::time_correlation,
     ),
     // NV2080: on a subdevice (`subdevice.rs`, `pids.rs`).
     row(

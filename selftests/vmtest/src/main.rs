@@ -26,6 +26,7 @@ mod kclient;
 mod memory;
 mod module;
 mod nodes;
+mod nvuserspace;
 mod priority;
 mod processes;
 mod proxy;
@@ -57,6 +58,7 @@ const SUITES: &[Suite] = &[
     ("processes", processes::TESTS),
     ("isolation", isolation::TESTS),
     ("vgpuctl", ctltool::TESTS),
+    ("nvidia_userspace", nvuserspace::TESTS),
     ("containers", containers::TESTS),
     ("containers_runc", containers::RUNC_TESTS),
     ("dra", dra::TESTS),

@@ -118,12 +118,13 @@ fn loads_with_the_tables_of_every_release() -> Outcome {
     // release's ABI, works: allocate, charge, free, a control of the
     // release's own table (GET_GID_INFO, on kernel copies).
     // Then a release of the 580 branch that speaks 580.142's ABI (its
-    // `also`): vgpu runs on it with 580.142's tables, and says so.
+    // `also`), and one of the 535 branch (bookworm's) that speaks
+    // 535.288.01's: vgpu runs on each with those tables, and says so.
     for name in release::RELEASES
         .iter()
         .skip(1)
         .map(|r| r.name)
-        .chain(["580.105.08"])
+        .chain(["580.105.08", "535.261.03"])
     {
         loads_with_the_tables_of(name).map_err(|e| format!("{name}: {e}"))?;
     }

@@ -36,8 +36,9 @@ pub fn sh(cmdline: &str) -> Result<String, String> {
 /// The NVIDIA releases the driver double can claim, in the order of its
 /// `release` parameter (`selftests/nvidia/nvidia_main.rs`): the branches'
 /// releases, then 560.35.05, which vgpu has no tables for, then 580.105.08,
-/// which vgpu runs with 580.142's tables.
-pub const DOUBLE_RELEASES: [&str; 8] = {
+/// which vgpu runs with 580.142's tables, then 535.261.03 (Debian
+/// bookworm's NVIDIA userspace), which vgpu runs with 535.288.01's.
+pub const DOUBLE_RELEASES: [&str; 9] = {
     let b = vgpu_logic::nv::release::BRANCHES;
     [
         b[0],
@@ -48,6 +49,7 @@ pub const DOUBLE_RELEASES: [&str; 8] = {
         b[5],
         "560.35.05",
         "580.105.08",
+        "535.261.03",
     ]
 };
 
