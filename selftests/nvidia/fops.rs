@@ -75,6 +75,7 @@ impl FileOperations for NvFops {
         } else {
             (command.escape, command.size, arg)
         };
+        crate::calls::count(crate::calls::Kind::Escape, u32::from(escape.nr()), 0);
         let mut params = crate::kapi::user::read_vec(params_addr, size)?;
         drv.escape(&me, escape, &mut params)?;
         crate::kapi::user::write(params_addr, &params)?;

@@ -58,6 +58,7 @@ pub mod nv;
 // The double's own files, bottom layer first: no file names one above it
 // (checked by the host test `userspace/logic/tests/double_layers.rs`).
 mod base;
+mod calls;
 mod engine;
 mod file;
 mod fops;
@@ -142,6 +143,7 @@ struct NvidiaDouble {
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _rusd_polled: Pin<KBox<debugfs::File<()>>>,
     _ioctls: Pin<KBox<debugfs::File<()>>>,
+    _calls: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
     _nodes: KVec<Node>,
     _cdev: Cdev<file::NvFops>,
@@ -183,6 +185,15 @@ fn show_ioctls(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
 
 fn reset_ioctls(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
     IOCTLS.store(0, Ordering::Relaxed);
+    Ok(())
+}
+
+fn show_calls(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    calls::show(f)
+}
+
+fn reset_calls(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    calls::reset();
     Ok(())
 }
 
@@ -317,6 +328,10 @@ impl NvidiaDouble {
             debugfs.read_write_callback_file(c"ioctls", (), &show_ioctls, &reset_ioctls),
             GFP_KERNEL,
         )?;
+        let calls = KBox::pin_init(
+            debugfs.read_write_callback_file(c"calls", (), &show_calls, &reset_calls),
+            GFP_KERNEL,
+        )?;
         let proc = procfs::ProcFiles::new(release_cstr(), n as u32)?;
         pr_info!(
             "driver double {}: {n} fake GPU(s), nvidia-uvm major {}\n",
@@ -330,6 +345,7 @@ impl NvidiaDouble {
             _gpu_files: gpu_files,
             _rusd_polled: rusd_polled,
             _ioctls: ioctls,
+            _calls: calls,
             _debugfs: debugfs,
             _nodes: nodes,
             _cdev: cdev,

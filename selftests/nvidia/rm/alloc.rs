@@ -41,6 +41,7 @@ impl Driver {
                 )
             }
         };
+        crate::calls::count(crate::calls::Kind::Class, h_class, h_root);
         let mut params = KVec::new();
         let r = alloc_params(h_class, pparams, &Space::User, &mut params).and_then(|()| {
             self.alloc(
@@ -93,6 +94,7 @@ impl Driver {
     pub(crate) fn kernel_alloc(&self, a: &crate::nv::rmops::Alloc) -> StatusResult<u32> {
         // At kernel privilege RM uses the caller's buffer directly, at the
         // class's size, not `paramsSize` (`param_copy.c:55-80`).
+        crate::calls::count(crate::calls::Kind::Class, a.h_class, a.h_root);
         let mut params = KVec::new();
         alloc_params(a.h_class, a.p_alloc_parms, &Space::Kernel, &mut params)?;
         let h = self.alloc(

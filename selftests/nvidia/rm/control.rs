@@ -29,6 +29,7 @@ impl Driver {
         file: Option<u64>,
         space: &Space,
     ) -> StatusResult {
+        crate::calls::count(crate::calls::Kind::Control, a.cmd, a.h_client);
         let size = a.params_size as usize;
         // A size without a pointer, or a pointer without a size, is
         // NV_ERR_INVALID_ARGUMENT (`control.c:448-456` at 595.45.04); a

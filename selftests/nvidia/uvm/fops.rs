@@ -53,6 +53,7 @@ impl FileOperations for UvmFops {
             return Err(EINVAL);
         }
         let command = Command::decode(cmd).ok_or(ENOSYS)?;
+        crate::calls::count(crate::calls::Kind::Uvm, cmd, 0);
         // The block as the claimed release lays it out.
         let row = settings::abi().uvm_command(command);
         let Some(status_at) = row.status_at else {

@@ -200,13 +200,13 @@ fn nvidia_userspace_passes_its_node_checks() -> Outcome {
 
 const MIB: u64 = 1 << 20;
 /// The containers' root filesystem (scripts/podman-root.sh).
-const ROOTFS: &str = "/var/lib/vgpu-rootfs";
+pub(crate) const ROOTFS: &str = "/var/lib/vgpu-rootfs";
 /// The client's allocation step.
 const CHUNK_MIB: u64 = 64;
 
 /// Runs podman (with runc if [`runc`]); returns (exit code, stdout +
 /// stderr).
-fn podman(args: &[&str]) -> Result<(i32, String), String> {
+pub(crate) fn podman(args: &[&str]) -> Result<(i32, String), String> {
     let mut c = Command::new("/usr/bin/podman");
     if runc() {
         c.args(["--runtime", "runc"]);
@@ -214,23 +214,32 @@ fn podman(args: &[&str]) -> Result<(i32, String), String> {
     run(c.args(args).env("PATH", "/usr/bin:/bin"))
 }
 
-fn attr(id: u32, f: &str) -> Result<String, String> {
+pub(crate) fn attr(id: u32, f: &str) -> Result<String, String> {
     read_file(&format!("/sys/class/vgpu/vgpu{id}/{f}"))
 }
 
-fn vgpuctl(args: &str) -> Result<String, String> {
+pub(crate) fn vgpuctl(args: &str) -> Result<String, String> {
     sh(&format!("vgpuctl {args}"))
 }
 
 /// The double with one 8 GiB GPU, vgpu, vGPUs `(id, memory)` on it (30%
 /// of its time each, unbound), and the CDI spec in /etc/cdi.
 fn setup(vgpus: &[(u32, &str)]) -> Outcome {
-    sh("modprobe nvidia gpus=1 vram0_mib=8192")?;
+    setup_on(
+        1,
+        &vgpus.iter().map(|&(id, m)| (id, 0, m)).collect::<Vec<_>>(),
+    )
+}
+
+/// [`setup`] with `gpus` GPUs of 8 GiB and vGPUs `(id, gpu, memory)`.
+pub(crate) fn setup_on(gpus: u32, vgpus: &[(u32, u32, &str)]) -> Outcome {
+    let vram: String = (0..gpus).map(|i| format!(" vram{i}_mib=8192")).collect();
+    sh(&format!("modprobe nvidia gpus={gpus}{vram}"))?;
     make_uvm_nodes()?;
     sh("modprobe vgpu")?;
-    for (id, mem) in vgpus {
+    for (id, gpu, mem) in vgpus {
         vgpuctl(&format!(
-            "create --id {id} --gpu 0 --memory {mem} --compute 30%"
+            "create --id {id} --gpu {gpu} --memory {mem} --compute 30%"
         ))?;
     }
     vgpuctl("cdi --output /etc/cdi/vgpu.json")?;
@@ -244,7 +253,7 @@ fn setup(vgpus: &[(u32, &str)]) -> Outcome {
 
 /// Removes every container, then the modules; every step is tried, the
 /// first failure is reported.
-fn teardown() -> Outcome {
+pub(crate) fn teardown() -> Outcome {
     let rm = match podman(&["rm", "--all", "--force", "--time", "0"]) {
         Ok((0, _)) => Ok(()),
         Ok((code, out)) => Err(format!("podman rm: {code}: {out}")),
@@ -266,7 +275,7 @@ fn with_vgpus(vgpus: &[(u32, &str)], body: impl FnOnce() -> Outcome) -> Outcome 
 
 /// `podman run -d` of the client on vGPU `id`, its output in
 /// `/tmp/ctr-NAME/log`; returns (exit code, podman's output).
-fn start(name: &str, id: u32, env: &[&str]) -> Result<(i32, String), String> {
+pub(crate) fn start(name: &str, id: u32, env: &[&str]) -> Result<(i32, String), String> {
     start_with(name, &[id], env)
 }
 
@@ -332,7 +341,7 @@ fn report(name: &str) -> Result<(u64, u64), String> {
 }
 
 /// The host cgroup of container `name`'s init process.
-fn cgroup_of(name: &str) -> Result<String, String> {
+pub(crate) fn cgroup_of(name: &str) -> Result<String, String> {
     let (code, pid) = podman(&["inspect", "--format", "{{.State.Pid}}", name])?;
     ensure!(code == 0, "inspect {name}: {pid}");
     let text = read_file(&format!("/proc/{}/cgroup", pid.trim()))?;
@@ -346,7 +355,7 @@ fn cgroup_of(name: &str) -> Result<String, String> {
 /// vGPU is bound to its own cgroup and charged what it holds, and its
 /// client's opens of NVIDIA's nodes were vgpu's: it registered the GPU with
 /// UVM, and the vGPU counts its `/dev/nvidia0`.
-fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
+pub(crate) fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
     let (seen, got) = report(name)?;
     let log = read_file(&format!("/tmp/ctr-{name}/log"))?;
     ensure!(
@@ -571,7 +580,7 @@ fn check_host_proc() -> Outcome {
 /// Waits (up to 60 s) for vGPU `id` to be unbound: podman deletes a
 /// stopped container in the runtime, which runs its poststop hooks, from
 /// the cleanup conmon starts when the container exits.
-fn wait_unbound(id: u32) -> Outcome {
+pub(crate) fn wait_unbound(id: u32) -> Outcome {
     let t0 = Instant::now();
     while !attr(id, "cgroup")?.is_empty() {
         ensure!(
@@ -589,7 +598,7 @@ fn wait_unbound(id: u32) -> Outcome {
 }
 
 /// The kernel log (where the hooks log what they did).
-fn kernel_log() -> Result<String, String> {
+pub(crate) fn kernel_log() -> Result<String, String> {
     sh("dmesg")
 }
 
@@ -621,7 +630,7 @@ fn check_refused(out: &str, status: i32, why: &str) -> Outcome {
 
 /// After `podman stop`, vGPU `id` is unbound, uncharged, has no open files,
 /// its admin limit back, and no hook record.
-fn check_freed(id: u32, admin_limit: u64) -> Outcome {
+pub(crate) fn check_freed(id: u32, admin_limit: u64) -> Outcome {
     wait_unbound(id)?;
     ensure!(
         attr(id, "cgroup")?.is_empty(),
@@ -648,7 +657,7 @@ fn check_freed(id: u32, admin_limit: u64) -> Outcome {
     Ok(())
 }
 
-fn stop(names: &[&str]) -> Outcome {
+pub(crate) fn stop(names: &[&str]) -> Outcome {
     let mut args = vec!["stop", "--time", "0"];
     args.extend_from_slice(names);
     let (code, out) = podman(&args)?;

@@ -7,7 +7,11 @@
 //! - every Denied row of the running release's dispatch table, sent from
 //!   the container, gets its row's refusal status, raises `calls_denied`
 //!   by exactly one, and never reaches the double (its debugfs `ioctls`
-//!   counter stays put);
+//!   counter stays put, and so does the row's own count in `calls`);
+//! - every forwarded control, class and escape row reaches the double
+//!   exactly once per call, a control or class with the container's own
+//!   client (the double's `calls` names the client of each row's last
+//!   call);
 //! - NV_ESC_NUMA_INFO, which every supported release's driver has, is
 //!   answered through vgpu as the driver answers it directly;
 //! - GPU_GET_ATTACHED_IDS lists the container's GPU only.
@@ -26,12 +30,46 @@ pub const TESTS: &[Test] = tests![
     setup,
     numa_info_answered_as_the_driver_does,
     denied_rows_never_reach_the_driver,
+    forwarded_rows_reach_the_driver_with_the_containers_client,
     attached_ids_only_the_containers_gpus,
     teardown,
 ];
 
 const CG: &str = "/iso";
 const IOCTLS: &str = "/sys/kernel/debug/nvidia-double/ioctls";
+const CALLS: &str = "/sys/kernel/debug/nvidia-double/calls";
+
+/// The double's per-row counts (debugfs `calls`): `(kind, number)` to
+/// (calls, client of the last call).
+type Calls = std::collections::HashMap<(String, u32), (u64, u32)>;
+
+fn double_calls() -> Result<Calls, String> {
+    let t = read_file(CALLS)?;
+    let hex = |w: &str| u32::from_str_radix(w.trim_start_matches("0x"), 16);
+    let mut m = Calls::new();
+    for l in t.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let bad = || format!("{CALLS}: {l:?}");
+        ensure!(w.len() == 4, "{}", bad());
+        if w[0] == "dropped" {
+            ensure!(w[2] == "0", "the double dropped {} rows' counts", w[2]);
+            continue;
+        }
+        let n = hex(w[1]).map_err(|_| bad())?;
+        let c: u64 = w[2].parse().map_err(|_| bad())?;
+        let h = hex(w[3]).map_err(|_| bad())?;
+        m.insert((w[0].to_string(), n), (c, h));
+    }
+    Ok(m)
+}
+
+/// How many more calls of `(kind, number)` `after` has than `before`, and
+/// the client of the last.
+fn calls_of(before: &Calls, after: &Calls, kind: &str, n: u32) -> (u64, u32) {
+    let key = (kind.to_string(), n);
+    let b = before.get(&key).map_or(0, |v| v.0);
+    after.get(&key).map_or((0, 0), |&(c, h)| (c - b, h))
+}
 
 /// The container's session: its vGPU 0 is on GPU 1, device instance 1.
 fn session() -> Result<Session, String> {
@@ -154,6 +192,7 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
     as_container(CG, move || {
         let s = session()?;
         let seen0 = double_ioctls()?;
+        let rows0 = double_calls()?;
         let mut calls = 0u64;
         let mut check = |what: &str, r: Result<(), nvclient::Error>, want| -> Outcome {
             ensure!(r == Err(want), "{what}: {r:?}, want {want:?}");
@@ -193,6 +232,24 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
             ensure!(d1 == d0 + 1, "escape {e:?}: calls_denied {d0} -> {d1}");
         }
         let seen = double_ioctls()? - seen0;
+        let rows = double_calls()?;
+        let reached: Vec<String> = controls
+            .iter()
+            .map(|r| ("control", r.cmd, r.name))
+            .chain(classes.iter().map(|r| ("class", r.class, r.name)))
+            .filter(|(k, n, _)| calls_of(&rows0, &rows, k, *n).0 != 0)
+            .map(|(_, _, name)| name.to_string())
+            .chain(
+                escapes
+                    .iter()
+                    .filter(|e| calls_of(&rows0, &rows, "escape", u32::from(e.nr())).0 != 0)
+                    .map(|e| format!("escape {e:?}")),
+            )
+            .collect();
+        ensure!(
+            reached.is_empty(),
+            "Denied rows the double counted: {reached:?}"
+        );
         ensure!(
             seen == 0,
             "{seen} of the {calls} refused calls reached the double"
@@ -200,6 +257,107 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         println!(
             "#   {calls} Denied rows of {} refused",
             nvclient::speaks().name
+        );
+        Ok(())
+    })
+}
+
+/// Every forwarded row of the running release's table (controls and
+/// classes whose handler is `Forward`, escapes whose handler is `Forward`),
+/// sent once from a process of the container with zeroed params: each
+/// reaches the double exactly once (its row's count in debugfs `calls`
+/// rises by one, whatever the double answers), a control or class with
+/// the container's own client, and none is counted as denied.
+fn forwarded_rows_reach_the_driver_with_the_containers_client() -> Outcome {
+    use nvclient::ioctl::SizeRule;
+    use nvclient::table::{ClassHandler, ControlHandler, EscapeHandler};
+    let rel = nvclient::speaks();
+    let controls: Vec<_> = rel
+        .controls
+        .iter()
+        .filter(|r| r.policy.admits() && r.handler == ControlHandler::Forward)
+        .collect();
+    let classes: Vec<_> = rel
+        .classes
+        .iter()
+        .filter(|r| r.policy.admits() && r.handler == ClassHandler::Forward)
+        .collect();
+    let escapes: Vec<_> = rel
+        .escapes
+        .iter()
+        .filter(|r| r.policy.admits() && r.handler == EscapeHandler::Forward)
+        // The wrapper of the large blocks: zeroed, it names no escape, and
+        // every large call above goes through it.
+        .filter(|r| r.escape != Escape::IoctlXferCmd)
+        .map(|r| match r.size {
+            SizeRule::Exact(n) | SizeRule::OneOf(n, _) | SizeRule::Records(n) => (r, n),
+            SizeRule::Any => (r, 8),
+        })
+        .collect();
+    ensure!(
+        controls.len() >= 40 && classes.len() >= 5,
+        "{} forwarded controls, {} classes",
+        controls.len(),
+        classes.len()
+    );
+    as_container(CG, move || {
+        let s = session()?;
+        let d0 = calls_denied(0)?;
+        let before = double_calls()?;
+        for row in &controls {
+            let mut p = vec![0u8; row.params_size as usize];
+            let obj = match row.cmd >> 16 {
+                0x0000 => s.client,
+                0x0080 => s.device,
+                _ => s.subdevice,
+            };
+            let _ = s.ctl.control(s.client, obj, row.cmd, &mut p);
+        }
+        for row in &classes {
+            let mut p = vec![0u8; row.params_size as usize];
+            let _ = s.ctl.alloc(s.client, s.subdevice, 0, row.class, &mut p);
+        }
+        for (row, size) in &escapes {
+            let mut p = vec![0u8; *size];
+            let _ = if row.nodes.admits(true) {
+                s.ctl.node().ioctl(row.nr, &mut p)
+            } else {
+                s._gpu.node().ioctl(row.nr, &mut p)
+            };
+        }
+        let after = double_calls()?;
+        let mut wrong = Vec::new();
+        for row in &controls {
+            let (n, h) = calls_of(&before, &after, "control", row.cmd);
+            if n != 1 || h != s.client {
+                wrong.push(format!("{}: {n} calls, client {h:#x}", row.name));
+            }
+        }
+        for row in &classes {
+            let (n, h) = calls_of(&before, &after, "class", row.class);
+            if n != 1 || h != s.client {
+                wrong.push(format!("{}: {n} calls, client {h:#x}", row.name));
+            }
+        }
+        for (row, _) in &escapes {
+            let (n, _) = calls_of(&before, &after, "escape", u32::from(row.nr));
+            if n != 1 {
+                wrong.push(format!("escape {:?}: {n} calls", row.escape));
+            }
+        }
+        ensure!(
+            wrong.is_empty(),
+            "forwarded rows that did not reach the double once with client {:#x}: {wrong:?}",
+            s.client
+        );
+        let d1 = calls_denied(0)?;
+        ensure!(d1 == d0, "calls_denied {d0} -> {d1} for forwarded rows");
+        println!(
+            "#   {} controls, {} classes, {} escapes forwarded on {}",
+            controls.len(),
+            classes.len(),
+            escapes.len(),
+            rel.name
         );
         Ok(())
     })

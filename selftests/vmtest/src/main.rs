@@ -7,6 +7,7 @@
 //! Exit status: 0 if every test passed.
 
 mod bench;
+mod breakout;
 mod compute;
 mod containers;
 // Read by the host test `userspace/logic/tests/table.rs` (`include!`);
@@ -62,6 +63,7 @@ const SUITES: &[Suite] = &[
     ("containers", containers::TESTS),
     ("containers_runc", containers::RUNC_TESTS),
     ("dra", dra::TESTS),
+    ("breakout", breakout::TESTS),
 ];
 
 /// Suites that run only when named (benchmarks, the fuzzer).
@@ -115,6 +117,9 @@ fn main() {
     nvclient::speak_release(&sys::claimed_release());
     if wanted.first().map(String::as_str) == Some("fuzz-exec") {
         std::process::exit(fuzz::exec_child(&wanted[1..]));
+    }
+    if wanted.first().map(String::as_str) == Some("breakout-attempts") {
+        std::process::exit(breakout::attempts(&wanted[1..]));
     }
     if wanted.first().map(String::as_str) == Some("demo-alloc") {
         std::process::exit(demo::alloc(&wanted[1..]));

@@ -57,7 +57,7 @@ fn whose(ctl: &Ctl) -> Result<&'static str, String> {
     }
 }
 
-fn whose_path(path: &str) -> Result<&'static str, String> {
+pub(crate) fn whose_path(path: &str) -> Result<&'static str, String> {
     let ctl = Ctl::open(path).map_err(|e| format!("open {path}: {e:?}"))?;
     whose(&ctl)
 }
