@@ -7,7 +7,7 @@ use kernel::prelude::*;
 
 use super::call::{parse_params, Ctl};
 use super::state::Driver;
-use crate::base::{gpu_id_of, store, Space, StatusResult};
+use crate::base::{format_uuid, gpu_id_of, gpu_uuid, store, Space, StatusResult};
 use crate::nv::abi::{self, ctrl, status::*};
 use crate::settings::{self, release};
 
@@ -49,6 +49,76 @@ impl Driver {
         q.numa_id = -1;
         store(&q, c.p);
         Ok(())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_ATTACH_IDS as RM answers it: on Linux the attach
+    /// itself is the frontend's (NV_ESC_ATTACH_GPUS_TO_FD) and RM only
+    /// checks each id up to the first invalid one against the probed list,
+    /// `NV_ERR_INVALID_ARGUMENT` for one it did not probe; a list that
+    /// starts with `NV0000_CTRL_GPU_ATTACH_ALL_PROBED_IDS` is `NV_OK` with
+    /// nothing checked (`cliresCtrlCmdGpuAttachIds_IMPL` and the check it
+    /// calls, `client_resource.c:1605-1678` at 595.45.04, `:1519-1592` at
+    /// 550.163.01).
+    pub(crate) fn attach_ids(&self, c: Ctl<'_>) -> StatusResult {
+        const ALL_PROBED: u32 = 0x0000_ffff;
+        if c.p.len() != 4 * 33 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let id = |i: usize| {
+            u32::from_ne_bytes([c.p[4 * i], c.p[4 * i + 1], c.p[4 * i + 2], c.p[4 * i + 3]])
+        };
+        if id(0) == ALL_PROBED {
+            return Ok(());
+        }
+        for i in (0..32).take_while(|&i| id(i) != abi::GPU_INVALID_ID) {
+            self.probed_index(id(i))?;
+        }
+        Ok(())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID: RM checks the one id against
+    /// the probed list, `NV_ERR_INVALID_ARGUMENT` if absent
+    /// (`client_resource.c:1688-1727` at 595.45.04, `:1602-1641` at
+    /// 550.163.01).
+    pub(crate) fn async_attach_id(&self, c: Ctl<'_>) -> StatusResult {
+        let b: [u8; 4] = c.p.try_into().map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        self.probed_index(u32::from_ne_bytes(b)).map(|_| ())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID: the GPU's UUID, as
+    /// GET_GID_INFO gives it, for `flags`; `NV_ERR_OBJECT_NOT_FOUND` for an
+    /// id RM has no GPU of (`cliresCtrlCmdGpuGetUuidFromGpuId_IMPL`,
+    /// `client_resource.c:4618-4660` at 595.45.04, `:4189-4231` at
+    /// 550.163.01). Params: `gpuId`, `flags`, `gpuUuid[256]`, `uuidStrLen`
+    /// (`ctrl0000gpu.h:630-635`).
+    pub(crate) fn uuid_from_gpu_id(&self, c: Ctl<'_>) -> StatusResult {
+        if c.p.len() != 268 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let word = |i: usize| u32::from_ne_bytes([c.p[i], c.p[i + 1], c.p[i + 2], c.p[i + 3]]);
+        let gpu = self
+            .probed_index(word(0))
+            .map_err(|_| NV_ERR_OBJECT_NOT_FOUND)?;
+        let flags = word(4);
+        let uuid = gpu_uuid(gpu);
+        let out = &mut c.p[8..264];
+        out.fill(0);
+        let len = if flags & abi::GID_FLAGS_FORMAT_BINARY != 0 {
+            out[..uuid.len()].copy_from_slice(&uuid);
+            uuid.len()
+        } else {
+            format_uuid(&uuid, out) + 1
+        };
+        c.p[264..268].copy_from_slice(&(len as u32).to_ne_bytes());
+        Ok(())
+    }
+
+    /// The index of the GPU with id `id`: `NV_ERR_INVALID_ARGUMENT` if no
+    /// fake GPU has it (every fake GPU is probed and attached).
+    fn probed_index(&self, id: u32) -> StatusResult<u32> {
+        (0..self.gpus.len() as u32)
+            .find(|&i| gpu_id_of(i) == id)
+            .ok_or(NV_ERR_INVALID_ARGUMENT)
     }
 
     /// NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS: every fake GPU.
@@ -252,14 +322,18 @@ fn cpu_info_into(cmd: u32, p: &mut [u8]) -> StatusResult {
 /// excludes none.
 fn probed_ids_into(gpus: usize, p: &mut [u8]) -> StatusResult {
     const MAX: usize = 32;
-    if p.len() != 2 * 4 * MAX {
+    // gpuIds, excludedGpuIds, and from 580 on gpuFlags (`ctrl0000gpu.h:316-320`
+    // at 595.45.04): the flags are 0.
+    if p.len() != 2 * 4 * MAX && p.len() != 3 * 4 * MAX {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     for (k, slot) in p.chunks_exact_mut(4).enumerate() {
         let id = if k < gpus.min(MAX) {
             gpu_id_of(k as u32)
-        } else {
+        } else if k < 2 * MAX {
             abi::GPU_INVALID_ID
+        } else {
+            0
         };
         slot.copy_from_slice(&id.to_ne_bytes());
     }

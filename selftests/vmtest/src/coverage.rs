@@ -50,6 +50,11 @@ pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
         &["isolation.attached_ids_only_the_containers_gpus"],
     ),
     (
+        0x0000_0214,
+        "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS",
+        &["isolation.gpu_ids_of_other_gpus_refused"],
+    ),
+    (
         0x2080_110b,
         "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
         &[
