@@ -85,6 +85,8 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
         ControlHandler::GpuIds => attached_ids(cx, a),
         ControlHandler::GpuIdsNamed { lists, unknown } => gpu_ids_named(cx, a, r, lists, unknown),
         ControlHandler::ProbedIds => probed_ids(cx, a, r),
+        ControlHandler::DeviceIds => device_ids(cx, a),
+        ControlHandler::ActiveDevices => active_devices(cx, a, r),
         ControlHandler::FbInfo => fb_info(cx, a),
         ControlHandler::Kernel => on_kernel_copies(cx, a, r),
     }
@@ -231,18 +233,28 @@ fn gpu_ids_named(
     {
         return Ok(None);
     }
-    let mut p = KVec::from_elem(0u8, row.params_size as usize, GFP_KERNEL)?;
-    if user::read(a.params, &mut p).is_err() {
+    // On the stack but for the P2P caps' (1352 and 8348 bytes): a heap
+    // buffer for ID info would cost more than the check (the cost guard).
+    let size = row.params_size as usize;
+    let mut small = [0u8; table::KERNEL_PARAMS_MAX];
+    let mut large;
+    let p: &mut [u8] = match small.get_mut(..size) {
+        Some(p) => p,
+        None => {
+            large = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+            &mut large
+        }
+    };
+    if user::read(a.params, p).is_err() {
         // RM's copy-in of a bad pointer (`os-interface.c:522-529`).
         return Ok(Some(NV_ERR_INVALID_ADDRESS));
     }
-    if !named_ids(&p, lists).all(|id| owns_gpu(cx, id)) {
+    if !named_ids(p, lists).all(|id| owns_gpu(cx, id)) {
         return Ok(Some(unknown));
     }
     let mut blk = a.to_bytes();
-    cx.call
-        .forward_block_params(cx.real, &mut blk, PARAMS, &mut p)?;
-    user::write(a.params, &p)?;
+    cx.call.forward_block_params(cx.real, &mut blk, PARAMS, p)?;
+    user::write(a.params, p)?;
     Ok(Some(abi::read_field(&blk, STATUS)))
 }
 
@@ -295,6 +307,88 @@ fn probed_ids(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<
         }
     }
     Ok(Some(match user::write(a.params, mine) {
+        Ok(()) => NV_OK,
+        Err(_) => NV_ERR_INVALID_ARGUMENT,
+    }))
+}
+
+/// GPU_GET_DEVICE_IDS on one of this file's clients, well formed: run on a
+/// kernel copy through the kernel interface, then the mask of device
+/// instances (`gpumgrGetDeviceInstanceMask`, `client_resource.c:1518-1529`
+/// at 595.45.04) cut to the instances of the GPUs this file has a vGPU
+/// on, each asked of RM by ID_INFO_V2 on the same client. `None` for the
+/// driver to answer a call it would refuse as it does.
+fn device_ids(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
+    if a.params_size != 4 || a.h_object != a.h_client || !cx.file.has_client(a.h_client) {
+        return Ok(None);
+    }
+    let rm = &cx.host.rm;
+    let mut p = [0u8; 4];
+    let r = rm.control(a.h_client, a.h_object, a.cmd, &mut p);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let mut mine = 0u32;
+    for rec in cx.host.cards.records() {
+        let c = abi::CardInfo::decode(rec);
+        if cx.file.vgpu_on(c.minor_number).is_none() {
+            continue;
+        }
+        // ID_INFO_V2: `gpuId` in, `deviceInstance` at byte 8 out
+        // (`ctrl0000gpu.h:176-185` at 595.45.04).
+        let mut q = [0u8; 32];
+        q[..4].copy_from_slice(&c.gpu_id.to_ne_bytes());
+        let info = ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2;
+        if rm.control(a.h_client, a.h_client, info, &mut q).is_ok() {
+            let instance = u32::from_ne_bytes([q[8], q[9], q[10], q[11]]);
+            mine |= 1u32.checked_shl(instance).unwrap_or(0);
+        }
+    }
+    let all = u32::from_ne_bytes(p);
+    Ok(Some(
+        match user::write(a.params, &(all & mine).to_ne_bytes()) {
+            Ok(()) => NV_OK,
+            Err(_) => NV_ERR_INVALID_ARGUMENT,
+        },
+    ))
+}
+
+/// GPU_GET_ACTIVE_DEVICE_IDS on one of this file's clients, well formed:
+/// run on a kernel copy through the kernel interface, then only the
+/// devices (a GPU, or a MIG compute instance of one) of GPUs this file has
+/// a vGPU on are kept, in RM's order, and `numDevices` says how many
+/// (`gpumgrCacheGetActiveDeviceIds`, `gpu_mgr.c:4445-4537` at 595.45.04;
+/// params `ctrl0000gpu.h:996-1026`). `None` for the driver to answer a
+/// call it would refuse as it does.
+fn active_devices(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<u32>> {
+    /// `{gpuId, gpuInstanceId, computeInstanceId}`.
+    const ENTRY: usize = 12;
+    let size = row.params_size as usize;
+    if a.params_size != row.params_size
+        || size < 4
+        || a.h_object != a.h_client
+        || !cx.file.has_client(a.h_client)
+    {
+        return Ok(None);
+    }
+    let mut all = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+    let r = cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut all);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let n = u32::from_ne_bytes([all[0], all[1], all[2], all[3]]) as usize;
+    let mut mine = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+    let kept = all[4..]
+        .chunks_exact(ENTRY)
+        .take(n)
+        .filter(|e| owns_gpu(cx, u32::from_ne_bytes([e[0], e[1], e[2], e[3]])));
+    let mut count = 0usize;
+    for (dst, e) in mine[4..].chunks_exact_mut(ENTRY).zip(kept) {
+        dst.copy_from_slice(e);
+        count += 1;
+    }
+    mine[..4].copy_from_slice(&(count as u32).to_ne_bytes());
+    Ok(Some(match user::write(a.params, &mine) {
         Ok(()) => NV_OK,
         Err(_) => NV_ERR_INVALID_ARGUMENT,
     }))

@@ -121,6 +121,40 @@ impl Driver {
             .ok_or(NV_ERR_INVALID_ARGUMENT)
     }
 
+    /// NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS: the mask of the attached GPUs'
+    /// device instances (`gpumgrGetDeviceInstanceMask`,
+    /// `client_resource.c:1518-1529`, `gpu_mgr.c:1782-1795` at 595.45.04):
+    /// fake GPU `i` is device instance `i` (as ID_INFO_V2 says).
+    pub(crate) fn device_ids(&self, c: Ctl<'_>) -> StatusResult {
+        if c.p.len() != 4 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let mask = (0..self.gpus.len().min(32)).fold(0u32, |m, i| m | 1 << i);
+        c.p.copy_from_slice(&mask.to_ne_bytes());
+        Ok(())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS: every probed GPU, none in
+    /// MIG mode, so `{gpuId, NV0000_CTRL_GPU_INVALID_ID,
+    /// NV0000_CTRL_GPU_INVALID_ID}` each, in probe order, and their count
+    /// (`gpumgrCacheGetActiveDeviceIds`, `gpu_mgr.c:4445-4537` at
+    /// 595.45.04; params `ctrl0000gpu.h:996-1026`).
+    pub(crate) fn active_device_ids(&self, c: Ctl<'_>) -> StatusResult {
+        const ENTRY: usize = 12;
+        if c.p.len() != 4 + 256 * ENTRY {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let n = self.gpus.len().min(256);
+        c.p.fill(0);
+        c.p[..4].copy_from_slice(&(n as u32).to_ne_bytes());
+        for (i, e) in c.p[4..].chunks_exact_mut(ENTRY).take(n).enumerate() {
+            e[..4].copy_from_slice(&gpu_id_of(i as u32).to_ne_bytes());
+            e[4..8].copy_from_slice(&abi::GPU_INVALID_ID.to_ne_bytes());
+            e[8..].copy_from_slice(&abi::GPU_INVALID_ID.to_ne_bytes());
+        }
+        Ok(())
+    }
+
     /// NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS: every fake GPU.
     pub(crate) fn attached_ids(&self, c: Ctl<'_>) -> StatusResult {
         let mut q: abi::GpuGetAttachedIdsParams = parse_params(c.p)?;

@@ -292,7 +292,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 25] = [
+static CONTROLS: [ControlRow; 27] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -324,8 +324,10 @@ static CONTROLS: [ControlRow; 25] = [
         On::Client,
         Driver::attached_ids,
     ),
+    row(0x0000_0204, On::Client, Driver::device_ids),
     row(0x0000_0215, On::Client, Driver::attach_ids),
     row(0x0000_0275, On::Client, Driver::uuid_from_gpu_id),
+    row(0x0000_0288, On::Client, Driver::active_device_ids),
     row(0x0000_0289, On::Client, Driver::async_attach_id),
     // NV2080: on a subdevice (`subdevice.rs`, `pids.rs`).
     row(

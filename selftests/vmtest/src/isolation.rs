@@ -11,7 +11,8 @@
 //! - NV_ESC_NUMA_INFO, which every supported release's driver has, is
 //!   answered through vgpu as the driver answers it directly;
 //! - GPU_GET_ATTACHED_IDS lists the container's GPU only.
-//! - GPU_GET_PROBED_IDS lists it alone too; the NV0000 controls that name a
+//! - GPU_GET_PROBED_IDS, GET_DEVICE_IDS and GET_ACTIVE_DEVICE_IDS list it
+//!   alone too; the NV0000 controls that name a
 //!   GPU by id (ID info, UUID, attach) are refused for GPU 0, as RM refuses
 //!   an id it does not have, without reaching the driver.
 //! - GT200_DEBUGGER naming a client outside the container is refused as RM
@@ -302,7 +303,8 @@ fn gpu_ids_of_other_gpus_refused() -> Outcome {
     use nvclient::abi::{ctrl, status::*, GPU_INVALID_ID};
     let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
     let (gpu0, gpu1) = gpu_ids(&host)?;
-    // ASYNC_ATTACH_ID came in 550: 535's table lacks it (`nv::release`).
+    // ASYNC_ATTACH_ID and GET_ACTIVE_DEVICE_IDS came in 550: 535's table
+    // lacks them (`nv::release`).
     let has_async = nvclient::speaks()
         .controls
         .iter()
@@ -375,6 +377,26 @@ fn gpu_ids_of_other_gpus_refused() -> Outcome {
             seen == 0,
             "{seen} of the calls naming GPU 0 reached the double"
         );
+        // The device-instance mask: GPU 1's instance (1) alone.
+        let mut p = [0u8; 4];
+        ask(0x0000_0204, &mut p).map_err(|e| format!("GET_DEVICE_IDS: {e:?}"))?;
+        let mask = u32::from_ne_bytes(p);
+        ensure!(
+            mask == 1 << 1,
+            "the container's device mask {mask:#x}, want 0x2"
+        );
+        // The active devices (from 550): GPU 1 alone.
+        if has_async {
+            let mut p = vec![0u8; 4 + 256 * 12];
+            ask(0x0000_0288, &mut p).map_err(|e| format!("GET_ACTIVE_DEVICE_IDS: {e:?}"))?;
+            let word = |i: usize| u32::from_ne_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+            ensure!(
+                word(0) == 1 && word(4) == gpu1,
+                "the container's active devices: {} first {:#x}, want GPU 1's {gpu1:#x} alone",
+                word(0),
+                word(4)
+            );
+        }
         // The probed list: GPU 1 alone.
         let mut p = vec![0u8; probed_size];
         ask(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, &mut p)

@@ -83,6 +83,14 @@ pub enum ControlHandler {
     /// (their flags with them), the excluded list emptied: the host's other
     /// GPUs never reach the caller's memory (`src/rm/control.rs`).
     ProbedIds,
+    /// GPU_GET_DEVICE_IDS on one of the caller's clients: run on kernel
+    /// copies, the device-instance mask cut to the instances of the GPUs
+    /// the caller has a vGPU on (`src/rm/control.rs`).
+    DeviceIds,
+    /// GPU_GET_ACTIVE_DEVICE_IDS on one of the caller's clients: run on
+    /// kernel copies, the list cut to the devices of the GPUs the caller
+    /// has a vGPU on (`src/rm/control.rs`).
+    ActiveDevices,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
@@ -233,8 +241,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
     cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Rewritten, F::Client, C::GpuIds),
     cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Bounce, F::Client, named(ONE_ID, IA)),
-    // TODO(table): list only the container's GPUs.
-    ct(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Forward, F::Client),
+    cth(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Rewritten, F::Client, C::DeviceIds),
     cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Bounce, F::Client, named(ONE_ID, IA)),
     cth(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Rewritten, F::Client, C::ProbedIds),
     cth(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client, named(ID_LIST, IA)),
@@ -243,8 +250,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     cth(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Bounce, F::Client, named(ONE_ID, abi::status::NV_ERR_OBJECT_NOT_FOUND)),
     ct(0x0000_0279, "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE", 12, P::Forward, F::Client),
     ct(0x0000_027b, "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE", 4, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs.
-    ct(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Forward, F::Client),
+    cth(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Rewritten, F::Client, C::ActiveDevices),
     cth(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client, named(ONE_ID, IA)),
     // RM does nothing with the id and answers NV_OK for any (`client_resource.c:1735-1760`
     //   at 595.45.04): forwarded as written.

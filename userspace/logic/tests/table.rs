@@ -319,6 +319,8 @@ fn policies_are_what_vgpu_does_today() {
         // src/rm/control.rs: the lists cut to the container's GPUs.
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
         ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS,
+        0x0000_0204,
+        0x0000_0288,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
