@@ -79,6 +79,7 @@ impl Driver {
                 rm,
                 cmd,
                 kind,
+                ci,
                 p,
                 file,
                 space,

@@ -286,7 +286,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 22] = [
+static CONTROLS: [ControlRow; 23] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -396,6 +396,11 @@ static CONTROLS: [ControlRow; 22] = [
         ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
         On::Subdevice,
         Driver::disable_channels,
+    ),
+    row(
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+        On::Subdevice,
+        Driver::set_preemption_mode,
     ),
 ];
 

@@ -52,6 +52,11 @@ pub enum ControlHandler {
     /// SET_INTERLEAVE_LEVEL on one of the tenant's TSGs, as
     /// [`ControlHandler::Timeslice`].
     InterleaveLevel,
+    /// GR_SET_CTXSW_PREEMPTION_MODE on the caller's own subdevice, executed
+    /// on kernel copies; a compute mode of wait-for-idle is refused
+    /// (`NV_ERR_NOT_SUPPORTED`), since a context that switches only when
+    /// idle keeps the engine past its vGPU's window (`src/rm/control.rs`).
+    Preemption,
     /// A query of the GPU's fixed description, on the caller's own device or
     /// subdevice: run on kernel copies through the kernel interface (no
     /// bounce slot, no compute window), the answer copied back. Only for
@@ -245,9 +250,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
-    // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
-    //   vGPU's window.
-    ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
+    // WFI compute preemption would let a long kernel outlast the vGPU's window: refused
+    //   (`ControlHandler::Preemption`).
+    cth(ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Rewritten, F::Engine, C::Preemption),
     cth(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
     ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
     cth(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine, C::Kernel),

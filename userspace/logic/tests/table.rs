@@ -302,6 +302,8 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
         // src/rm/control.rs: the list cut to the container's GPUs.
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+        // src/rm/control.rs: WFI compute preemption refused.
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
