@@ -138,7 +138,13 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         .filter(|e| rel.escape_rule(*e).is_none())
         .collect();
     // Decided rows that must be among them.
-    let decided = ["NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG"];
+    let decided = [
+        "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG",
+        "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION",
+        "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION",
+        "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
+        "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2",
+    ];
     if let Some(name) = decided
         .iter()
         .find(|n| !controls.iter().any(|r| r.name == **n))
