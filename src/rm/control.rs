@@ -77,6 +77,7 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
         ControlHandler::InterleaveLevel => answer(scheduling(cx, a, |cx, a| {
             tsg_setting(cx, a, abi::InterleaveLevelParams::SIZE)
         })),
+        ControlHandler::Preemption => answer(scheduling(cx, a, preemption_mode)),
         ControlHandler::Processes => {
             answer(super::processes::processes(cx, a, r.params_size as usize))
         }
@@ -507,6 +508,36 @@ fn tsg_setting(cx: &Ctx<'_>, a: &abi::Nvos54, size: usize) -> RmResult {
         return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     }
     cx.host.rm.control(a.h_client, a.h_object, a.cmd, p)
+}
+
+/// GR_SET_CTXSW_PREEMPTION_MODE on this file's subdevice, executed on a
+/// kernel copy (another thread cannot turn the mode into WFI after the
+/// check). A compute mode of WFI (`flags` with `CILP_SET`, mode
+/// `COMPUTE_WFI`, `ctrl/ctrl2080/ctrl2080gr.h:826-850` at 595.45.04) is
+/// refused with `NV_ERR_NOT_SUPPORTED`, the status the header gives a
+/// channel whose mode cannot be changed (`ctrl2080gr.h:785-786`): a context
+/// that is switched out only when idle would hold the engine past its
+/// vGPU's window for as long as its kernel runs, so the time-slice quota
+/// would not hold. The other modes switch within an item and are set as
+/// asked; RM looks the channel up in the caller's client.
+fn preemption_mode(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+    use abi::{preemption, CtxswPreemptionModeParams as Params};
+    let mut p = [0u8; Params::SIZE];
+    control_params(a, &mut p).map_err(Fail::Rm)?;
+    let own_subdevice = cx
+        .file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .is_some_and(|o| o.kind == Kind::Subdevice);
+    if !own_subdevice {
+        return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+    }
+    let q = Params::decode(&p);
+    if q.flags & preemption::FLAGS_CILP_SET != 0 && q.cilp_preempt_mode == preemption::COMPUTE_WFI {
+        return Err(Fail::Rm(NV_ERR_NOT_SUPPORTED));
+    }
+    cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut p)
 }
 
 /// GPFIFO_SCHEDULE on one of this file's objects of `kind` (a TSG or a

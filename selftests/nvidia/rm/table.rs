@@ -303,7 +303,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 42] = [
+static CONTROLS: [ControlRow; 43] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -475,6 +475,11 @@ static CONTROLS: [ControlRow; 42] = [
         ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
         On::Subdevice,
         Driver::disable_channels,
+    ),
+    row(
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+        On::Subdevice,
+        Driver::set_preemption_mode,
     ),
 ];
 

@@ -74,6 +74,11 @@ pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
         ],
     ),
     (
+        0x2080_1210,
+        "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE",
+        &["compute.wfi_preemption_cannot_outlast_the_window"],
+    ),
+    (
         0x2080_1301,
         "NV2080_CTRL_CMD_FB_GET_INFO",
         &[

@@ -52,6 +52,11 @@ pub enum ControlHandler {
     /// SET_INTERLEAVE_LEVEL on one of the tenant's TSGs, as
     /// [`ControlHandler::Timeslice`].
     InterleaveLevel,
+    /// GR_SET_CTXSW_PREEMPTION_MODE on the caller's own subdevice, executed
+    /// on kernel copies; a compute mode of wait-for-idle is refused
+    /// (`NV_ERR_NOT_SUPPORTED`), since a context that switches only when
+    /// idle keeps the engine past its vGPU's window (`src/rm/control.rs`).
+    Preemption,
     /// A query of the GPU's fixed description, on the caller's own device or
     /// subdevice: run on kernel copies through the kernel interface (no
     /// bounce slot, no compute window), the answer copied back. Only for
@@ -298,10 +303,11 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     cth(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
-    // TODO(table): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
-    //   one tenant cannot lock others out.
-    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
-    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    // The GPU-wide reservation would let one tenant lock the others out in an exclusive compute
+    //   mode: refused with NOT_SUPPORTED, RM's answer for a partitioned (MIG) GPU
+    //   (`subdevice_ctrl_gpu_kernel.c:2131-2134,2194-2197` at 595.45.04).
+    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
+    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo, C::Kernel),
@@ -325,9 +331,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
-    // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
-    //   vGPU's window.
-    ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
+    // WFI compute preemption would let a long kernel outlast the vGPU's window: refused
+    //   (`ControlHandler::Preemption`).
+    cth(ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Rewritten, F::Engine, C::Preemption),
     cth(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
     ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
     cth(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine, C::Kernel),
@@ -337,7 +343,8 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory, C::FbInfo),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory, C::FbInfo),
-    // TODO(table): rewrite the regions to the ceiling.
+    // The real FB layout and size: refused (CUDA and nvidia-smi do not send it;
+    //   `docs/dispatch-table.md`).
     ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
     cth(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory, C::Kernel),
     cth(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory, C::Kernel),
@@ -353,7 +360,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     //   exit.
     ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
     cth(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf, C::Kernel),
-    // TODO(table): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
+    // Samples of the whole GPU with other tenants' processes: refused with NOT_SUPPORTED, RM's
+    //   answer where it has no figure (`kern_perf_ctrl.c:63-67,104-107` at 595.45.04), which
+    //   nvidia-smi shows as N/A; the vGPU's own busy time is in sysfs (`compute_busy_us`).
     ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
     cth(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging, C::Kernel),
     ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),

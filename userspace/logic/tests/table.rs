@@ -321,6 +321,8 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS,
         0x0000_0204,
         0x0000_0288,
+        // src/rm/control.rs: WFI compute preemption refused.
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
