@@ -235,7 +235,7 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 /// [`CONTROLS`] as an array, so that a release's table can be a patched
 /// copy of it (`nv::release`).
 #[rustfmt::skip]
-pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
+pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     cth(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Bounce, F::Interconnect, named(P2P_IDS, IA)),
@@ -277,7 +277,11 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     cth(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device, C::Kernel),
     cth(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device, C::Kernel),
     cth(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device, C::Kernel),
+    // NVML asks both on opening a device (issue 37); refused, it reports
+    // no compute processes at all (NVML_ERROR_NOT_SUPPORTED).
+    cth(0x0080_028e, "NV0080_CTRL_CMD_GPU_GET_VGX_CAPS", 1, P::Forward, F::Device, C::Kernel),
     cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
+    cth(0x0080_0294, "NV0080_CTRL_CMD_GPU_GET_BRAND_CAPS", 4, P::Forward, F::Device, C::Kernel),
     // TODO(table): verify on hardware that it cannot change another tenant's TPC partition.
     ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
     cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
