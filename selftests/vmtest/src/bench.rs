@@ -28,6 +28,7 @@ pub const TESTS: &[Test] = tests![
     ioctl_cost,
     ioctl_instructions,
     open_instructions,
+    nvml_instructions,
     compute_setup,
     compute_splits,
     compute_work_conserving,
@@ -241,6 +242,110 @@ fn open_instructions() -> Outcome {
     sh("echo > /sys/class/vgpu/vgpu0/cgroup; echo 0 > /sys/class/vgpu/remove")?;
     sh("rmmod vgpu")?;
     sh("rmmod nvidia")?;
+    Ok(())
+}
+
+/// Guest instructions of one run of `cmd` (a shell line), start to exit:
+/// its fork, exec, dynamic linking and every call it makes.
+fn run_cost(cmd: &str) -> Result<f64, String> {
+    let t = Instant::now();
+    let out = sh(&format!("{cmd} >/dev/null 2>&1; echo rc=$?"))?;
+    let spent = t.elapsed().as_nanos() as f64;
+    ensure!(out.trim() == "rc=0", "{cmd}: {}", out.trim());
+    Ok(spent)
+}
+
+/// NVIDIA's own programs (issue 37): `nvidia-smi -q`, and `nvmlprobe`
+/// (nvmlInit, the device's name, UUID and PCI info, its memory queries
+/// and its process list), each a whole run, through vgpu against
+/// directly, in guest instructions. Directly: a host process, whose opens
+/// of NVIDIA's nodes reach the driver double. Through vgpu: the same
+/// command from a cgroup bound to a vGPU of the whole GPU, whose opens of
+/// the same nodes are vgpu's proxy files (issue 33), so every RM call
+/// passes vgpu's table. The rounds alternate; medians of five.
+fn nvml_instructions() -> Outcome {
+    ensure!(
+        std::env::var("vgpu_icount").as_deref() == Ok("1"),
+        "not an icount VM: run it with scripts/vm.sh --icount (make bench does)"
+    );
+    // The release of Debian's userspace the double claims (NVML compares
+    // version strings exactly): trixie's, as the nvidia_userspace suite.
+    let rel = "550.163.01";
+    let idx = crate::sys::DOUBLE_RELEASES
+        .iter()
+        .position(|r| *r == rel)
+        .ok_or("the double cannot claim NVIDIA's userspace release")?;
+    let smi = format!("/bin/nvidia-smi-{rel} -q");
+    let probe = format!("/bin/nvmlprobe-{rel}");
+    for p in [&format!("/bin/nvidia-smi-{rel}"), &probe] {
+        ensure!(crate::sys::exists(p), "{p} missing from the initramfs");
+    }
+    crate::sys::insmod_double(&format!("gpus=1 vram0_mib=8192 release={idx}"))?;
+    let r = crate::sys::make_uvm_nodes()
+        .map(drop)
+        .and_then(|()| nvml_measure(&smi, &probe));
+    crate::sys::remove_uvm_nodes();
+    let unload = sh("rmmod nvidia").map(drop);
+    r.and(unload)
+}
+
+/// [`nvml_instructions`] with the double loaded.
+fn nvml_measure(smi: &str, probe: &str) -> Outcome {
+    sh("modprobe vgpu")?;
+    std::fs::create_dir_all("/sys/fs/cgroup/bench").map_err(|e| format!("mkdir: {e}"))?;
+    sh("echo 0 > /sys/class/vgpu/create; echo 0 > /sys/class/vgpu/vgpu0/gpu")?;
+    sh("echo /bench > /sys/class/vgpu/vgpu0/cgroup")?;
+    let page = crate::sys::Shared::new()?;
+    let (mut direct, mut through) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut failed = None;
+    for round in 0..5 {
+        for (i, cmd) in [smi, probe].into_iter().enumerate() {
+            direct[i].push(run_cost(cmd)?);
+            let pg = &page;
+            let code = in_child(move || {
+                if join_cgroup("/bench").is_err() {
+                    return 1;
+                }
+                match run_cost(cmd) {
+                    Ok(n) => {
+                        pg.set(0, n as u64);
+                        0
+                    }
+                    Err(e) => {
+                        println!("#   {e}");
+                        2
+                    }
+                }
+            })?;
+            if code != 0 {
+                failed = Some(format!("{cmd} through vgpu, round {round}: {code}"));
+                break;
+            }
+            through[i].push(page.get(0) as f64);
+        }
+        if failed.is_some() {
+            break;
+        }
+    }
+    let _ = sh("echo > /sys/class/vgpu/vgpu0/cgroup; echo 0 > /sys/class/vgpu/remove");
+    let _ = sh("rmmod vgpu");
+    if let Some(f) = failed {
+        return Err(f);
+    }
+    for (i, what) in [
+        "nvidia-smi -q",
+        "nvmlInit + memory and process queries (nvmlprobe)",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (d, v) = (median(direct[i].clone()), median(through[i].clone()));
+        println!(
+            "# icount: NVIDIA's {what}, a whole run: direct {d:.0} instructions, through vgpu {v:.0}, vgpu adds {:.0}, ratio {:.3} (target <= 1.05)",
+            v - d,
+            v / d
+        );
+    }
     Ok(())
 }
 
