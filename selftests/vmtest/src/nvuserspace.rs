@@ -365,18 +365,8 @@ fn smi_query_sections() -> Outcome {
 const TENANTS: [(&str, u32, u64, u64); 2] = [("smia", 0, 1024, 192), ("smib", 1, 3072, 320)];
 
 /// GPUs of the double in the container tests: two, so that `-L` in a
-/// container shows that the other GPU is hidden. TODO(issue 37): one at
-/// 535.261.03, where nvidia-smi in a container bound to GPU 0 of two fails
-/// "Unable to determine the device handle for GPU0000:02:00.0: Unknown
-/// Error" (no RM call refused: it enumerates the GPU it cannot open, where
-/// 550.163.01's skips it); not yet found.
-fn host_gpus() -> usize {
-    if userspace_release() == "535.261.03" {
-        1
-    } else {
-        2
-    }
-}
+/// container shows that the other GPU is hidden, on both releases.
+const HOST_GPUS: usize = 2;
 
 /// The containers' root filesystem (scripts/podman-root.sh).
 const ROOTFS: &str = "/var/lib/vgpu-rootfs";
@@ -459,7 +449,7 @@ fn containers_setup() -> Outcome {
     }
     insmod_double(&format!(
         "gpus={} vram0_mib={VRAM_MIB} vram1_mib={VRAM_MIB} release={idx}",
-        host_gpus()
+        HOST_GPUS
     ))?;
     make_uvm_nodes()?;
     sh("modprobe vgpu")?;
@@ -660,7 +650,7 @@ fn host_smi_sees_every_process() -> Outcome {
     let rel = userspace_release();
     let (out, _) = traced(&format!("/bin/nvidia-smi-{rel} -L"))?;
     ensure!(
-        out.lines().filter(|l| l.starts_with("GPU ")).count() == host_gpus(),
+        out.lines().filter(|l| l.starts_with("GPU ")).count() == HOST_GPUS,
         "{out}"
     );
     let (out, _) = traced(&format!(
