@@ -24,8 +24,8 @@
 #      - the debug kernel (KASAN, lockdep, kmemleak, fault injection):
 #        every suite and the KUnit suites, but containers, containers_runc,
 #        breakout and dra, which run podman (with crun, then with runc)
-#        and the DRA plugin, about a minute a test there, and guard, which
-#        the kernel cannot attach yet; and the fuzz suite's CI slice
+#        and the DRA plugin, about a minute a test there; and the fuzz
+#        suite's CI slice
 #        (10^5 fuzzed calls, 10^3 kill
 #        cycles, fault injection, 100 load cycles; make fuzz runs the long
 #        one);
@@ -184,11 +184,9 @@ if [ -n "$debug" ]; then
     # suite passes there, but under KASAN each podman start takes about a
     # minute: the containers, breakout and dra suites run on the stock and
     # fast lanes only, for time (`scripts/vm.sh --variant debug containers`
-    # runs them). The guard cannot attach there yet: the kernel has no
-    # function tracer, whose entry nops BPF trampolines patch (vgpuctl
-    # says so); it runs on the stock lane and asserts "unavailable" on the
-    # fast kernel's.
-    vm_run "debug kernel, every suite but containers, breakout, dra and guard" vm-debug --variant debug -- -containers -containers_runc -breakout -dra -guard
+    # runs them). The guard runs here, under the checkers, as on the stock
+    # lane; it asserts "unavailable" on the fast kernel's.
+    vm_run "debug kernel, every suite but containers, breakout and dra" vm-debug --variant debug -- -containers -containers_runc -breakout -dra
     rm -rf build/test-vm-debug && cp -r build/vm-debug build/test-vm-debug 2>/dev/null || true
     # The reliability campaign's slice (issue 19): a VM of its own, as
     # it arms fault injection. A fixed seed, so that a failure here
