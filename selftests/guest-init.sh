@@ -16,6 +16,19 @@ mount -t tmpfs tmpfs /tmp
 # POSIX shared memory (podman's lock manager, the containers suite).
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
+# Debian's kernel patches its own code when a static key flips
+# (CONFIG_JUMP_LABEL; the project's kernels have none), and the first
+# memory cgroup turns on one that every slab free passes
+# (memcg_kmem_online_key, in kmem_cache_free). Under QEMU's multi-threaded
+# TCG a CPU was seen running the int3 of that patch after it was done: an
+# oops in kmem_cache_free from podman's mkdir, in the stock lane. Turn it
+# on here, before anything runs beside it; it stays on when the cgroup and
+# the controller go (memcontrol.c enables it and never disables it).
+if echo +memory > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    mkdir /sys/fs/cgroup/vgpu-vm-kmem && rmdir /sys/fs/cgroup/vgpu-vm-kmem
+    echo -memory > /sys/fs/cgroup/cgroup.subtree_control
+    echo "vgpu-vm: memory cgroups' key on; the root's controllers: '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
+fi
 mount -t debugfs debugfs /sys/kernel/debug
 # As systemd does: the active LSMs (/sys/kernel/security/lsm) and bpffs,
 # where kernels have them (the guard suite; Debian's kernel does).
