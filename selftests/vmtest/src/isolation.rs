@@ -40,6 +40,7 @@ pub const TESTS: &[Test] = tests![
     attached_ids_only_the_containers_gpus,
     gpu_ids_of_other_gpus_refused,
     debugger_names_only_the_containers_clients,
+    os_event_names_only_the_containers_clients,
     teardown,
 ];
 
@@ -621,6 +622,61 @@ fn debugger_names_only_the_containers_clients() -> Outcome {
             ensure!(
                 seen == 1,
                 "the debugger on client {app:#x} reached the double {seen} times"
+            );
+        }
+        drop(host);
+        Ok(())
+    })
+}
+
+/// NV01_EVENT_OS_EVENT from the container, as
+/// [`debugger_names_only_the_containers_clients`]: its `hParentClient`
+/// (byte 0 of NV0005_ALLOC_PARAMETERS) naming the host's client is
+/// refused with `NV_ERR_INVALID_OBJECT_HANDLE` before the double; 0 (the
+/// caller's own client, `event_api.c:65-71` at 595.45.04) or the
+/// container's own client reaches it once, and the double refuses the
+/// class it does not serve.
+fn os_event_names_only_the_containers_clients() -> Outcome {
+    use nvclient::abi::status::*;
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let (other, other_obj) = (host.client, host.subdevice);
+    as_container(CG, move || {
+        let s = session()?;
+        // hParentClient, hSrcResource, hClass, notifyIndex, data (NvP64).
+        let event = |parent: u32, src: u32| {
+            let mut p = [parent, src, 0x79, 0, 0, 0]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect::<Vec<u8>>();
+            s.ctl
+                .alloc(s.client, s.subdevice, 0, 0x79, &mut p)
+                .map(|_| ())
+        };
+        let seen0 = double_ioctls()?;
+        let r = event(other, other_obj);
+        ensure!(
+            r == Err(Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
+            "an event on the host's client: {r:?}"
+        );
+        let seen = double_ioctls()? - seen0;
+        ensure!(
+            seen == 0,
+            "the event on the host's client reached the double"
+        );
+        for parent in [0, s.client] {
+            let seen0 = double_ioctls()?;
+            let r = event(parent, s.subdevice);
+            // The double serves no NV01_EVENT_OS_EVENT object (its events
+            // are ALLOC_OS_EVENT's): its refusal and its count show that
+            // the call reached it.
+            ensure!(
+                r == Err(Rm(NV_ERR_INVALID_CLASS)),
+                "an event on client {parent:#x}: {r:?}, want the double's NV_ERR_INVALID_CLASS"
+            );
+            let seen = double_ioctls()? - seen0;
+            ensure!(
+                seen == 1,
+                "the event on client {parent:#x} reached the double {seen} times"
             );
         }
         drop(host);
