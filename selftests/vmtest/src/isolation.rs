@@ -637,9 +637,9 @@ fn debugger_names_only_the_containers_clients() -> Outcome {
     })
 }
 
-/// Whether the running release's table admits control `cmd` (a test of a
-/// row the release lacks says so and passes: the sweeps cover its
-/// absence).
+/// Whether the running release's table admits control `cmd`. A release
+/// that lacks it refuses it by default deny (`NV_ERR_NOT_SUPPORTED`,
+/// counted, never forwarded): [`absent`] checks that instead.
 fn has_control(cmd: u32) -> bool {
     nvclient::speaks()
         .controls
@@ -667,6 +667,27 @@ fn checked_call(
         s.client
     );
     Ok((r, n, calls_denied(0)? - d0))
+}
+
+/// Control `cmd`, which the running release lacks, sent from the
+/// container with `p` on `obj` (the device for NV0080, else the
+/// subdevice): refused as RM refuses a command it does not have.
+fn absent(name: &str, cmd: u32, mut p: Vec<u8>) -> Outcome {
+    use nvclient::abi::status::NV_ERR_NOT_SUPPORTED;
+    println!("#   no {name} row on this release: refused by default deny");
+    as_container(CG, move || {
+        let s = session()?;
+        let obj = if cmd >> 16 == 0x0080 {
+            s.device
+        } else {
+            s.subdevice
+        };
+        refused(
+            name,
+            NV_ERR_NOT_SUPPORTED,
+            checked_call(&s, obj, cmd, &mut p)?,
+        )
+    })
 }
 
 /// A call vgpu must pass: it reached the double once and was not counted
@@ -699,13 +720,14 @@ fn tpc_partition_mode_only_on_own_tsgs() -> Outcome {
     use nvclient::abi::status::*;
     const CMD: u32 = 0x0080_1108;
     if !has_control(CMD) {
-        println!("#   no SET_TPC_PARTITION_MODE row on this release");
-        return Ok(());
+        return absent("SET_TPC_PARTITION_MODE", CMD, vec![0; 32]);
     }
+    // The host's TSG, under a handle the container's objects do not have.
+    const THEIRS: u32 = 0x5a5a_0001;
     let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
     let theirs = host
         .ctl
-        .alloc_tsg(host.client, host.device, 0, nvclient::tsg_params(0))
+        .alloc_tsg(host.client, host.device, THEIRS, nvclient::tsg_params(0))
         .map_err(|e| format!("the host's TSG: {e:?}"))?;
     as_container(CG, move || {
         let s = session()?;
@@ -724,12 +746,11 @@ fn tpc_partition_mode_only_on_own_tsgs() -> Outcome {
             "the mode of its own TSG",
             checked_call(&s, s.device, CMD, &mut params(mine))?,
         )?;
-        let others: &[(&str, u32)] = if theirs == mine {
-            &[("its subdevice", s.subdevice)]
-        } else {
-            &[("the host's TSG", theirs), ("its subdevice", s.subdevice)]
-        };
-        for &(what, h) in others {
+        ensure!(
+            theirs != mine && mine != s.subdevice,
+            "TSG handles: the host's {theirs:#x}, the container's {mine:#x}"
+        );
+        for (what, h) in [("the host's TSG", theirs), ("its subdevice", s.subdevice)] {
             refused(
                 &format!("the mode of {what}"),
                 NV_ERR_OBJECT_NOT_FOUND,
@@ -751,8 +772,7 @@ fn notifiers_of_other_tenants_refused() -> Outcome {
     use nvclient::abi::status::*;
     const CMD: u32 = 0x2080_0301;
     if !has_control(CMD) {
-        println!("#   no EVENT_SET_NOTIFICATION row on this release");
-        return Ok(());
+        return absent("EVENT_SET_NOTIFICATION", CMD, vec![0; 20]);
     }
     as_container(CG, move || {
         let s = session()?;
@@ -785,13 +805,12 @@ fn notifiers_of_other_tenants_refused() -> Outcome {
 /// is not a GET (0x1501), one of 33 instructions, or one of another API
 /// version is refused with `NV_ERR_INVALID_ARGUMENT`
 /// (`subdevice_ctrl_gpu_kernel.c:4001-4003` at 595.45.04), before the
-/// driver.
+/// driver. Before 580 the control does not exist: refused by default deny.
 fn thermal_only_get_opcodes() -> Outcome {
     use nvclient::abi::status::*;
     const CMD: u32 = 0x2080_0513;
     if !has_control(CMD) {
-        println!("#   no THERMAL_SYSTEM_EXECUTE_V2 row on this release");
-        return Ok(());
+        return absent("THERMAL_SYSTEM_EXECUTE_V2", CMD, vec![0; 1432]);
     }
     as_container(CG, move || {
         let s = session()?;
@@ -844,8 +863,7 @@ fn perf_boost_cut_to_a_second() -> Outcome {
     const CMD: u32 = 0x2080_200a;
     const FLAGS: u32 = 0x2 | 0x10;
     if !has_control(CMD) {
-        println!("#   no PERF_BOOST row on this release");
-        return Ok(());
+        return absent("PERF_BOOST", CMD, vec![0; 8]);
     }
     let last = || -> Result<u64, String> {
         let t = read_file(PERF_BOOST)?;
