@@ -72,7 +72,7 @@ mod uvm;
 
 use base::{CTL_MINOR, MAX_GPUS, NV_MAJOR};
 use global::driver;
-use settings::{release, release_cstr, GPU_FILES, IOCTLS, MAP_DELAY_MS, RUSD_POLLED};
+use settings::{release, release_cstr, GPU_FILES, IOCTLS, MAP_DELAY_MS, PERF_BOOST, RUSD_POLLED};
 
 use kapi::{
     chrdev::{Cdev, DevT, Node, Region},
@@ -142,6 +142,7 @@ struct NvidiaDouble {
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _rusd_polled: Pin<KBox<debugfs::File<()>>>,
+    _perf_boost: Pin<KBox<debugfs::File<()>>>,
     _ioctls: Pin<KBox<debugfs::File<()>>>,
     _calls: Pin<KBox<debugfs::File<()>>>,
     _debugfs: debugfs::Dir,
@@ -176,6 +177,15 @@ fn show_rusd_polled(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Resu
 
 fn reset_rusd_polled(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
     RUSD_POLLED.store(0, Ordering::Relaxed);
+    Ok(())
+}
+
+fn show_perf_boost(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    writeln!(f, "{:#x}", PERF_BOOST.load(Ordering::Relaxed))
+}
+
+fn reset_perf_boost(_: &(), _r: &mut kernel::uaccess::UserSliceReader) -> Result {
+    PERF_BOOST.store(0, Ordering::Relaxed);
     Ok(())
 }
 
@@ -324,6 +334,15 @@ impl NvidiaDouble {
             ),
             GFP_KERNEL,
         )?;
+        let perf_boost = KBox::pin_init(
+            debugfs.read_write_callback_file(
+                c"perf_boost",
+                (),
+                &show_perf_boost,
+                &reset_perf_boost,
+            ),
+            GFP_KERNEL,
+        )?;
         let ioctls = KBox::pin_init(
             debugfs.read_write_callback_file(c"ioctls", (), &show_ioctls, &reset_ioctls),
             GFP_KERNEL,
@@ -344,6 +363,7 @@ impl NvidiaDouble {
             _map_delay: map_delay,
             _gpu_files: gpu_files,
             _rusd_polled: rusd_polled,
+            _perf_boost: perf_boost,
             _ioctls: ioctls,
             _calls: calls,
             _debugfs: debugfs,

@@ -116,6 +116,12 @@ pub(crate) static MAP_DELAY_MS: AtomicU32 = AtomicU32::new(0);
 /// bit vgpu refuses ever reached the driver.
 pub(crate) static RUSD_POLLED: AtomicU64 = AtomicU64::new(0);
 
+/// The last PERF_BOOST the double was given, `flags` in the high half and
+/// `duration` in the low (test-only view in debugfs, `perf_boost`, hex;
+/// reset to 0 by writing to it), so a test sees the duration that reached
+/// the driver.
+pub(crate) static PERF_BOOST: AtomicU64 = AtomicU64::new(0);
+
 /// Every ioctl the double's nodes (the NVIDIA nodes and nvidia-uvm) have
 /// been given since load, or since a write to debugfs `ioctls`: a test
 /// sees whether a call vgpu refuses ever reached the driver.

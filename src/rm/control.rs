@@ -18,7 +18,7 @@ use crate::kapi::{rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, ctrl, status::*, Wire};
 use crate::nv::release;
-use crate::nv::table::{self, ControlHandler, ControlRow, IdCount, IdList};
+use crate::nv::table::{self, ControlHandler, ControlRow, IdCount, IdList, ParamCheck};
 use crate::objects::Kind;
 use crate::status::{self, Fail, RmResult};
 use crate::vgpu::Vgpu;
@@ -90,6 +90,7 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
         ControlHandler::ActiveDevices => active_devices(cx, a, r),
         ControlHandler::FbInfo => fb_info(cx, a),
         ControlHandler::Kernel => on_kernel_copies(cx, a, r),
+        ControlHandler::Checked { check, refusal } => checked(cx, a, r, check, refusal),
     }
 }
 
@@ -257,6 +258,115 @@ fn gpu_ids_named(
     cx.call.forward_block_params(cx.real, &mut blk, PARAMS, p)?;
     user::write(a.params, p)?;
     Ok(Some(abi::read_field(&blk, STATUS)))
+}
+
+/// A control of a [`ControlHandler::Checked`] row, well formed, on this
+/// file's own device (`0x0080` controls) or subdevice (`0x2080`): its params
+/// are read once into vgpu's copy and `check`ed there (a duration rewritten
+/// in it), then forwarded from that copy, in a bounce slot, so the driver
+/// acts on what vgpu checked. Params the check refuses get `refusal`, are
+/// counted in `calls_denied` and never reach the driver; an object that is
+/// not this file's device or subdevice is `NV_ERR_INVALID_OBJECT_HANDLE`,
+/// as the scheduling controls' (nothing unchecked is forwarded). `None`:
+/// not this file's client, or not the row's size, for the driver to refuse
+/// as it does (from the block vgpu read).
+fn checked(
+    cx: &Ctx<'_>,
+    a: &abi::Nvos54,
+    row: &ControlRow,
+    check: ParamCheck,
+    refusal: u32,
+) -> Result<Option<u32>> {
+    const PARAMS: usize = abi::field_offset(abi::Nvos54::FIELDS, "params");
+    const STATUS: usize = abi::field_offset(abi::Nvos54::FIELDS, "status");
+    if a.params_size != row.params_size || !cx.file.has_client(a.h_client) {
+        return Ok(None);
+    }
+    let kind = if a.cmd >> 16 == 0x0080 {
+        Kind::Device
+    } else {
+        Kind::Subdevice
+    };
+    let gpu = cx
+        .file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .filter(|o| o.kind == kind)
+        .map(|o| o.gpu);
+    let Some(gpu) = gpu else {
+        return Ok(Some(NV_ERR_INVALID_OBJECT_HANDLE));
+    };
+    let mut p = KVec::from_elem(0u8, row.params_size as usize, GFP_KERNEL)?;
+    if user::read(a.params, &mut p).is_err() {
+        // RM's copy-in of a bad pointer (`os-interface.c:522-529`).
+        return Ok(Some(NV_ERR_INVALID_ADDRESS));
+    }
+    if !passes(cx, a.h_client, gpu, check, &mut p) {
+        cx.file.count_denied();
+        return Ok(Some(refusal));
+    }
+    let mut blk = a.to_bytes();
+    cx.call
+        .forward_block_params(cx.real, &mut blk, PARAMS, &mut p)?;
+    user::write(a.params, &p)?;
+    Ok(Some(abi::read_field(&blk, STATUS)))
+}
+
+/// Whether params `p` of a control on `client`'s object on GPU `gpu` hold
+/// what `check` asks (a [`ParamCheck::Duration`] is rewritten in `p`).
+fn passes(cx: &Ctx<'_>, client: u32, gpu: u32, check: ParamCheck, p: &mut [u8]) -> bool {
+    let word = |p: &[u8], at: usize| {
+        p.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    match check {
+        ParamCheck::OwnTsg { at } => word(p, at.into()).is_some_and(|h| {
+            cx.file
+                .objects
+                .lock()
+                .obj(client, h)
+                .is_some_and(|o| o.kind == Kind::Tsg && o.gpu == gpu)
+        }),
+        ParamCheck::OneOf { at, allowed } => word(p, at.into())
+            .is_some_and(|v| allowed.iter().any(|&(lo, hi)| (lo..=hi).contains(&v))),
+        ParamCheck::Instructions { allowed } => {
+            // `clientAPIVersion`, `clientAPIRevision`,
+            // `clientInstructionSizeOf`, then `instructionListSize` at 20
+            // and the instructions from 24, 44 bytes each, `opcode` at 8
+            // (`ctrl2080thermal.h:38-39, 397-415` at 595.45.04). Another
+            // version RM hands to the physical RM unread
+            // (`subdevice_ctrl_gpu_kernel.c:4013-4021`): refused, as is
+            // a list longer than RM's 32 (`:4001-4003`).
+            const SIZE: u32 = 44;
+            const MAX: u32 = 32;
+            let (Some(1), Some(0), Some(SIZE), Some(n)) =
+                (word(p, 0), word(p, 4), word(p, 8), word(p, 20))
+            else {
+                return false;
+            };
+            n <= MAX
+                && (0..n as usize).all(|i| {
+                    word(p, 24 + SIZE as usize * i + 8).is_some_and(|op| allowed.contains(&op))
+                })
+        }
+        ParamCheck::Duration {
+            at,
+            infinite,
+            to,
+            max,
+        } => {
+            let at = usize::from(at);
+            match (word(p, at), p.get_mut(at..at + 4)) {
+                (Some(d), Some(b)) if d == infinite => {
+                    b.copy_from_slice(&to.to_ne_bytes());
+                    true
+                }
+                (Some(d), _) => d <= max,
+                _ => false,
+            }
+        }
+    }
 }
 
 /// GPU_GET_PROBED_IDS on one of this file's clients, well formed: run on a

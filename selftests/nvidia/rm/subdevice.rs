@@ -71,6 +71,20 @@ impl Driver {
         Ok(())
     }
 
+    /// NV2080_CTRL_CMD_PERF_BOOST: RM's kernel half hands `flags` and
+    /// `duration` to the physical RM under the caller's client, which
+    /// tracks each client's boost (`kern_perf_boost.c:100-125`,
+    /// `ctrl2080internal.h:1914` at 595.45.04; `:62-87`, `:1929` at
+    /// 535.288.01); the params are not written. GUESS: the physical RM
+    /// takes any duration; the double records the last request.
+    pub(crate) fn perf_boost(&self, c: Ctl<'_>) -> StatusResult {
+        let b: [u8; 8] = (&*c.p).try_into().map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+        let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let last = (u64::from(word(0)) << 32) | u64::from(word(4));
+        settings::PERF_BOOST.store(last, core::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Entry `index` of GPU `gpu` in the FB info list.
     fn fb_info(&self, rm: &Rm, gpu: u32, index: u32) -> StatusResult<u32> {
         let vram = self.gpus[gpu as usize].vram;

@@ -303,7 +303,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 43] = [
+static CONTROLS: [ControlRow; 44] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -418,6 +418,7 @@ static CONTROLS: [ControlRow; 43] = [
         On::Other,
         Driver::rusd_request_data_poll,
     ),
+    row(0x2080_200a, On::Subdevice, Driver::perf_boost),
     row(
         ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
         On::Subdevice,

@@ -97,6 +97,11 @@ pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
         ],
     ),
     (
+        0x2080_200a,
+        "NV2080_CTRL_CMD_PERF_BOOST",
+        &["isolation.perf_boost_cut_to_a_second"],
+    ),
+    (
         0xa06c_0101,
         "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE",
         &[

@@ -21,6 +21,11 @@
 //!   an id it does not have, without reaching the driver.
 //! - GT200_DEBUGGER naming a client outside the container is refused as RM
 //!   refuses a client it does not have, without reaching the driver.
+//! - the checked controls (`ControlHandler::Checked`): a TSG's TPC
+//!   partition mode, the notifiers a tenant arms, the thermal opcodes it
+//!   runs and the duration of its clock boost reach the double as vgpu
+//!   checked them, or are refused with RM's status, counted in
+//!   `calls_denied`, and never reach the double.
 
 use crate::ensure;
 use crate::memory::calls_denied;
@@ -41,6 +46,10 @@ pub const TESTS: &[Test] = tests![
     gpu_ids_of_other_gpus_refused,
     debugger_names_only_the_containers_clients,
     os_event_names_only_the_containers_clients,
+    tpc_partition_mode_only_on_own_tsgs,
+    notifiers_of_other_tenants_refused,
+    thermal_only_get_opcodes,
+    perf_boost_cut_to_a_second,
     teardown,
 ];
 
@@ -625,6 +634,269 @@ fn debugger_names_only_the_containers_clients() -> Outcome {
             );
         }
         drop(host);
+        Ok(())
+    })
+}
+
+/// Whether the running release's table admits control `cmd`. A release
+/// that lacks it refuses it by default deny (`NV_ERR_NOT_SUPPORTED`,
+/// counted, never forwarded): [`absent`] checks that instead.
+fn has_control(cmd: u32) -> bool {
+    nvclient::speaks()
+        .controls
+        .iter()
+        .any(|r| r.cmd == cmd && r.policy.admits())
+}
+
+/// Sends control `cmd` from the container's session `s` on `obj`: its
+/// result, how many times it reached the double (its row's count in
+/// debugfs `calls`, with the container's client), and by how much
+/// `calls_denied` rose.
+fn checked_call(
+    s: &Session,
+    obj: u32,
+    cmd: u32,
+    p: &mut [u8],
+) -> Result<(nvclient::Result<()>, u64, u64), String> {
+    let d0 = calls_denied(0)?;
+    let before = double_calls()?;
+    let r = s.ctl.control(s.client, obj, cmd, p);
+    let (n, h) = calls_of(&before, &double_calls()?, "control", cmd);
+    ensure!(
+        n == 0 || h == s.client,
+        "{cmd:#x} reached the double with client {h:#x}, not {:#x}",
+        s.client
+    );
+    Ok((r, n, calls_denied(0)? - d0))
+}
+
+/// Control `cmd`, which the running release lacks, sent from the
+/// container with `p` on `obj` (the device for NV0080, else the
+/// subdevice): refused as RM refuses a command it does not have.
+fn absent(name: &str, cmd: u32, mut p: Vec<u8>) -> Outcome {
+    use nvclient::abi::status::NV_ERR_NOT_SUPPORTED;
+    println!("#   no {name} row on this release: refused by default deny");
+    as_container(CG, move || {
+        let s = session()?;
+        let obj = if cmd >> 16 == 0x0080 {
+            s.device
+        } else {
+            s.subdevice
+        };
+        refused(
+            name,
+            NV_ERR_NOT_SUPPORTED,
+            checked_call(&s, obj, cmd, &mut p)?,
+        )
+    })
+}
+
+/// A call vgpu must pass: it reached the double once and was not counted
+/// as denied.
+fn passed(what: &str, (r, n, d): (nvclient::Result<()>, u64, u64)) -> Outcome {
+    ensure!(
+        n == 1 && d == 0,
+        "{what}: {n} calls reached the double, calls_denied +{d} ({r:?})"
+    );
+    Ok(())
+}
+
+/// A call vgpu must refuse with `status`: it never reached the double and
+/// raised `calls_denied` by one.
+fn refused(what: &str, status: u32, (r, n, d): (nvclient::Result<()>, u64, u64)) -> Outcome {
+    ensure!(r == Err(Rm(status)), "{what}: {r:?}, want {status:#x}");
+    ensure!(
+        n == 0 && d == 1,
+        "{what}: {n} calls reached the double, calls_denied +{d}"
+    );
+    Ok(())
+}
+
+/// NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE from the container: on its
+/// own TSG it reaches the double; naming the host's TSG, or an object of
+/// its own that is not a TSG (its subdevice), it is refused with
+/// `NV_ERR_OBJECT_NOT_FOUND`, RM's status for a handle the client lacks
+/// (`rs_client.c:390-392` at 595.45.04), before the driver.
+fn tpc_partition_mode_only_on_own_tsgs() -> Outcome {
+    use nvclient::abi::status::*;
+    const CMD: u32 = 0x0080_1108;
+    if !has_control(CMD) {
+        return absent("SET_TPC_PARTITION_MODE", CMD, vec![0; 32]);
+    }
+    // The host's TSG, under a handle the container's objects do not have.
+    const THEIRS: u32 = 0x5a5a_0001;
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let theirs = host
+        .ctl
+        .alloc_tsg(host.client, host.device, THEIRS, nvclient::tsg_params(0))
+        .map_err(|e| format!("the host's TSG: {e:?}"))?;
+    as_container(CG, move || {
+        let s = session()?;
+        let mine = s
+            .ctl
+            .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
+            .map_err(|e| format!("the container's TSG: {e:?}"))?;
+        // hChannelGroup, mode STATIC, bEnableAllTpcs, grRouteInfo.
+        let params = |tsg: u32| {
+            let mut p = vec![0u8; 32];
+            p[..4].copy_from_slice(&tsg.to_ne_bytes());
+            p[4..8].copy_from_slice(&1u32.to_ne_bytes());
+            p
+        };
+        passed(
+            "the mode of its own TSG",
+            checked_call(&s, s.device, CMD, &mut params(mine))?,
+        )?;
+        ensure!(
+            theirs != mine && mine != s.subdevice,
+            "TSG handles: the host's {theirs:#x}, the container's {mine:#x}"
+        );
+        for (what, h) in [("the host's TSG", theirs), ("its subdevice", s.subdevice)] {
+            refused(
+                &format!("the mode of {what}"),
+                NV_ERR_OBJECT_NOT_FOUND,
+                checked_call(&s, s.device, CMD, &mut params(h))?,
+            )?;
+        }
+        drop(host);
+        Ok(())
+    })
+}
+
+/// NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION from the container: an engine's
+/// non-stall notifier (GR0, 12) and CLOCKS_CHANGE (119) reach the double;
+/// RC_ERROR (37, the Xid of any channel on the GPU), PHYSICAL_PAGE_FAULT
+/// (121) and an index past every release's last are refused with
+/// `NV_ERR_INVALID_ARGUMENT`, RM's status for a bad index
+/// (`subdevice_ctrl_event_kernel.c:95-99` at 595.45.04), before the driver.
+fn notifiers_of_other_tenants_refused() -> Outcome {
+    use nvclient::abi::status::*;
+    const CMD: u32 = 0x2080_0301;
+    if !has_control(CMD) {
+        return absent("EVENT_SET_NOTIFICATION", CMD, vec![0; 20]);
+    }
+    as_container(CG, move || {
+        let s = session()?;
+        // event, action REPEAT (2), the rest 0.
+        let params = |event: u32| {
+            let mut p = vec![0u8; 20];
+            p[..4].copy_from_slice(&event.to_ne_bytes());
+            p[4..8].copy_from_slice(&2u32.to_ne_bytes());
+            p
+        };
+        for event in [12, 119] {
+            passed(
+                &format!("notifier {event}"),
+                checked_call(&s, s.subdevice, CMD, &mut params(event))?,
+            )?;
+        }
+        for event in [37, 121, 1000] {
+            refused(
+                &format!("notifier {event}"),
+                NV_ERR_INVALID_ARGUMENT,
+                checked_call(&s, s.subdevice, CMD, &mut params(event))?,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2 (580 on) from the container:
+/// a list of GET opcodes reaches the double; a list with one opcode that
+/// is not a GET (0x1501), one of 33 instructions, or one of another API
+/// version is refused with `NV_ERR_INVALID_ARGUMENT`
+/// (`subdevice_ctrl_gpu_kernel.c:4001-4003` at 595.45.04), before the
+/// driver. Before 580 the control does not exist: refused by default deny.
+fn thermal_only_get_opcodes() -> Outcome {
+    use nvclient::abi::status::*;
+    const CMD: u32 = 0x2080_0513;
+    if !has_control(CMD) {
+        return absent("THERMAL_SYSTEM_EXECUTE_V2", CMD, vec![0; 1432]);
+    }
+    as_container(CG, move || {
+        let s = session()?;
+        // Version 1.0, 44-byte instructions, `n` of them with `ops`.
+        let params = |version: u32, n: u32, ops: &[u32]| {
+            let mut p = vec![0u8; 1432];
+            let mut put = |at: usize, v: u32| p[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+            put(0, version);
+            put(8, 44);
+            put(20, n);
+            for (i, &op) in ops.iter().enumerate() {
+                put(24 + 44 * i + 8, op);
+            }
+            p
+        };
+        passed(
+            "GET opcodes",
+            checked_call(
+                &s,
+                s.subdevice,
+                CMD,
+                &mut params(1, 3, &[0x500, 0x520, 0x1500]),
+            )?,
+        )?;
+        for (what, mut p) in [
+            ("opcode 0x1501", params(1, 2, &[0x1500, 0x1501])),
+            ("33 instructions", params(1, 33, &[0x1500; 32])),
+            ("version 2", params(2, 1, &[0x1500])),
+        ] {
+            refused(
+                what,
+                NV_ERR_INVALID_ARGUMENT,
+                checked_call(&s, s.subdevice, CMD, &mut p)?,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+const PERF_BOOST: &str = "/sys/kernel/debug/nvidia-double/perf_boost";
+
+/// NV2080_CTRL_CMD_PERF_BOOST from the container, as CUDA sends it
+/// (BOOST_TO_MAX and CUDA, until cleared): the double is given a duration
+/// of 1 s (its debugfs `perf_boost`), as RM cuts it where it cannot clear
+/// a boost at the client's exit (`kern_perf_boost.c:69-84` at 595.45.04);
+/// 60 s reaches it as asked; 3601 s, over `DURATION_MAX`, is refused with
+/// `NV_ERR_INVALID_ARGUMENT` (`:54-61`) before the driver.
+fn perf_boost_cut_to_a_second() -> Outcome {
+    use nvclient::abi::status::*;
+    const CMD: u32 = 0x2080_200a;
+    const FLAGS: u32 = 0x2 | 0x10;
+    if !has_control(CMD) {
+        return absent("PERF_BOOST", CMD, vec![0; 8]);
+    }
+    let last = || -> Result<u64, String> {
+        let t = read_file(PERF_BOOST)?;
+        u64::from_str_radix(t.trim().trim_start_matches("0x"), 16)
+            .map_err(|e| format!("{PERF_BOOST}: {t:?}: {e}"))
+    };
+    as_container(CG, move || {
+        let s = session()?;
+        let params = |duration: u32| {
+            [FLAGS, duration]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect::<Vec<u8>>()
+        };
+        for (asked, given) in [(u32::MAX, 1u32), (60, 60)] {
+            write_file(PERF_BOOST, "0").map_err(|e| format!("{PERF_BOOST}: {e}"))?;
+            passed(
+                &format!("a boost of {asked:#x} s"),
+                checked_call(&s, s.subdevice, CMD, &mut params(asked))?,
+            )?;
+            let got = last()?;
+            let want = (u64::from(FLAGS) << 32) | u64::from(given);
+            ensure!(
+                got == want,
+                "a boost of {asked:#x} s reached the double as {got:#x}, want {want:#x}"
+            );
+        }
+        refused(
+            "a boost of 3601 s",
+            NV_ERR_INVALID_ARGUMENT,
+            checked_call(&s, s.subdevice, CMD, &mut params(3601))?,
+        )?;
         Ok(())
     })
 }

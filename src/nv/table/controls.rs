@@ -101,6 +101,58 @@ pub enum ControlHandler {
     /// own, numbered in the caller's PID namespace, with the bytes its
     /// ledger charged them); never forwarded (`src/rm/processes.rs`).
     Processes,
+    /// A control on the caller's own device (`0x0080`) or subdevice
+    /// (`0x2080`) whose params vgpu decides on ([`ParamCheck`]): they are
+    /// read once into vgpu's copy, checked (a duration rewritten) there, and
+    /// forwarded from that copy in a bounce slot, so no other thread can
+    /// change them after the check. A call the check refuses gets `refusal`,
+    /// RM's status for such params (`docs/dispatch-table.md` cites each), is
+    /// counted in `calls_denied` and never reaches the driver
+    /// (`src/rm/control.rs`).
+    Checked {
+        /// What is checked.
+        check: ParamCheck,
+        /// RM's status for params the check refuses.
+        refusal: u32,
+    },
+}
+
+/// What a [`ControlHandler::Checked`] row's params must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamCheck {
+    /// The handle at this byte is a TSG of the caller's, in the control's
+    /// client, on the device's GPU.
+    OwnTsg {
+        /// Its byte offset in the params.
+        at: u16,
+    },
+    /// The `u32` at byte `at` lies in one of the inclusive ranges `allowed`.
+    OneOf {
+        /// Its byte offset in the params.
+        at: u16,
+        /// The values admitted.
+        allowed: &'static [(u32, u32)],
+    },
+    /// THERMAL_SYSTEM_EXECUTE_V2's instruction list, in the layout of
+    /// `THERMAL_SYSTEM_API_VER` 1, revision 0 (`ctrl2080thermal.h:38-39,
+    /// 397-415` at 595.45.04): at most 32 instructions, each opcode one of
+    /// `allowed`.
+    Instructions {
+        /// The opcodes admitted.
+        allowed: &'static [u32],
+    },
+    /// A duration in seconds (the `u32` at byte `at`): `infinite` becomes
+    /// `to`, and any other value above `max` is refused.
+    Duration {
+        /// Its byte offset in the params.
+        at: u16,
+        /// The value that asks for no end.
+        infinite: u32,
+        /// What vgpu makes of it.
+        to: u32,
+        /// The longest finite duration admitted.
+        max: u32,
+    },
 }
 
 /// How many GPU ids an [`IdList`] holds.
@@ -171,6 +223,41 @@ const P2P_GROUPS: &[IdList] = &[
 const fn named(lists: &'static [IdList], unknown: u32) -> ControlHandler {
     ControlHandler::GpuIdsNamed { lists, unknown }
 }
+
+/// A [`ControlHandler::Checked`] row's handler.
+const fn checked(check: ParamCheck, refusal: u32) -> ControlHandler {
+    ControlHandler::Checked { check, refusal }
+}
+
+/// The NV2080 notifiers a tenant may arm (EVENT_SET_NOTIFICATION's `event`,
+/// `cl2080_notification.h:36-240` at 595.45.04, the same numbers at
+/// 535.288.01 up to its last, 180, `:32-207`): the engines' non-stall interrupts
+/// (GR0-7, NVDEC0-7, CE0-19, NVENC0-3, NVJPG0-7, OFA0-1), which wake a
+/// waiter when a semaphore is released, and the P-state and clock
+/// changes, which are the GPU's. The rest (among them RC_ERROR, the Xid of
+/// any channel on the GPU, the ECC and page-fault reports, and the
+/// scheduler's) report on other tenants' channels and memory or on the
+/// host: refused (`docs/dispatch-table.md`).
+const NOTIFIERS: &[(u32, u32)] = &[
+    (12, 12),   // GR0
+    (14, 21),   // NVDEC0-7
+    (23, 32),   // CE0-9
+    (33, 33),   // PSTATE_CHANGE
+    (38, 40),   // NVENC0-2
+    (119, 119), // CLOCKS_CHANGE
+    (126, 133), // NVJPG0-7
+    (146, 153), // GR1-7, OFA0
+    (166, 175), // CE10-19 (none at 535.288.01)
+    (180, 180), // OFA1 (AUX_POWER_STATE_CHANGE at 535.288.01)
+    (183, 183), // NVENC3
+];
+
+/// The thermal opcodes a tenant may run: the GET opcodes the headers
+/// define, which nvidia-smi and NVML use (`ctrl2080thermal.h:156, 183,
+/// 207, 225, 245, 271, 292, 316` at 595.45.04); RM hands any other to the
+/// physical RM as its own internal client (`subdevice_ctrl_gpu_kernel.c:
+/// 4264-4281`).
+const THERMAL_GETS: &[u32] = &[0x100, 0x101, 0x301, 0x500, 0x510, 0x520, 0x540, 0x1500];
 
 /// The largest params block a [`ControlHandler::Kernel`] control may have:
 /// the handler copies it onto its stack.
@@ -282,8 +369,11 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     cth(0x0080_028e, "NV0080_CTRL_CMD_GPU_GET_VGX_CAPS", 1, P::Forward, F::Device, C::Kernel),
     cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
     cth(0x0080_0294, "NV0080_CTRL_CMD_GPU_GET_BRAND_CAPS", 4, P::Forward, F::Device, C::Kernel),
-    // TODO(table): verify on hardware that it cannot change another tenant's TPC partition.
-    ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
+    // The mode of one TSG's graphics context (`ctrl0080gr.h:204-206` at 595.45.04; the TSG's
+    //   own form goes to its context, `g_kernel_channel_group_api_nvoc.h:517-518`): hChannelGroup
+    //   must be the caller's TSG, else NV_ERR_OBJECT_NOT_FOUND, RM's status for a handle its
+    //   client lacks (`rs_client.c:390-392`).
+    cth(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Bounce, F::Engine, checked(ParamCheck::OwnTsg { at: 0 }, abi::status::NV_ERR_OBJECT_NOT_FOUND)),
     cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
     cth(0x0080_1402, "NV0080_CTRL_CMD_HOST_GET_CAPS_V2", 3, P::Forward, F::Fifo, C::Kernel),
     ct(0x0080_170d, "NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST", 24, P::Forward, F::Fifo),
@@ -324,14 +414,15 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG, "NV2080_CTRL_CMD_GPU_GET_COMPUTE_POLICY_CONFIG", 260, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_019f, "NV2080_CTRL_CMD_GPU_GET_SKYLINE_INFO", 400, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_01a3, "NV2080_CTRL_CMD_GET_GPU_FABRIC_PROBE_INFO", 56, P::Forward, F::Interconnect, C::Kernel),
-    // TODO(table): check which GPU-wide notifiers (e.g. Xid of other channels) a tenant can
-    //   arm.
-    ct(0x2080_0301, "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION", 20, P::Forward, F::Event),
+    // Only the notifiers in NOTIFIERS, else NV_ERR_INVALID_ARGUMENT, RM's status for a bad
+    //   index (`subdevice_ctrl_event_kernel.c:95-99` at 595.45.04).
+    cth(0x2080_0301, "NV2080_CTRL_CMD_EVENT_SET_NOTIFICATION", 20, P::Bounce, F::Event, checked(ParamCheck::OneOf { at: 0, allowed: NOTIFIERS }, IA)),
     cth(0x2080_0403, "NV2080_CTRL_CMD_TIMER_GET_TIME", 8, P::Forward, F::Perf, C::Kernel),
     cth(0x2080_0406, "NV2080_CTRL_CMD_TIMER_GET_GPU_CPU_TIME_CORRELATION_INFO", 264, P::Forward, F::Perf, C::Kernel),
     ct(0x2080_0407, "NV2080_CTRL_CMD_TIMER_SET_GR_TICK_FREQ", 1, P::Forward, F::Perf),
-    // TODO(table): admit only those opcodes (bounce and check the list).
-    ct(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Forward, F::Perf),
+    // Only the GET opcodes, else NV_ERR_INVALID_ARGUMENT, RM's status for a list it cannot
+    //   run (`subdevice_ctrl_gpu_kernel.c:4001-4003` at 595.45.04).
+    cth(0x2080_0513, "NV2080_CTRL_CMD_THERMAL_SYSTEM_EXECUTE_V2", 1432, P::Bounce, F::Perf, checked(ParamCheck::Instructions { allowed: THERMAL_GETS }, IA)),
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
@@ -360,9 +451,10 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     cth(0x2080_1823, "NV2080_CTRL_CMD_BUS_GET_INFO_V2", 420, P::Forward, F::Interconnect, C::Kernel),
     cth(0x2080_182a, "NV2080_CTRL_CMD_BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS", 112, P::Forward, F::Interconnect, C::Kernel),
     cth(0x2080_182b, "NV2080_CTRL_CMD_BUS_GET_C2C_INFO", 28, P::Forward, F::Interconnect, C::Kernel),
-    // TODO(table): confirm on hardware that boost requests are per client and cleared at its
-    //   exit.
-    ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
+    // A boost "until cleared" becomes 1 s, as RM makes it where it cannot clear a boost at
+    //   the client's exit (`kern_perf_boost.c:69-84` at 595.45.04); a finite one past
+    //   DURATION_MAX is NV_ERR_INVALID_ARGUMENT, as RM answers there (`:54-61`).
+    cth(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Rewritten, F::Perf, checked(ParamCheck::Duration { at: 4, infinite: 0xffff_ffff, to: 1, max: 3600 }, IA)),
     cth(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf, C::Kernel),
     // Samples of the whole GPU with other tenants' processes: refused with NOT_SUPPORTED, RM's
     //   answer where it has no figure (`kern_perf_ctrl.c:63-67,104-107` at 595.45.04), which

@@ -323,6 +323,8 @@ fn policies_are_what_vgpu_does_today() {
         0x0000_0288,
         // src/rm/control.rs: WFI compute preemption refused.
         ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+        // src/rm/control.rs: a boost until cleared cut to 1 s.
+        0x2080_200a,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
@@ -528,6 +530,39 @@ fn control_handlers_match_the_policies() {
                         r.name
                     );
                 }
+            }
+            // Checked (a duration rewritten) on vgpu's copy, then
+            // forwarded from it: a device or subdevice control, what it
+            // checks inside the params, refused with RM's status.
+            ControlHandler::Checked { check, refusal } => {
+                use vgpu_logic::nv::table::ParamCheck;
+                let rewrites = matches!(check, ParamCheck::Duration { .. });
+                let want = if rewrites {
+                    Policy::Rewritten
+                } else {
+                    Policy::Bounce
+                };
+                assert_eq!(r.policy, want, "{}", r.name);
+                assert!(
+                    matches!(r.cmd >> 16, 0x0080 | 0x2080),
+                    "{}: not a device or subdevice control",
+                    r.name
+                );
+                let end = match check {
+                    ParamCheck::OwnTsg { at }
+                    | ParamCheck::OneOf { at, .. }
+                    | ParamCheck::Duration { at, .. } => at as u32 + 4,
+                    ParamCheck::Instructions { .. } => 24 + 32 * 44,
+                };
+                assert!(end <= r.params_size, "{}: checks past the params", r.name);
+                assert!(
+                    matches!(
+                        refusal,
+                        abi::status::NV_ERR_INVALID_ARGUMENT | abi::status::NV_ERR_OBJECT_NOT_FOUND
+                    ),
+                    "{}",
+                    r.name
+                );
             }
             _ => assert_eq!(
                 r.policy,
