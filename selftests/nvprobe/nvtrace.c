@@ -32,8 +32,11 @@
  * Decoded fields, read from the block after the call (so "status" is RM's
  * answer; handles and classes are what RM left in the block):
  *   ALLOC    nvos=21|64 hRoot= hParent= hObjectNew= hClass= paramsSize=
- *            status= in.hObjectNew= in.hClass= (the values before the call)
+ *            status= in.hObjectNew= in.hClass= in.hRoot= (the values
+ *            before the call) pParams=0|1 (whether the params pointer is
+ *            set), and for nvos=64 flags= pRights=0|1
  *   CONTROL  hClient= hObject= cmd=0x%08x flags= paramsSize= status=
+ *            pParams=0|1
  *   FREE     hRoot= hParent= hObjectOld= status=
  *   DUP_OBJECT hClient= hParent= hObject= hClientSrc= hObjectSrc= flags=
  *            status=
@@ -372,25 +375,28 @@ static void decode_rm(struct line *l, unsigned nr, unsigned size,
 			const struct nvos21 *a = p;
 			const struct nvos21 *b = (const void *)before;
 
-			add(l, " nvos=21 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x",
+			add(l, " nvos=21 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x in.hRoot=0x%08x pParams=%d",
 			    a->hRoot, a->hObjectParent, a->hObjectNew, a->hClass,
-			    a->paramsSize, a->status, b->hObjectNew, b->hClass);
+			    a->paramsSize, a->status, b->hObjectNew, b->hClass,
+			    b->hRoot, a->pAllocParms != 0);
 		} else if (size == sizeof(struct nvos64)) {
 			const struct nvos64 *a = p;
 			const struct nvos64 *b = (const void *)before;
 
-			add(l, " nvos=64 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x",
+			add(l, " nvos=64 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x in.hRoot=0x%08x pParams=%d flags=0x%x pRights=%d",
 			    a->hRoot, a->hObjectParent, a->hObjectNew, a->hClass,
-			    a->paramsSize, a->status, b->hObjectNew, b->hClass);
+			    a->paramsSize, a->status, b->hObjectNew, b->hClass,
+			    b->hRoot, a->pAllocParms != 0, a->flags,
+			    a->pRightsRequested != 0);
 		}
 		break;
 	case 0x2a:
 		if (size == sizeof(struct nvos54)) {
 			const struct nvos54 *a = p;
 
-			add(l, " hClient=0x%08x hObject=0x%08x cmd=0x%08x flags=0x%x paramsSize=%u status=0x%x",
+			add(l, " hClient=0x%08x hObject=0x%08x cmd=0x%08x flags=0x%x paramsSize=%u status=0x%x pParams=%d",
 			    a->hClient, a->hObject, a->cmd, a->flags,
-			    a->paramsSize, a->status);
+			    a->paramsSize, a->status, a->params != 0);
 		}
 		break;
 	case 0x29:
