@@ -7,15 +7,19 @@
 # vgpu and print its trace ("# trace RELEASE/PROGRAM-MODE: LINE", made
 # run-independent by selftests/vmtest/src/traces.rs), and writes each to
 # selftests/traces/RELEASE/PROGRAM-MODE.trace (the last run of a name
-# wins). Review the diff and commit it.
+# wins). Review the diff and commit it. Record on Debian's stock kernel
+# (the default), as the committed traces were: the traces depend on the
+# kernel a little (535's nvidia-smi asks SYS_PARAMS only where the
+# kernel has memory blocks in sysfs, which the fast kernel has not; the
+# test's PID, below 64 there, is not named pid@).
 #
-#   scripts/record-traces.sh [--variant fast|stock] [--from-logs]
+#   scripts/record-traces.sh [--variant stock|fast] [--from-logs]
 #   (--from-logs: extract from the last runs' build/vm-*/tap.log only)
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$VGPU_TOP"
 
-variant=fast from_logs=""
+variant=stock from_logs=""
 while [ $# -gt 0 ]; do
     case $1 in
         --variant) variant=$2; shift 2 ;;
