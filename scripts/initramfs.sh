@@ -63,6 +63,9 @@ for rel in "${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}" 535.261.03; do
     "$VGPU_TOP/scripts/nvidia-userspace.sh" "$root" "$rel" >/dev/null
 done
 
+# The recorded calls of NVIDIA's userspace, which the traces suite replays.
+mkdir -p "$root/usr/share/vgpu"
+cp -r "$VGPU_TOP/selftests/traces" "$root/usr/share/vgpu/traces"
 cp "$VGPU_TOP/selftests/guest-init.sh" "$root/init"
 cp "$VGPU_TOP/selftests/demo-guest.sh" "$root/bin/vgpu-demo.sh"
 chmod +x "$root/init"

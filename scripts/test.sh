@@ -32,8 +32,10 @@
 #      - every suite again on the fast kernel with the driver double
 #        claiming the oldest release vgpu has tables for (with
 #        --all-branches: each release vgpu has tables for, one run each),
-#        and the nvidia_userspace suite with the double claiming
-#        535.261.03, bookworm's NVIDIA userspace;
+#        and the nvidia_userspace and traces suites with the double
+#        claiming 535.261.03, bookworm's NVIDIA userspace (the traces
+#        suite, in every lane, replays the recorded calls of NVIDIA's
+#        userspace of both releases, selftests/traces/);
 #   4. the real-driver lane: NVIDIA's own open kernel module (Debian's,
 #      scripts/build-nvidia.sh) without a GPU, on the project's fast and
 #      debug kernels, vgpu on it, and the double compared with it (the
@@ -207,10 +209,12 @@ for rel in "${releases[@]}"; do
 done
 # NVIDIA's userspace of Debian bookworm (535.261.03) on the double
 # claiming that release: the nvidia_userspace suite alone (every other
-# lane runs it with trixie's 550.163.01). Its binaries missing from the
+# lane runs it with trixie's 550.163.01), and the traces suite, which
+# replays the recorded calls of both releases (selftests/traces/) in
+# every lane, without NVIDIA's binaries. Its binaries missing from the
 # initramfs fail the suite; nothing is skipped.
 vm_run "fast kernel, NVIDIA's userspace 535.261.03" "vm-fast-535.261.03" \
-    --variant fast --release 535.261.03 nvidia_userspace
+    --variant fast --release 535.261.03 nvidia_userspace traces
 
 # NVIDIA's own driver without a GPU: Debian's open kernel module of a
 # release vgpu has tables for, on the fast and the debug kernel

@@ -32,8 +32,11 @@
  * Decoded fields, read from the block after the call (so "status" is RM's
  * answer; handles and classes are what RM left in the block):
  *   ALLOC    nvos=21|64 hRoot= hParent= hObjectNew= hClass= paramsSize=
- *            status= in.hObjectNew= in.hClass= (the values before the call)
+ *            status= in.hObjectNew= in.hClass= in.hRoot= (the values
+ *            before the call) pParams=0|1 (whether the params pointer is
+ *            set), and for nvos=64 flags= pRights=0|1
  *   CONTROL  hClient= hObject= cmd=0x%08x flags= paramsSize= status=
+ *            pParams=0|1
  *   FREE     hRoot= hParent= hObjectOld= status=
  *   DUP_OBJECT hClient= hParent= hObject= hClientSrc= hObjectSrc= flags=
  *            status=
@@ -49,8 +52,19 @@
  *            fd= status=  WAIT_OPEN_COMPLETE rc= adapterStatus=
  *   XFER     the wrapped command: NAME is XFER>INNER (e.g. XFER>CONTROL),
  *            "inner=0xNN inner_size=N" precede the inner command's fields.
- *   UVM      status=0x.. (the block's rmStatus) for the commands whose
- *            block layout is the same in 535-595; none for the others.
+ *   UVM      status=0x.. status_off=N (the block's rmStatus and its
+ *            offset) for the commands whose block layout is the same in
+ *            535-595; none for the others.
+ * Every line ends with "nodefd=FD", the fd the call was made on. With
+ * NVTRACE_PARAMS=1 set, "in=..." follows it: the bytes the driver was
+ * given, read before the call: the alloc params (ALLOC) or the control's
+ * params (CONTROL), the block itself for every other escape (the inner
+ * block for XFER) and for the UVM commands of known size; none for FREE.
+ * They are written sparse, as the runs of non-zero 32-bit words,
+ * "OFF:HEX[,OFF:HEX...]" (OFF decimal, HEX the bytes in memory order),
+ * "-" when every byte is zero, "?" when the line has no room for them.
+ * selftests/vmtest/src/traces.rs turns these lines into the replayable
+ * traces of selftests/traces/.
  * Status values are RM's NV_STATUS in hex (0x56 NV_ERR_NOT_SUPPORTED, ...).
  */
 #define _GNU_SOURCE
@@ -239,7 +253,7 @@ typedef int (*ioctl_fn)(int, unsigned long, ...);
 
 /* A line under construction: appends never run past the buffer. */
 struct line {
-	char buf[1024];
+	char buf[32768];
 	size_t len;
 };
 
@@ -259,6 +273,41 @@ static void add(struct line *l, const char *fmt, ...)
 	if (n > 0)
 		l->len += (size_t)n < sizeof(l->buf) - 1 - l->len ?
 			(size_t)n : sizeof(l->buf) - 2 - l->len;
+}
+
+/*
+ * Appends " in=..." for the n bytes at p (see the header): the runs of
+ * non-zero 32-bit words, or "-", or "?" when they do not fit.
+ */
+static void add_sparse(struct line *l, const unsigned char *p, size_t n)
+{
+	size_t start = l->len, w, runs = 0;
+
+	add(l, " in=");
+	if (!p) {
+		add(l, "-");
+		return;
+	}
+	for (w = 0; w < n; w += 4) {
+		size_t end = w + 4 < n ? w + 4 : n, k;
+		int nz = 0;
+
+		for (k = w; k < end; k++)
+			nz |= p[k] != 0;
+		if (!nz)
+			continue;
+		/* A new run where the previous word was zero. */
+		if (w == 0 || !(p[w - 4] | p[w - 3] | p[w - 2] | p[w - 1]))
+			add(l, "%s%zu:", runs++ ? "," : "", w);
+		for (k = w; k < end; k++)
+			add(l, "%02x", p[k]);
+	}
+	if (!runs)
+		add(l, "-");
+	if (l->len >= sizeof(l->buf) - 2) {
+		l->len = start;
+		add(l, " in=?");
+	}
 }
 
 static void emit(struct line *l)
@@ -326,25 +375,28 @@ static void decode_rm(struct line *l, unsigned nr, unsigned size,
 			const struct nvos21 *a = p;
 			const struct nvos21 *b = (const void *)before;
 
-			add(l, " nvos=21 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x",
+			add(l, " nvos=21 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x in.hRoot=0x%08x pParams=%d",
 			    a->hRoot, a->hObjectParent, a->hObjectNew, a->hClass,
-			    a->paramsSize, a->status, b->hObjectNew, b->hClass);
+			    a->paramsSize, a->status, b->hObjectNew, b->hClass,
+			    b->hRoot, a->pAllocParms != 0);
 		} else if (size == sizeof(struct nvos64)) {
 			const struct nvos64 *a = p;
 			const struct nvos64 *b = (const void *)before;
 
-			add(l, " nvos=64 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x",
+			add(l, " nvos=64 hRoot=0x%08x hParent=0x%08x hObjectNew=0x%08x hClass=0x%04x paramsSize=%u status=0x%x in.hObjectNew=0x%08x in.hClass=0x%04x in.hRoot=0x%08x pParams=%d flags=0x%x pRights=%d",
 			    a->hRoot, a->hObjectParent, a->hObjectNew, a->hClass,
-			    a->paramsSize, a->status, b->hObjectNew, b->hClass);
+			    a->paramsSize, a->status, b->hObjectNew, b->hClass,
+			    b->hRoot, a->pAllocParms != 0, a->flags,
+			    a->pRightsRequested != 0);
 		}
 		break;
 	case 0x2a:
 		if (size == sizeof(struct nvos54)) {
 			const struct nvos54 *a = p;
 
-			add(l, " hClient=0x%08x hObject=0x%08x cmd=0x%08x flags=0x%x paramsSize=%u status=0x%x",
+			add(l, " hClient=0x%08x hObject=0x%08x cmd=0x%08x flags=0x%x paramsSize=%u status=0x%x pParams=%d",
 			    a->hClient, a->hObject, a->cmd, a->flags,
-			    a->paramsSize, a->status);
+			    a->paramsSize, a->status, a->params != 0);
 		}
 		break;
 	case 0x29:
@@ -458,15 +510,60 @@ static void decode_rm(struct line *l, unsigned nr, unsigned size,
 	}
 }
 
+/*
+ * The bytes the driver is given by call (kind, request, arg), before the
+ * call, into in (see the header).
+ */
+static void record_inputs(struct line *in, int kind, unsigned long request,
+			  const void *arg)
+{
+	unsigned nr = _IOC_NR(request), size = _IOC_SIZE(request);
+
+	if (kind == 2) {
+		for (size_t i = 0; i < sizeof(uvm_cmds) / sizeof(uvm_cmds[0]); i++)
+			if (uvm_cmds[i].cmd == request && uvm_cmds[i].size)
+				add_sparse(in, arg, uvm_cmds[i].size);
+		return;
+	}
+	if (nr == 0xd3 && size == sizeof(struct xfer)) {
+		const struct xfer *x = arg;
+
+		nr = x->cmd;
+		size = x->size;
+		arg = (const void *)(uintptr_t)x->ptr;
+	}
+	if (!arg)
+		return;
+	if (nr == 0x2b && size == sizeof(struct nvos21)) {
+		const struct nvos21 *a = arg;
+
+		add_sparse(in, (const void *)(uintptr_t)a->pAllocParms,
+			   a->paramsSize);
+	} else if (nr == 0x2b && size == sizeof(struct nvos64)) {
+		const struct nvos64 *a = arg;
+
+		add_sparse(in, (const void *)(uintptr_t)a->pAllocParms,
+			   a->paramsSize);
+	} else if (nr == 0x2a && size == sizeof(struct nvos54)) {
+		const struct nvos54 *a = arg;
+
+		add_sparse(in, (const void *)(uintptr_t)a->params,
+			   a->paramsSize);
+	} else if (nr != 0x29) {
+		add_sparse(in, arg, size);
+	}
+}
+
 int ioctl(int fd, unsigned long request, ...)
 {
 	static ioctl_fn real;
+	struct line *in;
 	unsigned char before[72];
 	char path[256];
-	struct line l;
+	struct line *l;
 	void *arg;
 	va_list ap;
-	int kind, ret, err, saved;
+	int kind, ret, err, saved, inputs;
 
 	va_start(ap, request);
 	arg = va_arg(ap, void *);
@@ -483,6 +580,17 @@ int ioctl(int fd, unsigned long request, ...)
 	kind = classify(fd, path, sizeof(path));
 	if (!kind)
 		return real(fd, request, arg);
+	l = malloc(sizeof(*l));
+	in = malloc(sizeof(*in));
+	if (!l || !in) {
+		free(l);
+		free(in);
+		return real(fd, request, arg);
+	}
+	inputs = getenv("NVTRACE_PARAMS") && arg;
+	in->len = 0;
+	if (inputs)
+		record_inputs(in, kind, request, arg);
 
 	if (kind == 1 && arg) {
 		unsigned size = _IOC_SIZE(request);
@@ -505,7 +613,7 @@ int ioctl(int fd, unsigned long request, ...)
 	saved = errno;
 	err = ret < 0 ? saved : 0;
 
-	l.len = 0;
+	l->len = 0;
 	if (kind == 2) {
 		const char *name = "UVM";
 		unsigned size = 0, status = 0;
@@ -516,30 +624,36 @@ int ioctl(int fd, unsigned long request, ...)
 				size = uvm_cmds[i].size;
 				status = uvm_cmds[i].status;
 			}
-		add(&l, "nvtrace pid=%d %s %s nr=0x%lx size=%u ret=%d errno=%d",
+		add(l, "nvtrace pid=%d %s %s nr=0x%lx size=%u ret=%d errno=%d",
 		    (int)getpid(), path, name, request, size, ret, err);
 		if (size && arg)
-			add(&l, " status=0x%x",
-			    *(const uint32_t *)((const char *)arg + status));
+			add(l, " status=0x%x status_off=%u",
+			    *(const uint32_t *)((const char *)arg + status),
+			    status);
 	} else {
 		unsigned nr = _IOC_NR(request), size = _IOC_SIZE(request);
 
 		if (nr == 0xd3 && size == sizeof(struct xfer) && arg) {
 			const struct xfer *x = arg;
 
-			add(&l, "nvtrace pid=%d %s XFER>%s nr=0x%02x size=%u ret=%d errno=%d inner=0x%02x inner_size=%u",
+			add(l, "nvtrace pid=%d %s XFER>%s nr=0x%02x size=%u ret=%d errno=%d inner=0x%02x inner_size=%u",
 			    (int)getpid(), path, escape_name(x->cmd), nr, size,
 			    ret, err, x->cmd, x->size);
-			decode_rm(&l, x->cmd, x->size,
+			decode_rm(l, x->cmd, x->size,
 				  (const void *)(uintptr_t)x->ptr, before);
 		} else {
-			add(&l, "nvtrace pid=%d %s %s nr=0x%02x size=%u ret=%d errno=%d",
+			add(l, "nvtrace pid=%d %s %s nr=0x%02x size=%u ret=%d errno=%d",
 			    (int)getpid(), path, escape_name(nr), nr, size, ret,
 			    err);
-			decode_rm(&l, nr, size, arg, before);
+			decode_rm(l, nr, size, arg, before);
 		}
 	}
-	emit(&l);
+	add(l, " nodefd=%d", fd);
+	if (inputs)
+		add(l, "%.*s", (int)in->len, in->buf);
+	emit(l);
+	free(l);
+	free(in);
 	errno = saved;
 	return ret;
 }

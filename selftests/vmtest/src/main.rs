@@ -36,6 +36,7 @@ mod rewritten;
 mod session;
 mod sys;
 mod tap;
+mod traces;
 mod uvm;
 mod uvmdouble;
 mod vgpus;
@@ -60,6 +61,7 @@ const SUITES: &[Suite] = &[
     ("isolation", isolation::TESTS),
     ("vgpuctl", ctltool::TESTS),
     ("nvidia_userspace", nvuserspace::TESTS),
+    ("traces", traces::TESTS),
     ("containers", containers::TESTS),
     ("containers_runc", containers::RUNC_TESTS),
     ("dra", dra::TESTS),

@@ -17,6 +17,7 @@ use crate::sys::{claimed_release, exists, insmod_double, make_uvm_nodes, remove_
 use crate::tap::{Outcome, Test};
 use crate::tests;
 use nvclient::abi::class;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Tests of this suite, in order (each loads and unloads the double).
 pub const TESTS: &[Test] = tests![
@@ -81,7 +82,9 @@ fn with_double(body: impl FnOnce(&str) -> Outcome) -> Outcome {
         ensure!(exists(&p), "{p} missing from the initramfs");
     }
     insmod_double(&format!("gpus=1 vram0_mib={VRAM_MIB} release={idx}"))?;
+    RECORDING.store(true, Ordering::Relaxed);
     let r = make_uvm_nodes().map(drop).and_then(|()| body(&rel));
+    RECORDING.store(false, Ordering::Relaxed);
     remove_uvm_nodes();
     let unload = sh("rmmod nvidia").map(drop);
     r.and(unload)
@@ -94,9 +97,12 @@ fn traced(cmd: &str) -> Result<(String, Vec<String>), String> {
     let log = "/tmp/nvtrace-smi";
     let _ = std::fs::remove_file(log);
     let out = sh(&format!(
-        "NVTRACE_LOG={log} LD_PRELOAD=/bin/nvtrace.so {cmd} 2>&1; echo rc=$?"
+        "NVTRACE_PARAMS=1 NVTRACE_LOG={log} LD_PRELOAD=/bin/nvtrace.so {cmd} 2>&1; echo rc=$?"
     ))?;
     let text = std::fs::read_to_string(log).unwrap_or_default();
+    if RECORDING.load(Ordering::Relaxed) {
+        record(cmd, "direct", &text, &[std::process::id()])?;
+    }
     let calls: Vec<String> = text
         .lines()
         .map(|l| {
@@ -133,6 +139,61 @@ fn traced(cmd: &str) -> Result<(String, Vec<String>), String> {
     }
     Ok((out, refused))
 }
+
+/// Prints the trace of `cmd`'s run (nvtrace's log `text`) for
+/// scripts/record-traces.sh, which writes it to
+/// `selftests/traces/RELEASE/PROGRAM-MODE.trace` (docs/testing.md,
+/// "Traces"): `# trace RELEASE/PROGRAM-MODE: LINE`. The setup lines say
+/// what the replay must rebuild (`@gpus`, `@hold`, `@vgpu`); `pids` are
+/// the run's PIDs besides the program's own.
+fn record(cmd: &str, mode: &str, text: &str, pids: &[u32]) -> Outcome {
+    let rel = userspace_release();
+    let mut words = cmd.split_whitespace();
+    let prog = words
+        .next()
+        .and_then(|p| p.rsplit('/').next())
+        .map(|p| p.trim_end_matches(&format!("-{rel}")))
+        .unwrap_or("?");
+    // nvidia-smi-q-d, nvidia-smi-query-gpu, ...: the options' names.
+    let mut name = prog.to_string();
+    for w in words.filter(|w| w.starts_with('-') && !w.starts_with("--format")) {
+        let o = w.trim_start_matches('-');
+        name.push('-');
+        name.push_str(o.split('=').next().unwrap_or(o));
+    }
+    let file = format!("{rel}/{name}-{mode}");
+    let lines = crate::traces::normalize(text, pids)?;
+    let held = match mode {
+        "vgpu" => TENANTS[0].3,
+        _ => MINE_MIB,
+    };
+    let holds = mode == "vgpu" || HOLDING.load(Ordering::Relaxed);
+    let how = match mode {
+        "vgpu" => "in a container, through vgpu",
+        _ => "directly on the double",
+    };
+    println!("# trace {file}: # {cmd}, {how}: recorded by scripts/record-traces.sh");
+    let gpus = if mode == "vgpu" { host_gpus() } else { 1 };
+    println!("# trace {file}: @gpus {gpus}");
+    if mode == "vgpu" {
+        println!("# trace {file}: @vgpu {}", TENANTS[0].2);
+    }
+    if holds {
+        println!("# trace {file}: @hold {held}");
+    }
+    for l in &lines {
+        println!("# trace {file}: {l}");
+    }
+    Ok(())
+}
+
+/// Whether this process holds memory on the GPU ([`hold_memory`]), for
+/// [`record`]'s `@hold`.
+static HOLDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`traced`] records: in the tests on the double alone
+/// ([`with_double`]), not on the host beside the containers.
+static RECORDING: AtomicBool = AtomicBool::new(false);
 
 /// The value of `key=` on the line of `out` that starts with `line`.
 fn field<'a>(out: &'a str, line: &str, key: &str) -> Option<&'a str> {
@@ -185,8 +246,25 @@ fn nvml_reports_the_gpu() -> Outcome {
 /// channel and a compute object in it: what makes RM list a process as a
 /// compute process, GET_PIDS of HOPPER_COMPUTE_A) and allocates
 /// [`MINE_MIB`] of VRAM in it.
-fn hold_memory() -> Result<Work, String> {
-    let w = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
+fn hold_memory() -> Result<Held, String> {
+    let w = hold_memory_on("/dev/nvidiactl", "/dev/nvidia0", MINE_MIB)?;
+    HOLDING.store(true, Ordering::Relaxed);
+    Ok(Held(w))
+}
+
+/// A session [`hold_memory`] opened; [`HOLDING`] while it lives.
+struct Held(#[allow(dead_code)] Work);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HOLDING.store(false, Ordering::Relaxed);
+    }
+}
+
+/// [`hold_memory`] on nodes `ctl` and `gpu`, holding `mib` MiB (the
+/// `traces` suite's replays hold what their recorded run's holder did).
+pub fn hold_memory_on(ctl: &str, gpu: &str, mib: u64) -> Result<Work, String> {
+    let w = Work::open(ctl, gpu, false)?;
     let mut params = [0u8; 64];
     w.s.ctl
         .alloc(
@@ -198,7 +276,7 @@ fn hold_memory() -> Result<Work, String> {
         )
         .map_err(|e| format!("compute object: {e:?}"))?;
     w.s.ctl
-        .alloc_vram(w.s.client, w.s.device, 0, MINE_MIB << 20)
+        .alloc_vram(w.s.client, w.s.device, 0, mib << 20)
         .map_err(|e| format!("alloc_vram: {e:?}"))?;
     Ok(w)
 }
@@ -408,12 +486,16 @@ fn in_tenant(t: usize, cmd: &str) -> Result<String, String> {
     let _ = std::fs::remove_file(&log);
     let script = format!(
         "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
-         NVTRACE_LOG=/out/trace LD_PRELOAD=/usr/local/lib/nvtrace.so {cmd} 2>&1; echo rc=$?"
+         NVTRACE_PARAMS=1 NVTRACE_LOG=/out/trace LD_PRELOAD=/usr/local/lib/nvtrace.so {cmd} 2>&1; echo rc=$?"
     );
     let (code, out) = podman(&["exec", name, "sh", "-c", &script])?;
     println!("# {name} $ {cmd}: {}", out.trim().replace('\n', " | "));
     // What vgpu refused them (nvtrace's lines with a status other than 0).
     let text = std::fs::read_to_string(&log).unwrap_or_default();
+    if t == 0 {
+        let (host, inner) = tenant_pids(t)?;
+        record(cmd, "vgpu", &text, &[host, inner])?;
+    }
     for l in text.lines().filter(|l| {
         l.split_whitespace()
             .any(|t| (t.starts_with("status=") && t != "status=0x0") || t == "ret=-1")
