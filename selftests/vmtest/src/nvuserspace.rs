@@ -173,7 +173,7 @@ fn record(cmd: &str, mode: &str, text: &str, pids: &[u32]) -> Outcome {
         _ => "directly on the double",
     };
     println!("# trace {file}: # {cmd}, {how}: recorded by scripts/record-traces.sh");
-    let gpus = if mode == "vgpu" { host_gpus() } else { 1 };
+    let gpus = if mode == "vgpu" { HOST_GPUS } else { 1 };
     println!("# trace {file}: @gpus {gpus}");
     if mode == "vgpu" {
         println!("# trace {file}: @vgpu {}", TENANTS[0].2);
