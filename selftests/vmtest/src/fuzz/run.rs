@@ -157,6 +157,10 @@ fn one_round(
         if result.is_err() {
             break;
         }
+        if let Some(e) = board.breached() {
+            result = Err(format!("in chunk {chunk}: {e}"));
+            break;
+        }
         if let Err(e) = check::live(tenants, &pids) {
             result = Err(format!("after chunk {chunk}: {e}"));
             break;
@@ -186,6 +190,9 @@ fn one_round(
         totals.refused += ctl.get(slot(w, SLOT_REFUSED));
     }
     result?;
+    if let Some(e) = board.breached() {
+        return Err(e);
+    }
     check::settled(tenants).map_err(|e| {
         format!(
             "after the workers {}: {e}",
