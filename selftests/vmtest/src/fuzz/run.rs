@@ -43,9 +43,31 @@ pub struct Totals {
     pub killed: u64,
     /// Time spent in calls (the workers' running time, not the checks).
     pub busy: Duration,
-    /// Rows of the dispatch table the raw calls used, per family
-    /// (escapes, UVM commands, classes, controls): used, of.
+    /// Rows of the dispatch table the calls reached vgpu's dispatch
+    /// with, per family (escapes, UVM commands, classes, controls):
+    /// reached, of; from vgpu's per-row counts (debugfs `vgpu/rows`).
     pub cover: [(usize, usize); 4],
+    /// Rows the raw calls drew, per family, of the same.
+    pub drawn: [usize; 4],
+}
+
+/// vgpu's per-row counts of calls that reached its dispatch.
+const ROWS: &str = "/sys/kernel/debug/vgpu/rows";
+
+/// The numbers of the rows of `kind` (`escape`, `uvm`, `class`,
+/// `control`) that vgpu's per-row counts show reached, from `text`.
+fn reached(text: &str, kind: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            if w.next() != Some(kind) {
+                return None;
+            }
+            let n = u32::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+            let c: u64 = w.next()?.parse().ok()?;
+            (c > 0).then_some(n)
+        })
+        .collect()
 }
 
 /// Runs rounds until `calls` calls are made, `tenants` fuzzed at once.
@@ -61,6 +83,7 @@ pub fn rounds(
 ) -> Result<Totals, String> {
     let board = Board::new()?;
     let mut totals = Totals::default();
+    crate::sys::write_file(ROWS, "0").map_err(|e| format!("{ROWS}: errno {e}"))?;
     let mut round = 0u64;
     while totals.calls < calls {
         let per_thread = (per_round / CHUNKS / (tenants.len() * THREADS) as u64).max(1);
@@ -77,13 +100,25 @@ pub fn rounds(
         round += 1;
     }
     let r = nvclient::speaks();
-    totals.cover = [
+    totals.drawn = [
         (Family::Escape, r.escapes.len()),
         (Family::Uvm, r.uvm.len()),
         (Family::Class, r.classes.len()),
         (Family::Control, r.controls.len()),
     ]
-    .map(|(f, n)| (board.coverage(f, n), n));
+    .map(|(f, n)| board.coverage(f, n));
+    let text = crate::sys::read_file(ROWS)?;
+    let count = |kind: &str, numbers: &mut dyn Iterator<Item = u32>| {
+        let seen = reached(&text, kind);
+        let all: Vec<u32> = numbers.collect();
+        (all.iter().filter(|n| seen.contains(n)).count(), all.len())
+    };
+    totals.cover = [
+        count("escape", &mut r.escapes.iter().map(|x| u32::from(x.nr))),
+        count("uvm", &mut r.uvm.iter().map(|x| x.number)),
+        count("class", &mut r.classes.iter().map(|x| x.class)),
+        count("control", &mut r.controls.iter().map(|x| x.cmd)),
+    ];
     Ok(totals)
 }
 
