@@ -167,7 +167,7 @@ impl ClassFiles for ClassCtl {
 /// drop in order: the `gpuK` file group, the control node, the cdevs (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
-    /// debugfs `vgpu/rows` (removed first).
+    /// debugfs `vgpu/rows` (the first field to drop).
     _rows: rows::View,
     /// The open of the driver's own devices, taken over (removed first).
     hooks: KVec<Hook>,
