@@ -4,7 +4,8 @@
 # shown a GPU of its own size, and each given its own share of the GPU's
 # time; then an admin changes limits and shares live; then podman starts a
 # container with a vGPU by its CDI name, sized from its environment; then
-# the Kubernetes DRA plugin prepares a pod's claim.
+# the Kubernetes DRA plugin prepares a pod's claim; last, NVIDIA's own
+# nvidia-smi in two podman containers shows each its vGPU and its process.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is first a cgroup v2 directory whose processes use vgpu's own nodes,
@@ -161,6 +162,37 @@ echo "vGPUs left: $(ls /sys/class/vgpu | grep -c '^vgpu[0-9]' || true)"
 kill $plugin; wait $plugin
 rmdir /sys/fs/cgroup/kubepods/besteffort/pod$pod/trainer /sys/fs/cgroup/kubepods/besteffort/pod$pod \
     /sys/fs/cgroup/kubepods/besteffort /sys/fs/cgroup/kubepods
+rmmod vgpu
+rm -f /dev/nvidia-uvm
+rmmod nvidia
+
+say "NVIDIA's own nvidia-smi (Debian's 550.163.01) in two podman containers: each sees its vGPU's size and only its own process"
+rel=550.163.01 opt=/opt/nvidia-550.163.01
+modprobe nvidia gpus=1 vram0_mib=8192 release=4 # the double claims 550.163.01: NVML compares version strings
+mknod -m 666 /dev/nvidia-uvm c "$(awk '$2 == "nvidia-uvm" { print $1 }' /proc/devices)" 0
+modprobe vgpu
+vgpuctl create --id 0 --gpu 0 --memory 1GiB > /dev/null
+vgpuctl create --id 1 --gpu 0 --memory 3GiB > /dev/null
+vgpuctl cdi --output /etc/cdi/vgpu.json
+for c in 0 1; do
+    mib=$((192 + 128 * c)); mkdir -p /tmp/smi$c; rm -f /tmp/smi$c/log
+    p run -d --name smi$c --device vgpu.dev/gpu=$c -e vgpu_release=$rel -v /tmp/smi$c:/out \
+        -v $opt:$opt:ro -v /lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:ro -v /lib64:/lib64:ro \
+        --rootfs /var/lib/vgpu-rootfs sh -c "exec vgpu-selftest demo-hold --nvidia 0 $mib 600 > /out/log" > /dev/null
+    while ! grep -q holding /tmp/smi$c/log 2>/dev/null; do
+        if grep -q 'demo-hold:' /tmp/smi$c/log 2>/dev/null; then cat /tmp/smi$c/log; exit 1; fi
+        sleep 0.2
+    done
+done
+for c in 0 1; do
+    echo "container smi$c (vgpu$c: memory_limit $(mib "$(cat "$(vgpu $c memory_limit)")") MiB, memory_used $(mib "$(cat "$(vgpu $c memory_used)")") MiB; its process: $(cat /tmp/smi$c/log | sed 's/demo-hold: //')):"
+    p exec smi$c sh -c "LD_LIBRARY_PATH=$opt/lib $opt/bin/nvidia-smi; LD_LIBRARY_PATH=$opt/lib $opt/bin/nvidia-smi --query-gpu=memory.total,memory.used,memory.free --format=csv" | sed 's/^/  /'
+done
+echo "on the host (the driver's view: the whole GPU, both processes by host PID):"
+nvidia-smi-$rel --query-gpu=memory.total,memory.used,memory.free --format=csv | sed 's/^/  /'
+nvidia-smi-$rel --query-compute-apps=pid,used_memory --format=csv | sed 's/^/  /'
+p rm --all --force --time 0 > /dev/null
+vgpuctl remove 0 1 > /dev/null
 rmmod vgpu
 rm -f /dev/nvidia-uvm
 rmmod nvidia

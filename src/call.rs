@@ -98,4 +98,24 @@ impl Call {
         user::write(self.addr, blk)?;
         Ok(r)
     }
+
+    /// As [`Call::forward_block`], with the params the block points to (its
+    /// 8-byte field at `ptr_off`) given from `params`, vgpu's checked copy,
+    /// in the same bounce slot: the driver reads neither from the caller's
+    /// memory. The driver's answer goes to the caller's block and stays in
+    /// `blk` and `params`; the caller copies `params` back itself.
+    pub(crate) fn forward_block_params(
+        &self,
+        real: &RealFile,
+        blk: &mut [u8],
+        ptr_off: usize,
+        params: &mut [u8],
+    ) -> Result<isize> {
+        if blk.len() != self.size {
+            return Err(EINVAL);
+        }
+        let r = real.ioctl_block_params(self.direct_cmd(), blk, ptr_off, params)?;
+        user::write(self.addr, blk)?;
+        Ok(r)
+    }
 }

@@ -41,7 +41,11 @@
 //! Scheduling: runnable TSGs (enabled, with an armed channel that has work)
 //! run round robin, each for its timeslice (default 1024 us) or until it runs
 //! dry, is disabled or preempted. A TSG's time is the wall time it held the
-//! engine, measured with the monotonic clock.
+//! engine, measured with the monotonic clock. Items are preempted where they
+//! are (a channel's default, CTA or CILP compute preemption), except on a
+//! channel set to wait-for-idle compute preemption (GR_SET_CTXSW_PREEMPTION_MODE
+//! `COMPUTE_WFI`): its TSG leaves the engine, when disabled, preempted or at
+//! the end of its timeslice, only once the item in progress is done.
 
 use kernel::{
     new_mutex,
@@ -85,6 +89,9 @@ struct Chan {
     touch: Option<u64>,
     /// Its touch ran and waits for the driver to apply it.
     blocked: bool,
+    /// Wait-for-idle compute preemption: an item in progress is not
+    /// preempted.
+    wfi: bool,
 }
 
 /// A touch item whose engine time is done: the driver applies it, then
@@ -120,6 +127,9 @@ struct State {
     current: Option<u32>,
     last_ran: Option<u32>,
     slice_ns: u64,
+    /// The TSG on the engine was preempted while a wait-for-idle item held
+    /// it: it leaves once that item is done.
+    leaving: bool,
     last: Instant<Monotonic>,
     busy_ns: u64,
 }
@@ -217,6 +227,17 @@ impl Tsg {
         self.enabled && self.chans.iter().any(Chan::pending)
     }
 
+    /// ns left of a time item in progress on a wait-for-idle channel: the
+    /// TSG cannot leave the engine before they are done (0: it can).
+    fn wfi_left(&self) -> u64 {
+        self.chans
+            .iter()
+            .filter(|c| c.wfi && c.touch.is_none() && c.pending())
+            .map(|c| c.left_ns)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Gives the TSG `budget` ns of engine time; returns what it used and
     /// whether any item completed.
     fn run(&mut self, mut budget: u64, touches: &mut KVec<Touch>) -> (u64, bool) {
@@ -260,6 +281,7 @@ impl Engine {
                     current: None,
                     last_ran: None,
                     slice_ns: 0,
+                    leaving: false,
                     last: Instant::now(),
                     busy_ns: 0,
                 }),
@@ -320,6 +342,7 @@ impl Engine {
                 ns: 0,
                 touch: None,
                 blocked: false,
+                wfi: false,
             },
             GFP_KERNEL,
         )?;
@@ -347,7 +370,7 @@ impl Engine {
         if let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) {
             t.enabled = enable;
         }
-        if !enable && s.current == Some(tsg) {
+        if !enable && s.current == Some(tsg) && !s.holds_engine(tsg) {
             s.current = None;
         }
         s.pick();
@@ -363,10 +386,28 @@ impl Engine {
         }
         s.advance();
         if s.current == Some(tsg) {
-            s.current = None;
-            s.pick();
+            if s.holds_engine(tsg) {
+                s.leaving = true;
+            } else {
+                s.current = None;
+                s.pick();
+            }
         }
         true
+    }
+
+    /// GR_SET_CTXSW_PREEMPTION_MODE's compute mode of channel `token`:
+    /// wait-for-idle or not.
+    pub(crate) fn set_compute_wfi(&self, token: u32, wfi: bool) -> bool {
+        let mut s = self.state.lock();
+        let mut found = false;
+        for t in s.tsgs.iter_mut() {
+            for c in t.chans.iter_mut().filter(|c| c.token == token) {
+                c.wfi = wfi;
+                found = true;
+            }
+        }
+        found
     }
 
     /// Sets a TSG's timeslice.
@@ -480,6 +521,10 @@ impl Engine {
         s.pick();
         let next = s.current.and_then(|cur| {
             let t = s.tsgs.iter().find(|t| t.id == cur)?;
+            let wfi = t.wfi_left();
+            if wfi > 0 && (!t.enabled || s.leaving || s.slice_ns >= t.timeslice_ns) {
+                return Some(wfi);
+            }
             let item = t
                 .chans
                 .iter()
@@ -496,6 +541,12 @@ impl Engine {
 }
 
 impl State {
+    /// Whether TSG `tsg` cannot leave the engine yet: it has a
+    /// wait-for-idle item in progress.
+    fn holds_engine(&self, tsg: u32) -> bool {
+        self.tsgs.iter().any(|t| t.id == tsg && t.wfi_left() > 0)
+    }
+
     /// Gives the time since the last advance to the TSG on the engine, as
     /// hardware would have run it, and posts completion events.
     fn advance(&mut self) {
@@ -506,12 +557,21 @@ impl State {
         if let Some(cur) = self.current {
             let slice = self.slice_ns;
             let touches = &mut self.touches;
-            if let Some(t) = self.tsgs.iter_mut().find(|t| t.id == cur && t.runnable()) {
-                let (used, done) = t.run(dt, touches);
+            let on = |t: &Tsg| t.id == cur && (t.runnable() || t.wfi_left() > 0);
+            if let Some(t) = self.tsgs.iter_mut().find(|t| on(t)) {
+                // Disabled, preempted or past its timeslice, a TSG held on
+                // the engine by a wait-for-idle item runs only that item.
+                let budget = if t.enabled && !self.leaving && slice < t.timeslice_ns {
+                    dt
+                } else {
+                    dt.min(t.wfi_left())
+                };
+                let (used, done) = t.run(budget, touches);
                 if done {
                     completed_client = Some(t.client);
                 }
-                let over = slice + used >= t.timeslice_ns || !t.runnable();
+                let over = (self.leaving || slice + used >= t.timeslice_ns || !t.runnable())
+                    && t.wfi_left() == 0;
                 self.busy_ns += used;
                 self.slice_ns += used;
                 if over {
@@ -547,6 +607,7 @@ impl State {
                 self.current = Some(id);
                 self.last_ran = Some(id);
                 self.slice_ns = 0;
+                self.leaving = false;
                 break;
             }
         }

@@ -236,6 +236,43 @@ impl RealFile {
         bounced(blk, |slot| self.ioctl(cmd, slot.user_addr(0) as usize))
     }
 
+    /// As [`RealFile::ioctl_block`], for a block whose 8-byte field at
+    /// `ptr_off` points to params the driver reads (RM_ALLOC's, RM_CONTROL's):
+    /// `params` (a kernel copy vgpu checked) go into the same slot, after
+    /// the block, and the slot's copy of the field points to them, so the
+    /// driver reads the params vgpu checked, not the caller's. The answer
+    /// comes back into `blk` and `params`; `blk`'s pointer field is the
+    /// caller's again, for the caller's block.
+    pub(crate) fn ioctl_block_params(
+        &self,
+        cmd: u32,
+        blk: &mut [u8],
+        ptr_off: usize,
+        params: &mut [u8],
+    ) -> Result<isize> {
+        /// Where the params go in the slot: after any block that has them
+        /// (NVOS64, 48 bytes, is the largest), 8-byte aligned.
+        const PARAMS_AT: usize = 64;
+        let field = ptr_off
+            .checked_add(8)
+            .and_then(|end| blk.get(ptr_off..end))
+            .ok_or(EINVAL)?;
+        let theirs: [u8; 8] = field.try_into().map_err(|_| EINVAL)?;
+        if blk.len() > PARAMS_AT {
+            return Err(EINVAL);
+        }
+        let mut slot = Slot::get()?;
+        let at = slot.user_addr(PARAMS_AT);
+        blk[ptr_off..ptr_off + 8].copy_from_slice(&at.to_ne_bytes());
+        slot.write(0, blk)?;
+        slot.write(PARAMS_AT, params)?;
+        let r = self.ioctl(cmd, slot.user_addr(0) as usize);
+        slot.read(0, blk)?;
+        slot.read(PARAMS_AT, params)?;
+        blk[ptr_off..ptr_off + 8].copy_from_slice(&theirs);
+        r
+    }
+
     /// Forwards an mmap: the mapping's file becomes the real file (the
     /// driver's vm_ops find their state through it), then the driver sets
     /// the mapping up.

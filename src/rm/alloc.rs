@@ -112,6 +112,9 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     let result = match row.handler {
         ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
         ClassHandler::Client => return client(cx, blk, h.h_root),
+        ClassHandler::NamesClient { at } => {
+            return names_client(cx, blk, &h, row.params_size as usize, at as usize)
+        }
         kind => accounted(cx, &h, kind, row.params_size as usize),
     };
     match result {
@@ -182,6 +185,45 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
         }
         return Ok(r);
     }
+}
+
+/// A class whose params name an RM client at byte `at` of its `size`
+/// bytes (GT200_DEBUGGER's `hAppClient`, NV01_EVENT_OS_EVENT's
+/// `hParentClient`): the handle must be 0, which RM takes as the caller's
+/// own client (`kernel_sm_debugger_session.c:245-249`, `event_api.c:65-71`
+/// at 595.45.04), or a client verified by a vgpuctl file of the caller's
+/// container. Any other is refused as RM refuses a client it does not have,
+/// `NV_ERR_INVALID_OBJECT_HANDLE` (`serverGetClientUnderLock` ->
+/// `_serverFindClient`, `rs_server.c:3057-3059` at 595.45.04): RM itself
+/// lets a client of the same user name another's, whichever container it
+/// is in. The params the driver reads are vgpu's checked copy, from the
+/// bounce slot the block goes in (no other thread can change the handle
+/// after the check).
+fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize) -> Result<isize> {
+    const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
+    const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
+    // The two rows' params (12 and 24 bytes).
+    let mut buf = [0u8; 32];
+    let p = buf.get_mut(..size).ok_or(EINVAL)?;
+    if h.pparams == 0 {
+        // A required pointer that is NULL (`param_copy.c:314-315`).
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
+    }
+    if user::read(h.pparams, p).is_err() {
+        // `os_memcpy_from_user` (`os-interface.c:522-529`).
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+    }
+    let named = p
+        .get(at..at + 4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or(EINVAL)?;
+    if named != 0 && !clients::client_in(cx.host, named, &cx.file.vgpus) {
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_OBJECT_HANDLE);
+    }
+    let r = cx.call.forward_block_params(cx.real, blk, PPARAMS, p)?;
+    // In/out params back to the caller, as for the accounted classes.
+    user::write(h.pparams, p)?;
+    Ok(r)
 }
 
 /// Devices, subdevices, memory, TSGs and channels (the class's handler
@@ -315,9 +357,10 @@ fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResu
             return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_PARENT))
         }
         // Not accounted (`alloc` runs no such handler here).
-        ClassHandler::Device | ClassHandler::Client | ClassHandler::Forward => {
-            return Err(Fail::Os(EINVAL))
-        }
+        ClassHandler::Device
+        | ClassHandler::Client
+        | ClassHandler::Forward
+        | ClassHandler::NamesClient { .. } => return Err(Fail::Os(EINVAL)),
         ClassHandler::Memory => {
             let mp = abi::MemoryAllocationParams::decode_charge_fields(params);
             if !mp.allocates_vram() {

@@ -18,7 +18,7 @@ use crate::kapi::{rmops::RmOps, user};
 use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, ctrl, status::*, Wire};
 use crate::nv::release;
-use crate::nv::table::{self, ControlHandler, ControlRow};
+use crate::nv::table::{self, ControlHandler, ControlRow, IdCount, IdList};
 use crate::objects::Kind;
 use crate::status::{self, Fail, RmResult};
 use crate::vgpu::Vgpu;
@@ -80,12 +80,17 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
         ControlHandler::InterleaveLevel => answer(scheduling(cx, a, |cx, a| {
             tsg_setting(cx, a, abi::InterleaveLevelParams::SIZE)
         })),
+        ControlHandler::Preemption => answer(scheduling(cx, a, preemption_mode)),
         ControlHandler::Processes => {
             answer(super::processes::processes(cx, a, r.params_size as usize))
         }
         // Not this file's client, vGPU or object, or malformed: `None`, the
         // driver answers.
         ControlHandler::GpuIds => attached_ids(cx, a),
+        ControlHandler::GpuIdsNamed { lists, unknown } => gpu_ids_named(cx, a, r, lists, unknown),
+        ControlHandler::ProbedIds => probed_ids(cx, a, r),
+        ControlHandler::DeviceIds => device_ids(cx, a),
+        ControlHandler::ActiveDevices => active_devices(cx, a, r),
         ControlHandler::FbInfo => fb_info(cx, a),
         ControlHandler::Kernel => on_kernel_copies(cx, a, r),
     }
@@ -167,16 +172,227 @@ fn attached_ids(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
     let mut mine = Ids {
         gpu_ids: [abi::GPU_INVALID_ID; 32],
     };
-    let own = |id: u32| {
-        cx.host.cards.records().any(|rec| {
-            let c = abi::CardInfo::decode(rec);
-            c.gpu_id == id && cx.file.vgpu_on(c.minor_number).is_some()
-        })
-    };
-    for (slot, id) in mine.gpu_ids.iter_mut().zip(all.ids().filter(|&id| own(id))) {
+    for (slot, id) in mine
+        .gpu_ids
+        .iter_mut()
+        .zip(all.ids().filter(|&id| owns_gpu(cx, id)))
+    {
         *slot = id;
     }
     Ok(Some(match user::write(a.params, &mine.to_bytes()) {
+        Ok(()) => NV_OK,
+        Err(_) => NV_ERR_INVALID_ARGUMENT,
+    }))
+}
+
+/// Whether GPU `id` is one this file has a vGPU on: its CARD_INFO record,
+/// read at load, gives the id's minor.
+fn owns_gpu(cx: &Ctx<'_>, id: u32) -> bool {
+    cx.host.cards.records().any(|rec| {
+        let c = abi::CardInfo::decode(rec);
+        c.gpu_id == id && cx.file.vgpu_on(c.minor_number).is_some()
+    })
+}
+
+/// The GPU ids `lists` name in params `p` (a list out of `p` names none:
+/// RM refuses such params itself).
+fn named_ids<'a>(p: &'a [u8], lists: &'a [IdList]) -> impl Iterator<Item = u32> + 'a {
+    let word = move |at: usize| {
+        p.get(at..at + 4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    lists.iter().flat_map(move |l| {
+        let ids = (0..l.max as usize).map_while(move |i| word(l.at as usize + 4 * i));
+        let n = match l.count {
+            IdCount::One => 1,
+            IdCount::Field(at) => word(at as usize).map_or(0, |n| n as usize),
+            IdCount::UntilInvalid => usize::MAX,
+        };
+        let all = l.count == IdCount::UntilInvalid && word(l.at as usize) == Some(table::ALL_GPUS);
+        ids.take(if all { 0 } else { n })
+            .take_while(move |&id| l.count != IdCount::UntilInvalid || id != abi::GPU_INVALID_ID)
+    })
+}
+
+/// A control that names GPUs by id ([`ControlHandler::GpuIdsNamed`]), well
+/// formed, on one of this file's clients: refused with `unknown`, RM's
+/// status for an id it does not have, if it names a GPU this file has no
+/// vGPU on (for such a caller RM has no such GPU); else forwarded with
+/// vgpu's checked copy of the params, from a bounce slot, so the driver
+/// acts on the ids vgpu checked. `None`: not this file's client, or not
+/// the row's size, for the driver to refuse as it does (from the block
+/// vgpu read: the driver sees the same header).
+fn gpu_ids_named(
+    cx: &Ctx<'_>,
+    a: &abi::Nvos54,
+    row: &ControlRow,
+    lists: &[IdList],
+    unknown: u32,
+) -> Result<Option<u32>> {
+    const PARAMS: usize = abi::field_offset(abi::Nvos54::FIELDS, "params");
+    const STATUS: usize = abi::field_offset(abi::Nvos54::FIELDS, "status");
+    if a.params_size != row.params_size
+        || a.h_object != a.h_client
+        || !cx.file.has_client(a.h_client)
+    {
+        return Ok(None);
+    }
+    // On the stack but for the P2P caps' (1352 and 8348 bytes): a heap
+    // buffer for ID info would cost more than the check (the cost guard).
+    let size = row.params_size as usize;
+    let mut small = [0u8; table::KERNEL_PARAMS_MAX];
+    let mut large;
+    let p: &mut [u8] = match small.get_mut(..size) {
+        Some(p) => p,
+        None => {
+            large = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+            &mut large
+        }
+    };
+    if user::read(a.params, p).is_err() {
+        // RM's copy-in of a bad pointer (`os-interface.c:522-529`).
+        return Ok(Some(NV_ERR_INVALID_ADDRESS));
+    }
+    if !named_ids(p, lists).all(|id| owns_gpu(cx, id)) {
+        return Ok(Some(unknown));
+    }
+    let mut blk = a.to_bytes();
+    cx.call.forward_block_params(cx.real, &mut blk, PARAMS, p)?;
+    user::write(a.params, p)?;
+    Ok(Some(abi::read_field(&blk, STATUS)))
+}
+
+/// GPU_GET_PROBED_IDS on one of this file's clients, well formed: run on a
+/// kernel copy through the kernel interface, then only the probed ids of
+/// GPUs this file has a vGPU on are kept, in RM's order, each with its
+/// flags (the third list, from 580 on: `ctrl0000gpu.h:316-320` at
+/// 595.45.04); the rest of the lists is `NV0000_CTRL_GPU_INVALID_ID` (flags
+/// 0), the excluded list whole: GPUs the host left out are the host's. RM
+/// writes the lists and reads nothing from them (`gpumgrGetProbedGpuIds`).
+/// `None` for the driver to answer a call it would refuse as it does.
+fn probed_ids(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<u32>> {
+    /// Ids in each list (`NV0000_CTRL_GPU_MAX_PROBED_GPUS`).
+    const MAX: usize = 32;
+    const LIST: usize = 4 * MAX;
+    let size = row.params_size as usize;
+    if a.params_size != row.params_size
+        || !(2 * LIST..=3 * LIST).contains(&size)
+        || a.h_object != a.h_client
+        || !cx.file.has_client(a.h_client)
+    {
+        return Ok(None);
+    }
+    let mut all = [0u8; 3 * LIST];
+    let all = &mut all[..size];
+    let r = cx.host.rm.control(a.h_client, a.h_object, a.cmd, all);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let word = |b: &[u8], i: usize| {
+        b.get(4 * i..4 * i + 4).map_or(abi::GPU_INVALID_ID, |w| {
+            u32::from_ne_bytes([w[0], w[1], w[2], w[3]])
+        })
+    };
+    let mut mine = [0u8; 3 * LIST];
+    let mine = &mut mine[..size];
+    for w in mine[..2 * LIST].chunks_exact_mut(4) {
+        w.copy_from_slice(&abi::GPU_INVALID_ID.to_ne_bytes());
+    }
+    let flags = size == 3 * LIST;
+    let kept = (0..MAX)
+        .map(|i| (i, word(all, i)))
+        .take_while(|&(_, id)| id != abi::GPU_INVALID_ID)
+        .filter(|&(_, id)| owns_gpu(cx, id));
+    for (n, (i, id)) in kept.enumerate() {
+        mine[4 * n..4 * n + 4].copy_from_slice(&id.to_ne_bytes());
+        if flags {
+            let f = word(all, 2 * MAX + i);
+            mine[2 * LIST + 4 * n..2 * LIST + 4 * n + 4].copy_from_slice(&f.to_ne_bytes());
+        }
+    }
+    Ok(Some(match user::write(a.params, mine) {
+        Ok(()) => NV_OK,
+        Err(_) => NV_ERR_INVALID_ARGUMENT,
+    }))
+}
+
+/// GPU_GET_DEVICE_IDS on one of this file's clients, well formed: run on a
+/// kernel copy through the kernel interface, then the mask of device
+/// instances (`gpumgrGetDeviceInstanceMask`, `client_resource.c:1518-1529`
+/// at 595.45.04) cut to the instances of the GPUs this file has a vGPU
+/// on, each asked of RM by ID_INFO_V2 on the same client. `None` for the
+/// driver to answer a call it would refuse as it does.
+fn device_ids(cx: &Ctx<'_>, a: &abi::Nvos54) -> Result<Option<u32>> {
+    if a.params_size != 4 || a.h_object != a.h_client || !cx.file.has_client(a.h_client) {
+        return Ok(None);
+    }
+    let rm = &cx.host.rm;
+    let mut p = [0u8; 4];
+    let r = rm.control(a.h_client, a.h_object, a.cmd, &mut p);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let mut mine = 0u32;
+    for rec in cx.host.cards.records() {
+        let c = abi::CardInfo::decode(rec);
+        if cx.file.vgpu_on(c.minor_number).is_none() {
+            continue;
+        }
+        // ID_INFO_V2: `gpuId` in, `deviceInstance` at byte 8 out
+        // (`ctrl0000gpu.h:176-185` at 595.45.04).
+        let mut q = [0u8; 32];
+        q[..4].copy_from_slice(&c.gpu_id.to_ne_bytes());
+        let info = ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2;
+        if rm.control(a.h_client, a.h_client, info, &mut q).is_ok() {
+            let instance = u32::from_ne_bytes([q[8], q[9], q[10], q[11]]);
+            mine |= 1u32.checked_shl(instance).unwrap_or(0);
+        }
+    }
+    let all = u32::from_ne_bytes(p);
+    Ok(Some(
+        match user::write(a.params, &(all & mine).to_ne_bytes()) {
+            Ok(()) => NV_OK,
+            Err(_) => NV_ERR_INVALID_ARGUMENT,
+        },
+    ))
+}
+
+/// GPU_GET_ACTIVE_DEVICE_IDS on one of this file's clients, well formed:
+/// run on a kernel copy through the kernel interface, then only the
+/// devices (a GPU, or a MIG compute instance of one) of GPUs this file has
+/// a vGPU on are kept, in RM's order, and `numDevices` says how many
+/// (`gpumgrCacheGetActiveDeviceIds`, `gpu_mgr.c:4445-4537` at 595.45.04;
+/// params `ctrl0000gpu.h:996-1026`). `None` for the driver to answer a
+/// call it would refuse as it does.
+fn active_devices(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<u32>> {
+    /// `{gpuId, gpuInstanceId, computeInstanceId}`.
+    const ENTRY: usize = 12;
+    let size = row.params_size as usize;
+    if a.params_size != row.params_size
+        || size < 4
+        || a.h_object != a.h_client
+        || !cx.file.has_client(a.h_client)
+    {
+        return Ok(None);
+    }
+    let mut all = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+    let r = cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut all);
+    if r.is_err() {
+        return status::status(r).map(Some);
+    }
+    let n = u32::from_ne_bytes([all[0], all[1], all[2], all[3]]) as usize;
+    let mut mine = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+    let kept = all[4..]
+        .chunks_exact(ENTRY)
+        .take(n)
+        .filter(|e| owns_gpu(cx, u32::from_ne_bytes([e[0], e[1], e[2], e[3]])));
+    let mut count = 0usize;
+    for (dst, e) in mine[4..].chunks_exact_mut(ENTRY).zip(kept) {
+        dst.copy_from_slice(e);
+        count += 1;
+    }
+    mine[..4].copy_from_slice(&(count as u32).to_ne_bytes());
+    Ok(Some(match user::write(a.params, &mine) {
         Ok(()) => NV_OK,
         Err(_) => NV_ERR_INVALID_ARGUMENT,
     }))
@@ -295,6 +511,36 @@ fn tsg_setting(cx: &Ctx<'_>, a: &abi::Nvos54, size: usize) -> RmResult {
         return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     }
     cx.host.rm.control(a.h_client, a.h_object, a.cmd, p)
+}
+
+/// GR_SET_CTXSW_PREEMPTION_MODE on this file's subdevice, executed on a
+/// kernel copy (another thread cannot turn the mode into WFI after the
+/// check). A compute mode of WFI (`flags` with `CILP_SET`, mode
+/// `COMPUTE_WFI`, `ctrl/ctrl2080/ctrl2080gr.h:826-850` at 595.45.04) is
+/// refused with `NV_ERR_NOT_SUPPORTED`, the status the header gives a
+/// channel whose mode cannot be changed (`ctrl2080gr.h:785-786`): a context
+/// that is switched out only when idle would hold the engine past its
+/// vGPU's window for as long as its kernel runs, so the time-slice quota
+/// would not hold. The other modes switch within an item and are set as
+/// asked; RM looks the channel up in the caller's client.
+fn preemption_mode(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+    use abi::{preemption, CtxswPreemptionModeParams as Params};
+    let mut p = [0u8; Params::SIZE];
+    control_params(a, &mut p).map_err(Fail::Rm)?;
+    let own_subdevice = cx
+        .file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .is_some_and(|o| o.kind == Kind::Subdevice);
+    if !own_subdevice {
+        return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
+    }
+    let q = Params::decode(&p);
+    if q.flags & preemption::FLAGS_CILP_SET != 0 && q.cilp_preempt_mode == preemption::COMPUTE_WFI {
+        return Err(Fail::Rm(NV_ERR_NOT_SUPPORTED));
+    }
+    cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut p)
 }
 
 /// GPFIFO_SCHEDULE on one of this file's objects of `kind` (a TSG or a

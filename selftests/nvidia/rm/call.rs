@@ -22,6 +22,8 @@ pub(crate) struct Ctl<'a> {
     /// What the control is on: `None` for the client itself, else its
     /// object's kind (the row's `on` matched it).
     pub(crate) kind: Option<ObjKind>,
+    /// The index in `rm.clients` of the client the control came in on.
+    pub(crate) ci: usize,
     /// The params, copied in; copied back out on success.
     pub(crate) p: &'a mut [u8],
     /// The file the client must be bound to (`None`: a kernel client).

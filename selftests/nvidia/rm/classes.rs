@@ -288,6 +288,37 @@ impl Driver {
         Ok(ObjKind::Other)
     }
 
+    /// GT200_DEBUGGER, as RM constructs it (`ksmdbgssnConstruct_IMPL`,
+    /// `kernel_sm_debugger_session.c:241-308` at 595.45.04 and 550.163.01):
+    /// `hAppClient` 0 is the caller's own client (245-249); a client RM does
+    /// not have is `NV_ERR_INVALID_OBJECT_HANDLE` (252-253, from
+    /// `rs_server.c:3057-3059`), whichever file it is bound to (RM looks it
+    /// up globally); `hClass3dObject` not an object of that client is
+    /// `NV_ERR_INVALID_OBJECT_PARENT` (255-261), and one that is not a
+    /// graphics (engine) object `NV_ERR_INVALID_OBJECT` (304-308). GUESS:
+    /// the debugging-rights check (283-301) passes, as for clients of one
+    /// user under RM's default share policy.
+    pub(crate) fn new_debugger(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
+        let word = |i: usize| {
+            n.params
+                .get(i..i + 4)
+                .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let app = match word(4) {
+            0 => n.h_root,
+            h => h,
+        };
+        let object = word(8);
+        let client = n.rm.any_client(app).ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
+        if !client.has(object) {
+            return Err(NV_ERR_INVALID_OBJECT_PARENT);
+        }
+        match client.find(object).map(|o| &o.kind) {
+            Some(ObjKind::Engine { .. }) => Ok(ObjKind::Other),
+            _ => Err(NV_ERR_INVALID_OBJECT),
+        }
+    }
+
     /// An engine object of the release's (compute, copy), in a
     /// channel. GUESS: RM accepts only the GPU's own engine classes;
     /// the double takes every engine class its release's table has.

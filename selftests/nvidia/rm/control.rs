@@ -80,6 +80,7 @@ impl Driver {
                 rm,
                 cmd,
                 kind,
+                ci,
                 p,
                 file,
                 space,

@@ -75,6 +75,36 @@ impl Driver {
         Ok(())
     }
 
+    /// NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE
+    /// (`ctrl/ctrl2080/ctrl2080gr.h:783-850` at 595.45.04): sets the
+    /// compute mode of the caller's channel `hChannel` on this GPU when
+    /// `flags` has `CILP_SET` (the graphics mode is not modelled: the
+    /// engine runs compute only). RM's kernel side only routes the call to
+    /// GSP (flags `0x10348`, ROUTE_TO_PHYSICAL, `g_subdevice_nvoc.c:5400`),
+    /// whose checks are not public. GUESS: a handle that is not one of the
+    /// client's channels is NV_ERR_INVALID_CHANNEL and a mode past CILP
+    /// NV_ERR_INVALID_ARGUMENT, as RM answers such arguments elsewhere.
+    /// A channel starts in CTA (GUESS: the firmware's default is not
+    /// public; CUDA asks for the modes it wants).
+    pub(crate) fn set_preemption_mode(&self, c: Ctl<'_>) -> StatusResult {
+        use abi::preemption;
+        let gpu = c.gpu()?;
+        let q: abi::CtxswPreemptionModeParams = parse_params(c.p)?;
+        let token = match c.rm.clients[c.ci].find(q.h_channel).map(|o| o.kind) {
+            Some(ObjKind::Channel { gpu: g, token, .. }) if g == gpu => token,
+            _ => return Err(NV_ERR_INVALID_CHANNEL),
+        };
+        if q.flags & preemption::FLAGS_CILP_SET == 0 {
+            return Ok(());
+        }
+        if q.cilp_preempt_mode > preemption::COMPUTE_CILP {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let wfi = q.cilp_preempt_mode == preemption::COMPUTE_WFI;
+        self.gpus[gpu as usize].engine.set_compute_wfi(token, wfi);
+        Ok(())
+    }
+
     /// NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS: each listed channel's TSG,
     /// on this GPU, disabled or enabled.
     pub(crate) fn disable_channels(&self, mut c: Ctl<'_>) -> StatusResult {

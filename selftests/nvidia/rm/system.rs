@@ -7,7 +7,7 @@ use kernel::prelude::*;
 
 use super::call::{parse_params, Ctl};
 use super::state::Driver;
-use crate::base::{gpu_id_of, store, Space, StatusResult};
+use crate::base::{format_uuid, gpu_id_of, gpu_uuid, store, Space, StatusResult};
 use crate::nv::abi::{self, ctrl, status::*};
 use crate::settings::{self, release};
 
@@ -48,6 +48,76 @@ impl Driver {
         q.gpu_instance = i;
         q.numa_id = -1;
         store(&q, c.p);
+        Ok(())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID: the GPU's UUID, as
+    /// GET_GID_INFO gives it, for `flags`; `NV_ERR_OBJECT_NOT_FOUND` for an
+    /// id RM has no GPU of (`cliresCtrlCmdGpuGetUuidFromGpuId_IMPL`,
+    /// `client_resource.c:4618-4660` at 595.45.04, `:4189-4231` at
+    /// 550.163.01). Params: `gpuId`, `flags`, `gpuUuid[256]`, `uuidStrLen`
+    /// (`ctrl0000gpu.h:630-635`).
+    pub(crate) fn uuid_from_gpu_id(&self, c: Ctl<'_>) -> StatusResult {
+        if c.p.len() != 268 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let word = |i: usize| u32::from_ne_bytes([c.p[i], c.p[i + 1], c.p[i + 2], c.p[i + 3]]);
+        let gpu = self
+            .probed_index(word(0))
+            .map_err(|_| NV_ERR_OBJECT_NOT_FOUND)?;
+        let flags = word(4);
+        let uuid = gpu_uuid(gpu);
+        let out = &mut c.p[8..264];
+        out.fill(0);
+        let len = if flags & abi::GID_FLAGS_FORMAT_BINARY != 0 {
+            out[..uuid.len()].copy_from_slice(&uuid);
+            uuid.len()
+        } else {
+            format_uuid(&uuid, out) + 1
+        };
+        c.p[264..268].copy_from_slice(&(len as u32).to_ne_bytes());
+        Ok(())
+    }
+
+    /// The index of the GPU with id `id`: `NV_ERR_INVALID_ARGUMENT` if no
+    /// fake GPU has it (every fake GPU is probed and attached).
+    fn probed_index(&self, id: u32) -> StatusResult<u32> {
+        (0..self.gpus.len() as u32)
+            .find(|&i| gpu_id_of(i) == id)
+            .ok_or(NV_ERR_INVALID_ARGUMENT)
+    }
+
+    /// NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS: the mask of the attached GPUs'
+    /// device instances (`gpumgrGetDeviceInstanceMask`,
+    /// `client_resource.c:1518-1529`, `gpu_mgr.c:1782-1795` at 595.45.04):
+    /// fake GPU `i` is device instance `i` (as ID_INFO_V2 says).
+    pub(crate) fn device_ids(&self, c: Ctl<'_>) -> StatusResult {
+        if c.p.len() != 4 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let mask = (0..self.gpus.len().min(32)).fold(0u32, |m, i| m | 1 << i);
+        c.p.copy_from_slice(&mask.to_ne_bytes());
+        Ok(())
+    }
+
+    /// NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS: every probed GPU, none in
+    /// MIG mode, so `{gpuId, NV0000_CTRL_GPU_INVALID_ID,
+    /// NV0000_CTRL_GPU_INVALID_ID}` each, in probe order, and their count
+    /// (`gpumgrCacheGetActiveDeviceIds`, `gpu_mgr.c:4445-4537` at
+    /// 595.45.04; params `ctrl0000gpu.h:996-1026`).
+    pub(crate) fn active_device_ids(&self, c: Ctl<'_>) -> StatusResult {
+        const ENTRY: usize = 12;
+        if c.p.len() != 4 + 256 * ENTRY {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let n = self.gpus.len().min(256);
+        c.p.fill(0);
+        c.p[..4].copy_from_slice(&(n as u32).to_ne_bytes());
+        for (i, e) in c.p[4..].chunks_exact_mut(ENTRY).take(n).enumerate() {
+            e[..4].copy_from_slice(&gpu_id_of(i as u32).to_ne_bytes());
+            e[4..8].copy_from_slice(&abi::GPU_INVALID_ID.to_ne_bytes());
+            e[8..].copy_from_slice(&abi::GPU_INVALID_ID.to_ne_bytes());
+        }
         Ok(())
     }
 
@@ -258,14 +328,18 @@ fn cpu_info_into(cmd: u32, p: &mut [u8]) -> StatusResult {
 /// excludes none.
 fn probed_ids_into(gpus: usize, p: &mut [u8]) -> StatusResult {
     const MAX: usize = 32;
-    if p.len() != 2 * 4 * MAX {
+    // gpuIds, excludedGpuIds, and from 580 on gpuFlags (`ctrl0000gpu.h:316-320`
+    // at 595.45.04): the flags are 0.
+    if p.len() != 2 * 4 * MAX && p.len() != 3 * 4 * MAX {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     for (k, slot) in p.chunks_exact_mut(4).enumerate() {
         let id = if k < gpus.min(MAX) {
             gpu_id_of(k as u32)
-        } else {
+        } else if k < 2 * MAX {
             abi::GPU_INVALID_ID
+        } else {
+            0
         };
         slot.copy_from_slice(&id.to_ne_bytes());
     }

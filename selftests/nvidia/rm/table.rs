@@ -135,7 +135,7 @@ pub(crate) struct ClassRow {
 /// The classes, in the order they are matched, with how RM takes their
 /// alloc params (`RS_REQUIRED`, `RS_OPTIONAL` or `RS_NONE`: the
 /// `resource_list.h` lines at 595.45.04 in the comments).
-static CLASSES: [ClassRow; 15] = {
+static CLASSES: [ClassRow; 16] = {
     use Params::{Optional, Required};
     use Size::{Fixed, Release};
     [
@@ -228,6 +228,12 @@ static CLASSES: [ClassRow; 15] = {
             params: Optional(Fixed(4)),
             new: New::Object(Driver::new_binapi),
         },
+        // RS_REQUIRED(NV83DE_ALLOC_PARAMETERS): 12 bytes (`cl83de.h:51-55`).
+        ClassRow {
+            classes: Classes::Of(&[0x83de]),
+            params: Required(Fixed(12)),
+            new: New::Object(Driver::new_debugger),
+        },
         // RS_OPTIONAL(NV_GR_ALLOCATION_PARAMETERS) (2063) for compute,
         // RS_OPTIONAL(NVB0B5_ALLOCATION_PARAMETERS) (1594) for copy: the
         // release's row's size.
@@ -297,7 +303,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 39] = [
+static CONTROLS: [ControlRow; 43] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -388,6 +394,9 @@ static CONTROLS: [ControlRow; 39] = [
         On::Subdevice,
         Driver::time_correlation,
     ),
+    row(0x0000_0204, On::Client, Driver::device_ids),
+    row(0x0000_0275, On::Client, Driver::uuid_from_gpu_id),
+    row(0x0000_0288, On::Client, Driver::active_device_ids),
     // NV2080: on a subdevice (`subdevice.rs`, `pids.rs`).
     row(
         ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2,
@@ -466,6 +475,11 @@ static CONTROLS: [ControlRow; 39] = [
         ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,
         On::Subdevice,
         Driver::disable_channels,
+    ),
+    row(
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+        On::Subdevice,
+        Driver::set_preemption_mode,
     ),
 ];
 

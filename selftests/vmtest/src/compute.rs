@@ -12,7 +12,10 @@ use crate::session::Session;
 use crate::sys::{as_container, in_child, join_cgroup, read_file, sh, write_file, Looper, Shared};
 use crate::tap::{Outcome, Test};
 use crate::tests;
-use nvclient::abi::{class, ctrl, status, FifoDisableChannelsParams, GpfifoScheduleParams};
+use nvclient::abi::{
+    class, ctrl, preemption, status, CtxswPreemptionModeParams, FifoDisableChannelsParams,
+    GpfifoScheduleParams,
+};
 use nvclient::{Doorbell, Error, WorkChannel};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -25,6 +28,7 @@ pub const TESTS: &[Test] = tests![
     enables_wait_for_the_window,
     scheduling_calls_filtered,
     swapped_control_cannot_enable,
+    wfi_preemption_cannot_outlast_the_window,
     forwarded_control_waits_for_the_window,
     runtime_share_and_policy_change,
     settings_race_with_the_scheduler,
@@ -191,6 +195,23 @@ impl Tenant {
         held: bool,
         poll: Duration,
     ) -> Result<Tenant, String> {
+        Self::spawn_prepared(cg, ctl, gpu, how, item_ns, held, poll, &|_| Ok(()))
+    }
+
+    /// [`Tenant::spawn_polling`], running `prep` on the tenant's work
+    /// (in the tenant, inside its cgroup) before it starts; its error fails
+    /// the spawn.
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn_prepared(
+        cg: Option<&str>,
+        ctl: &str,
+        gpu: &str,
+        how: Enable,
+        item_ns: u64,
+        held: bool,
+        poll: Duration,
+        prep: &dyn Fn(&Work) -> Outcome,
+    ) -> Result<Tenant, String> {
         let page = Shared::new()?;
         page.set(2, u64::from(!held));
         let (ctl, gpu) = (ctl.to_string(), gpu.to_string());
@@ -211,6 +232,7 @@ impl Tenant {
                 Some(w) => w,
                 None => open()?,
             };
+            prep(&w)?;
             // Items of 0 ns: an idle tenant (enabled, nothing queued).
             if item_ns > 0 {
                 w.start(item_ns)?;
@@ -809,6 +831,119 @@ fn swapped_control_cannot_enable() -> Outcome {
         pct(other)
     );
     Ok(())
+}
+
+/// GR_SET_CTXSW_PREEMPTION_MODE on `w`'s channel, setting its compute
+/// mode to `mode`.
+fn set_compute_preemption(w: &Work, mode: u32) -> Result<(), Error> {
+    let mut p = CtxswPreemptionModeParams {
+        flags: preemption::FLAGS_CILP_SET,
+        h_channel: w.ch.h_channel,
+        cilp_preempt_mode: mode,
+        ..Default::default()
+    };
+    w.s.ctl.control_with(
+        w.s.client,
+        w.s.subdevice,
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
+        &mut p,
+    )
+}
+
+/// Engine ns `w`'s TSG ran in the 150 ms after it was disabled 30 ms into
+/// a 200 ms item, directly on the double, in compute mode `mode`.
+fn ran_after_disable(w: &Work, mode: u32) -> Result<u64, String> {
+    set_compute_preemption(w, mode).map_err(|e| format!("mode {mode} directly: {e:?}"))?;
+    w.start(200 * MS)?;
+    w.enable(Enable::Tsg, true)
+        .map_err(|e| format!("enable: {e:?}"))?;
+    sleep(Duration::from_millis(30));
+    w.enable(Enable::Tsg, false)
+        .map_err(|e| format!("disable: {e:?}"))?;
+    let ns0 = w.ch.ring.tsg_ns();
+    sleep(Duration::from_millis(150));
+    Ok(w.ch.ring.tsg_ns() - ns0)
+}
+
+fn wfi_preemption_cannot_outlast_the_window() -> Outcome {
+    // A context in wait-for-idle compute preemption is switched out only
+    // between work items, so one long item holds the engine past its
+    // window. Directly, the double models that: disabled mid-item, a WFI
+    // TSG runs on to the item's end, a CTA one stops at once.
+    let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
+    let wfi = ran_after_disable(&d, preemption::COMPUTE_WFI)?;
+    drop(d);
+    let d = Work::open("/dev/nvidiactl", "/dev/nvidia0", false)?;
+    let cta = ran_after_disable(&d, preemption::COMPUTE_CTA)?;
+    drop(d);
+    println!("# directly, ran after the disable: WFI {wfi} ns, CTA {cta} ns");
+    ensure!(wfi >= 100 * MS, "WFI stopped at the disable: ran {wfi} ns");
+    ensure!(cta <= 5 * MS, "CTA ran {cta} ns after the disable");
+    // Through vgpu: CILP and CTA are set, WFI refused, and a 10% tenant
+    // with 200 ms items next to a saturating 90% one gets its share. The
+    // tenant asks for WFI last and records the answer (slot 0: 1 for
+    // NV_OK, 2 + the status otherwise), so that a build that let it
+    // through shows the window it outlasts (there it got 97.5%; through
+    // vgpu 10-12.5% on the fast kernel under load, so 20% is the bound).
+    set_share(0, 10)?;
+    set_share(1, 90)?;
+    let answer = Shared::new()?;
+    let modes = |w: &Work| -> Outcome {
+        for m in [preemption::COMPUTE_CILP, preemption::COMPUTE_CTA] {
+            set_compute_preemption(w, m).map_err(|e| format!("mode {m}: {e:?}"))?;
+        }
+        answer.set(
+            0,
+            match set_compute_preemption(w, preemption::COMPUTE_WFI) {
+                Ok(()) => 1,
+                Err(Error::Rm(s)) => 2 + u64::from(s),
+                Err(_) => u64::MAX,
+            },
+        );
+        Ok(())
+    };
+    let poll = Duration::from_millis(5);
+    let long = Tenant::spawn_prepared(
+        Some("/ca"),
+        "/dev/vgpuctl",
+        "/dev/vgpu0",
+        Enable::Tsg,
+        200 * MS,
+        false,
+        poll,
+        &modes,
+    );
+    let r = (|| {
+        let long = long?;
+        let other = Tenant::spawn(Some("/cb"), "/dev/vgpuctl", "/dev/vgpu1", Enable::Tsg, MS)?;
+        let s = shares(
+            &[&long, &other],
+            Duration::from_millis(500),
+            Duration::from_millis(2000),
+        );
+        let wfi = answer.get(0);
+        println!(
+            "# 200 ms items at 10%: {:.1}%, the 90% tenant {:.1}% (WFI answered {wfi:#x}, 1 = NV_OK)",
+            s[0], s[1]
+        );
+        let within_share = s[0] <= 20.0;
+        ensure!(
+            within_share,
+            "the long-item tenant got {:.1}% at a 10% share",
+            s[0]
+        );
+        let other_ran = s[1] >= 70.0;
+        ensure!(other_ran, "the 90% tenant got only {:.1}%", s[1]);
+        let want = 2 + u64::from(status::NV_ERR_NOT_SUPPORTED);
+        ensure!(
+            wfi == want,
+            "compute WFI answered {wfi:#x}, want {want:#x} (2 + NV_ERR_NOT_SUPPORTED)"
+        );
+        Ok(())
+    })();
+    set_share(0, 100)?;
+    set_share(1, 100)?;
+    r
 }
 
 fn forwarded_control_waits_for_the_window() -> Outcome {

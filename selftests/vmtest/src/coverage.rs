@@ -50,6 +50,21 @@ pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
         &["isolation.attached_ids_only_the_containers_gpus"],
     ),
     (
+        0x0000_0204,
+        "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS",
+        &["isolation.gpu_ids_of_other_gpus_refused"],
+    ),
+    (
+        0x0000_0214,
+        "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS",
+        &["isolation.gpu_ids_of_other_gpus_refused"],
+    ),
+    (
+        0x0000_0288,
+        "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS",
+        &["isolation.gpu_ids_of_other_gpus_refused"],
+    ),
+    (
         0x2080_110b,
         "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS",
         &[
@@ -57,6 +72,11 @@ pub const REWRITTEN_CONTROLS: &[(u32, &str, &[&str])] = &[
             "compute.scheduling_calls_filtered",
             "rewritten.scheduling_another_containers_tsg_refused",
         ],
+    ),
+    (
+        0x2080_1210,
+        "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE",
+        &["compute.wfi_preemption_cannot_outlast_the_window"],
     ),
     (
         0x2080_1301,

@@ -193,3 +193,51 @@ fn run_compute(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `vgpu-selftest demo-hold --nvidia K MIB HOLD_S`: a CUDA-like process
+/// as RM lists it among a GPU's compute processes (GET_PIDS of the
+/// compute class): it opens NVIDIA's nodes `/dev/nvidiactl` and
+/// `/dev/nvidiaK`, makes a TSG, a channel and a compute object in it, as
+/// a CUDA context does, allocates MIB of VRAM, says
+/// `demo-hold: pid=P holding MIB MiB` (P: its PID where it runs) and holds
+/// it all for HOLD_S seconds. Returns the process exit code.
+pub fn hold(args: &[String]) -> i32 {
+    match run_hold(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("demo-hold: {e}");
+            1
+        }
+    }
+}
+
+fn run_hold(args: &[String]) -> Result<(), String> {
+    let usage = "usage: demo-hold --nvidia K MIB HOLD_S";
+    let num = |i: usize| -> Result<u64, String> {
+        args.get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or(usage.to_string())
+    };
+    if args.first().map(String::as_str) != Some("--nvidia") {
+        return Err(usage.to_string());
+    }
+    let (k, mib, secs) = (num(1)?, num(2)?, num(3)?);
+    let w = Work::open("/dev/nvidiactl", &format!("/dev/nvidia{k}"), false)?;
+    let mut params = [0u8; 64];
+    w.s.ctl
+        .alloc(
+            w.s.client,
+            w.ch.h_channel,
+            0,
+            nvclient::abi::class::HOPPER_COMPUTE_A,
+            &mut params,
+        )
+        .map_err(|e| format!("compute object: {e:?}"))?;
+    w.s.ctl
+        .alloc_vram(w.s.client, w.s.device, 0, mib * MIB)
+        .map_err(|e| format!("alloc_vram: {e:?}"))?;
+    println!("demo-hold: pid={} holding {mib} MiB", std::process::id());
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    std::thread::sleep(Duration::from_secs(secs));
+    Ok(())
+}

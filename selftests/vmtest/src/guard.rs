@@ -43,10 +43,20 @@ const UNBOUND: &str = "/gb";
 const OTHER: &str = "/gc";
 const IOCTLS: &str = "/sys/kernel/debug/nvidia-double/ioctls";
 
-/// Whether this kernel runs BPF LSM programs (`bpf` among the active LSMs).
+/// Whether this kernel runs BPF LSM programs (`bpf` among the active LSMs):
+/// securityfs's list where the kernel has it (Debian's), else
+/// `lsm_list_modules(2)` (the debug kernel is built without securityfs),
+/// where BPF is LSM id 109 (`include/uapi/linux/lsm.h`).
 fn bpf_lsm() -> bool {
-    std::fs::read_to_string("/sys/kernel/security/lsm")
-        .is_ok_and(|l| l.trim().split(',').any(|x| x == "bpf"))
+    if let Ok(l) = std::fs::read_to_string("/sys/kernel/security/lsm") {
+        return l.trim().split(',').any(|x| x == "bpf");
+    }
+    let mut ids = [0u64; 32];
+    let mut size = std::mem::size_of_val(&ids) as u32;
+    // SAFETY: `ids` is writable for `size` bytes and `size` is a live u32
+    // the kernel reads and updates; flags must be 0.
+    let n = unsafe { libc::syscall(461, ids.as_mut_ptr(), &mut size as *mut u32, 0u32) };
+    n > 0 && ids[..(n as usize).min(ids.len())].contains(&109)
 }
 
 fn vgpuctl(args: &[&str]) -> Result<(i32, String), String> {
@@ -84,7 +94,7 @@ fn load_reports_what_the_kernel_allows() -> Outcome {
     ensure!(
         !must || bpf_lsm(),
         "this kernel should have BPF LSM active: {:?}",
-        read_file("/sys/kernel/security/lsm")
+        vgpuctl(&["guard", "status"])
     );
     let (code, out) = vgpuctl(&["guard", "load"])?;
     let (scode, status) = vgpuctl(&["guard", "status"])?;

@@ -15,6 +15,12 @@
 //! - NV_ESC_NUMA_INFO, which every supported release's driver has, is
 //!   answered through vgpu as the driver answers it directly;
 //! - GPU_GET_ATTACHED_IDS lists the container's GPU only.
+//! - GPU_GET_PROBED_IDS, GET_DEVICE_IDS and GET_ACTIVE_DEVICE_IDS list it
+//!   alone too; the NV0000 controls that name a
+//!   GPU by id (ID info, UUID, attach) are refused for GPU 0, as RM refuses
+//!   an id it does not have, without reaching the driver.
+//! - GT200_DEBUGGER naming a client outside the container is refused as RM
+//!   refuses a client it does not have, without reaching the driver.
 
 use crate::ensure;
 use crate::memory::calls_denied;
@@ -32,6 +38,8 @@ pub const TESTS: &[Test] = tests![
     denied_rows_never_reach_the_driver,
     forwarded_rows_reach_the_driver_with_the_containers_client,
     attached_ids_only_the_containers_gpus,
+    gpu_ids_of_other_gpus_refused,
+    debugger_names_only_the_containers_clients,
     teardown,
 ];
 
@@ -176,7 +184,17 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         .filter(|e| rel.escape_rule(*e).is_none())
         .collect();
     // Decided rows that must be among them.
-    let decided = ["NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG"];
+    let decided = [
+        "NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG",
+        "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD",
+        "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD",
+        "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD",
+        "NV00FD_CTRL_CMD_ATTACH_GPU",
+        "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION",
+        "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION",
+        "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
+        "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2",
+    ];
     if let Some(name) = decided
         .iter()
         .find(|n| !controls.iter().any(|r| r.name == **n))
@@ -412,6 +430,200 @@ fn attached_ids_only_the_containers_gpus() -> Outcome {
             mine == [gpu1],
             "the container sees {mine:x?}, want GPU 1's {gpu1:#x} alone"
         );
+        Ok(())
+    })
+}
+
+/// The ids of the double's GPU 0 and GPU 1, from their CARD_INFO records
+/// (the host's view, on `/dev/nvidiactl` directly).
+fn gpu_ids(host: &Session) -> Result<(u32, u32), String> {
+    use nvclient::abi::Wire;
+    let mut buf = vec![0u8; 2 * nvclient::ioctl::CARD_INFO_SIZE];
+    host.ctl
+        .node()
+        .ioctl(Escape::CardInfo.nr(), &mut buf)
+        .map_err(|e| format!("CARD_INFO: {e:?}"))?;
+    let id = |minor| {
+        buf.chunks_exact(nvclient::ioctl::CARD_INFO_SIZE)
+            .map(nvclient::abi::CardInfo::decode)
+            .find(|c| c.minor_number == minor)
+            .map(|c| c.gpu_id)
+            .ok_or(format!("no CARD_INFO record of GPU {minor}"))
+    };
+    Ok((id(0)?, id(1)?))
+}
+
+/// The NV0000 controls that name a GPU by id, from the container (vGPU on
+/// GPU 1): for GPU 1 each is answered by the driver; for GPU 0, which the
+/// container has no vGPU on, each gets the status RM gives an id it does
+/// not have (`NV_ERR_INVALID_ARGUMENT` from ID_INFO_V2 and the attach
+/// checks, `client_resource.c:1605-1727` at 595.45.04 and `gpu_mgr.c`;
+/// `NV_ERR_OBJECT_NOT_FOUND` from UUID_FROM_GPU_ID, `:4633-4634`) and
+/// never reaches the double, which knows GPU 0 and would answer. And
+/// GPU_GET_PROBED_IDS lists GPU 1 alone, the excluded list empty.
+fn gpu_ids_of_other_gpus_refused() -> Outcome {
+    use nvclient::abi::{ctrl, status::*, GPU_INVALID_ID};
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let (gpu0, gpu1) = gpu_ids(&host)?;
+    // ASYNC_ATTACH_ID and GET_ACTIVE_DEVICE_IDS came in 550: 535's table
+    // lacks them (`nv::release`).
+    let has_async = nvclient::speaks()
+        .controls
+        .iter()
+        .any(|r| r.cmd == 0x0000_0289 && r.policy.admits());
+    let probed_size = nvclient::speaks()
+        .controls
+        .iter()
+        .find(|r| r.cmd == ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS)
+        .ok_or("no GET_PROBED_IDS row")?
+        .params_size as usize;
+    as_container(CG, move || {
+        let s = session()?;
+        let ask = |cmd: u32, p: &mut [u8]| s.ctl.control(s.client, s.client, cmd, p);
+        let id_info = |id: u32| {
+            let mut p = vec![0u8; 32];
+            p[..4].copy_from_slice(&id.to_ne_bytes());
+            ask(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &mut p).map(|_| p)
+        };
+        let uuid = |id: u32| {
+            let mut p = vec![0u8; 268];
+            p[..4].copy_from_slice(&id.to_ne_bytes());
+            ask(0x0000_0275, &mut p)
+        };
+        let attach = |ids: &[u32]| {
+            let mut p = vec![0xffu8; 132];
+            for (i, id) in ids.iter().enumerate() {
+                p[4 * i..4 * i + 4].copy_from_slice(&id.to_ne_bytes());
+            }
+            ask(0x0000_0215, &mut p)
+        };
+        let async_attach = |id: u32| ask(0x0000_0289, &mut id.to_ne_bytes());
+        // Its own GPU: the driver's answers.
+        let own = id_info(gpu1).map_err(|e| format!("ID_INFO_V2 of GPU 1: {e:?}"))?;
+        ensure!(
+            own[8..12] == 1u32.to_ne_bytes(),
+            "ID_INFO_V2 of GPU 1: device instance {:?}, want 1",
+            &own[8..12]
+        );
+        uuid(gpu1).map_err(|e| format!("UUID of GPU 1: {e:?}"))?;
+        attach(&[gpu1]).map_err(|e| format!("ATTACH_IDS of GPU 1: {e:?}"))?;
+        if has_async {
+            async_attach(gpu1).map_err(|e| format!("ASYNC_ATTACH_ID of GPU 1: {e:?}"))?;
+        }
+        // GPU 0's id: refused by vgpu, the double never asked.
+        let seen0 = double_ioctls()?;
+        let r = id_info(gpu0).map(|_| ());
+        ensure!(
+            r == Err(Rm(NV_ERR_INVALID_ARGUMENT)),
+            "ID_INFO_V2 of GPU 0: {r:?}"
+        );
+        let r = uuid(gpu0);
+        ensure!(
+            r == Err(Rm(NV_ERR_OBJECT_NOT_FOUND)),
+            "UUID of GPU 0: {r:?}"
+        );
+        let r = attach(&[gpu1, gpu0]);
+        ensure!(
+            r == Err(Rm(NV_ERR_INVALID_ARGUMENT)),
+            "ATTACH_IDS of GPUs 1, 0: {r:?}"
+        );
+        if has_async {
+            let r = async_attach(gpu0);
+            ensure!(
+                r == Err(Rm(NV_ERR_INVALID_ARGUMENT)),
+                "ASYNC_ATTACH_ID of GPU 0: {r:?}"
+            );
+        }
+        let seen = double_ioctls()? - seen0;
+        ensure!(
+            seen == 0,
+            "{seen} of the calls naming GPU 0 reached the double"
+        );
+        // The device-instance mask: GPU 1's instance (1) alone.
+        let mut p = [0u8; 4];
+        ask(0x0000_0204, &mut p).map_err(|e| format!("GET_DEVICE_IDS: {e:?}"))?;
+        let mask = u32::from_ne_bytes(p);
+        ensure!(
+            mask == 1 << 1,
+            "the container's device mask {mask:#x}, want 0x2"
+        );
+        // The active devices (from 550): GPU 1 alone.
+        if has_async {
+            let mut p = vec![0u8; 4 + 256 * 12];
+            ask(0x0000_0288, &mut p).map_err(|e| format!("GET_ACTIVE_DEVICE_IDS: {e:?}"))?;
+            let word = |i: usize| u32::from_ne_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+            ensure!(
+                word(0) == 1 && word(4) == gpu1,
+                "the container's active devices: {} first {:#x}, want GPU 1's {gpu1:#x} alone",
+                word(0),
+                word(4)
+            );
+        }
+        // The probed list: GPU 1 alone.
+        let mut p = vec![0u8; probed_size];
+        ask(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, &mut p)
+            .map_err(|e| format!("GET_PROBED_IDS: {e:?}"))?;
+        let words: Vec<u32> = p
+            .chunks_exact(4)
+            .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        ensure!(
+            words[0] == gpu1 && words[1..64].iter().all(|&w| w == GPU_INVALID_ID),
+            "the container's probed and excluded lists: {:x?}, want GPU 1's {gpu1:#x} alone",
+            &words[..64]
+        );
+        Ok(())
+    })
+}
+
+/// GT200_DEBUGGER from the container: with `hAppClient` a client of the
+/// host's (not the container's), vgpu refuses it with
+/// `NV_ERR_INVALID_OBJECT_HANDLE`, RM's status for a client it does not
+/// have, and the double never sees it (it would look the client up
+/// globally, as RM does); with 0 (the caller's own client) or the
+/// container's own client it reaches the double, which refuses the
+/// subdevice named as the compute object (`NV_ERR_INVALID_OBJECT`,
+/// `kernel_sm_debugger_session.c:304-308` at 595.45.04).
+fn debugger_names_only_the_containers_clients() -> Outcome {
+    use nvclient::abi::status::*;
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let (other, other_obj) = (host.client, host.subdevice);
+    as_container(CG, move || {
+        let s = session()?;
+        let debugger = |app: u32, obj: u32| {
+            let mut p = [0u32, app, obj]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect::<Vec<u8>>();
+            s.ctl
+                .alloc(s.client, s.device, 0, 0x83de, &mut p)
+                .map(|_| ())
+        };
+        let seen0 = double_ioctls()?;
+        let r = debugger(other, other_obj);
+        ensure!(
+            r == Err(Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
+            "a debugger on the host's client: {r:?}"
+        );
+        let seen = double_ioctls()? - seen0;
+        ensure!(
+            seen == 0,
+            "the debugger on the host's client reached the double"
+        );
+        for app in [0, s.client] {
+            let seen0 = double_ioctls()?;
+            let r = debugger(app, s.subdevice);
+            ensure!(
+                r == Err(Rm(NV_ERR_INVALID_OBJECT)),
+                "a debugger on client {app:#x}: {r:?}"
+            );
+            let seen = double_ioctls()? - seen0;
+            ensure!(
+                seen == 1,
+                "the debugger on client {app:#x} reached the double {seen} times"
+            );
+        }
+        drop(host);
         Ok(())
     })
 }

@@ -127,6 +127,9 @@ fn main() {
     if wanted.first().map(String::as_str) == Some("demo-managed") {
         std::process::exit(demo::managed(&wanted[1..]));
     }
+    if wanted.first().map(String::as_str) == Some("demo-hold") {
+        std::process::exit(demo::hold(&wanted[1..]));
+    }
     if wanted.first().map(String::as_str) == Some("demo-compute") {
         std::process::exit(demo::compute(&wanted[1..]));
     }

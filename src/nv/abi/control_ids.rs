@@ -62,6 +62,9 @@ pub mod ctrl {
     /// `NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS`; params
     /// [`super::FifoDisableChannelsParams`].
     pub const NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS: u32 = 0x2080_110b;
+    /// `NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE`; params
+    /// [`super::CtxswPreemptionModeParams`] (`ctrl/ctrl2080/ctrl2080gr.h`).
+    pub const NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE: u32 = 0x2080_1210;
     /// `NV2080_CTRL_CMD_FB_GET_INFO` (V1): list passed by user pointer; params
     /// [`super::FbGetInfoV1Params`]. RM serves it through V2.
     pub const NV2080_CTRL_CMD_FB_GET_INFO: u32 = 0x2080_1301;
@@ -173,6 +176,23 @@ pub mod rusd {
     /// `NV00DE_RUSD_POLL_PROC_UTIL` (from 590): per-process utilisation,
     /// with the process ids of every tenant on the GPU.
     pub const POLL_PROC_UTIL: u64 = 0x80;
+}
+
+/// GR_SET_CTXSW_PREEMPTION_MODE's flags and compute modes
+/// (`ctrl/ctrl2080/ctrl2080gr.h:835-850` at 595.45.04).
+pub mod preemption {
+    /// `flags` bit 0 (`..._FLAGS_CILP_SET`): `cilpPreemptMode`, the
+    /// compute mode, is to be set; clear, it is ignored.
+    pub const FLAGS_CILP_SET: u32 = 1;
+    /// `NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_WFI`: the compute
+    /// engine switches only once the context is idle.
+    pub const COMPUTE_WFI: u32 = 0;
+    /// `NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CTA`: between thread
+    /// blocks.
+    pub const COMPUTE_CTA: u32 = 1;
+    /// `NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CILP`: at the
+    /// instruction level.
+    pub const COMPUTE_CILP: u32 = 2;
 }
 
 /// GPU_GET_PIDS and GPU_GET_PID_INFO (`ctrl/ctrl2080/ctrl2080gpu.h`):

@@ -239,6 +239,22 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS
+    /// (`ctrl/ctrl2080/ctrl2080gr.h:826-832` at 595.45.04); its
+    /// `grRouteInfo` (bytes 16..32) is left as the caller wrote it.
+    pub struct CtxswPreemptionModeParams, size 32 {
+        /// Which modes are set ([`super::preemption::FLAGS_CILP_SET`]).
+        flags @ 0: u32,
+        /// The channel whose modes are set (in the caller's client).
+        h_channel @ 4: u32,
+        /// The graphics mode.
+        gfxp_preempt_mode @ 8: u32,
+        /// The compute mode (`..._COMPUTE_*`, [`super::preemption`]).
+        cilp_preempt_mode @ 12: u32,
+    }
+}
+
+wire_struct! {
     /// NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS (`ctrl/ctrla06c.h`).
     pub struct InterleaveLevelParams, size 4 {
         /// Interleave level.

@@ -58,6 +58,9 @@ pub mod status {
     pub const NV_ERR_INVALID_OBJECT_OLD: u32 = 0x35;
     /// The parent is unusable (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_OBJECT_PARENT: u32 = 0x36;
+    /// A parameter is not valid, e.g. an fd that is not an NVIDIA file
+    /// (`nvstatuscodes.h:88` at 595.45.04).
+    pub const NV_ERR_INVALID_PARAMETER: u32 = 0x3B;
     /// Bad offset (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_OFFSET: u32 = 0x37;
     /// A parameter block of the wrong size (`nvstatuscodes.h`).
@@ -122,6 +125,7 @@ pub mod status {
             NV_ERR_INVALID_OBJECT_NEW => "NV_ERR_INVALID_OBJECT_NEW",
             NV_ERR_INVALID_OBJECT_OLD => "NV_ERR_INVALID_OBJECT_OLD",
             NV_ERR_INVALID_OBJECT_PARENT => "NV_ERR_INVALID_OBJECT_PARENT",
+            NV_ERR_INVALID_PARAMETER => "NV_ERR_INVALID_PARAMETER",
             NV_ERR_INVALID_PARAM_STRUCT => "NV_ERR_INVALID_PARAM_STRUCT",
             NV_ERR_INVALID_POINTER => "NV_ERR_INVALID_POINTER",
             NV_ERR_INVALID_STATE => "NV_ERR_INVALID_STATE",

@@ -48,6 +48,16 @@ pub enum ClassHandler {
     Channel,
     /// Memory (`Served`): VRAM charged to the vGPU's ceiling.
     Memory,
+    /// A class whose params name an RM client (a `Bounce` row): the handle
+    /// at byte `at` must be 0 (RM: the caller's own client) or a client of
+    /// the caller's container, else the allocation is refused with
+    /// `NV_ERR_INVALID_OBJECT_HANDLE`, RM's status for a client it does not
+    /// have; then forwarded from vgpu's checked copy of the params
+    /// (`src/rm/alloc.rs`).
+    NamesClient {
+        /// The client handle's byte offset in the params.
+        at: u16,
+    },
 }
 
 impl ClassHandler {
@@ -58,6 +68,7 @@ impl ClassHandler {
         match self {
             ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
             ClassHandler::Client => matches!(policy, Policy::Rewritten),
+            ClassHandler::NamesClient { .. } => matches!(policy, Policy::Bounce),
             _ => matches!(policy, Policy::Served),
         }
     }
@@ -120,20 +131,19 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::NV01_MEMORY_SYSTEM, "NV01_MEMORY_SYSTEM", 128, P::Forward, F::Memory),
     clh(K::Memory, cl(class::NV01_MEMORY_LOCAL_USER, "NV01_MEMORY_LOCAL_USER", 128, P::Served, F::Memory)),
     cl(class::NV01_ROOT_CLIENT, "NV01_ROOT_CLIENT", 4, P::Rewritten, F::Client),
-    // TODO(table): check that hParentClient is one of this container's clients and translate
-    //   the fd; today forwarded unchecked.
-    cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event),
+    // `hParentClient` (byte 0, `cl0005.h` at 595.45.04) checked to be the container's.
+    clh(K::NamesClient { at: 0 }, cl(class::NV01_EVENT_OS_EVENT, "NV01_EVENT_OS_EVENT", 24, P::Bounce, F::Event)),
     clh(K::Device, cl(class::NV01_DEVICE_0, "NV01_DEVICE_0", 56, P::Served, F::Device)),
     // The page shows the GPU's total and free VRAM, i.e. other tenants' use, and from 590 their
     //   per-process utilisation, with no ioctl when it is read: refused as RM refuses it on
     //   vGPU guests and under CPU confidential computing (`docs/dispatch-table.md`). 535's
     //   page has neither: admitted there (`nv::release`).
     unsupported(cl(abi::rusd::CLASS, "RM_USER_SHARED_DATA", 8, P::Denied, F::Perf)),
-    // TODO(table): charge allocSize to the ceiling like NV01_MEMORY_LOCAL_USER, then Served
-    //   (needed by fabric handles and NCCL NVLS on NVSwitch systems).
-    cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect),
-    // TODO(table): allow with NV_MEMORY_FABRIC, translating the fd of ATTACH_GPU.
-    cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect),
+    // The NVLink fabric's memory classes: vGPUs have no fabric, so refused with
+    //   NV_ERR_NOT_SUPPORTED, RM's answer without a fabric VA space (`mem_fabric.c:591-596`)
+    //   or a fabric manager's multicast team (`mem_multicast_fabric.c:903` at 595.45.04).
+    unsupported(cl(class::NV_MEMORY_FABRIC, "NV_MEMORY_FABRIC", 48, P::Denied, F::Interconnect)),
+    unsupported(cl(0x00fd, "NV_MEMORY_MULTICAST_FABRIC", 80, P::Denied, F::Interconnect)),
     clh(K::Subdevice, cl(class::NV20_SUBDEVICE_0, "NV20_SUBDEVICE_0", 4, P::Served, F::Device)),
     cl(0x2081, "NV2081_BINAPI", 4, P::Forward, F::Device),
     cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
@@ -141,9 +151,8 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
     // TODO(table): charge page-table VRAM (not charged today).
     cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
-    // TODO(table): check that hAppClient is 0 or one of this container's clients; today
-    //   forwarded unchecked.
-    cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging),
+    // `hAppClient` (byte 4, `cl83de.h` at 595.45.04) checked to be the container's.
+    clh(K::NamesClient { at: 4 }, cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging)),
     cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),
     // TODO(table): charge its RM-internal VRAM (not charged today).
     cl(class::FERMI_CONTEXT_SHARE_A, "FERMI_CONTEXT_SHARE_A", 12, P::Forward, F::Fifo),

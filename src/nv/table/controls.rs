@@ -52,6 +52,11 @@ pub enum ControlHandler {
     /// SET_INTERLEAVE_LEVEL on one of the tenant's TSGs, as
     /// [`ControlHandler::Timeslice`].
     InterleaveLevel,
+    /// GR_SET_CTXSW_PREEMPTION_MODE on the caller's own subdevice, executed
+    /// on kernel copies; a compute mode of wait-for-idle is refused
+    /// (`NV_ERR_NOT_SUPPORTED`), since a context that switches only when
+    /// idle keeps the engine past its vGPU's window (`src/rm/control.rs`).
+    Preemption,
     /// A query of the GPU's fixed description, on the caller's own device or
     /// subdevice: run on kernel copies through the kernel interface (no
     /// bounce slot, no compute window), the answer copied back. Only for
@@ -65,11 +70,106 @@ pub enum ControlHandler {
     /// caller has a vGPU on (as CARD_INFO is), so the host's other GPUs'
     /// ids never reach the caller's memory (`src/rm/control.rs`).
     GpuIds,
+    /// An NV0000 control that names GPUs by id in its params (the lists
+    /// in [`IdList`]s), on one of the caller's clients: every id named must
+    /// be a GPU the caller has a vGPU on (by its CARD_INFO record, as for
+    /// [`ControlHandler::GpuIds`]), or the call is refused with `unknown`,
+    /// the status RM gives an id it does not know (`docs/dispatch-table.md`
+    /// cites each); else it is forwarded from vgpu's checked copy of the
+    /// params, in a bounce slot (`src/rm/control.rs`).
+    GpuIdsNamed {
+        /// Where the ids are.
+        lists: &'static [IdList],
+        /// RM's status for an id it does not know.
+        unknown: u32,
+    },
+    /// GPU_GET_PROBED_IDS on one of the caller's clients: run on kernel
+    /// copies, the probed list cut to the GPUs the caller has a vGPU on
+    /// (their flags with them), the excluded list emptied: the host's other
+    /// GPUs never reach the caller's memory (`src/rm/control.rs`).
+    ProbedIds,
+    /// GPU_GET_DEVICE_IDS on one of the caller's clients: run on kernel
+    /// copies, the device-instance mask cut to the instances of the GPUs
+    /// the caller has a vGPU on (`src/rm/control.rs`).
+    DeviceIds,
+    /// GPU_GET_ACTIVE_DEVICE_IDS on one of the caller's clients: run on
+    /// kernel copies, the list cut to the devices of the GPUs the caller
+    /// has a vGPU on (`src/rm/control.rs`).
+    ActiveDevices,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
     /// ledger charged them); never forwarded (`src/rm/processes.rs`).
     Processes,
+}
+
+/// How many GPU ids an [`IdList`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdCount {
+    /// One.
+    One,
+    /// Those before the first `NV0000_CTRL_GPU_INVALID_ID` (or all `max`);
+    /// none if the first is [`ALL_GPUS`] (attach, detach: RM acts on no GPU
+    /// for it).
+    UntilInvalid,
+    /// As many as the `u32` at this byte of the params says (at most
+    /// `max`: RM refuses more).
+    Field(u16),
+}
+
+/// A list of GPU ids in a control's params.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdList {
+    /// Its byte offset in the params.
+    pub at: u16,
+    /// Its length, in ids.
+    pub max: u16,
+    /// How many of them are named.
+    pub count: IdCount,
+}
+
+/// `NV0000_CTRL_GPU_ATTACH_ALL_PROBED_IDS`, which is also
+/// `NV0000_CTRL_GPU_DETACH_ALL_ATTACHED_IDS` (`ctrl0000gpu.h:414, 467` at
+/// 595.45.04).
+pub const ALL_GPUS: u32 = 0x0000_ffff;
+
+/// One id at the start of the params.
+const ONE_ID: &[IdList] = &[IdList {
+    at: 0,
+    max: 1,
+    count: IdCount::One,
+}];
+/// Attach and detach: up to 32 ids at the start, ended by an invalid one.
+const ID_LIST: &[IdList] = &[IdList {
+    at: 0,
+    max: 32,
+    count: IdCount::UntilInvalid,
+}];
+/// P2P caps (V1, V2): `gpuIds[32]`, then `gpuCount`
+/// (`ctrl0000system.h:1034-1036, 1194-1196` at 595.45.04).
+const P2P_IDS: &[IdList] = &[IdList {
+    at: 0,
+    max: 32,
+    count: IdCount::Field(128),
+}];
+/// P2P caps matrix: `grpACount`, `grpBCount`, `gpuIdGrpA[8]`,
+/// `gpuIdGrpB[8]` (`ctrl0000system.h:1309-1313` at 595.45.04).
+const P2P_GROUPS: &[IdList] = &[
+    IdList {
+        at: 8,
+        max: 8,
+        count: IdCount::Field(0),
+    },
+    IdList {
+        at: 40,
+        max: 8,
+        count: IdCount::Field(4),
+    },
+];
+
+/// A [`ControlHandler::GpuIdsNamed`] row's handler.
+const fn named(lists: &'static [IdList], unknown: u32) -> ControlHandler {
+    ControlHandler::GpuIdsNamed { lists, unknown }
 }
 
 /// The largest params block a [`ControlHandler::Kernel`] control may have:
@@ -122,6 +222,10 @@ const fn cth(
 }
 
 use ControlHandler as C;
+/// RM's status for a GPU id it does not know, in most controls.
+const IA: u32 = abi::status::NV_ERR_INVALID_ARGUMENT;
+/// RM's status for an fd that is not one of its files.
+const IP: u32 = abi::status::NV_ERR_INVALID_PARAMETER;
 
 /// Every control a container may send, by number. Sources per row in
 /// `docs/dispatch-table.md`.
@@ -131,65 +235,53 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 /// [`CONTROLS`] as an array, so that a release's table can be a patched
 /// copy of it (`nv::release`).
 #[rustfmt::skip]
-pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
+pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
-    // TODO(table): answer only for the container's GPUs.
-    ct(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Forward, F::Interconnect),
-    // TODO(table): answer only for the container's GPUs.
-    ct(0x0000_012b, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2", 8348, P::Forward, F::Interconnect),
+    cth(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Bounce, F::Interconnect, named(P2P_IDS, IA)),
+    cth(0x0000_012b, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_V2", 8348, P::Bounce, F::Interconnect, named(P2P_IDS, IA)),
     ct(0x0000_0136, "NV0000_CTRL_CMD_SYSTEM_GET_FABRIC_STATUS", 4, P::Forward, F::Interconnect),
-    // TODO(table): answer only for the container's GPUs.
-    ct(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Forward, F::Interconnect),
+    cth(0x0000_013a, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX", 1352, P::Bounce, F::Interconnect, named(P2P_GROUPS, IA)),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2", 1032, P::Forward, F::Client),
     ct(0x0000_01f0, "NV0000_CTRL_CMD_SYSTEM_GET_FEATURES", 4, P::Forward, F::Client),
     cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS, "NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS", 128, P::Rewritten, F::Client, C::GpuIds),
-    // TODO(table): answer only for the container's GPUs.
-    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs.
-    ct(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Forward, F::Client),
-    // TODO(table): answer only for the container's GPUs.
-    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs.
-    ct(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Forward, F::Client),
-    // TODO(table): check that every id is a GPU of the container's vGPUs; today forwarded
-    //   unchecked.
-    ct(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client),
-    // TODO(table): check that every id is a GPU of the container's vGPUs.
-    ct(0x0000_0216, "NV0000_CTRL_CMD_GPU_DETACH_IDS", 128, P::Bounce, F::Client),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO, "NV0000_CTRL_CMD_GPU_GET_ID_INFO", 40, P::Bounce, F::Client, named(ONE_ID, IA)),
+    cth(0x0000_0204, "NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS", 4, P::Rewritten, F::Client, C::DeviceIds),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2", 32, P::Bounce, F::Client, named(ONE_ID, IA)),
+    cth(ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS, "NV0000_CTRL_CMD_GPU_GET_PROBED_IDS", 384, P::Rewritten, F::Client, C::ProbedIds),
+    cth(0x0000_0215, "NV0000_CTRL_CMD_GPU_ATTACH_IDS", 132, P::Bounce, F::Client, named(ID_LIST, IA)),
+    cth(0x0000_0216, "NV0000_CTRL_CMD_GPU_DETACH_IDS", 128, P::Bounce, F::Client, named(ID_LIST, IA)),
     ct(0x0000_021b, "NV0000_CTRL_CMD_GPU_GET_PCI_INFO", 12, P::Forward, F::Client),
-    // TODO(table): answer only for the container's GPUs.
-    ct(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Forward, F::Client),
+    cth(0x0000_0275, "NV0000_CTRL_CMD_GPU_GET_UUID_FROM_GPU_ID", 268, P::Bounce, F::Client, named(ONE_ID, abi::status::NV_ERR_OBJECT_NOT_FOUND)),
     ct(0x0000_0279, "NV0000_CTRL_CMD_GPU_QUERY_DRAIN_STATE", 12, P::Forward, F::Client),
     ct(0x0000_027b, "NV0000_CTRL_CMD_GPU_GET_MEMOP_ENABLE", 4, P::Forward, F::Client),
-    // TODO(table): list only the container's GPUs.
-    ct(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Forward, F::Client),
-    // TODO(table): check that the id is a GPU of the container's vGPUs.
-    ct(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client),
-    // TODO(table): check that the id is a GPU of the container's vGPUs.
-    ct(0x0000_0290, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", 4, P::Bounce, F::Client),
+    cth(0x0000_0288, "NV0000_CTRL_CMD_GPU_GET_ACTIVE_DEVICE_IDS", 3076, P::Rewritten, F::Client, C::ActiveDevices),
+    cth(0x0000_0289, "NV0000_CTRL_CMD_GPU_ASYNC_ATTACH_ID", 4, P::Bounce, F::Client, named(ONE_ID, IA)),
+    // RM does nothing with the id and answers NV_OK for any (`client_resource.c:1735-1760`
+    //   at 595.45.04): forwarded as written.
+    ct(0x0000_0290, "NV0000_CTRL_CMD_GPU_WAIT_ATTACH_ID", 4, P::Forward, F::Client),
     ct(0x0000_0a04, "NV0000_CTRL_CMD_SYNC_GPU_BOOST_GROUP_INFO", 2244, P::Forward, F::Perf),
     ct(0x0000_0d01, "NV0000_CTRL_CMD_CLIENT_GET_ADDR_SPACE_TYPE", 12, P::Forward, F::Memory),
     ct(0x0000_0d04, "NV0000_CTRL_CMD_CLIENT_SET_INHERITED_SHARE_POLICY", 12, P::Forward, F::Sharing),
-    // TODO(table): translate the proxy fd to the real file; today a proxy fd fails in the
-    //   driver.
-    ct(0x0000_3d05, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD", 24, P::Bounce, F::Sharing),
-    // TODO(table): translate the fd and refuse an export made by another container, charging
-    //   imports as DUPs are.
-    ct(0x0000_3d06, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD", 20, P::Bounce, F::Sharing),
-    // TODO(table): translate the fd.
-    ct(0x0000_3d08, "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO", 80, P::Bounce, F::Sharing),
-    // TODO(table): translate the fd.
-    ct(0x0000_3d0b, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD", 2128, P::Bounce, F::Sharing),
-    // TODO(table): translate the fd and refuse another container's export, charging as DUPs
-    //   are.
-    ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Bounce, F::Sharing),
+    // Export and import by fd: refused with NV_ERR_INVALID_PARAMETER, what RM answers an fd
+    //   that is not an NVIDIA file (`os.c:2304-2309` at 595.45.04), as every fd a container
+    //   holds of vgpu's is; forwarded, an import could name a real file passed in from outside
+    //   (`docs/dispatch-table.md`).
+    refused_with(IP, ct(0x0000_3d05, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD", 24, P::Denied, F::Sharing)),
+    refused_with(IP, ct(0x0000_3d06, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD", 20, P::Denied, F::Sharing)),
+    refused_with(IP, ct(0x0000_3d08, "NV0000_CTRL_CMD_OS_UNIX_GET_EXPORT_OBJECT_INFO", 80, P::Denied, F::Sharing)),
+    refused_with(IP, ct(0x0000_3d0b, "NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECTS_TO_FD", 2128, P::Denied, F::Sharing)),
+    refused_with(IP, ct(0x0000_3d0c, "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD", 652, P::Denied, F::Sharing)),
     ct(ctrl::NV0041_CTRL_CMD_GET_SURFACE_INFO, "NV0041_CTRL_CMD_GET_SURFACE_INFO", 16, P::Forward, F::Memory),
     ct(0x0080_0201, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST", 16, P::Forward, F::Device),
     cth(0x0080_0280, "NV0080_CTRL_CMD_GPU_GET_NUM_SUBDEVICES", 4, P::Forward, F::Device, C::Kernel),
     cth(0x0080_0288, "NV0080_CTRL_CMD_GPU_QUERY_SW_STATE_PERSISTENCE", 4, P::Forward, F::Device, C::Kernel),
     cth(0x0080_0289, "NV0080_CTRL_CMD_GPU_GET_VIRTUALIZATION_MODE", 8, P::Forward, F::Device, C::Kernel),
+    // NVML asks both on opening a device (issue 37); refused, it reports
+    // no compute processes at all (NVML_ERROR_NOT_SUPPORTED).
+    cth(0x0080_028e, "NV0080_CTRL_CMD_GPU_GET_VGX_CAPS", 1, P::Forward, F::Device, C::Kernel),
     cth(ctrl::NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, "NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2", 804, P::Forward, F::Device, C::Kernel),
+    cth(0x0080_0294, "NV0080_CTRL_CMD_GPU_GET_BRAND_CAPS", 4, P::Forward, F::Device, C::Kernel),
     // TODO(table): verify on hardware that it cannot change another tenant's TPC partition.
     ct(0x0080_1108, "NV0080_CTRL_CMD_GR_SET_TPC_PARTITION_MODE", 32, P::Forward, F::Engine),
     cth(0x0080_1307, "NV0080_CTRL_CMD_FB_GET_CAPS_V2", 3, P::Forward, F::Memory, C::Kernel),
@@ -199,15 +291,12 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
     ct(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Denied, F::Perf),
-    // TODO(table): allow with NV_MEMORY_FABRIC.
+    // Controls of the fabric classes, which vGPUs do not offer (no NVLink fabric): refused
+    //   with NV_ERR_NOT_SUPPORTED, as the classes are (`docs/dispatch-table.md`).
     ct(0x00f8_0103, "NV00F8_CTRL_CMD_ATTACH_MEM", 2064, P::Denied, F::Interconnect),
-    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0101, "NV00FD_CTRL_CMD_GET_INFO", 32, P::Denied, F::Interconnect),
-    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0102, "NV00FD_CTRL_CMD_ATTACH_MEM", 40, P::Denied, F::Interconnect),
-    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC, translating the fd.
     ct(0x00fd_0104, "NV00FD_CTRL_CMD_ATTACH_GPU", 16, P::Denied, F::Interconnect),
-    // TODO(table): allow with NV_MEMORY_MULTICAST_FABRIC.
     ct(0x00fd_0105, "NV00FD_CTRL_CMD_DETACH_MEM", 24, P::Denied, F::Interconnect),
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_INFO_V2, "NV2080_CTRL_CMD_GPU_GET_INFO_V2", 564, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0110, "NV2080_CTRL_CMD_GPU_GET_NAME_STRING", 68, P::Forward, F::GpuInfo, C::Kernel),
@@ -218,10 +307,11 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     cth(0x2080_0133, "NV2080_CTRL_CMD_GPU_QUERY_ECC_CONFIGURATION", 8, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
-    // TODO(table): refuse vGPUs on GPUs in an exclusive compute mode, or serve it per vGPU, so
-    //   one tenant cannot lock others out.
-    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
-    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Forward, F::GpuInfo),
+    // The GPU-wide reservation would let one tenant lock the others out in an exclusive compute
+    //   mode: refused with NOT_SUPPORTED, RM's answer for a partitioned (MIG) GPU
+    //   (`subdevice_ctrl_gpu_kernel.c:2131-2134,2194-2197` at 595.45.04).
+    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
+    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo, C::Kernel),
@@ -245,9 +335,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_0802, "NV2080_CTRL_CMD_BIOS_GET_INFO", 16, P::Forward, F::GpuInfo),
     cth(ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS, "NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS", 536, P::Rewritten, F::Fifo, C::DisableChannels),
     ct(0x2080_1201, "NV2080_CTRL_CMD_GR_GET_INFO", 32, P::Forward, F::Engine),
-    // TODO(table): refuse WFI compute preemption, which would let a long kernel outlast the
-    //   vGPU's window.
-    ct(0x2080_1210, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Forward, F::Engine),
+    // WFI compute preemption would let a long kernel outlast the vGPU's window: refused
+    //   (`ControlHandler::Preemption`).
+    cth(ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE, "NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE", 32, P::Rewritten, F::Engine, C::Preemption),
     cth(0x2080_1218, "NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
     ct(0x2080_121b, "NV2080_CTRL_CMD_GR_GET_GLOBAL_SM_ORDER", 9240, P::Forward, F::Engine),
     cth(0x2080_1227, "NV2080_CTRL_CMD_GR_GET_CAPS_V2", 48, P::Forward, F::Engine, C::Kernel),
@@ -257,7 +347,8 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     ct(0x2080_123c, "NV2080_CTRL_CMD_GR_GET_SM_ISSUE_RATE_MODIFIER_V2", 2044, P::Forward, F::Engine),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO, "NV2080_CTRL_CMD_FB_GET_INFO", 16, P::Rewritten, F::Memory, C::FbInfo),
     cth(ctrl::NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2", 1028, P::Rewritten, F::Memory, C::FbInfo),
-    // TODO(table): rewrite the regions to the ceiling.
+    // The real FB layout and size: refused (CUDA and nvidia-smi do not send it;
+    //   `docs/dispatch-table.md`).
     ct(ctrl::NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO, "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO", 904, P::Denied, F::Memory),
     cth(0x2080_1357, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_INFOROM_SUPPORT", 4, P::Forward, F::Memory, C::Kernel),
     cth(0x2080_1358, "NV2080_CTRL_CMD_FB_QUERY_DRAM_ENCRYPTION_STATUS", 4, P::Forward, F::Memory, C::Kernel),
@@ -273,7 +364,9 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 143] = [
     //   exit.
     ct(0x2080_200a, "NV2080_CTRL_CMD_PERF_BOOST", 8, P::Forward, F::Perf),
     cth(0x2080_2068, "NV2080_CTRL_CMD_PERF_GET_CURRENT_PSTATE", 4, P::Forward, F::Perf, C::Kernel),
-    // TODO(table): serve the vGPU's own utilization (nvidia-smi's GPU-Util).
+    // Samples of the whole GPU with other tenants' processes: refused with NOT_SUPPORTED, RM's
+    //   answer where it has no figure (`kern_perf_ctrl.c:63-67,104-107` at 595.45.04), which
+    //   nvidia-smi shows as N/A; the vGPU's own busy time is in sysfs (`compute_busy_us`).
     ct(0x2080_2096, "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2", 55888, P::Denied, F::Perf),
     cth(0x2080_2209, "NV2080_CTRL_CMD_RC_GET_WATCHDOG_INFO", 4, P::Forward, F::Debugging, C::Kernel),
     ct(0x2080_220c, "NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS", 0, P::Forward, F::Debugging),

@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use vgpu_logic::nv::{
     self,
     abi::{
-        self, class, ctrl, ctxshare, engine, fb_info, heap, os02, os33, pids, status, surface_info,
-        vaspace, version, WireField,
+        self, class, ctrl, ctxshare, engine, fb_info, heap, os02, os33, pids, preemption, status,
+        surface_info, vaspace, version, WireField,
     },
     ioctl::{self, Escape, SizeRule},
     release,

@@ -106,7 +106,23 @@ fn shared_data_is_refused_as_unsupported_from_550() {
             assert_eq!(r.policy, Policy::Denied, "{}", rel.name);
             assert_eq!(r.refusal, status::NV_ERR_NOT_SUPPORTED, "{}", rel.name);
         }
-        for c in rel.classes.iter().filter(|c| c.class != rusd::CLASS) {
+        // The NVLink fabric's classes are refused as RM refuses them on a
+        // GPU with no fabric (`docs/dispatch-table.md`).
+        let fabric = [class::NV_MEMORY_FABRIC, 0x00fd];
+        for c in rel.classes.iter().filter(|c| fabric.contains(&c.class)) {
+            assert_eq!(c.policy, Policy::Denied, "{}: {}", rel.name, c.name);
+            assert_eq!(
+                c.refusal,
+                status::NV_ERR_NOT_SUPPORTED,
+                "{}: {}",
+                rel.name,
+                c.name
+            );
+        }
+        let others = |c: &&vgpu_logic::nv::table::ClassRow| {
+            c.class != rusd::CLASS && !fabric.contains(&c.class)
+        };
+        for c in rel.classes.iter().filter(others) {
             assert_eq!(
                 c.refusal,
                 status::NV_ERR_INVALID_CLASS,
@@ -300,8 +316,13 @@ fn policies_are_what_vgpu_does_today() {
         ctrl::NVA06F_CTRL_CMD_GPFIFO_SCHEDULE,
         ctrl::NVA06C_CTRL_CMD_SET_TIMESLICE,
         ctrl::NVA06C_CTRL_CMD_SET_INTERLEAVE_LEVEL,
-        // src/rm/control.rs: the list cut to the container's GPUs.
+        // src/rm/control.rs: the lists cut to the container's GPUs.
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
+        ctrl::NV0000_CTRL_CMD_GPU_GET_PROBED_IDS,
+        0x0000_0204,
+        0x0000_0288,
+        // src/rm/control.rs: WFI compute preemption refused.
+        ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
@@ -487,6 +508,27 @@ fn control_handlers_match_the_policies() {
             }
             // Answered by vgpu, never forwarded.
             ControlHandler::Processes => assert_eq!(r.policy, Policy::Served, "{}", r.name),
+            // Checked, then forwarded from vgpu's copy: NV0000 controls on
+            // the caller's client, refused as RM refuses an unknown id.
+            ControlHandler::GpuIdsNamed { lists, unknown } => {
+                assert_eq!(r.policy, Policy::Bounce, "{}", r.name);
+                assert_eq!(r.cmd >> 16, 0, "{}: not an NV0000 control", r.name);
+                assert!(
+                    matches!(
+                        unknown,
+                        abi::status::NV_ERR_INVALID_ARGUMENT | abi::status::NV_ERR_OBJECT_NOT_FOUND
+                    ),
+                    "{}",
+                    r.name
+                );
+                for l in lists {
+                    assert!(
+                        l.at as usize + 4 * l.max as usize <= r.params_size as usize,
+                        "{}: an id list past the params",
+                        r.name
+                    );
+                }
+            }
             _ => assert_eq!(
                 r.policy,
                 Policy::Rewritten,

@@ -93,7 +93,7 @@ pub enum Command {
     CheckDriver,
     /// The guard: a BPF LSM program that refuses NVIDIA's driver files
     /// passed into a container bound to a vGPU (SCM_RIGHTS, pidfd_getfd).
-    /// Needs BPF LSM active (`bpf` in /sys/kernel/security/lsm).
+    /// Needs BPF LSM active (`bpf` among the LSMs the kernel lists).
     Guard {
         /// load: attach it (if not yet) and fill its map from sysfs;
         /// sync: refill the map; status: report; unload: detach it.

@@ -71,21 +71,81 @@ pub enum Availability {
     Unavailable(String),
 }
 
+/// `lsm_list_modules(2)` (Linux 6.8, x86-64) and the names of the LSM ids
+/// it gives (`include/uapi/linux/lsm.h`).
+const SYS_LSM_LIST_MODULES: libc::c_long = 461;
+const LSM_NAMES: [(u64, &str); 14] = [
+    (100, "capability"),
+    (101, "selinux"),
+    (102, "smack"),
+    (103, "tomoyo"),
+    (104, "apparmor"),
+    (105, "yama"),
+    (106, "loadpin"),
+    (107, "safesetid"),
+    (108, "lockdown"),
+    (109, "bpf"),
+    (110, "landlock"),
+    (111, "ima"),
+    (112, "evm"),
+    (113, "ipe"),
+];
+
+/// The running kernel's active LSMs, by `lsm_list_modules(2)`.
+fn lsm_list_modules() -> io::Result<Vec<String>> {
+    let mut ids = [0u64; 32];
+    let mut size = std::mem::size_of_val(&ids) as u32;
+    // SAFETY: `ids` is writable for `size` bytes and `size` is a live u32
+    // the kernel reads and updates; flags must be 0.
+    let n = unsafe {
+        libc::syscall(
+            SYS_LSM_LIST_MODULES,
+            ids.as_mut_ptr(),
+            &mut size as *mut u32,
+            0u32,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ids[..(n as usize).min(ids.len())]
+        .iter()
+        .map(|id| match LSM_NAMES.iter().find(|(i, _)| i == id) {
+            Some((_, name)) => name.to_string(),
+            None => format!("lsm{id}"),
+        })
+        .collect())
+}
+
+/// The active LSMs: securityfs's `lsm` file under `root` where it is
+/// mounted (systemd mounts it); on the running system (`root` is `/sys`)
+/// without it, `lsm_list_modules(2)`, which a kernel built without
+/// securityfs still answers. Else why not, for people.
+fn active_lsms(root: &Path) -> std::result::Result<Vec<String>, String> {
+    let lsm = root.join("kernel/security/lsm");
+    let no_lsm = "the kernel has no LSM framework (built without CONFIG_SECURITY), so no BPF LSM";
+    match fs::read_to_string(&lsm) {
+        Ok(list) => Ok(list.trim().split(',').map(str::to_string).collect()),
+        Err(e) if root != Path::new("/sys") => {
+            Err(format!("{} unreadable ({e}): {no_lsm}", lsm.display()))
+        }
+        Err(e) => lsm_list_modules().map_err(|sys| {
+            format!(
+                "{} unreadable ({e}) and lsm_list_modules(2) failed ({sys}): {no_lsm}",
+                lsm.display()
+            )
+        }),
+    }
+}
+
 /// Whether the running kernel can run the guard (`root` is the sysfs root).
 pub fn availability(root: &Path) -> Availability {
-    let lsm = root.join("kernel/security/lsm");
-    match fs::read_to_string(&lsm) {
-        Err(e) => Availability::Unavailable(format!(
-            "{} unreadable ({e}): the kernel has no securityfs (built without CONFIG_SECURITY), so no BPF LSM",
-            lsm.display()
+    match active_lsms(root) {
+        Err(why) => Availability::Unavailable(why),
+        Ok(list) if !list.iter().any(|l| l == "bpf") => Availability::Unavailable(format!(
+            "BPF LSM is not active: the kernel lists {:?} (needs CONFIG_BPF_LSM=y and `bpf` in CONFIG_LSM or lsm= on the kernel command line)",
+            list.join(",")
         )),
-        Ok(list) if !list.trim().split(',').any(|l| l == "bpf") => {
-            Availability::Unavailable(format!(
-                "BPF LSM is not active: {} lists {:?} (needs CONFIG_BPF_LSM=y and `bpf` in CONFIG_LSM or lsm= on the kernel command line)",
-                lsm.display(),
-                list.trim()
-            ))
-        }
         Ok(_) if !root.join("kernel/btf/vmlinux").exists() => Availability::Unavailable(
             "the kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF=y)".into(),
         ),
@@ -864,7 +924,16 @@ pub fn load(s: &Sysfs) -> Result<crate::commands::Output> {
         a[1] = prog.as_raw_fd() as u32 as u64;
         let link = bpf(BPF_RAW_TRACEPOINT_OPEN, &mut a)
             .map(fd_of)
-            .map_err(|e| guard_err("attaching the guard to file_receive", e))?;
+            .map_err(|e| match e.raw_os_error() {
+                // x86's BPF trampoline patches the hook's ftrace entry
+                // (a 5-byte nop made by the function tracer); without
+                // one the patch finds other bytes there: EBUSY.
+                Some(libc::EBUSY) => guard_err(
+                    "attaching the guard to file_receive (the kernel's functions have no ftrace entry to attach at: CONFIG_FUNCTION_TRACER=y is needed)",
+                    e,
+                ),
+                _ => guard_err("attaching the guard to file_receive", e),
+            })?;
         obj_pin(&link, &link_path)?;
         "attached"
     };

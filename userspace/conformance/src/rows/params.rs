@@ -148,6 +148,11 @@ pub(crate) fn params(t: &mut Table) {
     );
     layout!(
         t,
+        abi::CtxswPreemptionModeParams,
+        CStruct::camel("NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS")
+    );
+    layout!(
+        t,
         abi::InterleaveLevelParams,
         CStruct::camel("NVA06C_CTRL_INTERLEAVE_LEVEL_PARAMS")
     );
