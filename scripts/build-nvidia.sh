@@ -90,7 +90,12 @@ if [ "$variant" = stock ]; then
     mapfile -t kv < <(grep '^CC=' "$ktree/kbuild.env")
     nvmake=("$VGPU_TOP/scripts/trixie-chroot.sh" run nice -n 19 make "${kv[@]}")
 else
-    nvmake=(env IGNORE_CC_MISMATCH=1 nice -n 19 make CC=clang-19 LD=ld.lld-19 LLVM=-19)
+    # No BTF for NVIDIA's modules: the debug kernel makes module BTF
+    # (CONFIG_DEBUG_INFO_BTF_MODULES, scripts/kconfig/lsm.config), and its
+    # gen-btf.sh fails inside NVIDIA's build ("awk: unexpected
+    # character"); nothing here attaches BPF to NVIDIA's code.
+    nvmake=(env IGNORE_CC_MISMATCH=1 nice -n 19 make CC=clang-19 LD=ld.lld-19 LLVM=-19
+        CONFIG_DEBUG_INFO_BTF_MODULES=)
 fi
 if ! "${nvmake[@]}" -C "$tree" SYSSRC="$ksrc" SYSOUT="$ktree" \
         NV_KERNEL_MODULES="nvidia nvidia-uvm" modules -j"$(nproc)" >"$log" 2>&1; then

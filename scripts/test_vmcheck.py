@@ -103,6 +103,17 @@ class VmCheck(unittest.TestCase):
             self.assertGreater(counts[1], 0, line)
             self.assertIn(f"kernel report ({what})", out, line)
 
+    def test_the_first_report_is_printed_with_its_trace(self):
+        oops = ("Oops: int3: 0000 [#1] SMP NOPTI\nRIP: 0010:vgpu_tick+0x1/0x10 [vgpu]\n"
+                "Call Trace:\n <TASK>\n hrtimer_run_queues+0x1\n")
+        rc, _, out = check(GOOD_CONSOLE.replace("VGPU-VM-DONE", oops + "VGPU-VM-DONE"), GOOD_TAP)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("the first kernel report, as logged", out)
+        self.assertIn("| RIP: 0010:vgpu_tick+0x1/0x10 [vgpu]", out)
+        self.assertIn("|  hrtimer_run_queues+0x1", out)
+        rc, _, out = check(GOOD_CONSOLE, GOOD_TAP)
+        self.assertNotIn("the first kernel report", out)
+
     def test_kunit_failure_in_any_run(self):
         console = GOOD_CONSOLE + "# vgpu_nv_ioctl: pass:1 fail:1 skip:0 total:2\n"
         rc, _, out = check(console, GOOD_TAP)

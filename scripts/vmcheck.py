@@ -55,6 +55,22 @@ TAP_PLAN = re.compile(r"^1\.\.(\d+)$")
 KUNIT_LOADERS = ("module", "vgpus", "memory", "vgpuctl", "proxy", "containers", "fuzz", "real_driver")
 
 
+# Lines printed of the first kernel report: enough for registers, the
+# code bytes and a call trace.
+REPORT_CONTEXT = 60
+
+
+def first_report_block(console):
+    """The first report's line and up to REPORT_CONTEXT lines after it."""
+    lines = console.splitlines()
+    for i, line in enumerate(lines):
+        if any(b.search(line) for b in BENIGN):
+            continue
+        if any(pat.search(line) for pat, _ in REPORTS):
+            return [l.rstrip() for l in lines[max(i - 2, 0):i + REPORT_CONTEXT]]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -169,6 +185,14 @@ def main():
     if problems:
         for p in problems[:40]:
             print(f"vm({a.variant}): FAIL: {p}")
+        # The logs stay on the machine that ran; CI keeps only what is
+        # printed. Print the first report with the lines after it, so
+        # the oops's registers and trace reach the record.
+        block = first_report_block(console)
+        if block:
+            print(f"vm({a.variant}): the first kernel report, as logged:")
+            for line in block:
+                print(f"vm({a.variant}): | {line}")
         print(f"vm({a.variant}): logs in {a.dir}")
         return 1
     if injected_warnings:

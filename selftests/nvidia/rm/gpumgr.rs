@@ -51,7 +51,7 @@ fn put(p: &mut [u8], at: usize, v: u32) {
 
 impl Driver {
     /// The index of the GPU with gpu_id `id` (RM's `probedGpus[]`).
-    fn probed(&self, id: u32) -> Option<u32> {
+    pub(super) fn probed(&self, id: u32) -> Option<u32> {
         (0..self.gpus.len() as u32).find(|&i| gpu_id_of(i) == id)
     }
 

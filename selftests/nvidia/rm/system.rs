@@ -82,9 +82,7 @@ impl Driver {
     /// The index of the GPU with id `id`: `NV_ERR_INVALID_ARGUMENT` if no
     /// fake GPU has it (every fake GPU is probed and attached).
     fn probed_index(&self, id: u32) -> StatusResult<u32> {
-        (0..self.gpus.len() as u32)
-            .find(|&i| gpu_id_of(i) == id)
-            .ok_or(NV_ERR_INVALID_ARGUMENT)
+        self.probed(id).ok_or(NV_ERR_INVALID_ARGUMENT)
     }
 
     /// NV0000_CTRL_CMD_GPU_GET_DEVICE_IDS: the mask of the attached GPUs'

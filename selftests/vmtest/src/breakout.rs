@@ -39,7 +39,7 @@ use crate::containers::{
 };
 use crate::ensure;
 use crate::nodes::whose_path as whose_file;
-use crate::sys::{char_major, read_file, Holder};
+use crate::sys::{char_major, read_file};
 use crate::tap::{Outcome, Test};
 use crate::tests;
 use std::collections::BTreeMap;
@@ -86,6 +86,28 @@ fn pid_of(name: &str) -> Result<u32, String> {
 
 /// What `vgpu-selftest breakout-attempts ARGS` in container `name` reported:
 /// attempt to answer (`errno N`, `ok`, `ok vgpu`, `ok driver`).
+/// Each attempt of `want` (its name, the outcome wanted, why) came out as
+/// wanted in container `name`'s report `got`; else every one that did not.
+fn expect_attempts(
+    name: &str,
+    got: &BTreeMap<String, String>,
+    want: &[(&str, &str, &str)],
+) -> Outcome {
+    let mut wrong = Vec::new();
+    for (k, v, why) in want {
+        match got.get(*k) {
+            Some(g) if g == v => {}
+            g => wrong.push(format!("{k}: {g:?}, want {v:?} ({why})")),
+        }
+    }
+    ensure!(
+        wrong.is_empty(),
+        "in container {name}:\n  {}",
+        wrong.join("\n  ")
+    );
+    Ok(())
+}
+
 fn attempts_in(name: &str, args: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut cmd = vec!["exec", name, "vgpu-selftest", "breakout-attempts"];
     cmd.extend(args.iter().map(String::as_str));
@@ -108,17 +130,7 @@ fn attempts_from_a_container_fail() -> Outcome {
         start_idle("b", 1, &[])?;
         // With CAP_MKNOD, on vGPU 2 (GPU 0).
         start_idle("m", 2, &["--cap-add", "MKNOD"])?;
-        let holder = Holder::spawn(|| {
-            let Ok(ctl) = nvclient::Ctl::open("/dev/nvidiactl") else {
-                return false;
-            };
-            std::mem::forget(ctl);
-            true
-        })?;
-        ensure!(
-            holder.ready,
-            "the host holder could not open /dev/nvidiactl"
-        );
+        let holder = crate::nodes::host_holds_nvidiactl()?;
         let hpid = holder.pid();
         let hfd = std::fs::read_dir(format!("/proc/{hpid}/fd"))
             .map_err(|e| format!("/proc/{hpid}/fd: {e}"))?
@@ -193,18 +205,7 @@ fn attempts_from_a_container_fail() -> Outcome {
                 "a bind of the spec's node",
             ),
         ];
-        let mut wrong = Vec::new();
-        for (k, v, why) in want {
-            match got.get(*k) {
-                Some(g) if g == v => {}
-                g => wrong.push(format!("{k}: {g:?}, want {v:?} ({why})")),
-            }
-        }
-        ensure!(
-            wrong.is_empty(),
-            "in container a:\n  {}",
-            wrong.join("\n  ")
-        );
+        expect_attempts("a", &got, want)?;
         // With CAP_MKNOD every node is made (the device cgroup allows
         // `mknod` of any), but only the spec's nodes open: the others are
         // the device cgroup's EPERM, and the made 195:255 is vgpu's.
@@ -235,18 +236,7 @@ fn attempts_from_a_container_fail() -> Outcome {
                 "vgpu's nodes are not in the device cgroup",
             ),
         ];
-        let mut wrong = Vec::new();
-        for (k, v, why) in want {
-            match got.get(*k) {
-                Some(g) if g == v => {}
-                g => wrong.push(format!("{k}: {g:?}, want {v:?} ({why})")),
-            }
-        }
-        ensure!(
-            wrong.is_empty(),
-            "in container m:\n  {}",
-            wrong.join("\n  ")
-        );
+        expect_attempts("m", &got, want)?;
         let (e0, e1) = (calls_denied(0)?, calls_denied(1)?);
         ensure!(
             e0 == d0 && e1 == d1,

@@ -57,6 +57,23 @@ fn whose(ctl: &Ctl) -> Result<&'static str, String> {
     }
 }
 
+/// A host process (in no bound cgroup) holding `/dev/nvidiactl` open: the
+/// driver's own file, for tests that reach it through `/proc/PID/fd`.
+pub(crate) fn host_holds_nvidiactl() -> Result<Holder, String> {
+    let holder = Holder::spawn(|| {
+        let Ok(ctl) = Ctl::open("/dev/nvidiactl") else {
+            return false;
+        };
+        std::mem::forget(ctl);
+        true
+    })?;
+    ensure!(
+        holder.ready,
+        "the host holder could not open /dev/nvidiactl"
+    );
+    Ok(holder)
+}
+
 pub(crate) fn whose_path(path: &str) -> Result<&'static str, String> {
     let ctl = Ctl::open(path).map_err(|e| format!("open {path}: {e:?}"))?;
     whose(&ctl)
@@ -143,17 +160,7 @@ fn container_opens_are_vgpus() -> Outcome {
 fn every_path_to_the_device_is_vgpus() -> Outcome {
     // A host process holds the driver's control file open: its
     // /proc/PID/fd link names the device.
-    let holder = Holder::spawn(|| {
-        let Ok(ctl) = Ctl::open("/dev/nvidiactl") else {
-            return false;
-        };
-        std::mem::forget(ctl);
-        true
-    })?;
-    ensure!(
-        holder.ready,
-        "the host holder could not open /dev/nvidiactl"
-    );
+    let holder = host_holds_nvidiactl()?;
     let pid = holder.pid();
     let fds = sh(&format!("ls /proc/{pid}/fd"))?;
     let fd = fds

@@ -517,17 +517,9 @@ fn containers_setup() -> Outcome {
     Ok(())
 }
 
-/// Removes the containers, then the modules; every step is tried.
+/// Removes the containers, then the modules, as the containers suite does.
 fn containers_teardown() -> Outcome {
-    let rm = match podman(&["rm", "--all", "--force", "--time", "0"]) {
-        Ok((0, _)) => Ok(()),
-        Ok((code, out)) => Err(format!("podman rm: {code}: {out}")),
-        Err(e) => Err(e),
-    };
-    let vgpu = sh("rmmod vgpu").map(drop);
-    remove_uvm_nodes();
-    let nvidia = sh("rmmod nvidia").map(drop);
-    rm.and(vgpu).and(nvidia)
+    crate::containers::teardown()
 }
 
 /// In each container, `--query-gpu` gives the vGPU's size as total,

@@ -30,14 +30,16 @@ pub(super) fn unknown_numbers_are_refused_and_counted() -> Outcome {
             r == Err(Rm(NV_ERR_NOT_SUPPORTED)),
             "FB_GET_FB_REGION_INFO: {r:?}"
         );
-        // A class no row admits, and one the table denies (fabric memory,
-        // which the ledger does not charge): RM's INVALID_CLASS.
+        // A class no row admits: RM's INVALID_CLASS. One the table denies
+        // with the status RM gives where the feature is absent (fabric
+        // memory without an NVLink fabric, `mem_fabric.c:591-596` at
+        // 595.45.04; docs/dispatch-table.md): NOT_SUPPORTED.
         let r = s.ctl.alloc(s.client, s.device, 0, 0xdead, &mut []);
         ensure!(r == Err(Rm(NV_ERR_INVALID_CLASS)), "unknown class: {r:?}");
         let r = s
             .ctl
             .alloc(s.client, s.device, 0, class::NV_MEMORY_FABRIC, &mut p[..64]);
-        ensure!(r == Err(Rm(NV_ERR_INVALID_CLASS)), "fabric memory: {r:?}");
+        ensure!(r == Err(Rm(NV_ERR_NOT_SUPPORTED)), "fabric memory: {r:?}");
         // An escape vgpu does not know: EINVAL, as from the driver.
         let mut b = [0u8; 8];
         let r = s.ctl.node().ioctl_direct(0x01, &mut b);
