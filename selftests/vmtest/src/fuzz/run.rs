@@ -31,7 +31,7 @@ fn slot(w: usize, s: usize) -> usize {
 }
 
 /// What rounds did.
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Debug, Clone)]
 pub struct Totals {
     /// Calls made.
     pub calls: u64,
@@ -49,6 +49,9 @@ pub struct Totals {
     pub cover: [(usize, usize); 4],
     /// Rows the raw calls drew, per family, of the same.
     pub drawn: [usize; 4],
+    /// The rows that never reached vgpu's dispatch, each `FAMILY NUMBER
+    /// NAME`, and `(never drawn)` after one the raw calls did not draw.
+    pub missed: Vec<String>,
 }
 
 /// vgpu's per-row counts of calls that reached its dispatch.
@@ -108,17 +111,57 @@ pub fn rounds(
     ]
     .map(|(f, n)| board.coverage(f, n));
     let text = crate::sys::read_file(ROWS)?;
-    let count = |kind: &str, numbers: &mut dyn Iterator<Item = u32>| {
+    let mut missed = Vec::new();
+    let mut count = |kind: &str, family: Family, rows: Vec<(u32, String)>| {
         let seen = reached(&text, kind);
-        let all: Vec<u32> = numbers.collect();
-        (all.iter().filter(|n| seen.contains(n)).count(), all.len())
+        for (k, (n, name)) in rows.iter().enumerate() {
+            if !seen.contains(n) {
+                let drawn = if board.drawn(family, k) {
+                    ""
+                } else {
+                    " (never drawn)"
+                };
+                missed.push(format!("{kind} {n:#x} {name}{drawn}"));
+            }
+        }
+        let hit = rows.iter().filter(|(n, _)| seen.contains(n)).count();
+        (hit, rows.len())
     };
     totals.cover = [
-        count("escape", &mut r.escapes.iter().map(|x| u32::from(x.nr))),
-        count("uvm", &mut r.uvm.iter().map(|x| x.number)),
-        count("class", &mut r.classes.iter().map(|x| x.class)),
-        count("control", &mut r.controls.iter().map(|x| x.cmd)),
+        count(
+            "escape",
+            Family::Escape,
+            r.escapes
+                .iter()
+                .map(|x| (u32::from(x.nr), format!("{:?}", x.escape)))
+                .collect(),
+        ),
+        count(
+            "uvm",
+            Family::Uvm,
+            r.uvm
+                .iter()
+                .map(|x| (x.number, format!("{:?}", x.command)))
+                .collect(),
+        ),
+        count(
+            "class",
+            Family::Class,
+            r.classes
+                .iter()
+                .map(|x| (x.class, x.name.to_string()))
+                .collect(),
+        ),
+        count(
+            "control",
+            Family::Control,
+            r.controls
+                .iter()
+                .map(|x| (x.cmd, x.name.to_string()))
+                .collect(),
+        ),
     ];
+    totals.missed = missed;
     Ok(totals)
 }
 
