@@ -39,6 +39,7 @@ impl Call {
         // every ioctl passes here).
         let size = ioctl::ioc_size(cmd);
         let row = rel.escape_row(ioctl::ioc_nr(cmd)).ok_or(EINVAL)?;
+        crate::rows::count(crate::rows::Family::Escape, rel.escapes, row);
         if !row.size.accepts(size) {
             return Err(EINVAL);
         }

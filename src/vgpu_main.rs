@@ -37,6 +37,7 @@ mod procs;
 mod proxy;
 #[deny(unsafe_code)]
 mod rm;
+mod rows;
 #[deny(unsafe_code)]
 mod sched;
 mod state;
@@ -166,6 +167,8 @@ impl ClassFiles for ClassCtl {
 /// drop in order: the `gpuK` file group, the control node, the cdevs (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
+    /// debugfs `vgpu/rows` (the first field to drop).
+    _rows: rows::View,
     /// The open of the driver's own devices, taken over (removed first).
     hooks: KVec<Hook>,
     /// nvidia-uvm's load refused while vgpu is loaded.
@@ -353,7 +356,9 @@ impl kernel::Module for VgpuModule {
         nodes.dismiss();
         unset.dismiss();
         pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
+        let rows = rows::View::new()?;
         Ok(Self {
+            _rows: rows,
             hooks,
             _uvm_watch: uvm_watch,
             ctl_files: Some(ctl_files),

@@ -91,6 +91,9 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     // `paramsSize` is not read: RM ignores it (see `accounted`).
     let h = Header::decode(blk);
     let row = release::current().class_row(h.h_class);
+    if let Some(r) = row {
+        crate::rows::count(crate::rows::Family::Class, release::current().classes, r);
+    }
     // Default deny: a class the table does not admit is refused the way RM
     // refuses a class it does not have (`rs_server.c:4149` at 595.45.04),
     // or as its row says RM refuses it where it is not offered, before

@@ -31,6 +31,9 @@ pub(super) fn control(cx: &Ctx<'_>) -> Result<isize> {
     user::read(addr, &mut blk)?;
     let mut a = abi::Nvos54::decode(&blk);
     let row = release::current().control_row(a.cmd);
+    if let Some(r) = row {
+        crate::rows::count(crate::rows::Family::Control, release::current().controls, r);
+    }
     // Default deny: a control the table does not admit is refused the way
     // RM refuses a command it does not have (`NV_ERR_NOT_SUPPORTED`,
     // `rs_resource.c:131` at 595.45.04), or with its row's own refusal,

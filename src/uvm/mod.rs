@@ -137,6 +137,9 @@ pub(crate) fn ioctl(me: &ProxyFile<UvmFile>, cmd: u32, arg: usize) -> Result<isi
     // which answers unknown numbers with ENOSYS too; unless the operator
     // forwards unknown numbers (`unknown_calls=1`), as the caller wrote them.
     let row = release::current().uvm_row(cmd);
+    if let Some(r) = row {
+        crate::rows::count(crate::rows::Family::Uvm, release::current().uvm, r);
+    }
     let policy = row.map(|r| r.policy);
     if crate::deny::refuse(crate::deny::Family::Uvm, cmd, policy, || u.count_denied()) {
         return Err(ENOSYS);

@@ -330,6 +330,13 @@ impl Shared {
         self.slot(i)
             .fetch_or(bits, core::sync::atomic::Ordering::SeqCst);
     }
+
+    /// Adds `v` to slot `i` (atomically: other processes may too) and
+    /// returns the value before.
+    pub fn add(&self, i: usize, v: u64) -> u64 {
+        self.slot(i)
+            .fetch_add(v, core::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Drop for Shared {

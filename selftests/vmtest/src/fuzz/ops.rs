@@ -41,10 +41,40 @@ pub struct Tenant {
 
 /// Handles every tenant's threads post for the others to use (foreign
 /// handles for them): `BOARD_SLOTS` pairs of (client, object) per tenant;
-/// and which rows of the dispatch table the raw calls have used.
+/// which rows of the dispatch table the raw calls have used; and the
+/// isolation oracle's first breach.
+///
+/// The board is also the oracle's ownership record: the double numbers
+/// clients from a counter (`selftests/nvidia/rm/alloc.rs`), so a client
+/// handle a tenant posted is that tenant's for the run, and a call made
+/// with a client another tenant posted is a call on another tenant's
+/// objects. Such a call must fail, and the data a tenant reads back (PIDs,
+/// sizes) must be its own: the first call that breaks this is recorded
+/// here and fails the round ([`Board::breached`]).
 pub struct Board {
     handles: Shared,
     cover: Shared,
+    breach: Shared,
+}
+
+/// What a breach of isolation was (the oracle's record, for the message).
+#[derive(Clone, Copy, Debug)]
+#[repr(u64)]
+pub enum Breach {
+    /// RM_ALLOC_MEMORY under another tenant's client succeeded.
+    AllocMemory = 1,
+    /// RM_FREE on another tenant's client succeeded.
+    Free,
+    /// RM_DUP_OBJECT from another tenant's client succeeded.
+    Dup,
+    /// A raw RM_ALLOC under another tenant's client succeeded.
+    Alloc,
+    /// FB_GET_INFO_V2 answered a size over the tenant's ceiling.
+    FbInfo,
+    /// VID_HEAP_CONTROL INFO answered a free heap over the ceiling.
+    HeapInfo,
+    /// GET_PIDS listed a process of another cgroup.
+    Pids,
 }
 
 /// Pairs per tenant on the board.
@@ -64,13 +94,84 @@ pub enum Family {
     Control = 4096,
 }
 
+impl Family {
+    /// The family's place among the four (its sweep cursor's slot).
+    fn index(self) -> usize {
+        match self {
+            Family::Escape => 0,
+            Family::Uvm => 1,
+            Family::Class => 2,
+            Family::Control => 3,
+        }
+    }
+}
+
+/// The slots of the cover page that hold the families' sweep cursors
+/// (past the bitmap, which ends below bit 4096 + 1024).
+const SWEEP_SLOT: usize = 500;
+/// Whole passes of a family's table that its raw calls make first, each
+/// row once a pass, well formed enough to reach vgpu's dispatch (see
+/// [`Thread::row`]); random draws come after, with a sweep draw a quarter
+/// of the time.
+const SWEEP_PASSES: usize = 2;
+
 impl Board {
     /// A new board, shared with the processes forked after.
     pub fn new() -> Result<Board, String> {
         Ok(Board {
             handles: Shared::new()?,
             cover: Shared::new()?,
+            breach: Shared::new()?,
         })
+    }
+
+    /// Whether `tenant` posted client handle `c` (never 0).
+    fn posted(&self, tenant: usize, c: u32) -> bool {
+        c != 0
+            && (0..BOARD_SLOTS)
+                .any(|k| self.handles.get((tenant * BOARD_SLOTS + k) * 2) == c as u64)
+    }
+
+    /// Whether client `c` is another tenant's than `me` (of `tenants`):
+    /// posted by one of them, never by `me`.
+    pub fn foreign(&self, me: usize, tenants: usize, c: u32) -> bool {
+        !self.posted(me, c) && (0..tenants).any(|t| t != me && self.posted(t, c))
+    }
+
+    /// Records a breach by `tenant`: `what`, with values `a` and `b`
+    /// (client and object, or the size or PID answered).
+    pub fn breached_by(&self, tenant: usize, what: Breach, a: u64, b: u64) {
+        if self.breach.get(0) == 0 {
+            self.breach.set(1, tenant as u64);
+            self.breach.set(2, a);
+            self.breach.set(3, b);
+            self.breach.set(0, what as u64);
+        }
+    }
+
+    /// The first breach recorded, if any, in words.
+    pub fn breached(&self) -> Option<String> {
+        let what = self.breach.get(0);
+        if what == 0 {
+            return None;
+        }
+        let (t, a, b) = (self.breach.get(1), self.breach.get(2), self.breach.get(3));
+        let s = match what {
+            1 => format!(
+                "RM_ALLOC_MEMORY under client {a:#x} (another tenant's) succeeded: handle {b:#x}"
+            ),
+            2 => format!("RM_FREE of object {b:#x} of client {a:#x} (another tenant's) succeeded"),
+            3 => format!(
+                "RM_DUP_OBJECT of object {b:#x} of client {a:#x} (another tenant's) succeeded"
+            ),
+            4 => {
+                format!("RM_ALLOC under client {a:#x} (another tenant's) succeeded: handle {b:#x}")
+            }
+            5 => format!("FB_GET_INFO_V2 index {a} answered {b} KiB, over the ceiling"),
+            6 => format!("VID_HEAP_CONTROL INFO answered {a} bytes free of {b}, over the ceiling"),
+            _ => format!("GET_PIDS listed PID {a}, a process outside its cgroup"),
+        };
+        Some(format!("isolation breached by tenant {t}: {s}"))
     }
 
     /// Row `k` of `family` was used.
@@ -79,14 +180,28 @@ impl Board {
         self.cover.or(bit / 64, 1 << (bit % 64));
     }
 
+    /// Whether row `k` of `family` was used.
+    pub fn drawn(&self, family: Family, k: usize) -> bool {
+        let bit = family as usize + k;
+        self.cover.get(bit / 64) & (1 << (bit % 64)) != 0
+    }
+
     /// How many of the first `rows` rows of `family` were used.
     pub fn coverage(&self, family: Family, rows: usize) -> usize {
-        (0..rows)
-            .filter(|k| {
-                let bit = family as usize + k;
-                self.cover.get(bit / 64) & (1 << (bit % 64)) != 0
-            })
-            .count()
+        (0..rows).filter(|&k| self.drawn(family, k)).count()
+    }
+
+    /// The next row of `family`'s sweep (of `rows` rows). One cursor per
+    /// family, shared by every tenant's threads for the whole run, so that
+    /// the sweep draws of all of them together walk the table in order.
+    fn sweep(&self, family: Family, rows: usize) -> usize {
+        self.cover.add(SWEEP_SLOT + family.index(), 1) as usize % rows.max(1)
+    }
+
+    /// Whether `family`'s sweep (of `rows` rows) is still in its first
+    /// [`SWEEP_PASSES`] passes.
+    fn sweeping(&self, family: Family, rows: usize) -> bool {
+        (self.cover.get(SWEEP_SLOT + family.index()) as usize) < rows * SWEEP_PASSES
     }
 
     fn post(&self, rng: &mut Rng, t: usize, client: u32, object: u32) {
@@ -343,6 +458,29 @@ impl<'a> Thread<'a> {
         }
     }
 
+    /// Whether client `c` is another tenant's (see [`Board`]).
+    fn foreign(&self, c: u32) -> bool {
+        self.board.foreign(self.tenant.index, self.tenants, c)
+    }
+
+    /// A (client, object) pair another tenant posted, if there is one.
+    fn foreign_pair(&mut self) -> (u32, u32) {
+        if self.tenants < 2 {
+            return (0, 0);
+        }
+        let t = (self.tenant.index + 1 + self.rng.index(self.tenants - 1)) % self.tenants;
+        self.board.get(&mut self.rng, t)
+    }
+
+    /// Fails the run if call `what` with client `c` succeeded and `c` is
+    /// another tenant's.
+    fn oracle<T>(&self, what: Breach, c: u32, o: u32, r: &Result<T, nvclient::Error>) {
+        if r.is_ok() && self.foreign(c) {
+            self.board
+                .breached_by(self.tenant.index, what, c as u64, o as u64);
+        }
+    }
+
     fn session(&mut self) -> Option<usize> {
         if self.sessions.is_empty() {
             None
@@ -460,6 +598,9 @@ impl<'a> Thread<'a> {
         let size = self.size();
         let (client, device) = if self.rng.chance(85) {
             (self.sessions[i].client, self.sessions[i].device)
+        } else if self.rng.chance(50) {
+            // Another tenant's client and device.
+            self.foreign_pair()
         } else {
             (self.client(), self.handle())
         };
@@ -472,6 +613,7 @@ impl<'a> Thread<'a> {
                 .map(|m| m.handle)
         };
         self.count(1, &r);
+        self.oracle(Breach::AllocMemory, client, *r.as_ref().unwrap_or(&0), &r);
         if let Ok(h) = r {
             self.objects.push((client, device, h));
             self.memory.push((i, h));
@@ -490,10 +632,20 @@ impl<'a> Thread<'a> {
                 let c = self.sessions[i].client;
                 (c, 0, c)
             }
+            8 => {
+                // Another tenant's client, or an object of it.
+                let (c, o) = self.foreign_pair();
+                if self.rng.chance(50) {
+                    (c, 0, c)
+                } else {
+                    (c, c, o)
+                }
+            }
             _ => (self.client(), self.handle(), self.handle()),
         };
         let r = self.sessions[i].ctl.free(c, p, h);
         self.count(1, &r);
+        self.oracle(Breach::Free, c, h, &r);
     }
 
     fn dup(&mut self) {
@@ -513,6 +665,7 @@ impl<'a> Thread<'a> {
         let (c, d) = (s.client, s.device);
         let r = s.ctl.dup_object(c, d, 0, src_c, src_o, 0);
         self.count(1, &r);
+        self.oracle(Breach::Dup, src_c, src_o, &r);
         if let Ok(h) = r {
             self.objects.push((c, d, h));
             self.memory.push((i, h));
@@ -811,10 +964,13 @@ impl<'a> Thread<'a> {
         }
     }
 
+    /// Queries whose answers are checked to be the tenant's own: sizes at
+    /// most its ceiling, PIDs of its own cgroup.
     fn queries(&mut self) {
         let Some(i) = self.session() else { return };
         let s = &self.sessions[i];
-        let r = match self.rng.below(4) {
+        let (me, limit, cg) = (self.tenant.index, self.tenant.limit, self.tenant.cgroup);
+        let r = match self.rng.below(5) {
             0 => s
                 .ctl
                 .fb_get_info_v2(
@@ -822,9 +978,37 @@ impl<'a> Thread<'a> {
                     s.subdevice,
                     &[abi::fb_info::HEAP_FREE, abi::fb_info::RAM_SIZE],
                 )
-                .map(|_| ()),
+                .map(|e| {
+                    for x in e {
+                        if u64::from(x.data) * 1024 > limit {
+                            self.board.breached_by(
+                                me,
+                                Breach::FbInfo,
+                                x.index.into(),
+                                x.data.into(),
+                            );
+                        }
+                    }
+                }),
             1 => s.ctl.card_info(4).map(|_| ()),
-            2 => s.ctl.vid_heap_info(s.client, s.device).map(|_| ()),
+            2 => s.ctl.vid_heap_info(s.client, s.device).map(|h| {
+                if h.free > limit {
+                    self.board
+                        .breached_by(me, Breach::HeapInfo, h.free, h.total);
+                }
+            }),
+            3 => s
+                .ctl
+                .get_pids(s.client, s.subdevice, class::NV20_SUBDEVICE_0)
+                .map(|pids| {
+                    for p in pids {
+                        if let Ok(c) = std::fs::read_to_string(format!("/proc/{p}/cgroup")) {
+                            if !c.trim_end().ends_with(cg) {
+                                self.board.breached_by(me, Breach::Pids, p.into(), 0);
+                            }
+                        }
+                    }
+                }),
             _ => std::fs::read_to_string(format!(
                 "/sys/class/vgpu/vgpu{}/memory_used",
                 self.tenant.vgpu
@@ -934,6 +1118,11 @@ impl<'a> Thread<'a> {
     /// Issues `req` with `block` placed by [`Thread::place`] on `fd`.
     fn issue(&mut self, fd: i32, req: u32, block: &[u8]) {
         let place = self.place();
+        self.issue_at(fd, req, block, place);
+    }
+
+    /// Issues `req` with `block` at `place` on `fd`.
+    fn issue_at(&mut self, fd: i32, req: u32, block: &[u8], place: Place) {
         let at = self.scratch.place(&mut self.rng, place, block);
         // SAFETY: `at` is one of the fuzzer's places: memory of this
         // process or a bad address the kernel must refuse; nothing of ours
@@ -943,6 +1132,31 @@ impl<'a> Thread<'a> {
         if r < 0 {
             self.stats.refused += 1;
         }
+    }
+
+    /// The row of `family` (of `rows` rows) a raw call uses: `Some((k,
+    /// sweep))` for row `k`, `None` for a number the table does not have
+    /// (`other` percent of the random draws). A sweep draw (`sweep`
+    /// true) is one of the families' shared walks over their tables
+    /// ([`Board::sweep`]): its call must reach vgpu's dispatch (the block
+    /// at a valid address, the row's own size), so that every row of the
+    /// table is shown reached in a run of 10^4 calls; a uniform draw alone
+    /// left a few of 145 controls undrawn or refused before the lookup.
+    fn row(&mut self, family: Family, rows: usize, other: u64) -> Option<(usize, bool)> {
+        if rows == 0 {
+            return None;
+        }
+        if self.board.sweeping(family, rows) || self.rng.chance(25) {
+            let k = self.board.sweep(family, rows);
+            self.board.covered(family, k);
+            return Some((k, true));
+        }
+        let k = self.rng.index(rows);
+        if self.rng.chance(other) {
+            return None;
+        }
+        self.board.covered(family, k);
+        Some((k, false))
     }
 
     fn raw_escape(&mut self) {
@@ -991,13 +1205,11 @@ impl<'a> Thread<'a> {
     fn raw_control(&mut self) {
         let Some(i) = self.session() else { return };
         let rows = nvclient::speaks().controls;
-        let k = self.rng.index(rows.len());
-        let (cmd, size) = match rows.get(k) {
-            Some(r) if self.rng.chance(90) => {
-                self.board.covered(Family::Control, k);
-                (r.cmd, r.params_size as usize)
-            }
-            _ => (self.rng.next() as u32, self.rng.index(1024)),
+        let drawn = self.row(Family::Control, rows.len(), 10);
+        let sweep = drawn.is_some_and(|d| d.1);
+        let (cmd, size) = match drawn.and_then(|(k, _)| rows.get(k)) {
+            Some(r) => (r.cmd, r.params_size as usize),
+            None => (self.rng.next() as u32, self.rng.index(1024)),
         };
         let s = &self.sessions[i];
         let (c, sub, dev) = (s.client, s.subdevice, s.device);
@@ -1030,19 +1242,22 @@ impl<'a> Thread<'a> {
         let mut b = vec![0u8; abi::Nvos54::SIZE];
         abi::Wire::encode(&blk, &mut b);
         let fd = self.sessions[i].ctl.node().fd();
-        self.issue(fd, nvclient::request(Escape::RmControl.nr(), b.len()), &b);
+        let req = nvclient::request(Escape::RmControl.nr(), b.len());
+        if sweep {
+            self.issue_at(fd, req, &b, Place::Valid);
+        } else {
+            self.issue(fd, req, &b);
+        }
     }
 
     fn raw_alloc(&mut self) {
         let Some(i) = self.session() else { return };
         let rows = nvclient::speaks().classes;
-        let k = self.rng.index(rows.len());
-        let (cls, size) = match rows.get(k) {
-            Some(r) if self.rng.chance(90) => {
-                self.board.covered(Family::Class, k);
-                (r.class, r.params_size as usize)
-            }
-            _ => (self.rng.next() as u32, self.rng.index(512)),
+        let drawn = self.row(Family::Class, rows.len(), 10);
+        let sweep = drawn.is_some_and(|d| d.1);
+        let (cls, size) = match drawn.and_then(|(k, _)| rows.get(k)) {
+            Some(r) => (r.class, r.params_size as usize),
+            None => (self.rng.next() as u32, self.rng.index(512)),
         };
         let s = &self.sessions[i];
         let (c, dev, sub) = (s.client, s.device, s.subdevice);
@@ -1075,7 +1290,7 @@ impl<'a> Thread<'a> {
         let mut b = vec![0u8; abi::Nvos64::SIZE];
         abi::Wire::encode(&blk, &mut b);
         let fd = self.sessions[i].ctl.node().fd();
-        let place = self.place();
+        let place = if sweep { Place::Valid } else { self.place() };
         let at = self.scratch.place(&mut self.rng, place, &b);
         let req = nvclient::request(Escape::RmAlloc.nr(), b.len());
         // SAFETY: as in `issue`.
@@ -1090,6 +1305,21 @@ impl<'a> Thread<'a> {
         // thread may have written it since: then the handle is noise).
         unsafe { core::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), out.len()) };
         let a = <abi::Nvos64 as abi::Wire>::decode(&out);
+        // (The slot is shared: only a block still naming our client and
+        // class is ours.)
+        if a.status == 0
+            && a.h_object_new != 0
+            && a.h_root == client
+            && a.h_class == cls
+            && self.foreign(client)
+        {
+            self.board.breached_by(
+                self.tenant.index,
+                Breach::Alloc,
+                client as u64,
+                a.h_object_new as u64,
+            );
+        }
         if a.status == 0 && a.h_object_new != 0 {
             self.objects.push((client, parent, a.h_object_new));
             if cls == class::NV01_MEMORY_LOCAL_USER {

@@ -177,9 +177,12 @@ pub fn failed_dp_regions_leave_the_ledger_exact() -> Outcome {
 /// list it allocated; a failed allocation left entries in the index, which
 /// kept the file and its records (a TSG scheduled for ever, the vGPU no
 /// longer removable). Each run's container process holds one to three
-/// sessions with a TSG each and exits flagged, with every allocation that
-/// has vgpu on the stack failing: the close now allocates nothing, so
-/// nothing may be failed, and nothing may be left.
+/// sessions with a TSG and a second client each (the old list's one
+/// allocation came with the first client it took out: with one client per
+/// file, that client was out already and nothing stayed) and exits
+/// flagged, with every allocation that has vgpu on the stack failing: the
+/// close now allocates nothing, so nothing may be failed, and nothing may
+/// be left.
 pub fn failed_closes_leave_nothing() -> Outcome {
     ensure!(
         inject::available(),
@@ -197,6 +200,9 @@ pub fn failed_closes_leave_nothing() -> Outcome {
                     s.ctl
                         .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(0))
                         .map_err(|e| format!("tsg: {e:?}"))?;
+                    s.ctl
+                        .alloc_root_client()
+                        .map_err(|e| format!("second client: {e:?}"))?;
                     held.push(s);
                 }
                 flag(true)?;
@@ -217,8 +223,9 @@ pub fn failed_closes_leave_nothing() -> Outcome {
 }
 
 /// One allocation failing anywhere in the closes of a container's files
-/// (as its process exits: a session with a TSG and VRAM) leaves nothing
-/// behind. The close of `/dev/vgpuctl` once gathered the file's clients in
+/// (as its process exits: a session with a TSG, VRAM and a second client
+/// on its ctl file, without which the old list's failure left nothing
+/// behind) leaves nothing behind. The close of `/dev/vgpuctl` once gathered the file's clients in
 /// a list as it took them out of the index: an allocation failing there
 /// left the rest in the index, and with them the file, its TSG and its
 /// charge, for good. The sweep fails the first allocation with vgpu on
@@ -242,6 +249,9 @@ pub fn closes_failing_one_allocation_leave_nothing() -> Outcome {
                 s.ctl
                     .alloc_vram(s.client, s.device, 0, 1 << 20)
                     .map_err(|e| format!("vram: {e:?}"))?;
+                s.ctl
+                    .alloc_root_client()
+                    .map_err(|e| format!("second client: {e:?}"))?;
                 inject::arm_once(space, 1)?;
                 flag(true)?;
                 // The files close as the process exits, flagged.

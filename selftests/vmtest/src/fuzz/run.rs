@@ -31,7 +31,7 @@ fn slot(w: usize, s: usize) -> usize {
 }
 
 /// What rounds did.
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Debug, Clone)]
 pub struct Totals {
     /// Calls made.
     pub calls: u64,
@@ -43,9 +43,34 @@ pub struct Totals {
     pub killed: u64,
     /// Time spent in calls (the workers' running time, not the checks).
     pub busy: Duration,
-    /// Rows of the dispatch table the raw calls used, per family
-    /// (escapes, UVM commands, classes, controls): used, of.
+    /// Rows of the dispatch table the calls reached vgpu's dispatch
+    /// with, per family (escapes, UVM commands, classes, controls):
+    /// reached, of; from vgpu's per-row counts (debugfs `vgpu/rows`).
     pub cover: [(usize, usize); 4],
+    /// Rows the raw calls drew, per family, of the same.
+    pub drawn: [usize; 4],
+    /// The rows that never reached vgpu's dispatch, each `FAMILY NUMBER
+    /// NAME`, and `(never drawn)` after one the raw calls did not draw.
+    pub missed: Vec<String>,
+}
+
+/// vgpu's per-row counts of calls that reached its dispatch.
+const ROWS: &str = "/sys/kernel/debug/vgpu/rows";
+
+/// The numbers of the rows of `kind` (`escape`, `uvm`, `class`,
+/// `control`) that vgpu's per-row counts show reached, from `text`.
+fn reached(text: &str, kind: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            if w.next() != Some(kind) {
+                return None;
+            }
+            let n = u32::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+            let c: u64 = w.next()?.parse().ok()?;
+            (c > 0).then_some(n)
+        })
+        .collect()
 }
 
 /// Runs rounds until `calls` calls are made, `tenants` fuzzed at once.
@@ -61,6 +86,7 @@ pub fn rounds(
 ) -> Result<Totals, String> {
     let board = Board::new()?;
     let mut totals = Totals::default();
+    crate::sys::write_file(ROWS, "0").map_err(|e| format!("{ROWS}: errno {e}"))?;
     let mut round = 0u64;
     while totals.calls < calls {
         let per_thread = (per_round / CHUNKS / (tenants.len() * THREADS) as u64).max(1);
@@ -77,13 +103,65 @@ pub fn rounds(
         round += 1;
     }
     let r = nvclient::speaks();
-    totals.cover = [
+    totals.drawn = [
         (Family::Escape, r.escapes.len()),
         (Family::Uvm, r.uvm.len()),
         (Family::Class, r.classes.len()),
         (Family::Control, r.controls.len()),
     ]
-    .map(|(f, n)| (board.coverage(f, n), n));
+    .map(|(f, n)| board.coverage(f, n));
+    let text = crate::sys::read_file(ROWS)?;
+    let mut missed = Vec::new();
+    let mut count = |kind: &str, family: Family, rows: Vec<(u32, String)>| {
+        let seen = reached(&text, kind);
+        for (k, (n, name)) in rows.iter().enumerate() {
+            if !seen.contains(n) {
+                let drawn = if board.drawn(family, k) {
+                    ""
+                } else {
+                    " (never drawn)"
+                };
+                missed.push(format!("{kind} {n:#x} {name}{drawn}"));
+            }
+        }
+        let hit = rows.iter().filter(|(n, _)| seen.contains(n)).count();
+        (hit, rows.len())
+    };
+    totals.cover = [
+        count(
+            "escape",
+            Family::Escape,
+            r.escapes
+                .iter()
+                .map(|x| (u32::from(x.nr), format!("{:?}", x.escape)))
+                .collect(),
+        ),
+        count(
+            "uvm",
+            Family::Uvm,
+            r.uvm
+                .iter()
+                .map(|x| (x.number, format!("{:?}", x.command)))
+                .collect(),
+        ),
+        count(
+            "class",
+            Family::Class,
+            r.classes
+                .iter()
+                .map(|x| (x.class, x.name.to_string()))
+                .collect(),
+        ),
+        count(
+            "control",
+            Family::Control,
+            r.controls
+                .iter()
+                .map(|x| (x.cmd, x.name.to_string()))
+                .collect(),
+        ),
+    ];
+    totals.missed = missed;
     Ok(totals)
 }
 
@@ -157,6 +235,10 @@ fn one_round(
         if result.is_err() {
             break;
         }
+        if let Some(e) = board.breached() {
+            result = Err(format!("in chunk {chunk}: {e}"));
+            break;
+        }
         if let Err(e) = check::live(tenants, &pids) {
             result = Err(format!("after chunk {chunk}: {e}"));
             break;
@@ -186,6 +268,9 @@ fn one_round(
         totals.refused += ctl.get(slot(w, SLOT_REFUSED));
     }
     result?;
+    if let Some(e) = board.breached() {
+        return Err(e);
+    }
     check::settled(tenants).map_err(|e| {
         format!(
             "after the workers {}: {e}",
