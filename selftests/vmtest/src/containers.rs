@@ -94,8 +94,14 @@ fn host_trace(cmd: &str) -> Result<(Vec<String>, String), String> {
         .unwrap_or_default()
         .lines()
         .map(|l| {
+            // Handles (the driver's picks differ from run to run, and
+            // nvtrace logs the ones given as `in.hRoot=` and so on) and
+            // PIDs are left out.
             l.split_whitespace()
-                .filter(|t| !t.starts_with("pid=") && !t.starts_with("h"))
+                .filter(|t| {
+                    let key = t.strip_prefix("in.").unwrap_or(t);
+                    !t.starts_with("pid=") && !key.starts_with('h')
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         })
