@@ -595,46 +595,12 @@ fn gpu_ids_of_other_gpus_refused() -> Outcome {
 /// subdevice named as the compute object (`NV_ERR_INVALID_OBJECT`,
 /// `kernel_sm_debugger_session.c:304-308` at 595.45.04).
 fn debugger_names_only_the_containers_clients() -> Outcome {
-    use nvclient::abi::status::*;
-    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
-    let (other, other_obj) = (host.client, host.subdevice);
-    as_container(CG, move || {
-        let s = session()?;
-        let debugger = |app: u32, obj: u32| {
-            let mut p = [0u32, app, obj]
-                .iter()
-                .flat_map(|w| w.to_ne_bytes())
-                .collect::<Vec<u8>>();
-            s.ctl
-                .alloc(s.client, s.device, 0, 0x83de, &mut p)
-                .map(|_| ())
-        };
-        let seen0 = double_ioctls()?;
-        let r = debugger(other, other_obj);
-        ensure!(
-            r == Err(Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
-            "a debugger on the host's client: {r:?}"
-        );
-        let seen = double_ioctls()? - seen0;
-        ensure!(
-            seen == 0,
-            "the debugger on the host's client reached the double"
-        );
-        for app in [0, s.client] {
-            let seen0 = double_ioctls()?;
-            let r = debugger(app, s.subdevice);
-            ensure!(
-                r == Err(Rm(NV_ERR_INVALID_OBJECT)),
-                "a debugger on client {app:#x}: {r:?}"
-            );
-            let seen = double_ioctls()? - seen0;
-            ensure!(
-                seen == 1,
-                "the debugger on client {app:#x} reached the double {seen} times"
-            );
-        }
-        drop(host);
-        Ok(())
+    use nvclient::abi::status::NV_ERR_INVALID_OBJECT;
+    // GT200_DEBUGGER_ALLOC_PARAMETERS: hDebuggerClient_Obsolete,
+    // hAppClient, hClass3dObject; allocated under the device.
+    names_only_the_containers_clients("a debugger", NV_ERR_INVALID_OBJECT, |s, app, obj| {
+        let mut p = words(&[0, app, obj]);
+        s.ctl.alloc(s.client, s.device, 0, 0x83de, &mut p).map(drop)
     })
 }
 
@@ -909,51 +875,65 @@ fn perf_boost_cut_to_a_second() -> Outcome {
 /// container's own client reaches it once, and the double refuses the
 /// class it does not serve.
 fn os_event_names_only_the_containers_clients() -> Outcome {
-    use nvclient::abi::status::*;
+    use nvclient::abi::status::NV_ERR_INVALID_CLASS;
+    // NV0005_ALLOC_PARAMETERS: hParentClient, hSrcResource, hClass,
+    // notifyIndex, data (NvP64); allocated under the subdevice. The
+    // double serves no NV01_EVENT_OS_EVENT object (its events are
+    // ALLOC_OS_EVENT's): its refusal and its count show that the call
+    // reached it.
+    names_only_the_containers_clients("an event", NV_ERR_INVALID_CLASS, |s, parent, src| {
+        let mut p = words(&[parent, src, 0x79, 0, 0, 0]);
+        s.ctl
+            .alloc(s.client, s.subdevice, 0, 0x79, &mut p)
+            .map(drop)
+    })
+}
+
+/// An allocation whose params name an RM client, made from the container
+/// by `alloc(session, client, object)`: naming the host's client (and
+/// its subdevice) is refused with `NV_ERR_INVALID_OBJECT_HANDLE` and never
+/// reaches the double; naming 0 or the container's own client (and the
+/// container's subdevice) reaches the double once, which answers
+/// `reached` for it.
+fn names_only_the_containers_clients(
+    what: &'static str,
+    reached: u32,
+    alloc: fn(&Session, u32, u32) -> Result<(), nvclient::Error>,
+) -> Outcome {
+    use nvclient::abi::status::NV_ERR_INVALID_OBJECT_HANDLE;
     let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
     let (other, other_obj) = (host.client, host.subdevice);
     as_container(CG, move || {
         let s = session()?;
-        // hParentClient, hSrcResource, hClass, notifyIndex, data (NvP64).
-        let event = |parent: u32, src: u32| {
-            let mut p = [parent, src, 0x79, 0, 0, 0]
-                .iter()
-                .flat_map(|w| w.to_ne_bytes())
-                .collect::<Vec<u8>>();
-            s.ctl
-                .alloc(s.client, s.subdevice, 0, 0x79, &mut p)
-                .map(|_| ())
-        };
         let seen0 = double_ioctls()?;
-        let r = event(other, other_obj);
+        let r = alloc(&s, other, other_obj);
         ensure!(
             r == Err(Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
-            "an event on the host's client: {r:?}"
+            "{what} on the host's client: {r:?}"
         );
         let seen = double_ioctls()? - seen0;
-        ensure!(
-            seen == 0,
-            "the event on the host's client reached the double"
-        );
-        for parent in [0, s.client] {
+        ensure!(seen == 0, "{what} on the host's client reached the double");
+        for client in [0, s.client] {
             let seen0 = double_ioctls()?;
-            let r = event(parent, s.subdevice);
-            // The double serves no NV01_EVENT_OS_EVENT object (its events
-            // are ALLOC_OS_EVENT's): its refusal and its count show that
-            // the call reached it.
+            let r = alloc(&s, client, s.subdevice);
             ensure!(
-                r == Err(Rm(NV_ERR_INVALID_CLASS)),
-                "an event on client {parent:#x}: {r:?}, want the double's NV_ERR_INVALID_CLASS"
+                r == Err(Rm(reached)),
+                "{what} on client {client:#x}: {r:?}, want the double's {reached:#x}"
             );
             let seen = double_ioctls()? - seen0;
             ensure!(
                 seen == 1,
-                "the event on client {parent:#x} reached the double {seen} times"
+                "{what} on client {client:#x} reached the double {seen} times"
             );
         }
         drop(host);
         Ok(())
     })
+}
+
+/// Native-endian bytes of `w`.
+fn words(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_ne_bytes()).collect()
 }
 
 fn teardown() -> Outcome {
