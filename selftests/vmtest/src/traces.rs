@@ -198,16 +198,17 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
         let errno = val(&toks, "errno").ok_or_else(bad)?;
         let status = val(&toks, "status");
         let mut f = vec![node.clone(), name.to_string()];
+        // A handle field of the line, as a number.
+        let get = |k| {
+            val(&toks, k)
+                .and_then(hex)
+                .map(|v| v as u32)
+                .ok_or_else(bad)
+        };
         // The size of the input bytes, and the fields before them.
         let in_size = match inner {
             "ALLOC" => {
                 let nvos = val(&toks, "nvos").ok_or_else(bad)?;
-                let get = |k| {
-                    val(&toks, k)
-                        .and_then(hex)
-                        .map(|v| v as u32)
-                        .ok_or_else(bad)
-                };
                 // The client as given: RM may write the new client's
                 // handle into hRoot of an NV01_ROOT alloc.
                 let (root, parent, new, innew) = (
@@ -245,12 +246,6 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
                 Some(psize)
             }
             "CONTROL" => {
-                let get = |k| {
-                    val(&toks, k)
-                        .and_then(hex)
-                        .map(|v| v as u32)
-                        .ok_or_else(bad)
-                };
                 let psize: usize = val(&toks, "paramsSize")
                     .and_then(|v| v.parse().ok())
                     .ok_or_else(bad)?;
@@ -265,12 +260,6 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
                 Some(psize)
             }
             "FREE" => {
-                let get = |k| {
-                    val(&toks, k)
-                        .and_then(hex)
-                        .map(|v| v as u32)
-                        .ok_or_else(bad)
-                };
                 f.push(format!(
                     "client={} parent={} object={}",
                     n.handle(get("hRoot")?),
