@@ -142,6 +142,8 @@ pub(crate) enum Kind {
     Tsg,
     /// A channel (in a TSG, or on its own).
     Channel,
+    /// A GPU VA space, recorded for the VRAM RM commits for it.
+    VaSpace,
 }
 
 /// An object vgpu accounts.

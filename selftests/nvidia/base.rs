@@ -163,11 +163,15 @@ pub(crate) enum ObjKind {
         /// The VA space it runs in: its own alloc params', else its context
         /// share's, else its TSG's (0: none).
         vaspace: u32,
+        /// Its instance block (`Rm::mems`).
+        mem: u32,
     },
     /// FERMI_VASPACE_A, with its allocation flags.
     VaSpace {
         gpu: u32,
         flags: u32,
+        /// Its top page levels (`Rm::mems`).
+        mem: u32,
     },
     /// FERMI_CONTEXT_SHARE_A, with the VA space it named.
     CtxShare {

@@ -111,11 +111,12 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     };
     let result = match row.handler {
         ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
+        ClassHandler::Charged => return charged(cx, blk, &h, row.commits),
         ClassHandler::Client => return client(cx, blk, h.h_root),
         ClassHandler::NamesClient { at } => {
             return names_client(cx, blk, &h, row.params_size as usize, at as usize)
         }
-        kind => accounted(cx, &h, kind, row.params_size as usize),
+        kind => accounted(cx, &h, kind, row.params_size as usize, row.commits),
     };
     match result {
         Ok(handle) => answer(addr, blk, handle, NV_OK),
@@ -226,11 +227,79 @@ fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize
     Ok(r)
 }
 
+/// A class forwarded as the caller wrote it whose object commits `commits`
+/// bytes of RM-internal VRAM (a [`ClassHandler::Charged`] row:
+/// FERMI_VASPACE_A). The bytes are reserved on the vGPU of its parent, one
+/// of the file's devices, before the driver sees the call; past the
+/// ceiling the call is refused with `NV_ERR_NO_MEMORY`, RM's status when
+/// its page-level pool cannot grow (`rmMemPoolReserve`). The reservation
+/// becomes the object's charge when the driver made it, refunded when the
+/// driver frees the object (its own free, its parent's or its client's).
+/// A parent that is not a device vgpu recorded (every device of a
+/// verified client is) is RM's to refuse: the call goes on as written.
+/// As for a DUP, should vgpu fail to record the object, it frees it.
+fn charged(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, commits: u32) -> Result<isize> {
+    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
+    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
+    let file = cx.file;
+    let on = {
+        let mut objects = file.objects.lock();
+        match objects.obj(h.h_root, h.h_parent) {
+            Some(p) if p.kind == Kind::Device => {
+                let gpu = p.gpu;
+                let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
+                match objects.user_on(h.h_root, &v) {
+                    Ok(owner) => Some((gpu, v, owner)),
+                    Err(_) => return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_CLIENT),
+                }
+            }
+            _ => None,
+        }
+    };
+    let Some((gpu, v, owner)) = on else {
+        return cx.call.forward_block(cx.real, blk);
+    };
+    let Some(reserved) = Reservation::new(&v, u64::from(commits)) else {
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_NO_MEMORY);
+    };
+    // A failure to forward drops the reservation.
+    let r = cx.call.forward_block(cx.real, blk)?;
+    let read = |at: usize| -> Result<u32> {
+        let b = blk.get(at..at + 4).ok_or(EINVAL)?;
+        Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if r != 0 || read(status_at(blk))? != NV_OK {
+        return Ok(r);
+    }
+    let handle = read(H_NEW)?;
+    let obj = Obj {
+        handle,
+        parent: h.h_parent,
+        gpu,
+        kind: Kind::VaSpace,
+        charge: Some(Held::Own(reserved.into_charge(Some(owner)))),
+        sched: None,
+        watch: None,
+        user: None,
+    };
+    let made = cx.host.rm.guard(h.h_root, h.h_parent, handle);
+    file.objects.lock().add_obj(h.h_root, obj)?;
+    made.keep();
+    Ok(r)
+}
+
 /// Devices, subdevices, memory, TSGs and channels (the class's handler
 /// `kind`): decided on kernel copies, executed through the kernel
 /// interface, `want` bytes of alloc params (the class's in the driver's
-/// release). Returns the new handle.
-fn accounted(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, want: usize) -> RmResult<u32> {
+/// release), the object charged what the row says RM `commits` for it
+/// (channels: their instance block). Returns the new handle.
+fn accounted(
+    cx: &Ctx<'_>,
+    h: &Header,
+    kind: ClassHandler,
+    want: usize,
+    commits: u32,
+) -> RmResult<u32> {
     // A device is checked against the file's clients here; anything else
     // when its parent is looked up (`plan`), under the same lock.
     if kind == ClassHandler::Device && !cx.file.has_client(h.h_root) {
@@ -262,13 +331,13 @@ fn accounted(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, want: usize) -> RmRes
             return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
         }
         // NULL optional params: the class's defaults, passed on as NULL.
-        return execute(cx, h, kind, &mut []);
+        return execute(cx, h, kind, &mut [], commits);
     }
     if user::read(h.pparams, params).is_err() {
         // `os_memcpy_from_user` (`os-interface.c:522-529`).
         return Err(Fail::Rm(NV_ERR_INVALID_ADDRESS));
     }
-    let handle = execute(cx, h, kind, params)?;
+    let handle = execute(cx, h, kind, params, commits)?;
     // In/out params (the rounded size) back to the caller.
     user::write(h.pparams, params)?;
     Ok(handle)
@@ -315,8 +384,14 @@ struct Plan {
 }
 
 /// Decides what allocating `h`, of handler `kind`, from `params` is on this
-/// file.
-fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResult<Plan> {
+/// file, the object itself committing `commits` bytes of VRAM.
+fn plan(
+    file: &CtlFile,
+    h: &Header,
+    kind: ClassHandler,
+    params: &[u8],
+    commits: u32,
+) -> RmResult<Plan> {
     let plan = |gpu, kind| Plan {
         gpu,
         kind,
@@ -345,7 +420,7 @@ fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResu
         };
         (parent.gpu, parent.kind, parent.sched.clone())
     };
-    Ok(match kind {
+    let p = match kind {
         ClassHandler::Subdevice => plan(gpu, Kind::Subdevice),
         ClassHandler::Tsg if pkind == Kind::Device => plan(gpu, Kind::Tsg),
         ClassHandler::Channel if pkind == Kind::Device => plan(gpu, Kind::Channel),
@@ -360,6 +435,7 @@ fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResu
         ClassHandler::Device
         | ClassHandler::Client
         | ClassHandler::Forward
+        | ClassHandler::Charged
         | ClassHandler::NamesClient { .. } => return Err(Fail::Os(EINVAL)),
         ClassHandler::Memory => {
             let mp = abi::MemoryAllocationParams::decode_charge_fields(params);
@@ -374,12 +450,26 @@ fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResu
             // Reserved: at least what RM will allocate, its page-rounded
             // size (settled after the call).
             let floor = crate::ledger::vram_floor(mp.size, mp.attr, mp.attr2);
-            Plan {
+            return Ok(Plan {
                 vram: Some((v, floor)),
                 owner: Some(owner),
                 ..plan(gpu, Kind::Memory)
-            }
+            });
         }
+    };
+    if commits == 0 {
+        return Ok(p);
+    }
+    // What the driver commits for the object itself (a channel's instance
+    // block), charged as VRAM is.
+    let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
+    let owner = objects
+        .user_on(h.h_root, &v)
+        .map_err(|_| Fail::Rm(NV_ERR_INVALID_CLIENT))?;
+    Ok(Plan {
+        vram: Some((v, u64::from(commits))),
+        owner: Some(owner),
+        ..p
     })
 }
 
@@ -388,13 +478,19 @@ fn plan(file: &CtlFile, h: &Header, kind: ClassHandler, params: &[u8]) -> RmResu
 /// interface, the settling and the record. Every step that fails unwinds
 /// what came before by dropping its guard (the reservation, the RM object,
 /// the schedule entry).
-fn execute(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, params: &mut [u8]) -> RmResult<u32> {
+fn execute(
+    cx: &Ctx<'_>,
+    h: &Header,
+    kind: ClassHandler,
+    params: &mut [u8],
+    commits: u32,
+) -> RmResult<u32> {
     let rm = &cx.host.rm;
     let file = cx.file;
     if kind == ClassHandler::Device && !cx.host.has_gpu(device_instance(params)) {
         return absent_device(cx, params);
     }
-    let p = plan(file, h, kind, params)?;
+    let p = plan(file, h, kind, params, commits)?;
     // A TSG, or a channel outside one, runs on this file's vGPU there.
     let sched_on = match (p.kind, &p.in_tsg) {
         (Kind::Tsg, _) | (Kind::Channel, None) => Some(file.vgpu_on(p.gpu).ok_or(EACCES)?.clone()),
@@ -423,7 +519,9 @@ fn execute(cx: &Ctx<'_>, h: &Header, kind: ClassHandler, params: &mut [u8]) -> R
     let object = rm.alloc_object(h.h_root, h.h_parent, h.h_new, h.h_class, params)?;
     let handle = object.handle();
     let mut charge = None;
-    if let (Some(r), Some((_, floor))) = (reserved.as_mut(), &p.vram) {
+    // Memory settles at the size the driver allocated; what an object
+    // commits for itself is exact.
+    if let (Some(r), Some((_, floor)), Kind::Memory) = (reserved.as_mut(), &p.vram, p.kind) {
         // The size the driver really allocated: it wrote it into our kernel
         // copy of the params, which no user thread can touch. Should a
         // driver not report it there, ask (GET_SURFACE_INFO).
@@ -535,5 +633,5 @@ pub(super) fn heap_memory(
         h_class: class::NV01_MEMORY_LOCAL_USER,
         pparams: 0,
     };
-    execute(cx, &h, ClassHandler::Memory, params)
+    execute(cx, &h, ClassHandler::Memory, params, 0)
 }

@@ -7,7 +7,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::call::{parse_class_params, parse_params, NewObject};
-use super::state::Driver;
+use super::state::{Driver, Rm};
 use crate::base::{heap_size, store, ObjKind, StatusResult};
 use crate::file;
 use crate::kapi::fdtable;
@@ -147,12 +147,27 @@ impl Driver {
         Ok(ObjKind::Other)
     }
 
-    /// FERMI_VASPACE_A, with its flags.
+    /// FERMI_VASPACE_A, with its flags, committing its top page levels
+    /// (`abi::VASPACE_PAGE_LEVELS`: RM reserves them in the device's
+    /// page-level pool, `vaspace_api.c:714-735` at 550.163.01; a pool that
+    /// cannot grow fails the allocation with `NV_ERR_NO_MEMORY`).
     pub(crate) fn new_vaspace(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
         let gpu = n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
         // The params are the class's size (see `alloc_params`).
         let flags = parse_class_params::<abi::VaSpaceAllocParams>(n.params).map_or(0, |v| v.flags);
-        Ok(ObjKind::VaSpace { gpu, flags })
+        let mem = self.commit(n.rm, gpu, abi::VASPACE_PAGE_LEVELS)?;
+        Ok(ObjKind::VaSpace { gpu, flags, mem })
+    }
+
+    /// Commits `bytes` of VRAM on `gpu` for an object of RM's own (a VA
+    /// space's page levels, a channel's instance block), from the heap as
+    /// any VRAM: `NV_ERR_NO_MEMORY` when it is full.
+    fn commit(&self, rm: &mut Rm, gpu: u32, bytes: u32) -> StatusResult<u32> {
+        let heap = heap_size(self.gpus[gpu as usize].vram);
+        if rm.vram_used[gpu as usize] + u64::from(bytes) > heap {
+            return Err(NV_ERR_NO_MEMORY);
+        }
+        rm.new_mem(gpu, u64::from(bytes), true, None)
     }
 
     /// FERMI_CONTEXT_SHARE_A, with the VA space it names.
@@ -227,6 +242,17 @@ impl Driver {
                 }
             }
         };
+        // Its instance block, from framebuffer (`kchannelAllocMem_GM107`,
+        // `kernel_channel_gm107.c:197-236` at 550.163.01).
+        let mem = match self.commit(n.rm, gpu, abi::INSTANCE_BLOCK) {
+            Ok(mem) => mem,
+            Err(s) => {
+                if own_tsg {
+                    self.gpus[gpu as usize].engine.remove_tsg(tsg);
+                }
+                return Err(s);
+            }
+        };
         let token = n.rm.next_token;
         n.rm.next_token += 1;
         let engine = &self.gpus[gpu as usize].engine;
@@ -237,6 +263,7 @@ impl Driver {
             if own_tsg {
                 engine.remove_tsg(tsg);
             }
+            n.rm.put_mem(mem);
             return Err(NV_ERR_NO_MEMORY);
         }
         let ctx_vaspace = match n.rm.clients[n.ci].find(cp.h_context_share).map(|o| o.kind) {
@@ -253,6 +280,7 @@ impl Driver {
             tsg,
             own_tsg,
             vaspace,
+            mem,
         })
     }
 

@@ -41,6 +41,7 @@ impl Driver {
                 token,
                 tsg,
                 own_tsg,
+                mem,
                 ..
             } => {
                 let e = &self.gpus[gpu as usize].engine;
@@ -48,7 +49,9 @@ impl Driver {
                 if own_tsg {
                     e.remove_tsg(tsg);
                 }
+                rm.put_mem(mem);
             }
+            ObjKind::VaSpace { mem, .. } => rm.put_mem(mem),
             _ => {}
         }
     }

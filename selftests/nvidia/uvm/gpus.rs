@@ -91,7 +91,10 @@ impl Driver {
                 .find(q.h_va_space)
                 .ok_or(NV_ERR_OBJECT_NOT_FOUND)?
                 .kind;
-            let ObjKind::VaSpace { gpu: vgpu, flags } = obj else {
+            let ObjKind::VaSpace {
+                gpu: vgpu, flags, ..
+            } = obj
+            else {
                 return Err(NV_ERR_INVALID_OBJECT);
             };
             if vgpu != gpu {

@@ -206,3 +206,27 @@ pub mod version {
     /// Length of the version string field.
     pub const STRING_LENGTH: usize = 64;
 }
+
+// ---------------------------------------------------------------------------
+// VRAM RM commits for objects of its own (`ClassRow::commits`).
+// ---------------------------------------------------------------------------
+
+/// `RM_PAGE_SIZE`: the unit of RM's internal allocations.
+const RM_PAGE_SIZE: u32 = 4096;
+
+/// A GPU VA space's (FERMI_VASPACE_A) own VRAM: the top three page levels
+/// of the server RM's carveout, which the client RM reserves in the
+/// device's page-level pool as it makes the VA space
+/// (`_vaspaceapiManagePageLevelsForSplitVaSpace`,
+/// `gpu/mem_mgr/vaspace_api.c:714-735` at 550.163.01, `:760` at
+/// 535.261.03, `:770` at 595.45.04: `3 * RM_PAGE_SIZE`), released when
+/// the VA space goes.
+pub const VASPACE_PAGE_LEVELS: u32 = 3 * RM_PAGE_SIZE;
+
+/// A GPFIFO channel's own VRAM: its instance block (RAMFC lies inside it),
+/// `NV_RAMIN_ALLOC_SIZE` bytes (`published/ampere/ga100/dev_ram.h:26`, and
+/// the same at every architecture since Maxwell), allocated from
+/// framebuffer only on a GSP client (`kchannelAllocMem_GM107`,
+/// `fifo/arch/maxwell/kernel_channel_gm107.c:197-236` at 550.163.01;
+/// `kfifoGetInstMemInfo_GM107` serves Hopper and Blackwell too).
+pub const INSTANCE_BLOCK: u32 = RM_PAGE_SIZE;

@@ -26,6 +26,13 @@ pub struct ClassRow {
     pub refusal: u32,
     /// The handler the RM_ALLOC handler runs for it.
     pub handler: ClassHandler,
+    /// VRAM the driver commits for the object itself beyond any memory it
+    /// is given (instance blocks, page directories), in bytes: a bound
+    /// from RM's source, cited at the row. vgpu charges it to the vGPU
+    /// when the allocation succeeds and refunds it when the driver frees
+    /// the object; 0: none. Only rows whose handler records the object
+    /// ([`ClassHandler::records`]) may have one.
+    pub commits: u32,
 }
 
 /// What the RM_ALLOC handler runs for a class.
@@ -48,6 +55,11 @@ pub enum ClassHandler {
     Channel,
     /// Memory (`Served`): VRAM charged to the vGPU's ceiling.
     Memory,
+    /// A class forwarded as the caller wrote it (a `Forward` row) whose
+    /// object vgpu records under its parent, one of the file's devices, so
+    /// that the row's [`ClassRow::commits`] is charged while it lives
+    /// (`src/rm/alloc.rs`).
+    Charged,
     /// A class whose params name an RM client (a `Bounce` row): the handle
     /// at byte `at` must be 0 (RM: the caller's own client) or a client of
     /// the caller's container, else the allocation is refused with
@@ -67,10 +79,21 @@ impl ClassHandler {
     pub const fn fits(self, policy: Policy) -> bool {
         match self {
             ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
+            ClassHandler::Charged => matches!(policy, Policy::Forward),
             ClassHandler::Client => matches!(policy, Policy::Rewritten),
             ClassHandler::NamesClient { .. } => matches!(policy, Policy::Bounce),
             _ => matches!(policy, Policy::Served),
         }
+    }
+
+    /// Whether vgpu records the objects of the handler's class, so that
+    /// their free can refund a charge: the accounted kinds and
+    /// [`ClassHandler::Charged`].
+    pub const fn records(self) -> bool {
+        !matches!(
+            self,
+            ClassHandler::Forward | ClassHandler::Client | ClassHandler::NamesClient { .. }
+        )
     }
 }
 
@@ -92,6 +115,7 @@ const fn cl(
         policy,
         family,
         refusal: abi::status::NV_ERR_INVALID_CLASS,
+        commits: 0,
         handler: match policy {
             Policy::Rewritten => ClassHandler::Client,
             _ => ClassHandler::Forward,
@@ -102,6 +126,14 @@ const fn cl(
 /// A class row with its own handler (a `Served` class: what it is).
 const fn clh(handler: ClassHandler, row: ClassRow) -> ClassRow {
     ClassRow { handler, ..row }
+}
+
+/// `row`, committing `bytes` of RM-internal VRAM per object.
+const fn commits(bytes: u32, row: ClassRow) -> ClassRow {
+    ClassRow {
+        commits: bytes,
+        ..row
+    }
 }
 
 /// A class row denied with `NV_ERR_NOT_SUPPORTED`: what RM itself answers
@@ -149,20 +181,25 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
     cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
     cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
-    // TODO(table): charge page-table VRAM (not charged today).
+    // TODO(table): charge its page tables. Unless NVOS32_ALLOC_FLAGS_LAZY or EXTERNALLY_MANAGED,
+    //   RM reserves the worst case (4 KiB pages over its size) in the page-level pool at
+    //   allocation (`virtual_mem.c:372-408`, `gpu_vaspace.c:5289-5326` at 550.163.01); a lazy
+    //   range gets its page tables at MAP_MEMORY_DMA. Not charged today.
     cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
     // `hAppClient` (byte 4, `cl83de.h` at 595.45.04) checked to be the container's.
     clh(K::NamesClient { at: 4 }, cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging)),
     cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),
-    // TODO(table): charge its RM-internal VRAM (not charged today).
+    // Commits no VRAM: a subcontext ID from its TSG's heap (`kernel_ctxshare.c:426` at
+    //   550.163.01); `kctxshareInit` is RM's empty stub (`g_kernel_ctxshare_nvoc.h:132`).
     cl(class::FERMI_CONTEXT_SHARE_A, "FERMI_CONTEXT_SHARE_A", 12, P::Forward, F::Fifo),
     cl(0x90e6, "GF100_SUBDEVICE_MASTER", 0, P::Forward, F::Device),
-    // TODO(table): charge page-table VRAM (not charged today).
-    cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory),
+    // Commits its top three page levels, which RM reserves in the page-level pool as it
+    //   makes one (`vaspace_api.c:714-735` at 550.163.01).
+    clh(K::Charged, commits(abi::VASPACE_PAGE_LEVELS, cl(class::FERMI_VASPACE_A, "FERMI_VASPACE_A", 56, P::Forward, F::Memory))),
     clh(K::Tsg, cl(class::KEPLER_CHANNEL_GROUP_A, "KEPLER_CHANNEL_GROUP_A", 20, P::Served, F::Fifo)),
     cl(class::TURING_USERMODE_A, "TURING_USERMODE_A", 0, P::Forward, F::Fifo),
-    clh(K::Channel, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
-    clh(K::Channel, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
+    clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
     cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
     cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
@@ -171,12 +208,12 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(class::BLACKWELL_USERMODE_A, "BLACKWELL_USERMODE_A", 2, P::Forward, F::Fifo),
     cl(class::AMPERE_DMA_COPY_B, "AMPERE_DMA_COPY_B", 8, P::Forward, F::Engine),
     cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine),
-    clh(K::Channel, cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(class::HOPPER_DMA_COPY_A, "HOPPER_DMA_COPY_A", 8, P::Forward, F::Engine),
-    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo)),
+    clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(0xc9b5, "BLACKWELL_DMA_COPY_A", 8, P::Forward, F::Engine),
     cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine),
-    clh(K::Channel, cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo)),
+    clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo))),
     cl(0xcab5, "BLACKWELL_DMA_COPY_B", 8, P::Forward, F::Engine),
     cl(0xcb33, "NV_CONFIDENTIAL_COMPUTE", 4, P::Forward, F::Security),
     cl(0xcba2, "HOPPER_SEC2_WORK_LAUNCH_A", 0, P::Forward, F::Security),
@@ -186,11 +223,12 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
 ];
 
 // Each class row's handler fits its policy: clients rewritten, accounted
-// kinds served, the rest forwarded.
+// kinds served, the rest forwarded; and only a recorded object commits.
 const _: () = {
     let mut i = 0;
     while i < CLASS_ROWS.len() {
         assert!(CLASS_ROWS[i].handler.fits(CLASS_ROWS[i].policy));
+        assert!(CLASS_ROWS[i].commits == 0 || CLASS_ROWS[i].handler.records());
         i += 1;
     }
 };
