@@ -144,6 +144,8 @@ pub(crate) enum Kind {
     Channel,
     /// A GPU VA space, recorded for the VRAM RM commits for it.
     VaSpace,
+    /// A GPU VA range (NV50_MEMORY_VIRTUAL), recorded for its page tables.
+    VirtualMemory,
 }
 
 /// An object vgpu accounts.

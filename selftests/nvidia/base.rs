@@ -187,6 +187,11 @@ pub(crate) enum ObjKind {
         gpu: u32,
         class: u32,
     },
+    /// NV50_MEMORY_VIRTUAL: a GPU VA range, with the page tables it holds
+    /// (`Rm::mems`).
+    VirtualMemory {
+        mem: u32,
+    },
     Other,
 }
 

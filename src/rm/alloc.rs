@@ -111,7 +111,12 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     };
     let result = match row.handler {
         ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
-        ClassHandler::Charged => return charged(cx, blk, &h, row.commits),
+        ClassHandler::Charged => {
+            return charged(cx, blk, &h, u64::from(row.commits), Kind::VaSpace, None)
+        }
+        ClassHandler::VirtualMemory => {
+            return virtual_memory(cx, blk, &h, row.params_size as usize)
+        }
         ClassHandler::Client => return client(cx, blk, h.h_root),
         ClassHandler::NamesClient { at } => {
             return names_client(cx, blk, &h, row.params_size as usize, at as usize)
@@ -227,19 +232,57 @@ fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize
     Ok(r)
 }
 
-/// A class forwarded as the caller wrote it whose object commits `commits`
-/// bytes of RM-internal VRAM (a [`ClassHandler::Charged`] row:
-/// FERMI_VASPACE_A). The bytes are reserved on the vGPU of its parent, one
-/// of the file's devices, before the driver sees the call; past the
-/// ceiling the call is refused with `NV_ERR_NO_MEMORY`, RM's status when
-/// its page-level pool cannot grow (`rmMemPoolReserve`). The reservation
-/// becomes the object's charge when the driver made it, refunded when the
-/// driver frees the object (its own free, its parent's or its client's).
-/// A parent that is not a device vgpu recorded (every device of a
-/// verified client is) is RM's to refuse: the call goes on as written.
-/// As for a DUP, should vgpu fail to record the object, it frees it.
-fn charged(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, commits: u32) -> Result<isize> {
+/// NV50_MEMORY_VIRTUAL, a GPU VA range of the caller's: charged
+/// [`abi::virtual_range_charge`] of the size in vgpu's copy of its `want`
+/// bytes of params, which the driver then reads (a thread of the caller's
+/// cannot grow the range after the charge), as [`charged`] does.
+fn virtual_memory(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, want: usize) -> Result<isize> {
+    let mut buf = [0u8; abi::MemoryAllocationParams::SIZE];
+    let p = buf.get_mut(..want).ok_or(EINVAL)?;
+    if h.pparams == 0 {
+        // A required pointer that is NULL (`param_copy.c:314-315`).
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
+    }
+    if user::read(h.pparams, p).is_err() {
+        // `os_memcpy_from_user` (`os-interface.c:522-529`).
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+    }
+    const SIZE: usize = abi::field_offset(abi::MemoryAllocationParams::FIELDS, "size");
+    let bytes = abi::virtual_range_charge(abi::read_field(p, SIZE));
+    let r = charged(cx, blk, h, bytes, Kind::VirtualMemory, Some(&mut *p))?;
+    // In/out params (the range's offset and limit) back to the caller.
+    user::write(h.pparams, p)?;
+    Ok(r)
+}
+
+/// A class whose object commits `bytes` of RM-internal VRAM, recorded as
+/// `kind`: forwarded as the caller wrote it (a [`ClassHandler::Charged`]
+/// row, FERMI_VASPACE_A) or, with `params`, from vgpu's copy of its params
+/// (NV50_MEMORY_VIRTUAL). The bytes are reserved on the vGPU of its
+/// parent, one of the file's devices, before the driver sees the call;
+/// past the ceiling the call is refused with `NV_ERR_NO_MEMORY`, RM's
+/// status when its page-level pool cannot grow (`rmMemPoolReserve`). The
+/// reservation becomes the object's charge when the driver made it,
+/// refunded when the driver frees the object (its own free, its parent's
+/// or its client's). A parent that is not a device vgpu recorded (every
+/// device of a verified client is) is RM's to refuse: the call goes on
+/// uncharged. As for a DUP, should vgpu fail to record the object, it
+/// frees it.
+fn charged(
+    cx: &Ctx<'_>,
+    blk: &mut [u8],
+    h: &Header,
+    bytes: u64,
+    kind: Kind,
+    params: Option<&mut [u8]>,
+) -> Result<isize> {
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
+    const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
+    const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
+    let forward = |blk: &mut [u8], params: Option<&mut [u8]>| match params {
+        Some(p) => cx.call.forward_block_params(cx.real, blk, PPARAMS, p),
+        None => cx.call.forward_block(cx.real, blk),
+    };
     const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
     let file = cx.file;
     let on = {
@@ -257,13 +300,13 @@ fn charged(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, commits: u32) -> Result<isi
         }
     };
     let Some((gpu, v, owner)) = on else {
-        return cx.call.forward_block(cx.real, blk);
+        return forward(blk, params);
     };
-    let Some(reserved) = Reservation::new(&v, u64::from(commits)) else {
+    let Some(reserved) = Reservation::new(&v, bytes) else {
         return answer(cx.call.addr, blk, h.h_new, NV_ERR_NO_MEMORY);
     };
     // A failure to forward drops the reservation.
-    let r = cx.call.forward_block(cx.real, blk)?;
+    let r = forward(blk, params)?;
     let read = |at: usize| -> Result<u32> {
         let b = blk.get(at..at + 4).ok_or(EINVAL)?;
         Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
@@ -276,7 +319,7 @@ fn charged(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, commits: u32) -> Result<isi
         handle,
         parent: h.h_parent,
         gpu,
-        kind: Kind::VaSpace,
+        kind,
         charge: Some(Held::Own(reserved.into_charge(Some(owner)))),
         sched: None,
         watch: None,
@@ -436,6 +479,7 @@ fn plan(
         | ClassHandler::Client
         | ClassHandler::Forward
         | ClassHandler::Charged
+        | ClassHandler::VirtualMemory
         | ClassHandler::NamesClient { .. } => return Err(Fail::Os(EINVAL)),
         ClassHandler::Memory => {
             let mp = abi::MemoryAllocationParams::decode_charge_fields(params);

@@ -141,10 +141,27 @@ impl Driver {
         Ok(ObjKind::Memory { mem })
     }
 
-    /// NV50_MEMORY_VIRTUAL and NV01_MEMORY_VIRTUAL: nothing is committed.
+    /// NV01_MEMORY_VIRTUAL: a range of the legacy system-memory DMA
+    /// space, nothing committed.
     pub(crate) fn new_virtual_memory(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
         n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
         Ok(ObjKind::Other)
+    }
+
+    /// NV50_MEMORY_VIRTUAL: a GPU VA range, holding the page tables RM
+    /// reserves for it in its page-level pool. RM reserves them as it
+    /// makes the range (`virtual_mem.c:372-408` at 550.163.01), unless the
+    /// range is `NVOS32_ALLOC_FLAGS_LAZY` or `EXTERNALLY_MANAGED`, and at
+    /// each MAP_MEMORY_DMA into it (`rmapi/mapping.c:108-128`). The double
+    /// serves no MAP_MEMORY_DMA, so it holds the whole range's at once
+    /// (`abi::virtual_range_charge`, the bound of those mappings) for every
+    /// range; a pool that cannot grow fails the allocation with
+    /// `NV_ERR_NO_MEMORY`.
+    pub(crate) fn new_gpu_virtual_memory(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
+        let gpu = n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
+        let mp: abi::MemoryAllocationParams = parse_class_params(n.params)?;
+        let mem = self.commit(n.rm, gpu, abi::virtual_range_charge(mp.size))?;
+        Ok(ObjKind::VirtualMemory { mem })
     }
 
     /// FERMI_VASPACE_A, with its flags, committing its top page levels
@@ -155,19 +172,19 @@ impl Driver {
         let gpu = n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
         // The params are the class's size (see `alloc_params`).
         let flags = parse_class_params::<abi::VaSpaceAllocParams>(n.params).map_or(0, |v| v.flags);
-        let mem = self.commit(n.rm, gpu, abi::VASPACE_PAGE_LEVELS)?;
+        let mem = self.commit(n.rm, gpu, abi::VASPACE_PAGE_LEVELS.into())?;
         Ok(ObjKind::VaSpace { gpu, flags, mem })
     }
 
     /// Commits `bytes` of VRAM on `gpu` for an object of RM's own (a VA
     /// space's page levels, a channel's instance block), from the heap as
     /// any VRAM: `NV_ERR_NO_MEMORY` when it is full.
-    fn commit(&self, rm: &mut Rm, gpu: u32, bytes: u32) -> StatusResult<u32> {
+    fn commit(&self, rm: &mut Rm, gpu: u32, bytes: u64) -> StatusResult<u32> {
         let heap = heap_size(self.gpus[gpu as usize].vram);
-        if rm.vram_used[gpu as usize] + u64::from(bytes) > heap {
+        if bytes > heap.saturating_sub(rm.vram_used[gpu as usize]) {
             return Err(NV_ERR_NO_MEMORY);
         }
-        rm.new_mem(gpu, u64::from(bytes), true, None)
+        rm.new_mem(gpu, bytes, true, None)
     }
 
     /// FERMI_CONTEXT_SHARE_A, with the VA space it names.
@@ -244,7 +261,7 @@ impl Driver {
         };
         // Its instance block, from framebuffer (`kchannelAllocMem_GM107`,
         // `kernel_channel_gm107.c:197-236` at 550.163.01).
-        let mem = match self.commit(n.rm, gpu, abi::INSTANCE_BLOCK) {
+        let mem = match self.commit(n.rm, gpu, abi::INSTANCE_BLOCK.into()) {
             Ok(mem) => mem,
             Err(s) => {
                 if own_tsg {

@@ -51,7 +51,7 @@ impl Driver {
                 }
                 rm.put_mem(mem);
             }
-            ObjKind::VaSpace { mem, .. } => rm.put_mem(mem),
+            ObjKind::VaSpace { mem, .. } | ObjKind::VirtualMemory { mem } => rm.put_mem(mem),
             _ => {}
         }
     }

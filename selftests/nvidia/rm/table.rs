@@ -171,7 +171,7 @@ static CLASSES: [ClassRow; 16] = {
         ClassRow {
             classes: Classes::Of(&[class::NV50_MEMORY_VIRTUAL]),
             params: Required(Release(abi::MemoryAllocationParams::SIZE)),
-            new: New::Object(Driver::new_virtual_memory),
+            new: New::Object(Driver::new_gpu_virtual_memory),
         },
         // RS_REQUIRED(NV_MEMORY_VIRTUAL_ALLOCATION_PARAMS) (547): offset,
         // limit, hVASpace, 24 bytes (`cl0070.h:66-70`).

@@ -39,6 +39,9 @@ pub mod heap {
     pub const ALLOC_FLAGS_MAP_NOT_REQUIRED: u32 = 0x0000_8000;
     /// `NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM`.
     pub const ALLOC_FLAGS_PERSISTENT_VIDMEM: u32 = 0x0001_0000;
+    /// `NVOS32_ALLOC_FLAGS_LAZY`: a VA range whose page tables RM makes
+    /// as it is mapped (`nvos.h:1469` at 550.163.01).
+    pub const ALLOC_FLAGS_LAZY: u32 = 0x0000_0400;
     /// `NVOS32_ALLOC_FLAGS_VIRTUAL`: a VA reservation, no backing.
     pub const ALLOC_FLAGS_VIRTUAL: u32 = 0x0008_0000;
     /// `NVOS32_FREE_FLAGS_MEMORY_HANDLE_PROVIDED`: required by FUNCTION_FREE.
@@ -230,3 +233,78 @@ pub const VASPACE_PAGE_LEVELS: u32 = 3 * RM_PAGE_SIZE;
 /// `fifo/arch/maxwell/kernel_channel_gm107.c:197-236` at 550.163.01;
 /// `kfifoGetInstMemInfo_GM107` serves Hopper and Blackwell too).
 pub const INSTANCE_BLOCK: u32 = RM_PAGE_SIZE;
+
+/// The GPU page-table levels RM sizes a page-table reservation over, for
+/// the format of Hopper and Blackwell (version 3,
+/// `gpu/mmu/arch/hopper/kern_gmmu_fmt_gh10x.c:62-117` at 550.163.01):
+/// `(virtual address bits one entry covers, bytes per entry)` of each page
+/// directory from the root down (PD4, PD3, PD2, PD1, and PD0, whose dual
+/// entries are 16 bytes).
+const PAGE_DIRS: [(u32, u64); 5] = [(56, 8), (47, 8), (38, 8), (29, 8), (21, 16)];
+
+/// The bits the 4 KiB page table under PD0 covers (20:12): 512 entries of
+/// 8 bytes, 4 KiB a table.
+const SMALL_PT_BITS: u32 = 21;
+
+/// The VRAM RM reserves in its page-level pool for mapping `size` bytes of
+/// GPU VA with 4 KiB pages, its worst case, computed as RM computes it
+/// (`gvaspaceReserveMempool`, `mem_mgr/gpu_vaspace.c:5289-5326` at
+/// 550.163.01, from `kgmmuGetSizeOfPageDirs` and
+/// `kgmmuGetSizeOfPageTables`, `gpu/mmu/kern_gmmu.c:791-915`): over
+/// `[0, size - 1]`, each directory level takes
+/// `ceil((size - 1) / coverage) + 1` entries rounded up to 4 KiB, and the
+/// page tables `ceil((size - 1) / 2 MiB) + 1` tables of 4 KiB, or, under
+/// 2 MiB, one entry of 8 bytes per 4 KiB page. RM reserves it for an
+/// NV50_MEMORY_VIRTUAL range as it is made (`virtual_mem.c:372-408`) and
+/// for each MAP_MEMORY_DMA into one (`rmapi/mapping.c:108-128`). Ampere's
+/// version 2 format has one directory fewer: there the figure is 4 KiB
+/// over RM's. A size that overflows the sums gives `u64::MAX`.
+pub const fn page_table_reserve(size: u64) -> u64 {
+    const PAGE: u64 = 4096;
+    let limit = size.saturating_sub(1);
+    let mut total: u64 = 0;
+    let mut i = 0;
+    while i < PAGE_DIRS.len() {
+        let (bits, entry) = PAGE_DIRS[i];
+        let entries = limit.div_ceil(1 << bits) + 1;
+        let bytes = match entries.checked_mul(entry) {
+            Some(b) => match b.checked_next_multiple_of(PAGE) {
+                Some(b) => b,
+                None => return u64::MAX,
+            },
+            None => return u64::MAX,
+        };
+        total = match total.checked_add(bytes) {
+            Some(t) => t,
+            None => return u64::MAX,
+        };
+        i += 1;
+    }
+    let tables = if limit >> SMALL_PT_BITS == 0 {
+        ((limit >> 12) + 1) * 8
+    } else {
+        match (limit.div_ceil(1 << SMALL_PT_BITS) + 1).checked_mul(PAGE) {
+            Some(t) => t,
+            None => return u64::MAX,
+        }
+    };
+    match total.checked_add(tables) {
+        Some(t) => t,
+        None => u64::MAX,
+    }
+}
+
+/// What vgpu charges for an NV50_MEMORY_VIRTUAL range of `size` bytes:
+/// [`page_table_reserve`] of the size rounded up to 2 MiB, the largest
+/// alignment RM applies to a range below its 512 MiB pages
+/// (`vaspaceApplyDefaultAlignment`, `virtual_mem.c:137`), so that RM's own
+/// reservation is never above it. RM reserves at allocation unless the range
+/// is `NVOS32_ALLOC_FLAGS_LAZY` or `EXTERNALLY_MANAGED`, and at each mapping
+/// into it either way; the charge is taken at allocation for every range,
+/// the bound of both.
+pub const fn virtual_range_charge(size: u64) -> u64 {
+    match size.checked_next_multiple_of(2 << 20) {
+        Some(s) => page_table_reserve(s),
+        None => u64::MAX,
+    }
+}

@@ -60,6 +60,11 @@ pub enum ClassHandler {
     /// that the row's [`ClassRow::commits`] is charged while it lives
     /// (`src/rm/alloc.rs`).
     Charged,
+    /// NV50_MEMORY_VIRTUAL (a `Bounce` row): a GPU VA range, charged the
+    /// page tables RM reserves for it (`abi::virtual_range_charge` of the
+    /// size in vgpu's copy of the params, which is what the driver reads),
+    /// recorded under its device as [`ClassHandler::Charged`] is.
+    VirtualMemory,
     /// A class whose params name an RM client (a `Bounce` row): the handle
     /// at byte `at` must be 0 (RM: the caller's own client) or a client of
     /// the caller's container, else the allocation is refused with
@@ -81,7 +86,9 @@ impl ClassHandler {
             ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
             ClassHandler::Charged => matches!(policy, Policy::Forward),
             ClassHandler::Client => matches!(policy, Policy::Rewritten),
-            ClassHandler::NamesClient { .. } => matches!(policy, Policy::Bounce),
+            ClassHandler::NamesClient { .. } | ClassHandler::VirtualMemory => {
+                matches!(policy, Policy::Bounce)
+            }
             _ => matches!(policy, Policy::Served),
         }
     }
@@ -181,11 +188,9 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     cl(0x208f, "NV20_SUBDEVICE_DIAG", 0, P::Forward, F::Debugging),
     cl(0x503b, "NV50_P2P", 88, P::Forward, F::Interconnect),
     cl(0x503c, "NV50_THIRD_PARTY_P2P", 4, P::Forward, F::Interconnect),
-    // TODO(table): charge its page tables. Unless NVOS32_ALLOC_FLAGS_LAZY or EXTERNALLY_MANAGED,
-    //   RM reserves the worst case (4 KiB pages over its size) in the page-level pool at
-    //   allocation (`virtual_mem.c:372-408`, `gpu_vaspace.c:5289-5326` at 550.163.01); a lazy
-    //   range gets its page tables at MAP_MEMORY_DMA. Not charged today.
-    cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Forward, F::Memory),
+    // Charged the page tables of its whole range, which RM reserves as it makes it (unless lazy
+    //   or externally managed) and as anything is mapped into it (`abi::virtual_range_charge`).
+    clh(K::VirtualMemory, cl(class::NV50_MEMORY_VIRTUAL, "NV50_MEMORY_VIRTUAL", 128, P::Bounce, F::Memory)),
     // `hAppClient` (byte 4, `cl83de.h` at 595.45.04) checked to be the container's.
     clh(K::NamesClient { at: 4 }, cl(0x83de, "GT200_DEBUGGER", 12, P::Bounce, F::Debugging)),
     cl(0x900e, "MPS_COMPUTE", 0, P::Forward, F::Device),

@@ -17,7 +17,7 @@
 //! share 60) on GPU 1 in `/fz1`, and vGPU 2 (64 MiB, share 0: its enables
 //! wait for ever) on GPU 1 in `/fz2`, used by the kill storms only.
 
-mod check;
+pub(crate) mod check;
 mod cycles;
 mod inject;
 mod mem;

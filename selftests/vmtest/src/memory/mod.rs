@@ -19,11 +19,13 @@ use nvclient::{Ctl, Error, Gpu};
 mod ceilings;
 mod charges;
 mod foreign;
+mod internal;
 mod races;
 
 use ceilings::*;
 use charges::*;
 use foreign::*;
+use internal::*;
 use races::*;
 
 /// Tests of this suite, in order (later ones rely on earlier ones' state).
@@ -43,6 +45,7 @@ pub const TESTS: &[Test] = tests![
     ceiling_spans_processes_and_layouts,
     dup_is_charged_once,
     alloc_memory_limit_shows_the_ceiling,
+    rm_internal_vram_stops_at_the_ceiling,
     lowered_limit_blocks_until_usage_drops,
     foreign_gpu_refused_and_hidden,
     card_info_never_shows_foreign_gpus,

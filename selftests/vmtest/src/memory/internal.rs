@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! VRAM RM commits for objects of its own: VA spaces (their top page
+//! levels), channels (their instance blocks) and GPU VA ranges (their page
+//! tables) are charged to the container's ceiling (issue 39).
+
+use super::*;
+use nvclient::abi::{
+    class, heap, virtual_range_charge, ChannelAllocParams, ChannelGroupAllocParams,
+    MemoryAllocationParams, VaSpaceAllocParams, INSTANCE_BLOCK, VASPACE_PAGE_LEVELS,
+};
+
+/// The ceiling the test runs vGPU 0 at: room for a few of each.
+const LIMIT: u64 = 128 << 10;
+
+/// VRAM the double holds on GPU 0 (the heap's used bytes).
+fn held() -> Result<u64, String> {
+    Ok(crate::fuzz::check::gpu(0)?.used)
+}
+
+/// `memory_refused` of vGPU 0.
+fn refused() -> Result<u64, String> {
+    read_file("/sys/class/vgpu/vgpu0/memory_refused")?
+        .parse()
+        .map_err(|e| format!("memory_refused: {e}"))
+}
+
+/// Allocates with `next` until refused; checks that the refusal is RM's
+/// `NV_ERR_NO_MEMORY`, that the vGPU's `memory_used` is what the double
+/// holds beyond `base` and within the ceiling, and that one more `unit`
+/// would not fit. Returns the handles.
+fn until_refused(
+    what: &str,
+    base: u64,
+    unit: u64,
+    mut next: impl FnMut() -> nvclient::Result<u32>,
+) -> Result<Vec<u32>, String> {
+    let mut handles = Vec::new();
+    let before = refused()?;
+    loop {
+        match next() {
+            Ok(h) => handles.push(h),
+            Err(Error::Rm(status::NV_ERR_NO_MEMORY)) => break,
+            Err(e) => return Err(format!("{what} {}: {e:?}", handles.len() + 1)),
+        }
+        ensure!(handles.len() < 10_000, "{what}: never refused");
+    }
+    let (u, h) = (used(0)?, held()? - base);
+    println!(
+        "# memory: {} {what} to a {LIMIT}-byte ceiling: memory_used {u}, the double holds {h}",
+        handles.len()
+    );
+    ensure!(u == h, "{what}: memory_used {u}, the double holds {h}");
+    ensure!(u <= LIMIT, "{what}: memory_used {u} over the ceiling");
+    ensure!(
+        LIMIT - u < unit,
+        "{what}: refused at {u}, with room for one more of {unit}"
+    );
+    ensure!(
+        refused()? == before + 1,
+        "{what}: memory_refused did not count it"
+    );
+    Ok(handles)
+}
+
+/// VA spaces, channels and GPU VA ranges, each allocated until refused on a
+/// 128 KiB ceiling: each stops at the ceiling, `memory_used` equals the
+/// VRAM the double committed for them, and freeing them gives it all back.
+pub(super) fn rm_internal_vram_stops_at_the_ceiling() -> Outcome {
+    write_file("/sys/class/vgpu/vgpu0/memory_limit", &LIMIT.to_string())
+        .map_err(|e| format!("limit: {e}"))?;
+    let r = as_container("/ma", || {
+        let s = session(0)?;
+        let base = held()?;
+        ensure!(used(0)? == 0, "charged before anything was allocated");
+        // VA spaces: 12 KiB each.
+        let spaces = until_refused("VA spaces", base, VASPACE_PAGE_LEVELS.into(), || {
+            let p = VaSpaceAllocParams::default();
+            s.ctl.alloc_va_space(s.client, s.device, 0, p).map(|r| r.0)
+        })?;
+        ensure!(
+            spaces.len() as u64 == LIMIT / u64::from(VASPACE_PAGE_LEVELS),
+            "{} VA spaces",
+            spaces.len()
+        );
+        for h in spaces {
+            s.ctl
+                .free(s.client, s.device, h)
+                .map_err(|e| format!("free: {e:?}"))?;
+        }
+        ensure!(used(0)? == 0 && held()? == base, "VA spaces not given back");
+        // Channels in one TSG: 4 KiB each.
+        let tsg = s
+            .ctl
+            .alloc_tsg(s.client, s.device, 0, ChannelGroupAllocParams::default())
+            .map_err(|e| format!("TSG: {e:?}"))?;
+        let channels = until_refused("channels", base, INSTANCE_BLOCK.into(), || {
+            let p = ChannelAllocParams {
+                gp_fifo_entries: 32,
+                ..Default::default()
+            };
+            s.ctl
+                .alloc_channel(s.client, tsg, 0, class::AMPERE_CHANNEL_GPFIFO_A, p)
+        })?;
+        ensure!(
+            channels.len() as u64 == LIMIT / u64::from(INSTANCE_BLOCK),
+            "{} channels",
+            channels.len()
+        );
+        // Freeing the TSG takes its channels with it.
+        s.ctl
+            .free(s.client, s.device, tsg)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(used(0)? == 0 && held()? == base, "channels not given back");
+        // 2 MiB GPU VA ranges: 24 KiB of page tables each.
+        let range = 2 * MIB;
+        let each = virtual_range_charge(range);
+        ensure!(each == 24 << 10, "a 2 MiB range is charged {each}");
+        let ranges = until_refused("VA ranges", base, each, || {
+            let mut p = MemoryAllocationParams {
+                flags: heap::ALLOC_FLAGS_VIRTUAL,
+                size: range,
+                ..Default::default()
+            };
+            s.ctl
+                .alloc_with(s.client, s.device, 0, class::NV50_MEMORY_VIRTUAL, &mut p)
+        })?;
+        ensure!(
+            ranges.len() as u64 == LIMIT / each,
+            "{} ranges",
+            ranges.len()
+        );
+        // A range whose page tables alone pass the ceiling never reaches
+        // the driver's heap.
+        let mut p = MemoryAllocationParams {
+            flags: heap::ALLOC_FLAGS_VIRTUAL | heap::ALLOC_FLAGS_LAZY,
+            size: 64 * GIB,
+            ..Default::default()
+        };
+        let before = held()?;
+        let r = s
+            .ctl
+            .alloc_with(s.client, s.device, 0, class::NV50_MEMORY_VIRTUAL, &mut p);
+        ensure!(
+            r == Err(Error::Rm(status::NV_ERR_NO_MEMORY)) && held()? == before,
+            "a lazy 64 GiB range: {r:?}"
+        );
+        // Closing the session (its client) gives back what is left.
+        drop(s);
+        ensure!(used(0)? == 0 && held()? == base, "ranges not given back");
+        Ok(())
+    });
+    write_file("/sys/class/vgpu/vgpu0/memory_limit", &GIB.to_string())
+        .map_err(|e| format!("limit: {e}"))?;
+    r
+}
