@@ -33,13 +33,16 @@
 //! init, SIGKILL) never runs its `poststop` hook: its vGPU stays bound to
 //! a cgroup with no process, and the next container started on the vGPU
 //! frees and takes it (`vgpuctl hook`, `docs/vgpuctl.md`).
+//!
+//! The probe, its targets and the tables of answers are shared with the
+//! `dra` suite, which runs the same attempts from a DRA pod.
 
 use crate::containers::{
     attr, cgroup_of, check_at_ceiling, podman, setup_on, start, teardown, ROOTFS,
 };
 use crate::ensure;
 use crate::nodes::whose_path as whose_file;
-use crate::sys::{char_major, read_file};
+use crate::sys::{char_major, read_file, Holder};
 use crate::tap::{Outcome, Test};
 use crate::tests;
 use std::collections::BTreeMap;
@@ -65,7 +68,7 @@ fn with_two_gpus(body: impl FnOnce() -> Outcome) -> Outcome {
 
 /// `podman run -d` of a container that sleeps, with vGPU `id` and extra
 /// podman arguments.
-fn start_idle(name: &str, id: u32, extra: &[&str]) -> Outcome {
+pub(crate) fn start_idle(name: &str, id: u32, extra: &[&str]) -> Outcome {
     let dev = format!("vgpu.dev/gpu={id}");
     let mut args = vec!["run", "-d", "--name", name, "--device", &dev];
     args.extend_from_slice(extra);
@@ -84,15 +87,13 @@ fn pid_of(name: &str) -> Result<u32, String> {
         .map_err(|_| format!("pid of {name}: {out:?}"))
 }
 
-/// What `vgpu-selftest breakout-attempts ARGS` in container `name` reported:
-/// attempt to answer (`errno N`, `ok`, `ok vgpu`, `ok driver`).
-/// Each attempt of `want` (its name, the outcome wanted, why) came out as
-/// wanted in container `name`'s report `got`; else every one that did not.
-fn expect_attempts(
-    name: &str,
-    got: &BTreeMap<String, String>,
-    want: &[(&str, &str, &str)],
-) -> Outcome {
+/// One attempt's wanted answer: its name in the probe's report, the
+/// answer (`errno N`, `ok`, `ok vgpu`, `made, ...`), why.
+pub(crate) type Row = (&'static str, String, &'static str);
+
+/// Each attempt of `want` came out as wanted in `who`'s report `got`; else
+/// every one that did not.
+pub(crate) fn expect_attempts(who: &str, got: &BTreeMap<String, String>, want: &[Row]) -> Outcome {
     let mut wrong = Vec::new();
     for (k, v, why) in want {
         match got.get(*k) {
@@ -100,24 +101,168 @@ fn expect_attempts(
             g => wrong.push(format!("{k}: {g:?}, want {v:?} ({why})")),
         }
     }
-    ensure!(
-        wrong.is_empty(),
-        "in container {name}:\n  {}",
-        wrong.join("\n  ")
-    );
+    ensure!(wrong.is_empty(), "in {who}:\n  {}", wrong.join("\n  "));
     Ok(())
 }
 
-fn attempts_in(name: &str, args: &[String]) -> Result<BTreeMap<String, String>, String> {
+/// `rows` with the rows of `differ` in place of those of the same name: a
+/// row where a caller's answer legitimately differs, with its reason.
+pub(crate) fn differing(mut rows: Vec<Row>, differ: Vec<Row>) -> Vec<Row> {
+    for d in differ {
+        match rows.iter_mut().find(|r| r.0 == d.0) {
+            Some(r) => *r = d,
+            None => rows.push(d),
+        }
+    }
+    rows
+}
+
+/// The probe's report (`NAME: ANSWER` lines).
+pub(crate) fn parse_report(out: &str) -> BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `podman exec NAME vgpu-selftest breakout-attempts ARGS`: its report.
+pub(crate) fn attempts_in(name: &str, args: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut cmd = vec!["exec", name, "vgpu-selftest", "breakout-attempts"];
     cmd.extend(args.iter().map(String::as_str));
     let (code, out) = podman(&cmd)?;
     ensure!(code == 0, "podman exec {name}: {code}: {out}");
-    Ok(out
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect())
+    Ok(parse_report(&out))
+}
+
+/// What the attempts aim at from outside the container: a host process
+/// holding the driver's `/dev/nvidiactl` (kept while this lives), and the
+/// probe's arguments: its PID and fd, the neighbour's init (podman
+/// container `neighbour`, on vGPU 1: `/dev/vgpu1`), the UVM major.
+pub(crate) struct Targets {
+    _holder: Holder,
+    pub args: Vec<String>,
+}
+
+pub(crate) fn targets(neighbour: &str) -> Result<Targets, String> {
+    let holder = crate::nodes::host_holds_nvidiactl()?;
+    let hpid = holder.pid();
+    let hfd = std::fs::read_dir(format!("/proc/{hpid}/fd"))
+        .map_err(|e| format!("/proc/{hpid}/fd: {e}"))?
+        .filter_map(Result::ok)
+        .find(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|p| p.to_string_lossy() == "/dev/nvidiactl")
+        })
+        .ok_or("the holder's fd of /dev/nvidiactl")?
+        .file_name()
+        .to_string_lossy()
+        .to_string();
+    let uvm = char_major("nvidia-uvm").ok_or("no nvidia-uvm major")?;
+    let v1 = std::fs::metadata("/dev/vgpu1").map_err(|e| format!("/dev/vgpu1: {e}"))?;
+    let (vmaj, vmin) = (libc::major(v1.rdev()), libc::minor(v1.rdev()));
+    let b_pid = pid_of(neighbour)?;
+    let args = [
+        hpid.to_string(),
+        hfd,
+        b_pid.to_string(),
+        uvm.to_string(),
+        vmaj.to_string(),
+        vmin.to_string(),
+    ]
+    .to_vec();
+    Ok(Targets {
+        _holder: holder,
+        args,
+    })
+}
+
+fn errno(e: i32) -> String {
+    format!("errno {e}")
+}
+
+/// The answers in a container with podman's default capabilities (no
+/// `CAP_MKNOD`), its own PID namespace and the spec's device cgroup, on
+/// GPU 0; the neighbour is on vGPU 1, GPU 1.
+pub(crate) fn without_mknod() -> Vec<Row> {
+    let (eperm, enoent, esrch) = (errno(libc::EPERM), errno(libc::ENOENT), errno(libc::ESRCH));
+    vec![
+        ("cap_mknod", "no".into(), "podman's default capabilities"),
+        ("mknod 195:255", eperm.clone(), "no CAP_MKNOD"),
+        ("mknod 195:1", eperm.clone(), "no CAP_MKNOD"),
+        ("mknod uvm:0", eperm.clone(), "no CAP_MKNOD"),
+        ("mknod uvm:1", eperm.clone(), "no CAP_MKNOD"),
+        ("mknod vgpu1", eperm.clone(), "no CAP_MKNOD"),
+        (
+            "open /proc/self/root/dev/nvidiactl",
+            "ok vgpu".into(),
+            "the container's own root",
+        ),
+        (
+            "open /dev/nvidiactl",
+            "ok vgpu".into(),
+            "the spec's node, bound cgroup",
+        ),
+        (
+            "open host /proc/PID/fd",
+            enoent.clone(),
+            "not in the PID namespace",
+        ),
+        (
+            "open /dev/vgpu1",
+            enoent.clone(),
+            "not in the container's /dev",
+        ),
+        ("open /dev/nvidia1", enoent, "not in the container's /dev"),
+        ("ptrace b", esrch.clone(), "not in the PID namespace"),
+        ("kill b", esrch, "not in the PID namespace"),
+        ("unshare -Urm", "ok".into(), "unprivileged user namespaces"),
+        (
+            "userns mount devtmpfs",
+            eperm.clone(),
+            "devtmpfs is not user-mountable",
+        ),
+        (
+            "userns mknod 195:255",
+            eperm,
+            "no CAP_MKNOD in the init namespace",
+        ),
+        (
+            "userns bind /dev/nvidiactl",
+            "ok vgpu".into(),
+            "a bind of the spec's node",
+        ),
+    ]
+}
+
+/// The `mknod`s in a container with `--cap-add MKNOD`: every node is made
+/// (the device cgroup allows `mknod` of any), but only the spec's nodes
+/// open: the others are the device cgroup's `EPERM`, and the made 195:255
+/// is vgpu's.
+pub(crate) fn with_mknod() -> Vec<Row> {
+    let made_eperm = format!("made, {}", errno(libc::EPERM));
+    vec![
+        ("cap_mknod", "yes".into(), "--cap-add MKNOD"),
+        (
+            "mknod 195:255",
+            "made, ok vgpu".into(),
+            "the spec's node: vgpu's proxy",
+        ),
+        ("mknod uvm:0", "made, ok".into(), "the spec's node"),
+        (
+            "mknod 195:1",
+            made_eperm.clone(),
+            "GPU 1 is not in the device cgroup",
+        ),
+        (
+            "mknod uvm:1",
+            made_eperm.clone(),
+            "UVM tools are not in the device cgroup",
+        ),
+        (
+            "mknod vgpu1",
+            made_eperm,
+            "vgpu's nodes are not in the device cgroup",
+        ),
+    ]
 }
 
 fn calls_denied(id: u32) -> Result<u64, String> {
@@ -130,120 +275,22 @@ fn attempts_from_a_container_fail() -> Outcome {
         start_idle("b", 1, &[])?;
         // With CAP_MKNOD, on vGPU 2 (GPU 0).
         start_idle("m", 2, &["--cap-add", "MKNOD"])?;
-        let holder = crate::nodes::host_holds_nvidiactl()?;
-        let hpid = holder.pid();
-        let hfd = std::fs::read_dir(format!("/proc/{hpid}/fd"))
-            .map_err(|e| format!("/proc/{hpid}/fd: {e}"))?
-            .filter_map(Result::ok)
-            .find(|e| {
-                std::fs::read_link(e.path()).is_ok_and(|p| p.to_string_lossy() == "/dev/nvidiactl")
-            })
-            .ok_or("the holder's fd of /dev/nvidiactl")?
-            .file_name()
-            .to_string_lossy()
-            .to_string();
-        let uvm = char_major("nvidia-uvm").ok_or("no nvidia-uvm major")?;
-        let v1 = std::fs::metadata("/dev/vgpu1").map_err(|e| format!("/dev/vgpu1: {e}"))?;
-        let (vmaj, vmin) = (libc::major(v1.rdev()), libc::minor(v1.rdev()));
-        let b_pid = pid_of("b")?;
-        let args: Vec<String> = [
-            hpid.to_string(),
-            hfd,
-            b_pid.to_string(),
-            uvm.to_string(),
-            vmaj.to_string(),
-            vmin.to_string(),
-        ]
-        .to_vec();
+        let t = targets("b")?;
         let (d0, d1) = (calls_denied(0)?, calls_denied(1)?);
         let users1 = attr(1, "users")?;
-        let got = attempts_in("a", &args)?;
+        let got = attempts_in("a", &t.args)?;
         println!("# breakout: a: {got:?}");
-        let eperm = format!("errno {}", libc::EPERM);
-        let enoent = format!("errno {}", libc::ENOENT);
-        let esrch = format!("errno {}", libc::ESRCH);
-        let want: &[(&str, &str, &str)] = &[
-            ("cap_mknod", "no", "podman's default capabilities"),
-            ("mknod 195:255", &eperm, "no CAP_MKNOD"),
-            ("mknod 195:1", &eperm, "no CAP_MKNOD"),
-            ("mknod uvm:0", &eperm, "no CAP_MKNOD"),
-            ("mknod uvm:1", &eperm, "no CAP_MKNOD"),
-            ("mknod vgpu1", &eperm, "no CAP_MKNOD"),
-            (
-                "open /proc/self/root/dev/nvidiactl",
-                "ok vgpu",
-                "the container's own root",
-            ),
-            (
-                "open /dev/nvidiactl",
-                "ok vgpu",
-                "the spec's node, bound cgroup",
-            ),
-            (
-                "open host /proc/PID/fd",
-                &enoent,
-                "not in the PID namespace",
-            ),
-            ("open /dev/vgpu1", &enoent, "not in the container's /dev"),
-            ("open /dev/nvidia1", &enoent, "not in the container's /dev"),
-            ("ptrace b", &esrch, "not in the PID namespace"),
-            ("kill b", &esrch, "not in the PID namespace"),
-            ("unshare -Urm", "ok", "unprivileged user namespaces"),
-            (
-                "userns mount devtmpfs",
-                &eperm,
-                "devtmpfs is not user-mountable",
-            ),
-            (
-                "userns mknod 195:255",
-                &eperm,
-                "no CAP_MKNOD in the init namespace",
-            ),
-            (
-                "userns bind /dev/nvidiactl",
-                "ok vgpu",
-                "a bind of the spec's node",
-            ),
-        ];
-        expect_attempts("a", &got, want)?;
-        // With CAP_MKNOD every node is made (the device cgroup allows
-        // `mknod` of any), but only the spec's nodes open: the others are
-        // the device cgroup's EPERM, and the made 195:255 is vgpu's.
-        let got = attempts_in("m", &args)?;
+        expect_attempts("container a", &got, &without_mknod())?;
+        let got = attempts_in("m", &t.args)?;
         println!("# breakout: m: {got:?}");
-        let made_eperm = format!("made, {eperm}");
-        let want: &[(&str, &str, &str)] = &[
-            ("cap_mknod", "yes", "--cap-add MKNOD"),
-            (
-                "mknod 195:255",
-                "made, ok vgpu",
-                "the spec's node: vgpu's proxy",
-            ),
-            ("mknod uvm:0", "made, ok", "the spec's node"),
-            (
-                "mknod 195:1",
-                &made_eperm,
-                "GPU 1 is not in the device cgroup",
-            ),
-            (
-                "mknod uvm:1",
-                &made_eperm,
-                "UVM tools are not in the device cgroup",
-            ),
-            (
-                "mknod vgpu1",
-                &made_eperm,
-                "vgpu's nodes are not in the device cgroup",
-            ),
-        ];
-        expect_attempts("m", &got, want)?;
+        expect_attempts("container m", &got, &with_mknod())?;
         let (e0, e1) = (calls_denied(0)?, calls_denied(1)?);
         ensure!(
             e0 == d0 && e1 == d1,
             "calls_denied moved: vgpu0 {d0} -> {e0}, vgpu1 {d1} -> {e1}"
         );
         ensure!(attr(1, "users")? == users1, "b's vGPU got a user");
-        drop(holder);
+        drop(t);
         Ok(())
     })
 }

@@ -21,6 +21,9 @@
 
 use std::process::{Child, Command, Stdio};
 
+use crate::breakout::{
+    attempts_in, differing, expect_attempts, parse_report, targets, with_mknod, without_mknod, Row,
+};
 use crate::ensure;
 use crate::sys::{exists, make_uvm_nodes, read_file, remove_uvm_nodes, run, sh};
 use crate::tap::{Outcome, Test};
@@ -31,6 +34,7 @@ pub const TESTS: &[Test] = tests![
     claims_beyond_the_gpu_are_refused = refused,
     the_daemonsets_image_starts_and_registers = crate::dra_image::image_starts,
     a_pod_container_through_runc = pod_through_runc,
+    attempts_from_a_dra_pod_container_fail = pod_breakout,
 ];
 
 pub(crate) const GIB: u64 = 1 << 30;
@@ -271,11 +275,15 @@ pub(crate) fn check_slice() -> Outcome {
 /// Starts `cmd` as container `ctr` of [`POD`] with CDI device `cdi`;
 /// returns (exit code, output).
 fn in_pod(ctr: &str, cdi: &str, cmd: &[&str]) -> Result<(i32, String), String> {
-    let cdi_dir = path("cdi");
+    in_pod_from(&path("cdi"), ctr, cdi, cmd)
+}
+
+/// [`in_pod`] with the CDI specs in `cdi_dir`.
+fn in_pod_from(cdi_dir: &str, ctr: &str, cdi: &str, cmd: &[&str]) -> Result<(i32, String), String> {
     let mut args = vec![
         "run",
         "--cdi-dir",
-        &cdi_dir,
+        cdi_dir,
         "--device",
         cdi,
         "--cgroup-root",
@@ -541,4 +549,179 @@ fn pod_through_runc() -> Outcome {
         );
         p.stop()
     })
+}
+
+/// `podman --runtime runc run -d` of container `name` of [`POD`] (in its
+/// cgroup, as [`pod_through_runc`] runs one) with CDI device `cdi`, asleep.
+fn start_in_pod(name: &str, cdi: &str, extra: &[&str]) -> Outcome {
+    let pod_cg = format!("/kubepods/besteffort/pod{POD}");
+    let mut args = vec![
+        "--runtime",
+        "runc",
+        "run",
+        "-d",
+        "--name",
+        name,
+        "--cgroup-parent",
+        &pod_cg,
+        "--device",
+        cdi,
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--rootfs", crate::containers::ROOTFS, "sleep", "3600"]);
+    let (code, out) = run(Command::new("/usr/bin/podman")
+        .args(&args)
+        .env("PATH", "/usr/bin:/bin"))?;
+    ensure!(
+        code == 0,
+        "podman --runtime runc run {name}: exit {code}: {out}"
+    );
+    Ok(())
+}
+
+/// The break-out attempts of the `breakout` suite from the DRA pod: from
+/// its containers under runc (`pa` with podman's capabilities, `pm` with
+/// `CAP_MKNOD`, both with the claim's CDI device on GPU 0), with the
+/// `breakout` suite's tables, and from the testkubelet's process in the
+/// pod's cgroup. The neighbour is podman container `b` (crun) on vGPU 1,
+/// GPU 1, made by `vgpuctl`. The testkubelet's process is root in the
+/// VM's namespaces with no device cgroup (it is no runtime), so only
+/// vgpu's own answers are pinned there: the opener's cgroup makes
+/// 195:255, the pod's GPU and nvidia-uvm vgpu's, wherever the node and
+/// whichever path, and everything else (GPU 1, the UVM tools node,
+/// `/dev/vgpu1`) is vgpu's `EACCES`. Nothing moves `calls_denied` or
+/// `b`'s users: every refusal comes before a file exists.
+fn pod_breakout() -> Outcome {
+    const CDI: &str = "/var/run/cdi";
+    with_node(|| {
+        std::fs::create_dir_all(CDI).map_err(|e| format!("{CDI}: {e}"))?;
+        let p = Plugin::start_in("5", CDI)?;
+        register()?;
+        put_claim("break-gpu", CLAIM_UID, GIB, 30)?;
+        let r = call("prepare", CLAIM_UID, "break-gpu")?;
+        ensure!(r["error"] == "", "prepare: {r}");
+        let cdi = r["devices"][0]["cdiDeviceIds"][0]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        ensure!(
+            vgpus() == ["vgpu0"] && attr("vgpu0", "gpu")? == "0",
+            "vGPUs after prepare: {:?}",
+            vgpus()
+        );
+        let body = || -> Outcome {
+            sh("vgpuctl create --id 1 --gpu 1 --memory 1GiB --compute 30%")?;
+            sh("vgpuctl cdi --output /etc/cdi/vgpu.json")?;
+            crate::breakout::start_idle("b", 1, &[])?;
+            start_in_pod("pa", &cdi, &[])?;
+            start_in_pod("pm", &cdi, &["--cap-add", "MKNOD"])?;
+            let pod_cg = format!("/kubepods/besteffort/pod{POD}");
+            ensure!(
+                attr("vgpu0", "cgroup")? == pod_cg,
+                "vgpu0 bound to {:?}, not the pod's {pod_cg}",
+                attr("vgpu0", "cgroup")
+            );
+            let t = targets("b")?;
+            let denied = || -> Result<(u64, u64), String> {
+                Ok((
+                    crate::memory::calls_denied(0)?,
+                    crate::memory::calls_denied(1)?,
+                ))
+            };
+            let before = denied()?;
+            let users1 = attr("vgpu1", "users")?;
+            let got = attempts_in("pa", &t.args)?;
+            println!("# dra breakout: pa: {got:?}");
+            expect_attempts("the pod's container pa (runc)", &got, &without_mknod())?;
+            let got = attempts_in("pm", &t.args)?;
+            println!("# dra breakout: pm: {got:?}");
+            expect_attempts("the pod's container pm (runc)", &got, &with_mknod())?;
+            let mut cmd = vec!["/bin/vgpu-selftest", "breakout-attempts"];
+            cmd.extend(t.args.iter().map(String::as_str));
+            let (code, out) = in_pod_from(CDI, "breaker", &cdi, &cmd)?;
+            ensure!(code == 0, "the testkubelet's probe: exit {code}: {out}");
+            let got = parse_report(&out);
+            println!("# dra breakout: testkubelet: {got:?}");
+            expect_attempts("the testkubelet's pod process", &got, &kubelet_rows())?;
+            let after = denied()?;
+            ensure!(
+                after == before,
+                "calls_denied of vgpu0, vgpu1 moved: {before:?} -> {after:?}"
+            );
+            ensure!(
+                attr("vgpu1", "users")? == users1,
+                "b's vGPU got a user: {users1} -> {}",
+                attr("vgpu1", "users")?
+            );
+            drop(t);
+            Ok(())
+        };
+        let r = body();
+        let rm = match crate::containers::podman(&["rm", "--force", "--time", "0", "pa", "pm", "b"])
+        {
+            Ok((0, _)) => Ok(()),
+            Ok((code, out)) => Err(format!("podman rm: {code}: {out}")),
+            Err(e) => Err(e),
+        };
+        let _ = std::fs::remove_file("/etc/cdi/vgpu.json");
+        let _ = sh("vgpuctl remove 1");
+        let u = call("unprepare", CLAIM_UID, "break-gpu").and_then(|u| {
+            ensure!(u["error"] == "", "unprepare: {u}");
+            Ok(())
+        });
+        r.and(rm).and(u).and_then(|()| p.stop())
+    })
+}
+
+/// The answers from the testkubelet's process in [`pod_breakout`]: the
+/// rows of the `breakout` suite that vgpu decides, with vgpu's own answers
+/// where no namespace or device cgroup comes first.
+fn kubelet_rows() -> Vec<Row> {
+    let eacces = format!("errno {}", libc::EACCES);
+    let made_eacces = format!("made, {eacces}");
+    let mknods: Vec<Row> = with_mknod()
+        .into_iter()
+        .filter(|r| r.0.starts_with("mknod "))
+        .collect();
+    // Root in the VM's PID namespace reaches `b`: no runtime's answer.
+    let rows: Vec<Row> = without_mknod()
+        .into_iter()
+        .filter(|r| !["cap_mknod", "ptrace b", "kill b"].contains(&r.0))
+        .collect();
+    let rows = differing(rows, mknods);
+    differing(
+        rows,
+        vec![
+            (
+                "mknod 195:1",
+                made_eacces.clone(),
+                "no device cgroup: vgpu refuses a GPU not the claim's",
+            ),
+            (
+                "mknod uvm:1",
+                made_eacces.clone(),
+                "no device cgroup: vgpu refuses the UVM tools node",
+            ),
+            (
+                "mknod vgpu1",
+                made_eacces,
+                "no device cgroup: vgpu1 is not bound to the pod",
+            ),
+            (
+                "open host /proc/PID/fd",
+                "ok vgpu".into(),
+                "the host's PID namespace: the reopen is the pod's, vgpu's",
+            ),
+            (
+                "open /dev/vgpu1",
+                eacces.clone(),
+                "the host's /dev: vgpu1 is not bound to the pod",
+            ),
+            (
+                "open /dev/nvidia1",
+                eacces,
+                "the host's /dev: vgpu refuses a GPU not the claim's",
+            ),
+        ],
+    )
 }
