@@ -206,6 +206,9 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
+    // TODO(table): charge the GR context buffers RM commits for a TSG at its first compute
+    //   object (`kgrctxAllocCtxBuffers`), at the size RM reports (GR_GET_CTX_BUFFER_SIZE). The
+    //   same for every compute row below. Not charged today.
     cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
     cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
     cl(class::AMPERE_DMA_COPY_A, "AMPERE_DMA_COPY_A", 8, P::Forward, F::Engine),
