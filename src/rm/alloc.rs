@@ -264,10 +264,13 @@ fn virtual_memory(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, want: usize) -> Resu
 /// status when its page-level pool cannot grow (`rmMemPoolReserve`). The
 /// reservation becomes the object's charge when the driver made it,
 /// refunded when the driver frees the object (its own free, its parent's
-/// or its client's). A parent that is not a device vgpu recorded (every
-/// device of a verified client is) is RM's to refuse: the call goes on
-/// uncharged. As for a DUP, should vgpu fail to record the object, it
-/// frees it.
+/// or its client's). A parent that is not a device or subdevice vgpu
+/// recorded (every one of a verified client is) is RM's to refuse: the call
+/// goes on uncharged (RM admits FERMI_VASPACE_A under either and
+/// NV50_MEMORY_VIRTUAL under a device, `resource_list.h:463,623` at
+/// 550.163.01, and answers another parent `NV_ERR_INVALID_OBJECT_PARENT`,
+/// `alloc_free.c:844-855`). As for a DUP, should vgpu fail to record the
+/// object, it frees it.
 fn charged(
     cx: &Ctx<'_>,
     blk: &mut [u8],
@@ -288,7 +291,7 @@ fn charged(
     let on = {
         let mut objects = file.objects.lock();
         match objects.obj(h.h_root, h.h_parent) {
-            Some(p) if p.kind == Kind::Device => {
+            Some(p) if matches!(p.kind, Kind::Device | Kind::Subdevice) => {
                 let gpu = p.gpu;
                 let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
                 match objects.user_on(h.h_root, &v) {

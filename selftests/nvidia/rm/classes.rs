@@ -158,7 +158,10 @@ impl Driver {
     /// range; a pool that cannot grow fails the allocation with
     /// `NV_ERR_NO_MEMORY`.
     pub(crate) fn new_gpu_virtual_memory(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
-        let gpu = n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
+        // Under a device only (`resource_list.h:463` at 550.163.01).
+        let Some(ObjKind::Device { gpu }) = n.parent_kind else {
+            return Err(NV_ERR_INVALID_OBJECT_PARENT);
+        };
         let mp: abi::MemoryAllocationParams = parse_class_params(n.params)?;
         let mem = self.commit(n.rm, gpu, abi::virtual_range_charge(mp.size))?;
         Ok(ObjKind::VirtualMemory { mem })
@@ -169,7 +172,12 @@ impl Driver {
     /// page-level pool, `vaspace_api.c:714-735` at 550.163.01; a pool that
     /// cannot grow fails the allocation with `NV_ERR_NO_MEMORY`).
     pub(crate) fn new_vaspace(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
-        let gpu = n.parent_gpu.ok_or(NV_ERR_INVALID_OBJECT_PARENT)?;
+        // Under a device or subdevice only (`resource_list.h:623` at
+        // 550.163.01; another parent: `alloc_free.c:844-855`).
+        let gpu = match n.parent_kind {
+            Some(ObjKind::Device { gpu } | ObjKind::Subdevice { gpu }) => gpu,
+            _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
+        };
         // The params are the class's size (see `alloc_params`).
         let flags = parse_class_params::<abi::VaSpaceAllocParams>(n.params).map_or(0, |v| v.flags);
         let mem = self.commit(n.rm, gpu, abi::VASPACE_PAGE_LEVELS.into())?;
