@@ -169,13 +169,16 @@ fn exporter_once() -> Outcome {
     );
     ensure!(out.contains("vgpu_up 1"), "vgpu_up missing:\n{out}");
     // The compute and refusal families, from the module's own files.
+    // Used: the managed memory and the page levels of the VA space the
+    // UVM context made.
+    let used = format!(" {}", (4 << 20) + nvclient::abi::VASPACE_PAGE_LEVELS);
     for (family, value) in [
         ("vgpu_compute_share_percent{", " 100"),
         ("vgpu_compute_tsgs{", " 0"),
         ("vgpu_alloc_refused_total{", " 0"),
         ("vgpu_granted_seconds_total{", ""),
         ("vgpu_memory_managed_bytes{", " 4194304"),
-        ("vgpu_memory_used_bytes{", " 4194304"),
+        ("vgpu_memory_used_bytes{", used.as_str()),
     ] {
         ensure!(
             out.lines()

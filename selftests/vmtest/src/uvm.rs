@@ -24,8 +24,9 @@ use nvclient::abi::status::{
     NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_DEVICE, NV_ERR_INVALID_OBJECT_HANDLE, NV_ERR_NO_MEMORY,
     NV_ERR_OBJECT_NOT_FOUND, NV_ERR_UVM_ADDRESS_IN_USE,
 };
+use nvclient::abi::{class, heap};
 use nvclient::uvm::{Uvm, UvmContext, CPU_UUID, DP_REGION_PAGE_TABLES, RANGE_GROUP_NONE};
-use nvclient::Error;
+use nvclient::{vram_params, Error};
 use std::time::{Duration, Instant};
 
 /// Tests of this suite.
@@ -49,6 +50,9 @@ pub const TESTS: &[Test] = tests![
 
 const MIB: u64 = 1 << 20;
 const UVM: &str = "/dev/vgpu-uvm";
+/// What vgpu charges a container for the VA space its `context` makes:
+/// the page levels RM commits for it.
+const PAGE_LEVELS: u64 = nvclient::abi::VASPACE_PAGE_LEVELS as u64;
 
 fn sysfs(v: u32, f: &str) -> Result<u64, String> {
     let s = read_file(&format!("/sys/class/vgpu/vgpu{v}/{f}"))?;
@@ -331,7 +335,8 @@ fn managed_ceiling() -> Outcome {
                 .map_managed(32 * MIB as usize)
                 .map_err(e("32 MiB managed"))?;
         ensure!(
-            sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 32 * MIB,
+            sysfs(0, "memory_used")? == 48 * MIB + PAGE_LEVELS
+                && sysfs(0, "memory_managed")? == 32 * MIB,
             "after 16 MiB VRAM and 32 MiB managed: used {}, managed {}",
             sysfs(0, "memory_used")?,
             sysfs(0, "memory_managed")?
@@ -352,9 +357,9 @@ fn managed_ceiling() -> Outcome {
         let res = resident0()? - res0;
         ensure!(res == 32 * MIB, "resident after MIGRATE: {res}");
         ensure!(
-            res + vram.size <= 64 * MIB,
+            res + vram.size + PAGE_LEVELS <= 64 * MIB,
             "VRAM of the container {} passes its ceiling",
-            res + vram.size
+            res + vram.size + PAGE_LEVELS
         );
         c.u.uvm
             .migrate(m.addr(), m.len() as u64, &CPU_UUID)
@@ -372,7 +377,7 @@ fn managed_ceiling() -> Outcome {
                 .alloc_vram(c.s.client, c.s.device, 0, 32 * MIB)
                 .map_err(e("32 MiB of VRAM after munmap"))?;
         ensure!(
-            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 48 * MIB,
+            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 48 * MIB + PAGE_LEVELS,
             "after munmap: used {}, managed {}",
             sysfs(0, "memory_used")?,
             sysfs(0, "memory_managed")?
@@ -413,15 +418,16 @@ fn external_keeps_charge() -> Outcome {
         c.s.ctl
             .free(c.s.client, c.s.device, mem.handle)
             .map_err(e("RM free"))?;
-        // UVM still holds the memory: so does the ceiling.
+        // UVM still holds the memory: so does the ceiling (beside the VA
+        // space's page levels).
         ensure!(
-            sysfs(0, "memory_used")? == 8 * MIB,
+            sysfs(0, "memory_used")? == 8 * MIB + PAGE_LEVELS,
             "after RM free of mapped memory: used {}",
             sysfs(0, "memory_used")?
         );
         c.u.uvm.free(base, 8 * MIB).map_err(e("UVM_FREE"))?;
         ensure!(
-            sysfs(0, "memory_used")? == 0,
+            sysfs(0, "memory_used")? == PAGE_LEVELS,
             "after UVM_FREE: used {}",
             sysfs(0, "memory_used")?
         );
@@ -457,7 +463,7 @@ fn external_charge_goes_with_the_mapping() -> Outcome {
                 .free(c.s.client, c.s.device, mem.handle)
                 .map_err(e("RM free"))?;
             ensure!(
-                sysfs(0, "memory_used")? == 8 * MIB,
+                sysfs(0, "memory_used")? == 8 * MIB + PAGE_LEVELS,
                 "{how}: after RM free of mapped memory: used {}",
                 sysfs(0, "memory_used")?
             );
@@ -468,8 +474,9 @@ fn external_charge_goes_with_the_mapping() -> Outcome {
             }
             .map_err(e("the unmapping call"))?;
             let (used, held) = (sysfs(0, "memory_used")?, view_gpu(0)?.1 - used0);
+            // The RM VA space lives on (`used0` has its page levels).
             ensure!(
-                used == 0 && held == 0,
+                used == PAGE_LEVELS && held == 0,
                 "{how}: the driver holds {held} bytes, vgpu charges {used}"
             );
             Ok(())
@@ -512,9 +519,10 @@ fn two_containers() -> Outcome {
             sysfs(0, "memory_managed")?,
             sysfs(1, "memory_managed")?
         );
-        // A can still use the rest of its own ceiling.
+        // A can still use the rest of its own ceiling, its VA space's page
+        // levels taken.
         c.u.uvm
-            .map_managed(40 * MIB as usize)
+            .map_managed((40 * MIB - PAGE_LEVELS) as usize)
             .map_err(|e| format!("A's second range: {e:?}"))?;
         drop(m);
         Ok(())
@@ -639,8 +647,9 @@ fn racing_mappings() -> Outcome {
         println!(
             "# uvm: {total} managed mappings by 4 threads, {readings} readings under the ceiling"
         );
+        // The VA space's page levels stay charged while it lives.
         ensure!(
-            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == 0,
+            sysfs(0, "memory_managed")? == 0 && sysfs(0, "memory_used")? == PAGE_LEVELS,
             "left charged: used {}, managed {}",
             sysfs(0, "memory_used")?,
             sysfs(0, "memory_managed")?
@@ -676,7 +685,8 @@ fn range_groups_under_ceiling() -> Outcome {
         let res = resident0()? - res0;
         ensure!(res == 48 * MIB, "resident after MIGRATE_RANGE_GROUP: {res}");
         ensure!(
-            sysfs(0, "memory_used")? == 48 * MIB && sysfs(0, "memory_managed")? == 48 * MIB,
+            sysfs(0, "memory_used")? == 48 * MIB + PAGE_LEVELS
+                && sysfs(0, "memory_managed")? == 48 * MIB,
             "the migration changed the charge: used {}, managed {}",
             sysfs(0, "memory_used")?,
             sysfs(0, "memory_managed")?
@@ -815,9 +825,11 @@ fn dp_region_and_tools() -> Outcome {
         c.u.uvm
             .map_dynamic_parallelism_region(base, 2 * MIB, &c.u.uuid)
             .map_err(e("MAP_DYNAMIC_PARALLELISM_REGION"))?;
+        // Charged beside the VA space's page levels.
+        let want = PAGE_LEVELS + DP_REGION_PAGE_TABLES;
         ensure!(
-            view_gpu(0)?.1 == used0 && sysfs(0, "memory_used")? == DP_REGION_PAGE_TABLES,
-            "the region: heap used {} (was {used0}), charged {} (want {DP_REGION_PAGE_TABLES})",
+            view_gpu(0)?.1 == used0 && sysfs(0, "memory_used")? == want,
+            "the region: heap used {} (was {used0}), charged {} (want {want})",
             view_gpu(0)?.1,
             sysfs(0, "memory_used")?
         );
@@ -847,16 +859,25 @@ fn dp_region_and_tools() -> Outcome {
             .free(base, 2 * MIB)
             .map_err(e("UVM_FREE of the region"))?;
         ensure!(
-            sysfs(0, "memory_used")? == 0,
+            sysfs(0, "memory_used")? == PAGE_LEVELS,
             "charged {} after UVM_FREE of the region",
             sysfs(0, "memory_used")?
         );
         // A region that would pass the ceiling is refused, and not made.
         let refused = sysfs(0, "memory_refused")?;
-        let vram =
+        // The rest of the ceiling beside the VA space's page levels, in
+        // 4 KiB pages so that it fills it exactly.
+        let mut p = vram_params(c.s.client, 64 * MIB - PAGE_LEVELS);
+        p.attr = heap::ATTR_PAGE_SIZE.set(p.attr, heap::ATTR_PAGE_SIZE_4KB);
+        let (vram, _) =
             c.s.ctl
-                .alloc_vram(c.s.client, c.s.device, 0, 64 * MIB)
-                .map_err(e("64 MiB of VRAM"))?;
+                .alloc_memory(c.s.client, c.s.device, 0, class::NV01_MEMORY_LOCAL_USER, p)
+                .map_err(e("the rest of the ceiling in VRAM"))?;
+        ensure!(
+            sysfs(0, "memory_used")? == 64 * MIB,
+            "charged {} with the ceiling filled",
+            sysfs(0, "memory_used")?
+        );
         want_rm(
             c.u.uvm
                 .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid),
@@ -873,7 +894,7 @@ fn dp_region_and_tools() -> Outcome {
             "VALIDATE of the refused region",
         )?;
         c.s.ctl
-            .free(c.s.client, c.s.device, vram.handle)
+            .free(c.s.client, c.s.device, vram)
             .map_err(e("RM free"))?;
         c.u.uvm
             .map_dynamic_parallelism_region(base, 64 << 10, &c.u.uuid)
@@ -906,7 +927,7 @@ fn dp_region_and_tools() -> Outcome {
             "TOOLS_READ where nothing is managed",
         )?;
         ensure!(
-            sysfs(0, "memory_used")? == 4 * MIB + DP_REGION_PAGE_TABLES,
+            sysfs(0, "memory_used")? == 4 * MIB + DP_REGION_PAGE_TABLES + PAGE_LEVELS,
             "charged {} with 4 MiB managed and a region",
             sysfs(0, "memory_used")?
         );

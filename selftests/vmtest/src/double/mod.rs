@@ -88,6 +88,8 @@ const GIB: u64 = 1 << 30;
 const VRAM: [u64; 2] = [8192 * MIB, 4096 * MIB];
 /// What the double reports as heap (GUESS in the double: 1/64 reserved).
 const HEAP: [u64; 2] = [VRAM[0] - VRAM[0] / 64, VRAM[1] - VRAM[1] / 64];
+/// VRAM RM commits from the heap for a GPFIFO channel's instance block.
+const INSTANCE_BLOCK: u64 = abi::INSTANCE_BLOCK as u64;
 const POLL_EVENT: i16 = libc::POLLIN | libc::POLLPRI;
 
 /// Unloads the double if loaded and loads it with the suite's parameters.

@@ -21,6 +21,15 @@ pub(super) fn engine_touch() -> Outcome {
         .ctl
         .alloc_work_channel(s.client, s.device, tsg, class::AMPERE_CHANNEL_GPFIFO_A, 16)
         .ctx("work channel")?;
+    // The channel's instance block comes from the heap; the touches are
+    // counted from there.
+    ensure!(
+        s.heap_free()? == f0 - INSTANCE_BLOCK,
+        "after the channel: HEAP_FREE {}, want {}",
+        s.heap_free()?,
+        f0 - INSTANCE_BLOCK
+    );
+    let f0 = f0 - INSTANCE_BLOCK;
     f.uvm
         .register_channel(
             &f.uuid,
@@ -189,7 +198,11 @@ pub(super) fn policy_and_peer() -> Outcome {
         NV_ERR_INVALID_ADDRESS,
         "unaligned",
     )?;
-    ensure!(f.s.heap_free()? == HEAP, "a policy call moved memory");
+    // Only the VA space's page levels are taken.
+    ensure!(
+        f.s.heap_free()? == HEAP - PAGE_LEVELS,
+        "a policy call moved memory"
+    );
     want_rm(
         f.uvm.enable_peer_access(&f.uuid, &f.uuid),
         NV_ERR_INVALID_DEVICE,

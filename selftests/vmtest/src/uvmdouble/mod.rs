@@ -15,7 +15,7 @@ use std::fmt::Debug;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use nvclient::abi::{class, status::*, Handle};
+use nvclient::abi::{self, class, status::*, Handle};
 use nvclient::uvm::{
     self, init_flags, Command, GpuMappingAttributes, MigrateParams, Reservation, Uuid, UvmContext,
     CHUNK, CPU_UUID, RANGE_GROUP_NONE,
@@ -74,6 +74,10 @@ const LOAD: &str = "modprobe nvidia gpus=2 vram0_mib=256 vram1_mib=256";
 const MIB: u64 = 1 << 20;
 /// What the double reports as each GPU's heap (1/64 of VRAM reserved).
 const HEAP: u64 = 256 * MIB - 4 * MIB;
+/// VRAM RM commits from the heap for each VA space (its page levels) and
+/// each GPFIFO channel (its instance block).
+const PAGE_LEVELS: u64 = abi::VASPACE_PAGE_LEVELS as u64;
+const INSTANCE_BLOCK: u64 = abi::INSTANCE_BLOCK as u64;
 const VIEW: &str = "/sys/kernel/debug/nvidia-double/uvm";
 
 /// The UUID the double gives fake GPU `g` (its documented scheme).

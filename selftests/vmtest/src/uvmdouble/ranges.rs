@@ -16,6 +16,14 @@ pub(super) fn range_groups() -> Outcome {
     ensure!((g1, g2) == (1, 2), "group ids {g1}, {g2}: want 1, 2");
     // Another VA space counts its own groups and cannot reach these.
     let other = full(0)?;
+    // Its page levels come from the heap; the rest is counted from there.
+    ensure!(
+        s.heap_free()? == f0 - PAGE_LEVELS,
+        "after a second VA space: HEAP_FREE {}, want {}",
+        s.heap_free()?,
+        f0 - PAGE_LEVELS
+    );
+    let f0 = f0 - PAGE_LEVELS;
     ensure!(
         other.uvm.create_range_group().ctx("other CREATE")? == 1,
         "a second VA space's first group is not 1"
