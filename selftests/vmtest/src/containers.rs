@@ -323,27 +323,46 @@ fn start_with(name: &str, ids: &[u32], env: &[&str]) -> Result<(i32, String), St
     podman(&args)
 }
 
-/// What the client in container `name` reported: (GPU size seen, allocated),
-/// in MiB, once it has.
-fn report(name: &str) -> Result<(u64, u64), String> {
+/// What the client in container `name` reported, once it has: GPU size
+/// seen and allocated (MiB), the chunk (MiB), and the context's own VRAM
+/// and what was left (KiB).
+fn report(name: &str) -> Result<Report, String> {
     let path = format!("/tmp/ctr-{name}/log");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         if let Some(line) = text.lines().find(|l| l.contains("GPU size seen")) {
-            // "GPU size seen   1024 MiB | allocated   1024 MiB in 64 MiB chunks, ..."
+            // "GPU size seen   1024 MiB | allocated    960 MiB in 64 MiB
+            // chunks, then ... | context 12 KiB, 65524 KiB left"
             let nums: Vec<u64> = line
                 .split_whitespace()
-                .filter_map(|w| w.parse().ok())
+                .filter_map(|w| w.trim_end_matches(',').parse().ok())
                 .collect();
-            ensure!(nums.len() >= 2, "{name}: {line}");
-            return Ok((nums[0], nums[1]));
+            ensure!(nums.len() == 5, "{name}: {line}");
+            return Ok(Report {
+                seen: nums[0],
+                got: nums[1],
+                own_kib: nums[3],
+                left_kib: nums[4],
+            });
         }
         if text.contains("demo-alloc:") || Instant::now() > deadline {
             return Err(format!("{name}: no report: {text:?}"));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A container client's report ([`report`]).
+struct Report {
+    /// GPU size seen, MiB.
+    seen: u64,
+    /// Allocated in chunks, MiB.
+    got: u64,
+    /// The context's own VRAM (RM's, for its UVM VA space), KiB.
+    own_kib: u64,
+    /// Left when a chunk was refused, KiB.
+    left_kib: u64,
 }
 
 /// The host cgroup of container `name`'s init process.
@@ -362,7 +381,12 @@ pub(crate) fn cgroup_of(name: &str) -> Result<String, String> {
 /// client's opens of NVIDIA's nodes were vgpu's: it registered the GPU with
 /// UVM, and the vGPU counts its `/dev/nvidia0`.
 pub(crate) fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
-    let (seen, got) = report(name)?;
+    let Report {
+        seen,
+        got,
+        own_kib,
+        left_kib,
+    } = report(name)?;
     let log = read_file(&format!("/tmp/ctr-{name}/log"))?;
     ensure!(
         log.contains(
@@ -379,9 +403,14 @@ pub(crate) fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
         seen == limit_mib,
         "{name}: GPU size seen {seen} MiB, vGPU {id}'s limit {limit_mib} MiB"
     );
+    // The context's own VRAM (its UVM VA space's page levels) is charged
+    // too, so the chunks stop where the next no longer fits: every KiB of
+    // the ceiling is the chunks', the context's or left.
     ensure!(
-        got <= limit_mib && got + CHUNK_MIB > limit_mib,
-        "{name}: allocated {got} MiB under a {limit_mib} MiB ceiling in {CHUNK_MIB} MiB chunks"
+        own_kib == u64::from(nvclient::abi::VASPACE_PAGE_LEVELS) >> 10
+            && (got << 10) + own_kib + left_kib == limit_mib << 10
+            && left_kib < CHUNK_MIB << 10,
+        "{name}: allocated {got} MiB under a {limit_mib} MiB ceiling in {CHUNK_MIB} MiB chunks, the context {own_kib} KiB, {left_kib} KiB left"
     );
     let cg = cgroup_of(name)?;
     ensure!(
@@ -394,8 +423,8 @@ pub(crate) fn check_at_ceiling(name: &str, id: u32, limit_mib: u64) -> Outcome {
         .parse()
         .map_err(|e| format!("{e}"))?;
     ensure!(
-        used >= got * MIB && used <= limit_mib * MIB,
-        "vgpu{id}: memory_used {used}, the client holds {got} MiB under {limit_mib} MiB"
+        used == got * MIB + (own_kib << 10),
+        "vgpu{id}: memory_used {used}, the client holds {got} MiB and its context {own_kib} KiB"
     );
     Ok(())
 }

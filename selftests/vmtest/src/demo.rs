@@ -69,9 +69,13 @@ fn run(args: &[String]) -> Result<(), String> {
         None
     };
     let seen = ctl
-        .fb_get_info_v2(client, sub, &[fb_info::RAM_SIZE])
+        .fb_get_info_v2(client, sub, &[fb_info::RAM_SIZE, fb_info::HEAP_FREE])
         .map_err(|e| format!("fb info: {e:?}"))?;
     let total_seen = u64::from(seen[0].data) << 10;
+    // What the context itself took before any allocation (RM's own VRAM
+    // for the UVM VA space, charged as the driver commits it), as the
+    // GPU's free memory shows it.
+    let own = total_seen - (u64::from(seen[1].data) << 10);
     let mut got = 0u64;
     let refusal = loop {
         match ctl.alloc_vram(client, device, 0, chunk * MIB) {
@@ -82,10 +86,15 @@ fn run(args: &[String]) -> Result<(), String> {
             Err(e) => return Err(format!("alloc: {e:?}")),
         }
     };
+    let left = ctl
+        .fb_get_info_v2(client, sub, &[fb_info::HEAP_FREE])
+        .map_err(|e| format!("fb info: {e:?}"))?;
     println!(
-        "GPU size seen {:>6} MiB | allocated {:>6} MiB in {chunk} MiB chunks, then {refusal}",
+        "GPU size seen {:>6} MiB | allocated {:>6} MiB in {chunk} MiB chunks, then {refusal} | context {} KiB, {} KiB left",
         total_seen / MIB,
-        got / MIB
+        got / MIB,
+        own >> 10,
+        left[0].data
     );
     if hold > 0 {
         std::thread::sleep(std::time::Duration::from_secs(hold));

@@ -381,7 +381,8 @@ fn pod_claim() -> Outcome {
             attr(&v, "cgroup")
         );
         ensure!(
-            out.contains("GPU size seen   2048 MiB | allocated   2048 MiB in 64 MiB chunks, then NV_ERR_NO_MEMORY"),
+            // The context's own 12 KiB (its UVM VA space) leaves the last chunk out.
+            out.contains("GPU size seen   2048 MiB | allocated   1984 MiB in 64 MiB chunks, then NV_ERR_NO_MEMORY (cudaErrorMemoryAllocation) | context 12 KiB, 65524 KiB left"),
             "the pod's workload: {out}"
         );
         ensure!(
@@ -532,7 +533,7 @@ fn pod_through_runc() -> Outcome {
             "the container's params: {out}"
         );
         ensure!(
-            out.contains("GPU size seen   1024 MiB | allocated   1024 MiB in 64 MiB chunks"),
+            out.contains("GPU size seen   1024 MiB | allocated    960 MiB in 64 MiB chunks, then NV_ERR_NO_MEMORY (cudaErrorMemoryAllocation) | context 12 KiB, 65524 KiB left"),
             "the pod's workload: {out}"
         );
         ensure!(
