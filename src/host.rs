@@ -31,6 +31,10 @@ pub(crate) struct HostGpu {
     pub(crate) uuid: Option<nv::uvm::Uuid>,
     /// Its compute scheduler.
     pub(crate) sched: Arc<GpuSched>,
+    /// The most VRAM a GR context's buffers can take on it, in bytes, as
+    /// the driver tells their sizes ([`gr_context_bound`]); 0 if it would
+    /// not tell.
+    pub(crate) gr_context_bound: u64,
 }
 
 /// The host's GPUs as vgpu's client in the driver sees them.
@@ -92,11 +96,13 @@ impl Host {
                     None
                 }
             };
+            let gr_context_bound = gr_context_bound(&rm, kclient, kdevice);
             gpus.push(
                 HostGpu {
                     index: *k,
                     uuid,
                     sched: GpuSched::new(*k, kdevice)?,
+                    gr_context_bound,
                 },
                 GFP_KERNEL,
             )?;
@@ -125,6 +131,14 @@ impl Host {
         self.gpus.iter().any(|g| g.index == gpu)
     }
 
+    /// The bound of a GR context's buffers on GPU `gpu` (0: unknown).
+    pub(crate) fn gr_context_bound(&self, gpu: u32) -> u64 {
+        self.gpus
+            .iter()
+            .find(|g| g.index == gpu)
+            .map_or(0, |g| g.gr_context_bound)
+    }
+
     /// GPU `gpu`'s scheduler.
     pub(crate) fn sched(&self, gpu: u32) -> Option<&Arc<GpuSched>> {
         self.gpus.iter().find(|g| g.index == gpu).map(|g| &g.sched)
@@ -136,6 +150,51 @@ impl Host {
             drop(g.sched.node.lock().take());
         }
     }
+}
+
+/// The most VRAM the GR context buffers of one context can take on the GPU
+/// of vgpu's device `kdevice`: for every GR context buffer type
+/// (`abi::GR_CONTEXT_BUFFER_TYPES`), its size rounded up to its alignment,
+/// and one alignment more, as NV2080_CTRL_CMD_GR_GET_ENGINE_CONTEXT_PROPERTIES
+/// tells them on a subdevice of vgpu's own (freed again). RM sizes the
+/// buffers from the same static information (`kgraphicsGetMainCtxBufferSize`,
+/// `kernel_graphics_context.c:1147` at 550.163.01), and the total it reports
+/// for a context pads each run of equal alignments with one alignment more
+/// (`kernel_graphics.c:3806-3820`). A type the driver refuses counts 0; a
+/// driver that refuses them all gives 0, and compute contexts are then
+/// charged only once they exist (`src/rm/alloc.rs`, `gr_object`).
+fn gr_context_bound(rm: &RmOps, kclient: u32, kdevice: u32) -> u64 {
+    use abi::{class, ctrl, GrEngineContextPropertiesParams, SubdeviceAllocParams};
+    let mut sp = SubdeviceAllocParams::default().to_bytes();
+    // Freed again when this returns.
+    let Ok(sub) = rm.alloc_object(kclient, kdevice, 0, class::NV20_SUBDEVICE_0, &mut sp) else {
+        return 0;
+    };
+    abi::GR_CONTEXT_BUFFER_TYPES
+        .iter()
+        .map(|&engine_id| {
+            let mut p = GrEngineContextPropertiesParams {
+                engine_id,
+                ..Default::default()
+            }
+            .to_bytes();
+            let asked = rm.control(
+                kclient,
+                sub.handle(),
+                ctrl::NV2080_CTRL_CMD_GR_GET_ENGINE_CONTEXT_PROPERTIES,
+                &mut p,
+            );
+            if asked.is_err() {
+                return 0;
+            }
+            let p = GrEngineContextPropertiesParams::decode(&p);
+            let align = u64::from(p.alignment.max(1));
+            u64::from(p.size)
+                .checked_next_multiple_of(align)
+                .and_then(|s| s.checked_add(align))
+                .unwrap_or(u64::MAX)
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// GPU `gpu`'s UUID, asked of the driver through vgpu's client (a

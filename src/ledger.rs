@@ -97,6 +97,15 @@ impl Ledger {
         }
     }
 
+    /// Charges `size` bytes the driver holds whether or not they fit (RM's
+    /// own memory it keeps after vgpu refused the call that made it): usage
+    /// may go above the ceiling, and later reservations are refused until
+    /// it is back under.
+    pub fn force(&mut self, size: u64) {
+        self.used = self.used.saturating_add(size);
+        self.peak = self.peak.max(self.used);
+    }
+
     /// Gives back `size` bytes (saturating: a release never goes below 0).
     pub fn release(&mut self, size: u64) {
         self.used = self.used.saturating_sub(size);

@@ -29,6 +29,13 @@ pub(crate) struct CtlFile {
     /// Clients and objects created through this file.
     #[pin]
     pub(crate) objects: Mutex<Objects>,
+    /// Held across a compute object's allocation (`src/rm/alloc.rs`,
+    /// `gr_object`), so that of two threads making the first compute
+    /// objects of one TSG, one charges its GR context and the other sees it
+    /// charged. A TSG's objects are all of one client, and a client is one
+    /// file's.
+    #[pin]
+    pub(crate) gr: Mutex<()>,
 }
 
 impl CtlFile {
@@ -171,6 +178,10 @@ pub(crate) struct Obj {
     /// vGPU's list of processes (held for its `Drop`, which gives it back).
     #[expect(dead_code, reason = "held for its Drop only")]
     pub(crate) user: Option<Hold>,
+    /// For a TSG, or a channel outside one (its TSG is its own): the charge
+    /// of its GR context's buffers, once its first compute object made them
+    /// (`src/rm/alloc.rs`, `gr_object`).
+    pub(crate) gr: Option<Charge>,
 }
 
 /// A verified client.
@@ -318,6 +329,17 @@ impl Objects {
         self.client_mut(client)?.objs.get_mut(&handle)
     }
 
+    /// A subdevice of client `client` on GPU `gpu`, if it has one.
+    pub(crate) fn subdevice_on(&self, client: u32, gpu: u32) -> Option<u32> {
+        self.clients
+            .iter()
+            .find(|c| c.handle == client)?
+            .objs
+            .iter()
+            .find(|(_, o)| o.kind == Kind::Subdevice && o.gpu == gpu)
+            .map(|(h, _)| *h)
+    }
+
     /// The accounted object `handle` of client `client`.
     pub(crate) fn obj(&self, client: u32, handle: u32) -> Option<&Obj> {
         self.clients
@@ -426,6 +448,16 @@ impl Reservation {
             vgpu: vgpu.clone(),
             bytes,
         })
+    }
+
+    /// `bytes` charged on `vgpu` whatever its ceiling (see
+    /// [`crate::ledger::Ledger::force`]).
+    pub(crate) fn forced(vgpu: &Arc<Vgpu>, bytes: u64) -> Self {
+        vgpu.config.lock().memory.force(bytes);
+        Self {
+            vgpu: vgpu.clone(),
+            bytes,
+        }
     }
 
     /// Settles the reservation to `actual`, what the driver allocated.

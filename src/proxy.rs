@@ -51,6 +51,7 @@ fn open_ctl(file: &File) -> Result<Arc<CtlProxy>> {
         pin_init!(CtlFile {
             vgpus,
             objects <- new_mutex!(Objects::default()),
+            gr <- new_mutex!(()),
         }),
         GFP_KERNEL,
     )?;

@@ -154,6 +154,8 @@ pub(crate) enum ObjKind {
         id: u32,
         /// The VA space handle its alloc params named (0: none).
         vaspace: u32,
+        /// Its GR context's buffers (`Rm::mems`; 0: not yet committed).
+        grctx: u32,
     },
     Channel {
         gpu: u32,
@@ -165,6 +167,9 @@ pub(crate) enum ObjKind {
         vaspace: u32,
         /// Its instance block (`Rm::mems`).
         mem: u32,
+        /// With `own_tsg`, its TSG's GR context buffers (`Rm::mems`; 0:
+        /// not yet committed).
+        grctx: u32,
     },
     /// FERMI_VASPACE_A, with its allocation flags.
     VaSpace {

@@ -87,6 +87,7 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
                 // A copy of a device counts for nothing in the views
                 // (only devices and channels vgpu allocated do).
                 user: None,
+                gr: None,
             };
             // The copy goes again if vgpu cannot record it.
             let copy = cx.host.rm.guard(a.h_client, a.h_parent, out.h_object);

@@ -2,7 +2,8 @@
 
 //! RM_VID_HEAP_CONTROL: an allocation of VRAM (ALLOC_SIZE, ALLOC_SIZE_RANGE,
 //! ALLOC_TILED_PITCH_HEIGHT) becomes the class-0x40 allocation RM would
-//! make of it, accounted like any other; INFO is rewritten to the vGPU; a
+//! make of it, accounted like any other; one of a virtual range is charged
+//! the range's page tables, as NV50_MEMORY_VIRTUAL is; INFO is rewritten to the vGPU; a
 //! FREE on a verified client runs on vgpu's copy. Any other function is
 //! forwarded from vgpu's copy of the block, so it cannot turn into an
 //! allocation on the way.
@@ -33,6 +34,9 @@ pub(super) fn vid_heap(cx: &Ctx<'_>) -> Result<isize> {
         };
         user::write(addr, &a.to_bytes())?;
         return Ok(0);
+    }
+    if let Some((_, abi::class::NV50_MEMORY_VIRTUAL, mp)) = a.heap_memory_params() {
+        return alloc::heap_virtual(cx, &mut blk, a.h_root, a.h_object_parent, mp.size);
     }
     if a.function == abi::heap::FUNCTION_FREE && cx.file.has_client(a.h_root) {
         // On a verified client the free runs on the kernel copy, so the

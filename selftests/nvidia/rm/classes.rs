@@ -7,6 +7,7 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::call::{parse_class_params, parse_params, NewObject};
+use super::grctx::is_compute_class;
 use super::state::{Driver, Rm};
 use crate::base::{heap_size, store, ObjKind, StatusResult};
 use crate::file;
@@ -218,13 +219,20 @@ impl Driver {
             .engine
             .add_tsg(id, client)
             .map_err(|_| NV_ERR_NO_MEMORY)?;
-        Ok(ObjKind::Tsg { gpu, id, vaspace })
+        Ok(ObjKind::Tsg {
+            gpu,
+            id,
+            vaspace,
+            grctx: 0,
+        })
     }
 
     /// A GPFIFO channel, in a TSG or (with a TSG of its own) under a device.
     pub(crate) fn new_channel(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
         let (gpu, tsg, own_tsg, tsg_vaspace) = match n.parent_kind {
-            Some(ObjKind::Tsg { gpu, id, vaspace }) => (gpu, id, false, vaspace),
+            Some(ObjKind::Tsg {
+                gpu, id, vaspace, ..
+            }) => (gpu, id, false, vaspace),
             Some(ObjKind::Device { gpu }) => {
                 // A channel outside a TSG gets an internal TSG of its own.
                 let id = n.rm.next_tsg;
@@ -306,6 +314,7 @@ impl Driver {
             own_tsg,
             vaspace,
             mem,
+            grctx: 0,
         })
     }
 
@@ -374,14 +383,19 @@ impl Driver {
 
     /// An engine object of the release's (compute, copy), in a
     /// channel. GUESS: RM accepts only the GPU's own engine classes;
-    /// the double takes every engine class its release's table has.
+    /// the double takes every engine class its release's table has. A
+    /// compute object commits its TSG's GR context buffers if they are
+    /// not yet (`grctx.rs`); without the memory it fails.
     pub(crate) fn new_engine_object(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
-        Ok(match n.parent_kind {
-            Some(ObjKind::Channel { gpu, .. }) => ObjKind::Engine {
-                gpu,
-                class: n.class,
-            },
-            _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
+        let Some(ObjKind::Channel { gpu, .. }) = n.parent_kind else {
+            return Err(NV_ERR_INVALID_OBJECT_PARENT);
+        };
+        if is_compute_class(n.class) {
+            self.commit_gr_context(n.rm, n.ci, n.h_parent)?;
+        }
+        Ok(ObjKind::Engine {
+            gpu,
+            class: n.class,
         })
     }
 }

@@ -35,13 +35,19 @@ impl Driver {
                 }
                 rm.put_mem(mem);
             }
-            ObjKind::Tsg { gpu, id, .. } => self.gpus[gpu as usize].engine.remove_tsg(id),
+            ObjKind::Tsg { gpu, id, grctx, .. } => {
+                self.gpus[gpu as usize].engine.remove_tsg(id);
+                if grctx != 0 {
+                    rm.put_mem(grctx);
+                }
+            }
             ObjKind::Channel {
                 gpu,
                 token,
                 tsg,
                 own_tsg,
                 mem,
+                grctx,
                 ..
             } => {
                 let e = &self.gpus[gpu as usize].engine;
@@ -50,6 +56,9 @@ impl Driver {
                     e.remove_tsg(tsg);
                 }
                 rm.put_mem(mem);
+                if grctx != 0 {
+                    rm.put_mem(grctx);
+                }
             }
             ObjKind::VaSpace { mem, .. } | ObjKind::VirtualMemory { mem } => rm.put_mem(mem),
             _ => {}

@@ -14,6 +14,7 @@ use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
 use super::gpuinfo;
 use super::gpumgr;
+use super::grctx;
 use super::state::Driver;
 use crate::base::{ObjKind, StatusResult};
 use crate::file::NvFile;
@@ -303,7 +304,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 44] = [
+static CONTROLS: [ControlRow; 47] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -481,6 +482,22 @@ static CONTROLS: [ControlRow; 44] = [
         ctrl::NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE,
         On::Subdevice,
         Driver::set_preemption_mode,
+    ),
+    // NV2080 GR, NV0080 FIFO: GR context buffers (`grctx.rs`).
+    row(
+        grctx::GR_GET_CTX_BUFFER_SIZE,
+        On::Subdevice,
+        Driver::gr_ctx_buffer_size,
+    ),
+    row(
+        grctx::GR_GET_ENGINE_CONTEXT_PROPERTIES,
+        On::Subdevice,
+        Driver::gr_engine_context_properties,
+    ),
+    row(
+        grctx::FIFO_GET_ENGINE_CONTEXT_PROPERTIES,
+        On::Device,
+        Driver::fifo_engine_context_properties,
     ),
 ];
 

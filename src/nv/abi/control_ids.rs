@@ -49,6 +49,15 @@ pub mod ctrl {
     /// as text or (flags [`super::GID_FLAGS_FORMAT_BINARY`]) the 16 bytes UVM
     /// takes (`ctrl/ctrl2080/ctrl2080gpu.h`); params [`super::GidInfoParams`].
     pub const NV2080_CTRL_CMD_GPU_GET_GID_INFO: u32 = 0x2080_014a;
+    /// `NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE`: the size of a channel's GR
+    /// context buffers (`ctrl/ctrl2080/ctrl2080gr.h:1008`); params
+    /// [`super::GrCtxBufferSizeParams`].
+    pub const NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE: u32 = 0x2080_1218;
+    /// `NV2080_CTRL_CMD_GR_GET_ENGINE_CONTEXT_PROPERTIES`: a GR context
+    /// buffer type's size and alignment (`ctrl/ctrl2080/ctrl2080gr.h`,
+    /// served by kernel RM at every release, `kernel_graphics.c:3654-3713`
+    /// at 550.163.01); params [`super::GrEngineContextPropertiesParams`].
+    pub const NV2080_CTRL_CMD_GR_GET_ENGINE_CONTEXT_PROPERTIES: u32 = 0x2080_122d;
     /// `NV2080_CTRL_CMD_GPU_GET_PIDS`: processes using the GPU.
     pub const NV2080_CTRL_CMD_GPU_GET_PIDS: u32 = 0x2080_018d;
     /// `NV2080_CTRL_CMD_GPU_GET_PID_INFO`: per-process video memory.

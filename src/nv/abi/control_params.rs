@@ -381,3 +381,57 @@ impl ClassListV2Params {
         self.class_list.get(..n).unwrap_or(&[])
     }
 }
+
+wire_struct! {
+    /// NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS (`ctrl/ctrl2080/ctrl2080gr.h`):
+    /// the total size of the GR context buffers of a channel's context.
+    pub struct GrGetCtxBufferSizeParams, size 16 {
+        /// The channel, in the subdevice's client.
+        h_channel @ 0: u32,
+        /// Out: the buffers' total, with their alignments.
+        total_buffer_size @ 8: u64,
+    }
+}
+
+wire_struct! {
+    /// NV0080_CTRL_FIFO_GET_ENGINE_CONTEXT_PROPERTIES_PARAMS
+    /// (`ctrl/ctrl0080/ctrl0080fifo.h`): one engine context buffer type's
+    /// size and alignment.
+    pub struct FifoEngineContextPropertiesParams, size 12 {
+        /// The buffer type (`ENGINE_ID`, bits 4:0).
+        engine_id @ 0: u32,
+        /// Out: its alignment.
+        alignment @ 4: u32,
+        /// Out: its size.
+        size @ 8: u32,
+    }
+}
+
+wire_struct! {
+    /// NV2080_CTRL_GR_GET_ENGINE_CONTEXT_PROPERTIES_PARAMS
+    /// (`ctrl/ctrl2080/ctrl2080gr.h`): the subdevice's twin of
+    /// [`FifoEngineContextPropertiesParams`], with a GR route.
+    pub struct GrEngineContextPropertiesParams, size 32 {
+        /// NV2080_CTRL_GR_ROUTE_INFO's `flags`.
+        route_flags @ 0: u32,
+        /// NV2080_CTRL_GR_ROUTE_INFO's `route`.
+        route @ 8: u64,
+        /// The buffer type, as 0x801707's.
+        engine_id @ 16: u32,
+        /// In (with `b_info_populated`) and out: the alignment.
+        alignment @ 20: u32,
+        /// In (with `b_info_populated`) and out: the size.
+        size @ 24: u32,
+        /// In: `alignment` and `size` hold an earlier answer; out: 1.
+        b_info_populated @ 28: u8,
+    }
+}
+
+/// The engine context buffer types a GR context can hold
+/// (`NV0080_CTRL_FIFO_GET_ENGINE_CONTEXT_PROPERTIES_ENGINE_ID_GRAPHICS`, 0,
+/// and `_GRAPHICS_ZCULL` 0x08 to `_GRAPHICS_SETUP` 0x19,
+/// `ctrl0080fifo.h:168-193` at 550.163.01).
+pub const GR_CONTEXT_BUFFER_TYPES: [u32; 19] = [
+    0x00, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16,
+    0x17, 0x18, 0x19,
+];

@@ -60,6 +60,10 @@ pub enum ClassHandler {
     /// that the row's [`ClassRow::commits`] is charged while it lives
     /// (`src/rm/alloc.rs`).
     Charged,
+    /// A compute-engine object (a `Forward` row, forwarded as written): the
+    /// first of a TSG makes RM allocate the TSG's GR context buffers, which
+    /// vgpu charges to the TSG's record (`src/rm/alloc.rs`, `gr_object`).
+    GrObject,
     /// NV50_MEMORY_VIRTUAL (a `Bounce` row): a GPU VA range, charged the
     /// page tables RM reserves for it (`abi::virtual_range_charge` of the
     /// size in vgpu's copy of the params, which is what the driver reads),
@@ -84,7 +88,7 @@ impl ClassHandler {
     pub const fn fits(self, policy: Policy) -> bool {
         match self {
             ClassHandler::Forward => !matches!(policy, Policy::Served | Policy::Rewritten),
-            ClassHandler::Charged => matches!(policy, Policy::Forward),
+            ClassHandler::Charged | ClassHandler::GrObject => matches!(policy, Policy::Forward),
             ClassHandler::Client => matches!(policy, Policy::Rewritten),
             ClassHandler::NamesClient { .. } | ClassHandler::VirtualMemory => {
                 matches!(policy, Policy::Bounce)
@@ -206,28 +210,27 @@ pub(crate) const CLASS_ROWS: [ClassRow; 45] = [
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::TURING_CHANNEL_GPFIFO_A, "TURING_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::AMPERE_CHANNEL_GPFIFO_A, "AMPERE_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(0xc5b5, "TURING_DMA_COPY_A", 8, P::Forward, F::Engine),
-    // TODO(table): charge the GR context buffers RM commits for a TSG at its first compute
-    //   object (`kgrctxAllocCtxBuffers`), at the size RM reports (GR_GET_CTX_BUFFER_SIZE). The
-    //   same for every compute row below. Not charged today.
-    cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine),
+    // The compute classes (`K::GrObject`): the first object of a TSG makes RM allocate its GR
+    //   context buffers (`kernel_graphics_object.c:215` at 550.163.01), charged to the TSG.
+    clh(K::GrObject, cl(0xc5c0, "TURING_COMPUTE_A", 16, P::Forward, F::Engine)),
     cl(class::HOPPER_USERMODE_A, "HOPPER_USERMODE_A", 2, P::Forward, F::Fifo),
     cl(class::AMPERE_DMA_COPY_A, "AMPERE_DMA_COPY_A", 8, P::Forward, F::Engine),
-    cl(class::AMPERE_COMPUTE_A, "AMPERE_COMPUTE_A", 16, P::Forward, F::Engine),
+    clh(K::GrObject, cl(class::AMPERE_COMPUTE_A, "AMPERE_COMPUTE_A", 16, P::Forward, F::Engine)),
     cl(class::BLACKWELL_USERMODE_A, "BLACKWELL_USERMODE_A", 2, P::Forward, F::Fifo),
     cl(class::AMPERE_DMA_COPY_B, "AMPERE_DMA_COPY_B", 8, P::Forward, F::Engine),
-    cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine),
+    clh(K::GrObject, cl(class::AMPERE_COMPUTE_B, "AMPERE_COMPUTE_B", 16, P::Forward, F::Engine)),
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::HOPPER_CHANNEL_GPFIFO_A, "HOPPER_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(class::HOPPER_DMA_COPY_A, "HOPPER_DMA_COPY_A", 8, P::Forward, F::Engine),
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::BLACKWELL_CHANNEL_GPFIFO_A, "BLACKWELL_CHANNEL_GPFIFO_A", 368, P::Served, F::Fifo))),
     cl(0xc9b5, "BLACKWELL_DMA_COPY_A", 8, P::Forward, F::Engine),
-    cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine),
+    clh(K::GrObject, cl(class::ADA_COMPUTE_A, "ADA_COMPUTE_A", 16, P::Forward, F::Engine)),
     clh(K::Channel, commits(abi::INSTANCE_BLOCK, cl(class::BLACKWELL_CHANNEL_GPFIFO_B, "BLACKWELL_CHANNEL_GPFIFO_B", 368, P::Served, F::Fifo))),
     cl(0xcab5, "BLACKWELL_DMA_COPY_B", 8, P::Forward, F::Engine),
     cl(0xcb33, "NV_CONFIDENTIAL_COMPUTE", 4, P::Forward, F::Security),
     cl(0xcba2, "HOPPER_SEC2_WORK_LAUNCH_A", 0, P::Forward, F::Security),
-    cl(class::HOPPER_COMPUTE_A, "HOPPER_COMPUTE_A", 16, P::Forward, F::Engine),
-    cl(0xcdc0, "BLACKWELL_COMPUTE_A", 16, P::Forward, F::Engine),
-    cl(0xcec0, "BLACKWELL_COMPUTE_B", 16, P::Forward, F::Engine),
+    clh(K::GrObject, cl(class::HOPPER_COMPUTE_A, "HOPPER_COMPUTE_A", 16, P::Forward, F::Engine)),
+    clh(K::GrObject, cl(0xcdc0, "BLACKWELL_COMPUTE_A", 16, P::Forward, F::Engine)),
+    clh(K::GrObject, cl(0xcec0, "BLACKWELL_COMPUTE_B", 16, P::Forward, F::Engine)),
 ];
 
 // Each class row's handler fits its policy: clients rewritten, accounted

@@ -32,9 +32,8 @@
 //! RM copies, whatever `paramsSize` says), and 0 where the control or class
 //! takes no params.
 //!
-//! Rows marked `TODO(table)` are admitted although vgpu does not yet do
-//! everything they need (a rewrite, a check or a charge): denying them would
-//! break a CUDA program or nvidia-smi. The docs say what each needs.
+//! Every admitted row is decided: checked, translated, charged, rewritten
+//! or served, or forwarded with its argument (`docs/dispatch-table.md`).
 
 // An ABI table shared with the host crate: the same lint settings as
 // `abi/`.

@@ -201,7 +201,8 @@ pub(super) fn vid_heap_control() -> Outcome {
         .surface_phys_size(s.client, m.handle)
         .ctx("PHYS_SIZE")?;
     ensure!(phys == m.size, "PHYS_SIZE {phys}");
-    // A virtual ALLOC_SIZE commits no VRAM.
+    // A virtual ALLOC_SIZE commits its range's page tables (an
+    // NV50_MEMORY_VIRTUAL, `abi::virtual_range_charge`).
     let v = s
         .ctl
         .vid_heap_alloc_size(
@@ -212,9 +213,12 @@ pub(super) fn vid_heap_control() -> Outcome {
             heap::ALLOC_FLAGS_VIRTUAL,
         )
         .ctx("virtual ALLOC_SIZE")?;
+    let tables = abi::virtual_range_charge(64 * MIB);
     ensure!(
-        s.heap_free()? == after.free,
-        "virtual ALLOC_SIZE charged VRAM"
+        s.heap_free()? == after.free - tables,
+        "virtual ALLOC_SIZE: heap free {}, want {} less its {tables} bytes of page tables",
+        s.heap_free()?,
+        after.free
     );
     s.ctl
         .vid_heap_free(s.client, s.device, m.handle)

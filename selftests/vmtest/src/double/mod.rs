@@ -27,6 +27,7 @@ use crate::tests;
 mod cards;
 mod controls;
 mod engine;
+mod grctx;
 mod killed;
 mod mappings;
 mod objects;
@@ -35,6 +36,7 @@ mod refusals;
 use cards::*;
 use controls::*;
 use engine::*;
+use grctx::*;
 use killed::*;
 use mappings::*;
 use objects::*;
@@ -56,6 +58,8 @@ pub const TESTS: &[Test] = tests![
     free_client_frees_everything,
     fb_info_v1_v2_and_surface_size,
     tsg_and_channel_controls,
+    gr_context_buffers,
+    engine_context_properties_550,
     gpu_id_info,
     vid_heap_control,
     alloc_memory_reports_heap_limit,

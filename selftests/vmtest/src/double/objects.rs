@@ -54,9 +54,11 @@ pub(super) fn alloc_classes(v21: bool) -> Outcome {
     virt.flags |= heap::ALLOC_FLAGS_VIRTUAL;
     let mut vb = virt.to_bytes();
     let va = alloc(c, dev, class::NV50_MEMORY_VIRTUAL, &mut vb).ctx("virtual")?;
+    // System memory commits no VRAM; a virtual range its page tables.
+    let tables = abi::virtual_range_charge(64 * MIB);
     ensure!(
-        obs.heap_free()? == free0 - size,
-        "{lay}: sysmem or virtual memory charged VRAM"
+        obs.heap_free()? == free0 - size - tables,
+        "{lay}: sysmem charged VRAM, or a virtual range other than its {tables} bytes of page tables"
     );
 
     let mut vs = abi::VaSpaceAllocParams::default().to_bytes();

@@ -130,6 +130,35 @@ pub(super) fn rm_internal_vram_stops_at_the_ceiling() -> Outcome {
             "{} ranges",
             ranges.len()
         );
+        // A virtual ALLOC_SIZE of VID_HEAP is the same class to RM: one
+        // range fewer fits (the ceiling is full), and with one freed, it is
+        // charged as the class is.
+        let attr = heap::ATTR_LOCATION.set(0, heap::ATTR_LOCATION_VIDMEM);
+        let vh = |s: &crate::session::Session| {
+            s.ctl
+                .vid_heap_alloc_size(s.client, s.device, range, attr, heap::ALLOC_FLAGS_VIRTUAL)
+        };
+        let r = vh(&s).map(|m| m.handle);
+        ensure!(
+            r == Err(Error::Rm(status::NV_ERR_NO_MEMORY)),
+            "a virtual ALLOC_SIZE past the ceiling: {r:?}"
+        );
+        s.ctl
+            .free(s.client, s.device, ranges[0])
+            .map_err(|e| format!("free: {e:?}"))?;
+        let m = vh(&s).map_err(|e| format!("virtual ALLOC_SIZE: {e:?}"))?;
+        let (u, h) = (used(0)?, held()? - base);
+        ensure!(
+            u == ranges.len() as u64 * each && u == h,
+            "after a virtual ALLOC_SIZE: memory_used {u}, the double holds {h}"
+        );
+        s.ctl
+            .vid_heap_free(s.client, s.device, m.handle)
+            .map_err(|e| format!("FREE: {e:?}"))?;
+        ensure!(
+            used(0)? == (ranges.len() as u64 - 1) * each,
+            "the virtual ALLOC_SIZE not given back"
+        );
         // A range whose page tables alone pass the ceiling never reaches
         // the driver's heap.
         let mut p = MemoryAllocationParams {
@@ -148,6 +177,142 @@ pub(super) fn rm_internal_vram_stops_at_the_ceiling() -> Outcome {
         // Closing the session (its client) gives back what is left.
         drop(s);
         ensure!(used(0)? == 0 && held()? == base, "ranges not given back");
+        Ok(())
+    });
+    write_file("/sys/class/vgpu/vgpu0/memory_limit", &GIB.to_string())
+        .map_err(|e| format!("limit: {e}"))?;
+    r
+}
+
+/// GR_GET_CTX_BUFFER_SIZE of `channel`, on the session's subdevice.
+fn gr_context_size(s: &crate::session::Session, channel: u32) -> Result<u64, String> {
+    let mut p = nvclient::abi::GrGetCtxBufferSizeParams {
+        h_channel: channel,
+        ..Default::default()
+    };
+    s.ctl
+        .control_with(
+            s.client,
+            s.subdevice,
+            nvclient::abi::ctrl::NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE,
+            &mut p,
+        )
+        .map_err(|e| format!("GR_GET_CTX_BUFFER_SIZE: {e:?}"))?;
+    Ok(p.total_buffer_size)
+}
+
+/// A TSG with one channel; returns (TSG, channel).
+fn tsg_with_channel(s: &crate::session::Session) -> nvclient::Result<(u32, u32)> {
+    let tsg = s
+        .ctl
+        .alloc_tsg(s.client, s.device, 0, ChannelGroupAllocParams::default())?;
+    let p = ChannelAllocParams {
+        gp_fifo_entries: 32,
+        ..Default::default()
+    };
+    let ch = s
+        .ctl
+        .alloc_channel(s.client, tsg, 0, class::AMPERE_CHANNEL_GPFIFO_A, p);
+    match ch {
+        Ok(ch) => Ok((tsg, ch)),
+        Err(e) => {
+            let _ = s.ctl.free(s.client, s.device, tsg);
+            Err(e)
+        }
+    }
+}
+
+/// A compute object on `channel` (HOPPER_COMPUTE_A, default params).
+fn compute_object(s: &crate::session::Session, channel: u32) -> nvclient::Result<u32> {
+    let mut p = [0u8; 16];
+    s.ctl
+        .alloc(s.client, channel, 0, class::HOPPER_COMPUTE_A, &mut p)
+}
+
+/// The GR context buffers RM allocates at a TSG's first compute object are
+/// charged to the TSG at the size RM reports, once per TSG, kept while the
+/// TSG lives (not with the compute object), and TSGs with contexts stop at
+/// the ceiling with `memory_used` equal to what the double holds.
+pub(super) fn gr_contexts_stop_at_the_ceiling() -> Outcome {
+    let r = as_container("/ma", || {
+        let s = session(0)?;
+        let base = held()?;
+        ensure!(used(0)? == 0, "charged before anything was allocated");
+        let (tsg, ch) = tsg_with_channel(&s).map_err(|e| format!("TSG: {e:?}"))?;
+        let before = used(0)?;
+        // No buffers before a compute object: RM's NV_ERR_INVALID_OBJECT
+        // (`kernel_graphics_context.c:821-823` at 550.163.01).
+        let none = gr_context_size(&s, ch);
+        ensure!(
+            none.as_ref()
+                .is_err_and(|e| e.contains(&format!("Rm({})", status::NV_ERR_INVALID_OBJECT))),
+            "a context before any compute object: {none:?}"
+        );
+        let obj = compute_object(&s, ch).map_err(|e| format!("compute: {e:?}"))?;
+        let size = gr_context_size(&s, ch)?;
+        ensure!(size > 0, "no context size after a compute object");
+        let (u, h) = (used(0)?, held()? - base);
+        println!("# memory: a GR context: {size} bytes; memory_used {u}, the double holds {h}");
+        ensure!(
+            u == before + size && u == h,
+            "after the first compute object: memory_used {u} (was {before}), the double holds {h}, the context {size}"
+        );
+        // A second compute object in the TSG: nothing more.
+        let second = compute_object(&s, ch).map_err(|e| format!("second: {e:?}"))?;
+        ensure!(
+            used(0)? == u && held()? - base == u,
+            "a second compute object was charged"
+        );
+        // The objects go, the buffers stay with the TSG.
+        for o in [obj, second] {
+            s.ctl
+                .free(s.client, ch, o)
+                .map_err(|e| format!("free: {e:?}"))?;
+        }
+        ensure!(
+            used(0)? == u && held()? - base == u,
+            "the context's charge went with its compute objects"
+        );
+        s.ctl
+            .free(s.client, s.device, tsg)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(
+            used(0)? == 0 && held()? == base,
+            "the TSG's context not given back"
+        );
+        // TSGs with a context each, on a ceiling of two and a half.
+        let per = size + u64::from(INSTANCE_BLOCK);
+        let limit = 2 * per + per / 2;
+        write_file("/sys/class/vgpu/vgpu0/memory_limit", &limit.to_string())
+            .map_err(|e| format!("limit: {e}"))?;
+        let before = refused()?;
+        let mut made = 0;
+        let outcome: nvclient::Result<()> = loop {
+            let (_, ch) = match tsg_with_channel(&s) {
+                Ok(t) => t,
+                Err(e) => break Err(e),
+            };
+            match compute_object(&s, ch) {
+                Ok(_) => made += 1,
+                Err(e) => break Err(e),
+            }
+            ensure!(made < 100, "compute contexts never refused");
+        };
+        let (u, h) = (used(0)?, held()? - base);
+        println!(
+            "# memory: {made} TSGs with a GR context to a {limit}-byte ceiling, then {outcome:?}: memory_used {u}, the double holds {h}"
+        );
+        ensure!(
+            made == 2 && outcome == Err(Error::Rm(status::NV_ERR_NO_MEMORY)),
+            "{made} contexts, then {outcome:?}"
+        );
+        ensure!(
+            u == h && u <= limit,
+            "memory_used {u}, the double holds {h}, ceiling {limit}"
+        );
+        ensure!(refused()? == before + 1, "memory_refused did not count it");
+        drop(s);
+        ensure!(used(0)? == 0 && held()? == base, "contexts not given back");
         Ok(())
     });
     write_file("/sys/class/vgpu/vgpu0/memory_limit", &GIB.to_string())
