@@ -8,7 +8,9 @@
 
 use kernel::{prelude::*, sync::Arc};
 
+use super::block::{answer, status_at, Header};
 use super::ctx::{CtlFile, Ctx};
+use super::internal;
 use crate::clients;
 use crate::deny;
 use crate::kapi::pid::{current_comm, ProcessPid};
@@ -24,62 +26,6 @@ use crate::status::{Fail, RmResult};
 /// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
 /// apart from the driver's own (`0xC1D0_0000` up).
 const CLIENT_HANDLE_BASE: u32 = 0xc1e0_0000;
-
-/// The fields of an RM_ALLOC block vgpu decides on, from either layout.
-struct Header {
-    h_root: u32,
-    h_parent: u32,
-    h_new: u32,
-    h_class: u32,
-    pparams: u64,
-}
-
-impl Header {
-    /// Decodes NVOS21 (32 bytes) or NVOS64 (48 bytes): the five fields
-    /// only (the two layouts share their offsets, checked at compile time).
-    fn decode(blk: &[u8]) -> Self {
-        const fn at(name: &str) -> usize {
-            let o = abi::field_offset(abi::Nvos21::FIELDS, name);
-            assert!(o == abi::field_offset(abi::Nvos64::FIELDS, name));
-            o
-        }
-        Self {
-            h_root: abi::read_field(blk, const { at("h_root") }),
-            h_parent: abi::read_field(blk, const { at("h_object_parent") }),
-            h_new: abi::read_field(blk, const { at("h_object_new") }),
-            h_class: abi::read_field(blk, const { at("h_class") }),
-            pparams: abi::read_field(blk, const { at("p_alloc_parms") }),
-        }
-    }
-}
-
-/// The offset of `status` in an RM_ALLOC block of `blk`'s layout (NVOS21
-/// or NVOS64), both found at compile time.
-fn status_at(blk: &[u8]) -> usize {
-    const NVOS21: usize = abi::field_offset(abi::Nvos21::FIELDS, "status");
-    const NVOS64: usize = abi::field_offset(abi::Nvos64::FIELDS, "status");
-    if blk.len() == abi::Nvos21::SIZE {
-        NVOS21
-    } else {
-        NVOS64
-    }
-}
-
-/// Writes `handle` and `status` into the caller's block `blk` at `addr`
-/// (the two fields patched in vgpu's copy, which goes back whole).
-fn answer(addr: u64, blk: &mut [u8], handle: u32, status: u32) -> Result<isize> {
-    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
-    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
-    let status_at = status_at(blk);
-    blk.get_mut(H_NEW..H_NEW + 4)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&handle.to_ne_bytes());
-    blk.get_mut(status_at..status_at + 4)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&status.to_ne_bytes());
-    user::write(addr, blk)?;
-    Ok(0)
-}
 
 /// RM_ALLOC, by the class's row: refused by default deny, or its handler:
 /// a client, an accounted kind, or forwarded from vgpu's copy.
@@ -112,12 +58,12 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     let result = match row.handler {
         ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
         ClassHandler::Charged => {
-            return charged(cx, blk, &h, u64::from(row.commits), Kind::VaSpace, None)
+            return internal::charged(cx, blk, &h, u64::from(row.commits), Kind::VaSpace, None)
         }
         ClassHandler::VirtualMemory => {
-            return virtual_memory(cx, blk, &h, row.params_size as usize)
+            return internal::virtual_memory(cx, blk, &h, row.params_size as usize)
         }
-        ClassHandler::GrObject => return gr_object(cx, blk, &h),
+        ClassHandler::GrObject => return internal::gr_object(cx, blk, &h),
         ClassHandler::Client => return client(cx, blk, h.h_root),
         ClassHandler::NamesClient { at } => {
             return names_client(cx, blk, &h, row.params_size as usize, at as usize)
@@ -231,278 +177,6 @@ fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize
     // In/out params back to the caller, as for the accounted classes.
     user::write(h.pparams, p)?;
     Ok(r)
-}
-
-/// A compute-engine object (a [`ClassHandler::GrObject`] row) under one of
-/// the caller's channels. The first of a TSG makes RM allocate the TSG's GR
-/// context buffers (`kgrobjConstruct` -> `kgrctxAllocCtxBuffers`,
-/// `kernel_graphics_object.c:215`, `kernel_graphics_context.c:1346-1420`
-/// at 550.163.01), which RM keeps until the TSG's channels go, whatever
-/// becomes of the object (`kernel_graphics_context.c:3040-3052`). vgpu
-/// reserves the GPU's bound for them ([`Host::gr_context_bound`]) before
-/// the driver sees the call (past the ceiling: `NV_ERR_NO_MEMORY`), settles
-/// the reservation to the size RM then reports for them
-/// (NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE on a subdevice of the caller's
-/// client on that GPU; the bound where the client has none) and holds the
-/// charge on the TSG's record (a bare channel's own: its TSG is its own),
-/// refunded when it goes. Later compute objects of the TSG are forwarded
-/// as written. The file's `gr` lock is held throughout, so that of two
-/// threads making a TSG's first compute objects, one charges and the other
-/// sees it charged. A parent that is not one of the caller's channels is
-/// RM's to refuse: forwarded as written.
-///
-/// Where the driver would not tell the bound (0), the charge is taken once
-/// the buffers exist; should it not fit then, vgpu frees the object and
-/// answers `NV_ERR_NO_MEMORY`, and the buffers RM keeps stay charged, so
-/// that the ceiling still counts them: the vGPU is then over its ceiling
-/// by at most one context until the TSG goes.
-///
-/// [`Host::gr_context_bound`]: crate::host::Host::gr_context_bound
-fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isize> {
-    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
-    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
-    let file = cx.file;
-    let _serial = file.gr.lock();
-    // The record that holds the context's charge (the channel's TSG, or
-    // the channel itself), and a subdevice to ask the size on.
-    let found = {
-        let mut objects = file.objects.lock();
-        let channel = match objects.obj(h.h_root, h.h_parent) {
-            Some(o) if o.kind == Kind::Channel => Some((o.gpu, o.parent)),
-            _ => None,
-        };
-        match channel {
-            None => None,
-            Some((gpu, parent)) => {
-                let holder = match objects.obj(h.h_root, parent) {
-                    Some(t) if t.kind == Kind::Tsg => parent,
-                    _ => h.h_parent,
-                };
-                let charged = objects.obj(h.h_root, holder).is_none_or(|o| o.gr.is_some());
-                if charged {
-                    None
-                } else {
-                    let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
-                    let owner = objects.user_on(h.h_root, &v).ok();
-                    let sub = objects.subdevice_on(h.h_root, gpu);
-                    Some((gpu, holder, v, owner, sub))
-                }
-            }
-        }
-    };
-    let Some((gpu, holder, v, owner, sub)) = found else {
-        return cx.call.forward_block(cx.real, blk);
-    };
-    let bound = cx.host.gr_context_bound(gpu);
-    let Some(mut reserved) = Reservation::new(&v, bound) else {
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_NO_MEMORY);
-    };
-    // A failure to forward drops the reservation.
-    let r = cx.call.forward_block(cx.real, blk)?;
-    let read = |at: usize| -> Result<u32> {
-        let b = blk.get(at..at + 4).ok_or(EINVAL)?;
-        Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    if r != 0 || read(status_at(blk))? != NV_OK {
-        return Ok(r);
-    }
-    let handle = read(H_NEW)?;
-    let actual = match sub {
-        Some(sub) => gr_context_size(&cx.host.rm, h.h_root, sub, h.h_parent).unwrap_or(bound),
-        None => bound,
-    };
-    let fits = reserved.settle(actual);
-    if !fits {
-        // Only where the bound was unknown or short: charge what RM keeps
-        // anyway, and refuse the object.
-        let _ = cx.host.rm.free(h.h_root, h.h_parent, handle);
-        reserved = Reservation::forced(&v, actual);
-    }
-    if let Some(o) = file.objects.lock().obj_mut(h.h_root, holder) {
-        o.gr = Some(reserved.into_charge(owner));
-    }
-    if !fits {
-        return answer(cx.call.addr, blk, handle, NV_ERR_NO_MEMORY);
-    }
-    Ok(r)
-}
-
-/// The size of the GR context buffers of channel `channel` of client
-/// `client`, as RM reports them on its subdevice `sub`
-/// (`subdeviceCtrlCmdKGrGetCtxBufferSize`, `kernel_graphics.c:3722` at
-/// 550.163.01).
-fn gr_context_size(rm: &RmOps, client: u32, sub: u32, channel: u32) -> RmResult<u64> {
-    let mut p = abi::GrGetCtxBufferSizeParams {
-        h_channel: channel,
-        ..Default::default()
-    }
-    .to_bytes();
-    rm.control(client, sub, ctrl::NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, &mut p)?;
-    Ok(abi::GrGetCtxBufferSizeParams::decode(&p).total_buffer_size)
-}
-
-/// NV50_MEMORY_VIRTUAL, a GPU VA range of the caller's: charged
-/// [`abi::virtual_range_charge`] of the size in vgpu's copy of its `want`
-/// bytes of params, which the driver then reads (a thread of the caller's
-/// cannot grow the range after the charge), as [`charged`] does.
-fn virtual_memory(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, want: usize) -> Result<isize> {
-    let mut buf = [0u8; abi::MemoryAllocationParams::SIZE];
-    let p = buf.get_mut(..want).ok_or(EINVAL)?;
-    if h.pparams == 0 {
-        // A required pointer that is NULL (`param_copy.c:314-315`).
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
-    }
-    if user::read(h.pparams, p).is_err() {
-        // `os_memcpy_from_user` (`os-interface.c:522-529`).
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
-    }
-    const SIZE: usize = abi::field_offset(abi::MemoryAllocationParams::FIELDS, "size");
-    let bytes = abi::virtual_range_charge(abi::read_field(p, SIZE));
-    let r = charged(cx, blk, h, bytes, Kind::VirtualMemory, Some(&mut *p))?;
-    // In/out params (the range's offset and limit) back to the caller.
-    user::write(h.pparams, p)?;
-    Ok(r)
-}
-
-/// A class whose object commits `bytes` of RM-internal VRAM, recorded as
-/// `kind`: forwarded as the caller wrote it (a [`ClassHandler::Charged`]
-/// row, FERMI_VASPACE_A) or, with `params`, from vgpu's copy of its params
-/// (NV50_MEMORY_VIRTUAL). The bytes are reserved on the vGPU of its
-/// parent, one of the file's devices, before the driver sees the call;
-/// past the ceiling the call is refused with `NV_ERR_NO_MEMORY`, RM's
-/// status when its page-level pool cannot grow (`rmMemPoolReserve`). The
-/// reservation becomes the object's charge when the driver made it,
-/// refunded when the driver frees the object (its own free, its parent's
-/// or its client's). A parent that is not a device or subdevice vgpu
-/// recorded (every one of a verified client is) is RM's to refuse: the call
-/// goes on uncharged (RM admits FERMI_VASPACE_A under either and
-/// NV50_MEMORY_VIRTUAL under a device, `resource_list.h:463,623` at
-/// 550.163.01, and answers another parent `NV_ERR_INVALID_OBJECT_PARENT`,
-/// `alloc_free.c:844-855`). As for a DUP, should vgpu fail to record the
-/// object, it frees it.
-fn charged(
-    cx: &Ctx<'_>,
-    blk: &mut [u8],
-    h: &Header,
-    bytes: u64,
-    kind: Kind,
-    params: Option<&mut [u8]>,
-) -> Result<isize> {
-    const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
-    const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
-    const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
-    const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
-    let (addr, h_new) = (cx.call.addr, h.h_new);
-    charged_by(cx, h.h_root, h.h_parent, bytes, kind, |step| match step {
-        Step::Refuse(st) => Ok((answer(addr, blk, h_new, st)?, None)),
-        Step::Forward => {
-            let r = match params {
-                Some(p) => cx.call.forward_block_params(cx.real, blk, PPARAMS, p)?,
-                None => cx.call.forward_block(cx.real, blk)?,
-            };
-            let read = |at: usize| -> Result<u32> {
-                let b = blk.get(at..at + 4).ok_or(EINVAL)?;
-                Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            };
-            let made = (r == 0 && read(status_at(blk))? == NV_OK).then_some(read(H_NEW)?);
-            Ok((r, made))
-        }
-    })
-}
-
-/// What [`charged_by`] asks of the call it charges.
-enum Step {
-    /// Answer the caller this status; the driver sees nothing.
-    Refuse(u32),
-    /// Forward the call; give the handle the driver made, if it made one.
-    Forward,
-}
-
-/// The core of [`charged`], for a call that allocates object kind `kind`
-/// under `h_parent` of client `h_root` and commits `bytes` of RM-internal
-/// VRAM, whichever escape carries it (RM_ALLOC, or VID_HEAP's
-/// ALLOC_SIZE of a virtual range): `call` refuses or forwards it.
-fn charged_by(
-    cx: &Ctx<'_>,
-    h_root: u32,
-    h_parent: u32,
-    bytes: u64,
-    kind: Kind,
-    call: impl FnOnce(Step) -> Result<(isize, Option<u32>)>,
-) -> Result<isize> {
-    let file = cx.file;
-    let on = {
-        let mut objects = file.objects.lock();
-        match objects.obj(h_root, h_parent) {
-            Some(p) if matches!(p.kind, Kind::Device | Kind::Subdevice) => {
-                let gpu = p.gpu;
-                let v = file.vgpu_on(gpu).ok_or(EACCES)?.clone();
-                match objects.user_on(h_root, &v) {
-                    Ok(owner) => Some((gpu, v, owner)),
-                    Err(_) => return Ok(call(Step::Refuse(NV_ERR_INVALID_CLIENT))?.0),
-                }
-            }
-            _ => None,
-        }
-    };
-    let Some((gpu, v, owner)) = on else {
-        return Ok(call(Step::Forward)?.0);
-    };
-    let Some(reserved) = Reservation::new(&v, bytes) else {
-        return Ok(call(Step::Refuse(NV_ERR_NO_MEMORY))?.0);
-    };
-    // A failure to forward drops the reservation.
-    let (r, made) = call(Step::Forward)?;
-    let Some(handle) = made else {
-        return Ok(r);
-    };
-    let obj = Obj {
-        handle,
-        parent: h_parent,
-        gpu,
-        kind,
-        charge: Some(Held::Own(reserved.into_charge(Some(owner)))),
-        sched: None,
-        watch: None,
-        user: None,
-        gr: None,
-    };
-    let made = cx.host.rm.guard(h_root, h_parent, handle);
-    file.objects.lock().add_obj(h_root, obj)?;
-    made.keep();
-    Ok(r)
-}
-
-/// RM_VID_HEAP_CONTROL's ALLOC_SIZE of a virtual range (`NVOS32_ALLOC_FLAGS_VIRTUAL`),
-/// which RM makes an NV50_MEMORY_VIRTUAL of (`heap::alloc_class`): charged
-/// its page tables as that class is ([`virtual_memory`]), the size read from
-/// vgpu's copy of the block, which the driver then reads.
-pub(super) fn heap_virtual(
-    cx: &Ctx<'_>,
-    blk: &mut [u8],
-    h_root: u32,
-    h_parent: u32,
-    size: u64,
-) -> Result<isize> {
-    let addr = cx.call.addr;
-    let bytes = abi::virtual_range_charge(size);
-    charged_by(cx, h_root, h_parent, bytes, Kind::VirtualMemory, |step| match step {
-        Step::Refuse(st) => {
-            let mut a = abi::Nvos32::decode(blk);
-            a.status = st;
-            user::write(addr, &a.to_bytes())?;
-            Ok((0, None))
-        }
-        Step::Forward => {
-            let r = cx.call.forward_block(cx.real, blk)?;
-            let a = abi::Nvos32::decode(blk);
-            let made = match a.heap_alloc() {
-                Some(m) if r == 0 && a.status == NV_OK => Some(m.h_memory),
-                _ => None,
-            };
-            Ok((r, made))
-        }
-    })
 }
 
 /// Devices, subdevices, memory, TSGs and channels (the class's handler

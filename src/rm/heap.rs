@@ -36,7 +36,7 @@ pub(super) fn vid_heap(cx: &Ctx<'_>) -> Result<isize> {
         return Ok(0);
     }
     if let Some((_, abi::class::NV50_MEMORY_VIRTUAL, mp)) = a.heap_memory_params() {
-        return alloc::heap_virtual(cx, &mut blk, a.h_root, a.h_object_parent, mp.size);
+        return super::internal::heap_virtual(cx, &mut blk, a.h_root, a.h_object_parent, mp.size);
     }
     if a.function == abi::heap::FUNCTION_FREE && cx.file.has_client(a.h_root) {
         // On a verified client the free runs on the kernel copy, so the

@@ -19,6 +19,7 @@ use kernel::prelude::*;
 use crate::nv::table::EscapeHandler;
 
 mod alloc;
+mod block;
 mod cards;
 mod control;
 mod ctx;
@@ -26,6 +27,7 @@ mod dup;
 mod free;
 pub(crate) mod gpu;
 mod heap;
+mod internal;
 mod processes;
 
 pub(crate) use ctx::{CtlFile, Ctx};
