@@ -91,12 +91,20 @@ impl Call {
     /// in `blk`. Blocks of the escapes vgpu decides on are small, so the
     /// call goes as a plain request even if the caller wrapped it in XFER.
     pub(crate) fn forward_block(&self, real: &RealFile, blk: &mut [u8]) -> Result<isize> {
+        let r = self.run_block(real, blk)?;
+        user::write(self.addr, blk)?;
+        Ok(r)
+    }
+
+    /// As [`Call::forward_block`], the answer left in `blk` only: the
+    /// caller records what the driver made before it writes the answer back
+    /// (a write that fails must not lose the record of an object the driver
+    /// holds).
+    pub(crate) fn run_block(&self, real: &RealFile, blk: &mut [u8]) -> Result<isize> {
         if blk.len() != self.size {
             return Err(EINVAL);
         }
-        let r = real.ioctl_block(self.direct_cmd(), blk)?;
-        user::write(self.addr, blk)?;
-        Ok(r)
+        real.ioctl_block(self.direct_cmd(), blk)
     }
 
     /// As [`Call::forward_block`], with the params the block points to (its
@@ -111,11 +119,23 @@ impl Call {
         ptr_off: usize,
         params: &mut [u8],
     ) -> Result<isize> {
+        let r = self.run_block_params(real, blk, ptr_off, params)?;
+        user::write(self.addr, blk)?;
+        Ok(r)
+    }
+
+    /// As [`Call::forward_block_params`], the answer left in `blk` and
+    /// `params` only (see [`Call::run_block`]).
+    pub(crate) fn run_block_params(
+        &self,
+        real: &RealFile,
+        blk: &mut [u8],
+        ptr_off: usize,
+        params: &mut [u8],
+    ) -> Result<isize> {
         if blk.len() != self.size {
             return Err(EINVAL);
         }
-        let r = real.ioctl_block_params(self.direct_cmd(), blk, ptr_off, params)?;
-        user::write(self.addr, blk)?;
-        Ok(r)
+        real.ioctl_block_params(self.direct_cmd(), blk, ptr_off, params)
     }
 }

@@ -71,8 +71,11 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
     if src.as_ref().is_some_and(|s| s.3) {
         return refuse(a);
     }
-    // The driver acts on `blk`, vgpu's copy, and answers in it.
-    let r = cx.call.forward_block(cx.real, &mut blk)?;
+    // The driver acts on `blk`, vgpu's copy, and answers in it; the answer
+    // goes back once the copy is recorded (a block that cannot be written
+    // must not leave a copy the driver holds unrecorded, its charge not
+    // shared).
+    let r = cx.call.run_block(cx.real, &mut blk)?;
     let out = abi::Nvos55::decode(&blk);
     if out.status == NV_OK {
         if let Some((gpu, kind, charge, _)) = src {
@@ -95,5 +98,6 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
             copy.keep();
         }
     }
+    user::write(addr, &blk)?;
     Ok(r)
 }

@@ -79,13 +79,15 @@ pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isiz
     let Some(mut reserved) = Reservation::new(&v, bound) else {
         return answer(cx.call.addr, blk, h.h_new, NV_ERR_NO_MEMORY);
     };
-    // A failure to forward drops the reservation.
-    let r = cx.call.forward_block(cx.real, blk)?;
+    // A failure to run drops the reservation. The answer goes back once the
+    // charge is held: a block that cannot be written must not lose it.
+    let r = cx.call.run_block(cx.real, blk)?;
     let read = |at: usize| -> Result<u32> {
         let b = blk.get(at..at + 4).ok_or(EINVAL)?;
         Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
     };
     if r != 0 || read(status_at(blk))? != NV_OK {
+        user::write(cx.call.addr, blk)?;
         return Ok(r);
     }
     let handle = read(H_NEW)?;
@@ -106,6 +108,7 @@ pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isiz
     if !fits {
         return answer(cx.call.addr, blk, handle, NV_ERR_NO_MEMORY);
     }
+    user::write(cx.call.addr, blk)?;
     Ok(r)
 }
 
@@ -185,12 +188,13 @@ pub(super) fn charged(
     const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
     const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
     let (addr, h_new) = (cx.call.addr, h.h_new);
+    let mut params = params;
     charged_by(cx, h.h_root, h.h_parent, bytes, kind, |step| match step {
         Step::Refuse(st) => Ok((answer(addr, blk, h_new, st)?, None)),
-        Step::Forward => {
-            let r = match params {
-                Some(p) => cx.call.forward_block_params(cx.real, blk, PPARAMS, p)?,
-                None => cx.call.forward_block(cx.real, blk)?,
+        Step::Run => {
+            let r = match params.as_deref_mut() {
+                Some(p) => cx.call.run_block_params(cx.real, blk, PPARAMS, p)?,
+                None => cx.call.run_block(cx.real, blk)?,
             };
             let read = |at: usize| -> Result<u32> {
                 let b = blk.get(at..at + 4).ok_or(EINVAL)?;
@@ -199,6 +203,10 @@ pub(super) fn charged(
             let made = (r == 0 && read(status_at(blk))? == NV_OK).then_some(read(H_NEW)?);
             Ok((r, made))
         }
+        Step::Deliver => {
+            user::write(addr, blk)?;
+            Ok((0, None))
+        }
     })
 }
 
@@ -206,21 +214,27 @@ pub(super) fn charged(
 enum Step {
     /// Answer the caller this status; the driver sees nothing.
     Refuse(u32),
-    /// Forward the call; give the handle the driver made, if it made one.
-    Forward,
+    /// Run the call in the driver, the answer kept in vgpu's copy; give the
+    /// handle the driver made, if it made one.
+    Run,
+    /// Write the driver's answer back to the caller.
+    Deliver,
 }
 
 /// The core of [`charged`], for a call that allocates object kind `kind`
 /// under `h_parent` of client `h_root` and commits `bytes` of RM-internal
 /// VRAM, whichever escape carries it (RM_ALLOC, or VID_HEAP's
-/// ALLOC_SIZE of a virtual range): `call` refuses or forwards it.
+/// ALLOC_SIZE of a virtual range): `call` refuses it, or runs it and
+/// delivers the answer. The object is recorded before the answer goes back,
+/// so that a caller's block that cannot be written (the driver made the
+/// object all the same) leaves it charged, not forgotten.
 fn charged_by(
     cx: &Ctx<'_>,
     h_root: u32,
     h_parent: u32,
     bytes: u64,
     kind: Kind,
-    call: impl FnOnce(Step) -> Result<(isize, Option<u32>)>,
+    mut call: impl FnMut(Step) -> Result<(isize, Option<u32>)>,
 ) -> Result<isize> {
     let file = cx.file;
     let on = {
@@ -238,14 +252,17 @@ fn charged_by(
         }
     };
     let Some((gpu, v, owner)) = on else {
-        return Ok(call(Step::Forward)?.0);
+        let (r, _) = call(Step::Run)?;
+        call(Step::Deliver)?;
+        return Ok(r);
     };
     let Some(reserved) = Reservation::new(&v, bytes) else {
         return Ok(call(Step::Refuse(NV_ERR_NO_MEMORY))?.0);
     };
-    // A failure to forward drops the reservation.
-    let (r, made) = call(Step::Forward)?;
+    // A failure to run drops the reservation.
+    let (r, made) = call(Step::Run)?;
     let Some(handle) = made else {
+        call(Step::Deliver)?;
         return Ok(r);
     };
     let obj = Obj {
@@ -262,6 +279,7 @@ fn charged_by(
     let made = cx.host.rm.guard(h_root, h_parent, handle);
     file.objects.lock().add_obj(h_root, obj)?;
     made.keep();
+    call(Step::Deliver)?;
     Ok(r)
 }
 
@@ -291,14 +309,18 @@ pub(super) fn heap_virtual(
                 user::write(addr, &a.to_bytes())?;
                 Ok((0, None))
             }
-            Step::Forward => {
-                let r = cx.call.forward_block(cx.real, blk)?;
+            Step::Run => {
+                let r = cx.call.run_block(cx.real, blk)?;
                 let a = abi::Nvos32::decode(blk);
                 let made = match a.heap_alloc() {
                     Some(m) if r == 0 && a.status == NV_OK => Some(m.h_memory),
                     _ => None,
                 };
                 Ok((r, made))
+            }
+            Step::Deliver => {
+                user::write(addr, blk)?;
+                Ok((0, None))
             }
         },
     )

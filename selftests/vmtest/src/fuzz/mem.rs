@@ -135,13 +135,19 @@ impl Scratch {
 
     /// Where to put a block of `len` bytes for `place`, with `block`
     /// copied there when the place has room for it.
+    /// Writes `block` to slot `i`; returns its address in the read-only
+    /// view of the area.
+    pub fn write_read_only(&self, i: usize, block: &[u8]) -> usize {
+        self.write(i, block) - self.rw + self.ro
+    }
+
     pub fn place(&self, rng: &mut Rng, place: Place, block: &[u8]) -> usize {
         let slot = rng.index(SLOTS);
         match place {
             Place::Valid => self.write(slot, block),
             Place::Null => 0,
             Place::Unmapped => self.hole + rng.index(PAGE - 8),
-            Place::ReadOnly => self.write(slot, block) - self.rw + self.ro,
+            Place::ReadOnly => self.write_read_only(slot, block),
             Place::Kernel => 0xffff_8880_0000_0000 + ((rng.below(1 << 20) as usize) << 12),
             Place::Unaligned => {
                 let at = self.slot(slot) + 1 + rng.index(7);

@@ -20,7 +20,7 @@
 pub(crate) mod check;
 mod cycles;
 mod inject;
-mod mem;
+pub(crate) mod mem;
 mod ops;
 mod regress;
 mod rng;

@@ -319,3 +319,51 @@ pub(super) fn gr_contexts_stop_at_the_ceiling() -> Outcome {
         .map_err(|e| format!("limit: {e}"))?;
     r
 }
+
+/// An RM_ALLOC block the caller cannot be answered in (a read-only view of
+/// it): the driver makes the VA space all the same, so vgpu must hold its
+/// charge and record it, not forget it when the answer cannot be written
+/// (found by `make fuzz`, seed 24782834692: `vgpu charged 56397824 bytes
+/// of VRAM, the double holds 56410112`).
+pub(super) fn unanswerable_block_keeps_the_charge() -> Outcome {
+    use nvclient::abi::{Nvos21, VaSpaceAllocParams};
+    const H: u32 = 0xcafe_0001;
+    as_container("/ma", || {
+        let s = session(0)?;
+        let base = held()?;
+        let scratch = crate::fuzz::mem::Scratch::new()?;
+        let params = scratch.write(1, &VaSpaceAllocParams::default().to_bytes());
+        let blk = Nvos21 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_object_new: H,
+            h_class: class::FERMI_VASPACE_A,
+            p_alloc_parms: params as u64,
+            params_size: VaSpaceAllocParams::SIZE as u32,
+            status: 0,
+        }
+        .to_bytes();
+        let at = scratch.write_read_only(0, &blk);
+        let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), blk.len());
+        // SAFETY: `at` is the read-only view of the scratch area's block.
+        let r = unsafe { libc::ioctl(s.ctl.node().fd(), req as _, at) };
+        let errno = std::io::Error::last_os_error().raw_os_error();
+        ensure!(
+            r < 0 && errno == Some(libc::EFAULT),
+            "a read-only block: {r}, errno {errno:?}"
+        );
+        let (u, h) = (used(0)?, held()? - base);
+        ensure!(
+            u == u64::from(VASPACE_PAGE_LEVELS) && u == h,
+            "the unanswered VA space: memory_used {u}, the double holds {h}"
+        );
+        s.ctl
+            .free(s.client, s.device, H)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(
+            used(0)? == 0 && held()? == base,
+            "the VA space not given back"
+        );
+        Ok(())
+    })
+}

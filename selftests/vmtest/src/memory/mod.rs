@@ -47,6 +47,7 @@ pub const TESTS: &[Test] = tests![
     alloc_memory_limit_shows_the_ceiling,
     rm_internal_vram_stops_at_the_ceiling,
     gr_contexts_stop_at_the_ceiling,
+    unanswerable_block_keeps_the_charge,
     lowered_limit_blocks_until_usage_drops,
     foreign_gpu_refused_and_hidden,
     card_info_never_shows_foreign_gpus,
