@@ -263,8 +263,10 @@ fn victim(v: Victim, page: &Shared, board: &Board) -> Result<(), String> {
             }
         }
         Kind::Migrate => {
-            let u =
-                UvmContext::open("/dev/vgpu-uvm", &s.ctl, c, d, s.subdevice).map_err(e("uvm"))?;
+            // Its VA space is charged (12 KiB) like any allocation: retried
+            // while the tenant's earlier victims still hold its ceiling.
+            let u = retry(|| UvmContext::open("/dev/vgpu-uvm", &s.ctl, c, d, s.subdevice))
+                .map_err(e("uvm"))?;
             let r = retry(|| u.uvm.map_managed(4 << 20)).map_err(e("managed"))?;
             page.set(READY + i, 1);
             loop {
