@@ -17,7 +17,7 @@ use crate::sys::{claimed_release, exists, insmod_double, make_uvm_nodes, remove_
 use crate::tap::{Outcome, Test};
 use crate::tests;
 use nvclient::abi::class;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Tests of this suite, in order (each loads and unloads the double).
 pub const TESTS: &[Test] = tests![
@@ -56,9 +56,16 @@ const UUID: &str = "GPU-d00b1e5e-0000-4000-8000-000000000001";
 /// What this suite's test process allocates, to be listed with it.
 const MINE_MIB: u64 = 64;
 
-/// What it takes from the heap: its memory and its work channel's
-/// instance block, which RM commits for the channel.
-const HELD: u64 = (MINE_MIB << 20) + nvclient::abi::INSTANCE_BLOCK as u64;
+/// The GR context buffers of the holder's TSG, as the double reports them
+/// (GR_GET_CTX_BUFFER_SIZE), set by [`hold_memory`].
+static GR_CONTEXT: AtomicU64 = AtomicU64::new(0);
+
+/// What the holder takes from the heap: its memory, its work channel's
+/// instance block and its TSG's GR context buffers, which RM commits for
+/// the channel and at its first compute object.
+fn held() -> u64 {
+    (MINE_MIB << 20) + u64::from(nvclient::abi::INSTANCE_BLOCK) + GR_CONTEXT.load(Ordering::Relaxed)
+}
 
 /// nvidia-smi's FB memory figure for `bytes`: whole MiB, rounded up (at
 /// 550.163.01 a use of 64 MiB + 4 KiB shows as 65 MiB and 7999.996 MiB
@@ -259,6 +266,23 @@ fn nvml_reports_the_gpu() -> Outcome {
 /// [`MINE_MIB`] of VRAM in it.
 fn hold_memory() -> Result<Held, String> {
     let w = hold_memory_on("/dev/nvidiactl", "/dev/nvidia0", MINE_MIB)?;
+    let mut p = nvclient::abi::GrGetCtxBufferSizeParams {
+        h_channel: w.ch.h_channel,
+        ..Default::default()
+    };
+    w.s.ctl
+        .control_with(
+            w.s.client,
+            w.s.subdevice,
+            nvclient::abi::ctrl::NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE,
+            &mut p,
+        )
+        .map_err(|e| format!("GR_GET_CTX_BUFFER_SIZE: {e:?}"))?;
+    ensure!(
+        p.total_buffer_size > 0,
+        "the holder's TSG has no GR context"
+    );
+    GR_CONTEXT.store(p.total_buffer_size, Ordering::Relaxed);
     HOLDING.store(true, Ordering::Relaxed);
     Ok(Held(w))
 }
@@ -315,7 +339,7 @@ fn nvml_reports_this_process() -> Outcome {
             num("gpu=0 memory_v2=", "free")?,
         );
         ensure!(
-            used2 == HELD && used2 + free2 == HEAP_MIB << 20,
+            used2 == held() && used2 + free2 == HEAP_MIB << 20,
             "memory_v2 used {used2}, free {free2}: {out}"
         );
         let (used1, free1) = (num("gpu=0 memory=", "used")?, num("gpu=0 memory=", "free")?);
@@ -382,7 +406,7 @@ fn smi_default_view() -> Outcome {
         // The columns' widths differ by release: compare words.
         let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
         ensure!(
-            words.contains(&format!("{}MiB / {VRAM_MIB}MiB", smi_mib(HELD))),
+            words.contains(&format!("{}MiB / {VRAM_MIB}MiB", smi_mib(held()))),
             "used / total: {out}"
         );
         ensure!(
@@ -427,8 +451,8 @@ fn smi_query_sections() -> Outcome {
         for (what, mib) in [
             ("Total", VRAM_MIB),
             ("Reserved", VRAM_MIB - HEAP_MIB),
-            ("Used", smi_mib(HELD)),
-            ("Free", smi_mib((HEAP_MIB << 20) - HELD)),
+            ("Used", smi_mib(held())),
+            ("Free", smi_mib((HEAP_MIB << 20) - held())),
         ] {
             let want = format!("{what:<34}: {mib} MiB");
             ensure!(out.contains(&want), "want {want:?}: {out}");
