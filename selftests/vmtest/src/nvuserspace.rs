@@ -67,11 +67,17 @@ fn held() -> u64 {
     (MINE_MIB << 20) + u64::from(nvclient::abi::INSTANCE_BLOCK) + GR_CONTEXT.load(Ordering::Relaxed)
 }
 
-/// nvidia-smi's FB memory figure for `bytes`: whole MiB, rounded up (at
-/// 550.163.01 a use of 64 MiB + 4 KiB shows as 65 MiB and 7999.996 MiB
-/// free as 8000 MiB; a process's memory is rounded down).
+/// nvidia-smi's FB memory figure for `bytes`, in whole MiB: rounded up at
+/// 550.163.01 (a use of 64 MiB + 4 KiB shows as 65 MiB, 7999.996 MiB free
+/// as 8000 MiB) and down at 535.261.03 (195.77 MiB used shows as 195 MiB,
+/// 828.23 MiB free as 828 MiB), as measured in the VM; a process's memory
+/// is rounded down at both.
 fn smi_mib(bytes: u64) -> u64 {
-    bytes.div_ceil(1 << 20)
+    if userspace_release() == "535.261.03" {
+        bytes >> 20
+    } else {
+        bytes.div_ceil(1 << 20)
+    }
 }
 
 /// The release of NVIDIA's userspace this VM runs: the claimed one where
