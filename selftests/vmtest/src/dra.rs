@@ -484,19 +484,30 @@ fn refused() -> Outcome {
 /// createRuntime hook binds the vGPU to the pod's cgroup, its
 /// createContainer hook gives the container `ModifyDeviceFiles: 0`, and
 /// the workload stops at the claim's 1 GiB.
+/// Where CDI-aware runtimes read specs: the runc tests' plugin writes the
+/// claim's spec there.
+const RUNTIME_CDI: &str = "/var/run/cdi";
+
+/// Starts the plugin (log `tag`) writing its specs to [`RUNTIME_CDI`],
+/// registers it and prepares claim `name` of 1 GiB: the plugin and the
+/// claim's CDI device.
+fn prepared_for_runc(tag: &str, name: &str) -> Result<(Plugin, String), String> {
+    std::fs::create_dir_all(RUNTIME_CDI).map_err(|e| format!("{RUNTIME_CDI}: {e}"))?;
+    let p = Plugin::start_in(tag, RUNTIME_CDI)?;
+    register()?;
+    put_claim(name, CLAIM_UID, GIB, 30)?;
+    let r = call("prepare", CLAIM_UID, name)?;
+    ensure!(r["error"] == "", "prepare: {r}");
+    let cdi = r["devices"][0]["cdiDeviceIds"][0]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    Ok((p, cdi))
+}
+
 fn pod_through_runc() -> Outcome {
-    const CDI: &str = "/var/run/cdi";
     with_node(|| {
-        std::fs::create_dir_all(CDI).map_err(|e| format!("{CDI}: {e}"))?;
-        let p = Plugin::start_in("4", CDI)?;
-        register()?;
-        put_claim("runc-gpu", CLAIM_UID, GIB, 30)?;
-        let r = call("prepare", CLAIM_UID, "runc-gpu")?;
-        ensure!(r["error"] == "", "prepare: {r}");
-        let cdi = r["devices"][0]["cdiDeviceIds"][0]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let (p, cdi) = prepared_for_runc("4", "runc-gpu")?;
         let made = vgpus();
         ensure!(made.len() == 1, "vGPUs after prepare: {made:?}");
         let v = made[0].clone();
@@ -545,7 +556,7 @@ fn pod_through_runc() -> Outcome {
         ensure!(u["error"] == "", "unprepare: {u}");
         ensure!(vgpus().is_empty(), "vGPUs after unprepare: {:?}", vgpus());
         ensure!(
-            !exists(&format!("{CDI}/vgpu.dev-claim_{CLAIM_UID}.json")),
+            !exists(&format!("{RUNTIME_CDI}/vgpu.dev-claim_{CLAIM_UID}.json")),
             "the claim's CDI spec outlived it"
         );
         p.stop()
@@ -593,18 +604,8 @@ fn start_in_pod(name: &str, cdi: &str, extra: &[&str]) -> Outcome {
 /// `/dev/vgpu1`) is vgpu's `EACCES`. Nothing moves `calls_denied` or
 /// `b`'s users: every refusal comes before a file exists.
 fn pod_breakout() -> Outcome {
-    const CDI: &str = "/var/run/cdi";
     with_node(|| {
-        std::fs::create_dir_all(CDI).map_err(|e| format!("{CDI}: {e}"))?;
-        let p = Plugin::start_in("5", CDI)?;
-        register()?;
-        put_claim("break-gpu", CLAIM_UID, GIB, 30)?;
-        let r = call("prepare", CLAIM_UID, "break-gpu")?;
-        ensure!(r["error"] == "", "prepare: {r}");
-        let cdi = r["devices"][0]["cdiDeviceIds"][0]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let (p, cdi) = prepared_for_runc("5", "break-gpu")?;
         ensure!(
             vgpus() == ["vgpu0"] && attr("vgpu0", "gpu")? == "0",
             "vGPUs after prepare: {:?}",
@@ -639,7 +640,7 @@ fn pod_breakout() -> Outcome {
             expect_attempts("the pod's container pm (runc)", &got, &with_mknod())?;
             let mut cmd = vec!["/bin/vgpu-selftest", "breakout-attempts"];
             cmd.extend(t.args.iter().map(String::as_str));
-            let (code, out) = in_pod_from(CDI, "breaker", &cdi, &cmd)?;
+            let (code, out) = in_pod_from(RUNTIME_CDI, "breaker", &cdi, &cmd)?;
             ensure!(code == 0, "the testkubelet's probe: exit {code}: {out}");
             let got = parse_report(&out);
             println!("# dra breakout: testkubelet: {got:?}");
