@@ -73,8 +73,11 @@ pub(super) fn gr_context_buffers() -> Outcome {
         gr_props(&s, 0x20).ctx("0x20")? == gr_props(&s, 0).ctx("0")?,
         "0x20 != 0"
     );
-    // 595.45.04 on bare metal: the device control is not supported.
-    want_rm(fifo_props(&s, 0), NV_ERR_NOT_SUPPORTED, "0x801707 at 595")?;
+    // From 555 on bare metal the device control is not supported; before,
+    // it answers as the subdevice's twin (`engine_context_properties_550`).
+    if release_major() >= 555 {
+        want_rm(fifo_props(&s, 0), NV_ERR_NOT_SUPPORTED, "0x801707 from 555")?;
+    }
     let params = abi::ChannelAllocParams {
         gp_fifo_entries: 16,
         ..Default::default()
@@ -171,13 +174,27 @@ pub(super) fn gr_context_buffers() -> Outcome {
     Ok(())
 }
 
+/// The major number of the release the double claims.
+fn release_major() -> u32 {
+    crate::sys::claimed_release()
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
 /// At 550.163.01 the device control answers (GUESS of GSP's answer), as
 /// the subdevice's twin does.
 pub(super) fn engine_context_properties_550() -> Outcome {
-    if module_loaded("nvidia") {
-        sh("rmmod nvidia")?;
+    // A lane that claims a release before 555 asks its own double; the
+    // others load the double as 550.163.01.
+    let reload = release_major() >= 555;
+    if reload {
+        if module_loaded("nvidia") {
+            sh("rmmod nvidia")?;
+        }
+        sh(&format!("{LOAD} release=4"))?;
     }
-    sh(&format!("{LOAD} release=4"))?;
     let s = session(0)?;
     for id in gr_ids() {
         let f = fifo_props(&s, id).ctx("0x801707")?;
@@ -197,5 +214,9 @@ pub(super) fn engine_context_properties_550() -> Outcome {
         "8-byte params",
     )?;
     drop(s);
-    fresh()
+    if reload {
+        fresh()
+    } else {
+        Ok(())
+    }
 }

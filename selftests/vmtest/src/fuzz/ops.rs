@@ -1306,11 +1306,20 @@ impl<'a> Thread<'a> {
         unsafe { core::ptr::copy_nonoverlapping(at as *const u8, out.as_mut_ptr(), out.len()) };
         let a = <abi::Nvos64 as abi::Wire>::decode(&out);
         // (The slot is shared: only a block still naming our client and
-        // class is ours.)
+        // class is ours.) A client class is no allocation under `client`:
+        // RM takes its requested handle from hRoot and refuses one that
+        // exists (`NV_ERR_INSERT_DUPLICATE_NAME`, `rs_server.c:2508-2512` at
+        // 550.163.01), so a success made a new client of the caller's under
+        // a handle its old owner had freed.
+        let makes_client = matches!(
+            cls,
+            class::NV01_ROOT | class::NV01_ROOT_NON_PRIV | class::NV01_ROOT_CLIENT
+        );
         if a.status == 0
             && a.h_object_new != 0
             && a.h_root == client
             && a.h_class == cls
+            && !makes_client
             && self.foreign(client)
         {
             self.board.breached_by(
