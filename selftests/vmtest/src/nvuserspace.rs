@@ -272,23 +272,9 @@ fn nvml_reports_the_gpu() -> Outcome {
 /// [`MINE_MIB`] of VRAM in it.
 fn hold_memory() -> Result<Held, String> {
     let w = hold_memory_on("/dev/nvidiactl", "/dev/nvidia0", MINE_MIB)?;
-    let mut p = nvclient::abi::GrGetCtxBufferSizeParams {
-        h_channel: w.ch.h_channel,
-        ..Default::default()
-    };
-    w.s.ctl
-        .control_with(
-            w.s.client,
-            w.s.subdevice,
-            nvclient::abi::ctrl::NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE,
-            &mut p,
-        )
-        .map_err(|e| format!("GR_GET_CTX_BUFFER_SIZE: {e:?}"))?;
-    ensure!(
-        p.total_buffer_size > 0,
-        "the holder's TSG has no GR context"
-    );
-    GR_CONTEXT.store(p.total_buffer_size, Ordering::Relaxed);
+    let size = crate::memory::gr_context_size(&w.s, w.ch.h_channel)?;
+    ensure!(size > 0, "the holder's TSG has no GR context");
+    GR_CONTEXT.store(size, Ordering::Relaxed);
     HOLDING.store(true, Ordering::Relaxed);
     Ok(Held(w))
 }

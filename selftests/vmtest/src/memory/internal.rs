@@ -185,7 +185,7 @@ pub(super) fn rm_internal_vram_stops_at_the_ceiling() -> Outcome {
 }
 
 /// GR_GET_CTX_BUFFER_SIZE of `channel`, on the session's subdevice.
-fn gr_context_size(s: &crate::session::Session, channel: u32) -> Result<u64, String> {
+pub(crate) fn gr_context_size(s: &crate::session::Session, channel: u32) -> Result<u64, String> {
     let mut p = nvclient::abi::GrGetCtxBufferSizeParams {
         h_channel: channel,
         ..Default::default()

@@ -25,6 +25,7 @@ mod races;
 use ceilings::*;
 use charges::*;
 use foreign::*;
+pub(crate) use internal::gr_context_size;
 use internal::*;
 use races::*;
 
