@@ -19,7 +19,7 @@ use crate::ledger::fb_info_kib;
 use crate::nv::abi::{self, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::{self, ControlHandler, ControlRow, IdCount, IdList, ParamCheck};
-use crate::objects::Kind;
+use crate::objects::{Kind, Obj};
 use crate::status::{self, Fail, RmResult};
 use crate::vgpu::Vgpu;
 
@@ -113,10 +113,8 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
 /// `rmapi/client.c:785` at 595.45.04): the check that the device or
 /// subdevice is one this file made is what keeps a tenant on its own.
 fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<Option<u32>> {
-    let want = match a.cmd >> 16 {
-        0x0080 => Kind::Device,
-        0x2080 => Kind::Subdevice,
-        _ => return Ok(None),
+    let Some(want) = target_kind(a.cmd) else {
+        return Ok(None);
     };
     let size = row.params_size as usize;
     // Flags (LOCK_BYPASS, IRQL_RAISED, ...) are the caller's to ask for and
@@ -125,11 +123,7 @@ fn on_kernel_copies(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow) -> Result<O
     if a.flags != 0 || a.params_size != row.params_size || size > table::KERNEL_PARAMS_MAX {
         return Ok(None);
     }
-    let owned = matches!(
-        cx.file.objects.lock().obj(a.h_client, a.h_object),
-        Some(o) if o.kind == want
-    );
-    if !owned {
+    if target(cx, a, want, |_| ()).is_none() {
         return Ok(None);
     }
     let mut buf = [0u8; table::KERNEL_PARAMS_MAX];
@@ -285,18 +279,8 @@ fn checked(
     if a.params_size != row.params_size || !cx.file.has_client(a.h_client) {
         return Ok(None);
     }
-    let kind = if a.cmd >> 16 == 0x0080 {
-        Kind::Device
-    } else {
-        Kind::Subdevice
-    };
-    let gpu = cx
-        .file
-        .objects
-        .lock()
-        .obj(a.h_client, a.h_object)
-        .filter(|o| o.kind == kind)
-        .map(|o| o.gpu);
+    // Checked rows are NV0080 and NV2080 controls (`nv/table.rs`).
+    let gpu = target_kind(a.cmd).and_then(|kind| target(cx, a, kind, |o| o.gpu));
     let Some(gpu) = gpu else {
         return Ok(Some(NV_ERR_INVALID_OBJECT_HANDLE));
     };
@@ -611,13 +595,7 @@ fn tsg_setting(cx: &Ctx<'_>, a: &abi::Nvos54, size: usize) -> RmResult {
     let mut p = [0u8; abi::TimesliceParams::SIZE];
     let p = p.get_mut(..size).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
     control_params(a, p).map_err(Fail::Rm)?;
-    let own_tsg = cx
-        .file
-        .objects
-        .lock()
-        .obj(a.h_client, a.h_object)
-        .is_some_and(|o| o.kind == Kind::Tsg && o.sched.is_some());
-    if !own_tsg {
+    if target(cx, a, Kind::Tsg, |o| o.sched.is_some()) != Some(true) {
         return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     }
     cx.host.rm.control(a.h_client, a.h_object, a.cmd, p)
@@ -637,13 +615,7 @@ fn preemption_mode(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
     use abi::{preemption, CtxswPreemptionModeParams as Params};
     let mut p = [0u8; Params::SIZE];
     control_params(a, &mut p).map_err(Fail::Rm)?;
-    let own_subdevice = cx
-        .file
-        .objects
-        .lock()
-        .obj(a.h_client, a.h_object)
-        .is_some_and(|o| o.kind == Kind::Subdevice);
-    if !own_subdevice {
+    if target(cx, a, Kind::Subdevice, |_| ()).is_none() {
         return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     }
     let q = Params::decode(&p);
@@ -663,14 +635,8 @@ fn gpfifo(cx: &Ctx<'_>, a: &abi::Nvos54, row: &ControlRow, kind: Kind) -> RmResu
     let n = row.params_size as usize;
     let p = p.get_mut(..n).ok_or(Fail::Rm(NV_ERR_INVALID_ARGUMENT))?;
     control_params(a, p).map_err(Fail::Rm)?;
-    let target = cx
-        .file
-        .objects
-        .lock()
-        .obj(a.h_client, a.h_object)
-        .filter(|o| o.kind == kind)
-        .and_then(|o| Some((o.gpu, o.sched.clone()?)));
-    let Some((gpu, e)) = target else {
+    let found = target(cx, a, kind, |o| Some((o.gpu, o.sched.clone()?))).flatten();
+    let Some((gpu, e)) = found else {
         return Err(Fail::Rm(NV_ERR_INVALID_OBJECT_HANDLE));
     };
     let Some(g) = cx.host.sched(gpu) else {
@@ -721,6 +687,27 @@ fn disable_channels(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
     g.request(&v, &ids, q.b_disable == 0, || {
         cx.host.rm.control(a.h_client, a.h_object, a.cmd, &mut p)
     })
+}
+
+/// The kind of object a control of `cmd`'s class runs on: NV0080's on a
+/// device, NV2080's on a subdevice; `None` for the other classes.
+fn target_kind(cmd: u32) -> Option<Kind> {
+    match cmd >> 16 {
+        0x0080 => Some(Kind::Device),
+        0x2080 => Some(Kind::Subdevice),
+        _ => None,
+    }
+}
+
+/// What `read` takes from the object control `a` names, if that object is
+/// one of this file's and of `kind`: the one lookup of a control's target.
+fn target<T>(cx: &Ctx<'_>, a: &abi::Nvos54, kind: Kind, read: impl FnOnce(&Obj) -> T) -> Option<T> {
+    cx.file
+        .objects
+        .lock()
+        .obj(a.h_client, a.h_object)
+        .filter(|o| o.kind == kind)
+        .map(read)
 }
 
 /// Forwards a control. A control is read from the caller's memory twice
