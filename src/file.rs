@@ -42,10 +42,29 @@ impl Kind for Arc<CtlFile> {
         CtlFile::count_denied(self);
     }
 
-    // Its clients leave the module-wide index; its objects go (and are
-    // refunded) with the last reference to the `CtlFile`.
+    // Its clients leave the module-wide index, then are freed in the driver
+    // and refunded. The driver frees a file's clients only when its own
+    // file goes, and a mapping made through this file holds that file past
+    // this close (`RealFile::mmap` gives the VMA the driver's file):
+    // refunding without freeing would leave their VRAM in the driver,
+    // uncharged, and closing and reopening would pass the ceiling. A client
+    // the driver will not free is left to its own release, and refunded
+    // with the last reference to the `CtlFile`, as before.
     fn release(&self, host: &Host) {
         clients::forget_file(host, self);
+        let mut kept = 0;
+        loop {
+            // The lock is not held across the driver's call.
+            let next = self.objects.lock().client_handles().nth(kept);
+            let Some(h) = next else {
+                break;
+            };
+            if host.rm.free(h, h, h).is_ok() {
+                self.objects.lock().freed(h, h);
+            } else {
+                kept += 1;
+            }
+        }
     }
 }
 
