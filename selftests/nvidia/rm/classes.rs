@@ -265,7 +265,13 @@ impl Driver {
                 let off = cp.userd_offset[0] as usize;
                 let need = crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
                 match b {
-                    Some(b) if off % 8 == 0 && off + need <= b.len() => Some((b, off)),
+                    // A fuzzed offset near the top of the range must not
+                    // overflow (it did: an add-overflow BUG in the double).
+                    Some(b)
+                        if off % 8 == 0 && off.checked_add(need).is_some_and(|e| e <= b.len()) =>
+                    {
+                        Some((b, off))
+                    }
                     _ => {
                         if own_tsg {
                             self.gpus[gpu as usize].engine.remove_tsg(tsg);
