@@ -9,9 +9,10 @@
 # stock: Debian's stock kernel (scripts/stock-kernel.sh), built in the
 # trixie root by the kernel's own gcc-14, as Debian's
 # nvidia-open-kernel-dkms would build it on that kernel, with a second
-# patch (scripts/nvidia/*-stock.patch). NOT WORKING YET: nvidia-uvm's HMM
-# code fails against 7.3 (that patch's header says where), so make test
-# runs the real-driver lane on the project's kernels.
+# patch (scripts/nvidia/*-stock.patch; among its hunks, nvidia-uvm's HMM
+# code is compiled out, as 7.3's ZONE_DEVICE API is not the one it was
+# written for). make test runs the real-driver lane there and on the
+# debug kernel.
 #
 # The result lives in $VGPU_CACHE/nvidia-<variant>-<key>, keyed by a hash of
 # the package version, the patch, this script and the kernel tree (its
@@ -93,7 +94,8 @@ else
     # No BTF for NVIDIA's modules: the debug kernel makes module BTF
     # (CONFIG_DEBUG_INFO_BTF_MODULES, scripts/kconfig/lsm.config), and its
     # gen-btf.sh fails inside NVIDIA's build ("awk: unexpected
-    # character"); nothing here attaches BPF to NVIDIA's code.
+    # character": NVIDIA's pahole wrapper, which only the stock patch
+    # drops); nothing here attaches BPF to NVIDIA's code.
     nvmake=(env IGNORE_CC_MISMATCH=1 nice -n 19 make CC=clang-19 LD=ld.lld-19 LLVM=-19
         CONFIG_DEBUG_INFO_BTF_MODULES=)
 fi

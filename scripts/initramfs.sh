@@ -26,6 +26,25 @@ if [ "${2:-}" = --real ]; then
     mkdir -p "$root/lib/modules/$krel/nvidia-real"
     cp "$VGPU_TOP/build/nvidia-$variant/nvidia.ko" "$VGPU_TOP/build/nvidia-$variant/nvidia-uvm.ko" \
         "$root/lib/modules/$krel/nvidia-real/"
+    # The kernel's modules they depend on (modinfo's depends: on Debian's
+    # kernel, nvidia.ko needs drm.ko, as its conftest finds DRM), from
+    # Debian's unpacked image, decompressed for busybox's insmod; the
+    # real_driver suite loads them first. The project's kernels have none.
+    kmods="$(dirname "$(readlink -f "$kdir")")/image/usr/lib/modules/$krel"
+    todo=(nvidia nvidia-uvm)
+    while [ ${#todo[@]} -gt 0 ]; do
+        m=${todo[0]}; todo=("${todo[@]:1}")
+        for d in $(modinfo -F depends "$root/lib/modules/$krel/nvidia-real/$m.ko" | tr , ' '); do
+            [ -f "$root/lib/modules/$krel/nvidia-real/$d.ko" ] && continue
+            f=$(find "$kmods" -name "$d.ko*" 2>/dev/null | head -n1)
+            [ -n "$f" ] || { echo "initramfs($variant): $m.ko needs $d.ko, which $kmods lacks" >&2; exit 1; }
+            case "$f" in
+            *.xz) xz -dc "$f" ;;
+            *) cat "$f" ;;
+            esac > "$root/lib/modules/$krel/nvidia-real/$d.ko"
+            todo+=("$d")
+        done
+    done
     (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$root.cpio.gz"
     echo "initramfs($variant, real driver): $root.cpio.gz ($(du -h "$root.cpio.gz" | cut -f1))"
     exit 0

@@ -78,7 +78,11 @@ real)
     # kernel unpacks over the first.
     "$VGPU_TOP/scripts/build-nvidia.sh" "$variant"
     "$VGPU_TOP/scripts/initramfs.sh" "$variant" --real
-    [ ${#suites[@]} -gt 0 ] || suites=(real_driver)
+    # The real_driver suite unless one is named (a `-SUITE`, as the stock
+    # kernel's -kclient, names none).
+    named=""
+    for s in "${suites[@]}"; do [ "${s#-}" = "$s" ] && named=1; done
+    [ -n "$named" ] || suites=(real_driver "${suites[@]}")
     # The test program speaks the real driver's release (and the double
     # claims it when the suite compares the two).
     [ -n "$release" ] || release=${VGPU_NVIDIA_OPEN_DEB_VERSION%%-*}

@@ -96,7 +96,11 @@ module! {
         },
         uvm_mm: u32 {
             default: 1,
-            description: "1: model a kernel with MMU notifiers and HMM (UVM tracks each VA space's mm, GPUs reach pageable memory); 0: a kernel without (as the test kernels, where the real nvidia-uvm answers so)",
+            description: "1: model a kernel with MMU notifiers (UVM tracks each VA space's mm); 0: a kernel without (as the project's test kernels, where the real nvidia-uvm answers so)",
+        },
+        uvm_ats: u32 {
+            default: 0,
+            description: "1: model an nvidia-uvm with ATS enabled (GPUs reach pageable memory whatever DISABLE_HMM; needs uvm_mm=1), as the real one without a GPU on Debian's kernel; 0: without (an x86 GPU host's)",
         },
         vram0_mib: u64 {
             default: 8192,
@@ -254,6 +258,7 @@ impl kernel::Module for NvidiaDouble {
         settings::load(
             module_parameters::release.value(),
             module_parameters::uvm_mm.value() != 0,
+            module_parameters::uvm_ats.value() != 0,
         );
         // gpus=0 is a host without a GPU, as NVIDIA's driver runs in the
         // real-driver lane (RM core up, only an NVSwitch-class function on

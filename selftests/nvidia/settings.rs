@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the module was loaded as (the release it claims, whether it
-//! models HMM), set once at load from its parameters, and the test-only
+//! models MMU notifiers and ATS), set once at load from its parameters, and the test-only
 //! counters and hooks its debugfs files show: the bottom of the double's
 //! layers, with `base.rs`.
 
@@ -54,15 +54,21 @@ const _: () = {
 /// parameter `release`), set at load.
 static RELEASE: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether the double models a kernel with MMU notifiers and HMM (module
+/// Whether the double models a kernel with MMU notifiers (module
 /// parameter `uvm_mm`), set at load.
 static UVM_MM: AtomicBool = AtomicBool::new(true);
 
+/// Whether the double models an nvidia-uvm with ATS enabled (module
+/// parameter `uvm_ats`), set at load.
+static UVM_ATS: AtomicBool = AtomicBool::new(false);
+
 /// Records the module parameters, once, at load (they cannot change
-/// after): the release to claim (an index into [`RELEASES`]) and `uvm_mm`.
-pub(crate) fn load(release: u32, uvm_mm: bool) {
+/// after): the release to claim (an index into [`RELEASES`]), `uvm_mm`
+/// and `uvm_ats`.
+pub(crate) fn load(release: u32, uvm_mm: bool, uvm_ats: bool) {
     RELEASE.store(release as usize, Ordering::Relaxed);
     UVM_MM.store(uvm_mm, Ordering::Relaxed);
+    UVM_ATS.store(uvm_ats, Ordering::Relaxed);
     ABI.store(
         crate::nv::release::find(self::release().as_bytes()).unwrap_or(0),
         Ordering::Relaxed,
@@ -96,13 +102,26 @@ pub(crate) fn abi() -> &'static crate::nv::release::Release {
 static ABI: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether the double models a kernel on which nvidia-uvm can track a VA
-/// space's mm and use HMM (`uvm_mm`, default 1: a GPU host's). The real
-/// nvidia-uvm needs MMU notifiers for the one (`uvm_va_space_mm.c`,
-/// `UVM_CAN_USE_MMU_NOTIFIERS()` in `uvm_linux.h` at 550.163.01) and HMM
-/// for the other (`uvm_hmm.c`); the test kernels have neither, so the
-/// real-driver lane compares the double with `uvm_mm=0`.
+/// space's mm (`uvm_mm`, default 1: a GPU host's). The real nvidia-uvm
+/// needs MMU notifiers for it (`uvm_va_space_mm.c`,
+/// `UVM_CAN_USE_MMU_NOTIFIERS()` in `uvm_linux.h` at 550.163.01): Debian's
+/// kernel has them, the project's test kernels do not, and the real-driver
+/// lane sets `uvm_mm` by the kernel it runs on.
 pub(crate) fn uvm_mm() -> bool {
     UVM_MM.load(Ordering::Relaxed)
+}
+
+/// Whether the double models an nvidia-uvm with ATS enabled (`uvm_ats`,
+/// default 0: an x86 GPU host's, where the GPU's probe clears
+/// `nv_ats_supported`, `nv-pci.c:789-796` at 550.163.01). With ATS,
+/// pageable memory access is ATS's, whatever the VA space's DISABLE_HMM
+/// (`uvm_va_space_pageable_mem_access_supported()`,
+/// `uvm_va_space.c:1966-1978`; `uvm_ats_init()`, `uvm_ats.c:35-43`). The
+/// real driver on Debian's kernel without a GPU has it: no probe clears
+/// `nv_ats_supported` (`nv.c:195`: NV_TRUE), and the kernel has MMU
+/// notifiers and IOMMU SVA (`UVM_ATS_SVA_SUPPORTED()`, `uvm_ats_sva.h`).
+pub(crate) fn uvm_ats() -> bool {
+    uvm_mm() && UVM_ATS.load(Ordering::Relaxed)
 }
 
 /// Test hook (debugfs `nvidia-double/map_delay_ms`, 0 to 1000): every

@@ -136,12 +136,14 @@ impl Driver {
     /// (no ATS): GPUs reach pageable memory unless the VA space was
     /// initialised with DISABLE_HMM, as
     /// uvm_va_space_pageable_mem_access_supported() reports on such
-    /// kernels. Without HMM (`uvm_mm=0`), never.
+    /// kernels. Without an mm (`uvm_mm=0`), never; with ATS (`uvm_ats=1`),
+    /// always, as ATS takes priority over HMM there.
     pub(crate) fn uvm_pageable_mem_access(&self, id: u64, p: &mut [u8]) -> StatusResult {
         let flags = self.with_space(id, |rm, si| Ok(rm.uvm.spaces[si].flags))?;
         let mut q = PageableMemAccessParams::decode(p);
-        q.pageable_mem_access =
-            u8::from(settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0);
+        q.pageable_mem_access = u8::from(
+            settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0),
+        );
         q.encode(p);
         Ok(())
     }

@@ -44,6 +44,22 @@ fn real_module(name: &str) -> Result<String, String> {
     ))
 }
 
+/// Loads the kernel's modules `ko` depends on (on Debian's kernel,
+/// nvidia.ko needs drm), which `scripts/initramfs.sh --real` put beside
+/// it, depth first, as modprobe would.
+fn load_dependencies(ko: &str) -> Outcome {
+    let deps = sh(&format!("modinfo -F depends {ko}"))?;
+    for dep in deps.trim().split(',').filter(|d| !d.is_empty()) {
+        if module_loaded(dep) {
+            continue;
+        }
+        let path = real_module(dep)?;
+        load_dependencies(&path)?;
+        sh(&format!("insmod {path}"))?;
+    }
+    Ok(())
+}
+
 /// The container of the through-vgpu calls: a vGPU bound to it, on no GPU
 /// (there is none).
 const CG: &str = "/realctr";
@@ -67,6 +83,7 @@ fn real_driver_loads() -> Outcome {
     let nv = real_module("nvidia")?;
     let lic = sh(&format!("modinfo -F license {nv}"))?;
     ensure!(lic.trim() == "Dual MIT/GPL", "nvidia.ko license {lic:?}");
+    load_dependencies(&nv)?;
     sh(&format!("insmod {nv}"))?;
     sh(&format!("insmod {}", real_module("nvidia-uvm")?))?;
     let version = sh("cat /proc/driver/nvidia/version")?;
@@ -872,9 +889,21 @@ fn double_answers_as_rm() -> Outcome {
         .position(|r| *r == rel)
         .ok_or(format!("the double cannot claim {rel}"))?;
     sh("rmmod fakenvswitch")?;
-    // uvm_mm=0: this kernel has neither MMU notifiers nor HMM, so the real
-    // nvidia-uvm tracks no mm and reaches no pageable memory.
-    crate::sys::insmod_double(&format!("gpus=0 release={idx} uvm_mm=0"))?;
+    // The real nvidia-uvm tracks a VA space's mm where the kernel has MMU
+    // notifiers (Debian's; the project's kernels have none), and, with no
+    // GPU to clear nv_ats_supported, enables ATS where the kernel also has
+    // IOMMU SVA (Debian's): pageable memory access whatever DISABLE_HMM.
+    let has = |sym: &str| -> Result<bool, String> {
+        let n = sh(&format!("grep -c ' {sym}$' /proc/kallsyms || true"))?;
+        Ok(n.trim() != "0")
+    };
+    let uvm_mm = has("__mmu_notifier_register")?;
+    let uvm_ats = uvm_mm && has("iommu_sva_bind_device")?;
+    crate::sys::insmod_double(&format!(
+        "gpus=0 release={idx} uvm_mm={} uvm_ats={}",
+        u8::from(uvm_mm),
+        u8::from(uvm_ats)
+    ))?;
     let t = transcript("/dev/nvidiactl", &rel);
     let u = make_uvm_nodes().and_then(|_| uvm_transcript("/dev/nvidia-uvm"));
     sh("rmmod nvidia")?;
