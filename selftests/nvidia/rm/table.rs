@@ -13,6 +13,7 @@ use kernel::prelude::*;
 use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
 use super::gpuinfo;
+use super::cuda;
 use super::gpumgr;
 use super::grctx;
 use super::state::Driver;
@@ -304,7 +305,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 47] = [
+static CONTROLS: [ControlRow; 48] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -335,6 +336,12 @@ static CONTROLS: [ControlRow; 47] = [
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
         On::Client,
         Driver::attached_ids,
+    ),
+    // NV0000: what libcuda asks beside NVML (`cuda.rs`).
+    row(
+        cuda::CLIENT_SET_INHERITED_SHARE_POLICY,
+        On::Client,
+        Driver::client_set_inherited_share_policy,
     ),
     // NV0000: RM's GPU manager, as NVML asks it (`gpumgr.rs`).
     row(gpumgr::GPU_GET_PCI_INFO, On::Client, Driver::gpu_pci_info),
