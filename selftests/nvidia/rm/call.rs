@@ -3,11 +3,12 @@
 //! What a handler of the RM table (`table.rs`) gets: a control's call, or
 //! the object a class's handler makes; and the params parsers they share.
 
+use kernel::prelude::*;
 use kernel::sync::MutexGuard;
 
 use super::state::{Caller, Rm};
 use crate::base::{ObjKind, Space, StatusResult};
-use crate::nv::abi::{self, status::*};
+use crate::nv::abi::{self, status::*, Wire};
 use crate::settings;
 
 /// One RM_CONTROL (or a kernel client's NV04_CONTROL), for its handler.
@@ -110,4 +111,32 @@ pub(crate) fn parse_params<T: abi::Wire>(p: &[u8]) -> StatusResult<T> {
         return Err(NV_ERR_INVALID_ARGUMENT);
     }
     Ok(T::decode(p))
+}
+
+/// Serves an info list passed by pointer (`{u32 index; u32 data}[n]`):
+/// reads it from `space`, fills each `data` with `value(index)`, writes it
+/// back. `n` must be 1..=`max`.
+pub(crate) fn fill_info_list(
+    space: &Space,
+    n: u32,
+    ptr: u64,
+    max: usize,
+    value: impl Fn(u32) -> StatusResult<u32>,
+) -> StatusResult {
+    let n = n as usize;
+    if n == 0 || n > max || ptr == 0 {
+        return Err(NV_ERR_INVALID_ARGUMENT);
+    }
+    let mut list = KVec::new();
+    list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
+        .map_err(|_| NV_ERR_NO_MEMORY)?;
+    space
+        .read(ptr, &mut list)
+        .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+    for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
+        let mut e = abi::InfoEntry::decode(chunk);
+        e.data = value(e.index)?;
+        e.encode(chunk);
+    }
+    space.write(ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)
 }

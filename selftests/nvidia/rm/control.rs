@@ -11,7 +11,7 @@ use super::state::Driver;
 use super::table;
 use crate::base::{parse, status_of, store, Space, StatusResult};
 use crate::file::NvFile;
-use crate::nv::abi::{self, status::*, Wire};
+use crate::nv::abi::{self, status::*};
 
 impl Driver {
     /// RM_CONTROL on a file.
@@ -87,32 +87,4 @@ impl Driver {
             },
         )
     }
-}
-
-/// Serves an info list passed by pointer (`{u32 index; u32 data}[n]`):
-/// reads it from `space`, fills each `data` with `value(index)`, writes it
-/// back. `n` must be 1..=`max`.
-pub(crate) fn fill_info_list(
-    space: &Space,
-    n: u32,
-    ptr: u64,
-    max: usize,
-    value: impl Fn(u32) -> StatusResult<u32>,
-) -> StatusResult {
-    let n = n as usize;
-    if n == 0 || n > max || ptr == 0 {
-        return Err(NV_ERR_INVALID_ARGUMENT);
-    }
-    let mut list = KVec::new();
-    list.resize(n * abi::InfoEntry::SIZE, 0u8, GFP_KERNEL)
-        .map_err(|_| NV_ERR_NO_MEMORY)?;
-    space
-        .read(ptr, &mut list)
-        .map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
-    for chunk in list.chunks_exact_mut(abi::InfoEntry::SIZE) {
-        let mut e = abi::InfoEntry::decode(chunk);
-        e.data = value(e.index)?;
-        e.encode(chunk);
-    }
-    space.write(ptr, &list).map_err(|_| NV_ERR_INVALID_ARGUMENT)
 }

@@ -7,8 +7,7 @@
 use kernel::prelude::*;
 use kernel::{page::PAGE_SIZE, sync::Arc};
 
-use super::call::{parse_params, Ctl};
-use super::control::fill_info_list;
+use super::call::{fill_info_list, parse_params, Ctl};
 use super::state::{Caller, Driver, KMap};
 use crate::base::{current_tgid, heap_size, parse, status_of, store, ObjKind, StatusResult};
 use crate::file::{self, Kind, MapCtx, NvFile};

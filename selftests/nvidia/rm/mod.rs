@@ -6,7 +6,7 @@
 //! Layers, bottom first: `state.rs` (the driver, RM's state and lock
 //! order), `call.rs` (what a handler gets), the handlers (one file per
 //! escape family: `alloc.rs` with `classes.rs`, `free.rs`, `control.rs`
-//! with the controls in `system.rs`, `gpumgr.rs`, `gpuinfo.rs`, `subdevice.rs`, `pids.rs`, `fifo.rs`, `grctx.rs`
+//! with the controls in `system.rs`, `gpumgr.rs`, `gpuinfo.rs`, `cuda.rs`, `subdevice.rs`, `pids.rs`, `fifo.rs`, `grctx.rs`
 //! and `memory.rs`, `dup.rs`, `event.rs`, `escape.rs`), `table.rs` (what
 //! is served, and by which handler), and this file, the escapes'
 //! dispatcher.
@@ -21,6 +21,7 @@ mod alloc;
 mod call;
 mod classes;
 mod control;
+mod cuda;
 mod dup;
 mod escape;
 mod event;

@@ -4,12 +4,28 @@
 //! process lists (`pids.rs`) and the FIFO's (`fifo.rs`): the framebuffer's
 //! sizes and the GPU's UUID; and RUSD's REQUEST_DATA_POLL.
 
-use super::call::{parse_params, parse_release_params, Ctl};
-use super::control::fill_info_list;
+use super::call::{fill_info_list, parse_params, parse_release_params, Ctl};
 use super::state::{Driver, Rm, BAR1_SIZE};
 use crate::base::{format_uuid, gpu_uuid, heap_size, store, StatusResult};
 use crate::nv::abi::{self, fb_info, status::*};
 use crate::settings;
+
+/// NV2080_CTRL_FB_INFO_INDEX_RAM_TYPE (`ctrl2080/ctrl2080fb.h:289`).
+const FB_RAM_TYPE: u32 = 0x0d;
+/// NV2080_CTRL_FB_INFO_INDEX_RAM_LOCATION (`ctrl2080fb.h:303`).
+const FB_RAM_LOCATION: u32 = 0x17;
+/// NV2080_CTRL_FB_INFO_INDEX_FB_IS_BROKEN (`ctrl2080fb.h:304`).
+const FB_IS_BROKEN: u32 = 0x18;
+/// NV2080_CTRL_FB_INFO_INDEX_FBP_COUNT (`ctrl2080fb.h:305`).
+const FB_FBP_COUNT: u32 = 0x19;
+/// NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE (`ctrl2080fb.h:307`).
+const FB_L2CACHE_SIZE: u32 = 0x1b;
+/// NV2080_CTRL_FB_INFO_INDEX_FBP_MASK (`ctrl2080fb.h:306`).
+const FB_FBP_MASK: u32 = 0x1a;
+/// NV2080_CTRL_FB_INFO_INDEX_LTC_COUNT (`ctrl2080fb.h:314`).
+const FB_LTC_COUNT: u32 = 0x22;
+/// NV2080_CTRL_FB_INFO_INDEX_LTS_COUNT (`ctrl2080fb.h:315`).
+const FB_LTS_COUNT: u32 = 0x23;
 
 impl Driver {
     /// NV2080_CTRL_CMD_FB_GET_INFO_V2: the claimed release's list (54 to 57
@@ -99,6 +115,21 @@ impl Driver {
             fb_info::FB_TAX_SIZE_KB | fb_info::HEAP_BASE_KB | fb_info::HEAP_START => 0,
             fb_info::LARGEST_FREE_REGION_BASE_KB => kib(rm.vram_used[gpu as usize]),
             fb_info::BUS_WIDTH => 5120,
+            // What libcuda asks besides (issue 40), at 550.163.01
+            // (`kernel/gpu/mem_sys/kern_mem_sys_ctrl.c`): RAM_LOCATION is
+            // GPU_DEDICATED (0, `:689-692`), FB_IS_BROKEN 0 for a sound FB
+            // (`:694-698`); FBP_COUNT, L2CACHE_SIZE (bytes) and RAM_TYPE
+            // go to GSP (`:870-905`), as FBP_MASK, LTC_COUNT and LTS_COUNT
+            // do, whose answers are GUESSes for an H100 SXM5: 10 FBPs
+            // (mask 0x3ff), 20 LTCs of 4 slices, 50 MiB of L2, HBM3 (0x14,
+            // `ctrl2080fb.h:362`).
+            FB_RAM_LOCATION | FB_IS_BROKEN => 0,
+            FB_FBP_COUNT => 10,
+            FB_FBP_MASK => 0x3ff,
+            FB_LTC_COUNT => 20,
+            FB_LTS_COUNT => 80,
+            FB_L2CACHE_SIZE => 50 << 20,
+            FB_RAM_TYPE => 0x14,
             _ => return Err(NV_ERR_INVALID_ARGUMENT),
         })
     }

@@ -12,6 +12,7 @@ use kernel::prelude::*;
 
 use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
+use super::cuda;
 use super::gpuinfo;
 use super::gpumgr;
 use super::grctx;
@@ -304,7 +305,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 47] = [
+static CONTROLS: [ControlRow; 67] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -335,6 +336,91 @@ static CONTROLS: [ControlRow; 47] = [
         ctrl::NV0000_CTRL_CMD_GPU_GET_ATTACHED_IDS,
         On::Client,
         Driver::attached_ids,
+    ),
+    // NV0000: what libcuda asks beside NVML (`cuda.rs`).
+    row(
+        cuda::CLIENT_SET_INHERITED_SHARE_POLICY,
+        On::Client,
+        Driver::client_set_inherited_share_policy,
+    ),
+    row(
+        cuda::SYSTEM_GET_FEATURES,
+        On::Client,
+        Driver::system_get_features,
+    ),
+    row(
+        cuda::SYNC_GPU_BOOST_GROUP_INFO,
+        On::Client,
+        Driver::sync_gpu_boost_group_info,
+    ),
+    row(
+        cuda::GPU_GET_NUM_SUBDEVICES,
+        On::Device,
+        Driver::gpu_get_num_subdevices,
+    ),
+    row(cuda::HOST_GET_CAPS_V2, On::Device, Driver::host_get_caps_v2),
+    row(
+        cuda::BUS_GET_INFO_V2,
+        On::Subdevice,
+        Driver::bus_get_info_v2,
+    ),
+    row(cuda::GR_GET_INFO, On::Subdevice, Driver::gr_get_info),
+    row(
+        cuda::GR_GET_GLOBAL_SM_ORDER,
+        On::Subdevice,
+        Driver::gr_get_global_sm_order,
+    ),
+    row(
+        cuda::GR_GET_SM_ISSUE_RATE_MODIFIER,
+        On::Subdevice,
+        Driver::gr_get_sm_issue_rate_modifier,
+    ),
+    row(
+        cuda::CE_GET_ALL_CAPS,
+        On::Subdevice,
+        Driver::ce_get_all_caps,
+    ),
+    row(
+        cuda::GR_GET_GPC_MASK,
+        On::Subdevice,
+        Driver::gr_get_gpc_mask,
+    ),
+    row(
+        cuda::GR_GET_TPC_MASK,
+        On::Subdevice,
+        Driver::gr_get_tpc_mask,
+    ),
+    row(
+        cuda::CLIENT_GET_ADDR_SPACE_TYPE,
+        On::Client,
+        Driver::client_get_addr_space_type,
+    ),
+    row(cuda::GR_GET_CAPS_V2, On::Subdevice, Driver::gr_get_caps_v2),
+    row(cuda::FB_GET_CAPS_V2, On::Device, Driver::fb_get_caps_v2),
+    row(
+        cuda::GPU_GET_SIMULATION_INFO,
+        On::Subdevice,
+        Driver::gpu_get_simulation_info,
+    ),
+    row(
+        cuda::GPU_GET_MEMOP_ENABLE,
+        On::Client,
+        Driver::gpu_get_memop_enable,
+    ),
+    row(
+        cuda::GPU_GET_ENGINES_V2,
+        On::Subdevice,
+        Driver::gpu_get_engines_v2,
+    ),
+    row(
+        cuda::BUS_GET_PCI_BAR_INFO,
+        On::Subdevice,
+        Driver::bus_get_pci_bar_info,
+    ),
+    row(
+        cuda::BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS,
+        On::Subdevice,
+        Driver::pcie_supported_gpu_atomics,
     ),
     // NV0000: RM's GPU manager, as NVML asks it (`gpumgr.rs`).
     row(gpumgr::GPU_GET_PCI_INFO, On::Client, Driver::gpu_pci_info),
