@@ -460,7 +460,10 @@ impl<'a> Thread<'a> {
 
     /// Whether client `c` is another tenant's (see [`Board`]).
     fn foreign(&self, c: u32) -> bool {
-        self.board.foreign(self.tenant.index, self.tenants, c)
+        // A client this thread made itself (a client class's raw RM_ALLOC
+        // under a handle another tenant had, then freed) is its own.
+        !self.objects.iter().any(|&(_, _, h)| h == c)
+            && self.board.foreign(self.tenant.index, self.tenants, c)
     }
 
     /// A (client, object) pair another tenant posted, if there is one.
@@ -1328,6 +1331,11 @@ impl<'a> Thread<'a> {
                 client as u64,
                 a.h_object_new as u64,
             );
+        }
+        if a.status == 0 && a.h_object_new != 0 && makes_client && a.h_class == cls {
+            // Ours now, for this tenant's other threads too.
+            self.board
+                .post(&mut self.rng, self.tenant.index, a.h_object_new, 0);
         }
         if a.status == 0 && a.h_object_new != 0 {
             self.objects.push((client, parent, a.h_object_new));
