@@ -53,14 +53,21 @@ impl Driver {
                 &mut params,
             )
         });
-        let (h_out, st) = match r {
+        let (h_out, mut st) = match r {
             Ok(h) => (h, NV_OK),
             Err(s) => (h_new, s),
         };
         if st == NV_OK && pparams != 0 && !params.is_empty() {
             // Alloc params are in/out (e.g. the VRAM size rounded up): RM
-            // copies the class's params back (`alloc_free.c:205-214`).
-            user::write(pparams, &params)?;
+            // copies the class's params back after the object is made, and
+            // a copy that fails becomes the call's status, the object kept
+            // (`serverAllocApiCopyOut`, `rs_server.c:772`,
+            // `alloc_free.c:195-213`; `rmapiParamsRelease`,
+            // `param_copy.c:167-178` at 550.163.01; `os_memcpy_to_user`'s
+            // failure is NV_ERR_INVALID_ADDRESS, `os-interface.c:508-515`).
+            if user::write(pparams, &params).is_err() {
+                st = NV_ERR_INVALID_ADDRESS;
+            }
         }
         // RmIoctl forces a user's client allocation to NV01_ROOT_CLIENT in
         // the block it copies back (`escape.c:386-396` at 550.163.01).
