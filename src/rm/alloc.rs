@@ -58,12 +58,15 @@ pub(super) fn alloc(cx: &Ctx<'_>) -> Result<isize> {
     let result = match row.handler {
         ClassHandler::Forward => return cx.call.forward_block(cx.real, blk),
         ClassHandler::Charged => {
-            return internal::charged(cx, blk, &h, u64::from(row.commits), Kind::VaSpace, None)
+            let want = row.params_size as usize;
+            return internal::charged_class(cx, blk, &h, u64::from(row.commits), want);
         }
         ClassHandler::VirtualMemory => {
             return internal::virtual_memory(cx, blk, &h, row.params_size as usize)
         }
-        ClassHandler::GrObject => return internal::gr_object(cx, blk, &h),
+        ClassHandler::GrObject => {
+            return internal::gr_object(cx, blk, &h, row.params_size as usize)
+        }
         ClassHandler::Client => return client(cx, blk, h.h_root),
         ClassHandler::NamesClient { at } => {
             return names_client(cx, blk, &h, row.params_size as usize, at as usize)

@@ -40,7 +40,7 @@ use crate::status::RmResult;
 /// by at most one context until the TSG goes.
 ///
 /// [`Host::gr_context_bound`]: crate::host::Host::gr_context_bound
-pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isize> {
+pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, want: usize) -> Result<isize> {
     const H_NEW: usize = abi::field_offset(abi::Nvos21::FIELDS, "h_object_new");
     const _: () = assert!(H_NEW == abi::field_offset(abi::Nvos64::FIELDS, "h_object_new"));
     let file = cx.file;
@@ -75,13 +75,17 @@ pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isiz
     let Some((gpu, holder, v, owner, sub)) = found else {
         return cx.call.forward_block(cx.real, blk);
     };
+    let Some(mut params) = Params::read(h, want)? else {
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+    };
     let bound = cx.host.gr_context_bound(gpu);
     let Some(mut reserved) = Reservation::new(&v, bound) else {
         return answer(cx.call.addr, blk, h.h_new, NV_ERR_NO_MEMORY);
     };
     // A failure to run drops the reservation. The answer goes back once the
-    // charge is held: a block that cannot be written must not lose it.
-    let r = cx.call.run_block(cx.real, blk)?;
+    // charge is held: a block or params that cannot be written must not
+    // lose it.
+    let r = params.run(cx, blk)?;
     let read = |at: usize| -> Result<u32> {
         let b = blk.get(at..at + 4).ok_or(EINVAL)?;
         Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
@@ -108,7 +112,86 @@ pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result<isiz
     if !fits {
         return answer(cx.call.addr, blk, handle, NV_ERR_NO_MEMORY);
     }
-    user::write(cx.call.addr, blk)?;
+    params.deliver(cx, blk, h)?;
+    Ok(r)
+}
+
+/// The alloc params of a class whose object vgpu records, in vgpu's copy:
+/// the driver reads and answers them in the bounce slot, and vgpu copies
+/// the answer back once the object is recorded. RM keeps an object whose
+/// params it cannot copy back and answers the copy's failure
+/// (`serverAllocApiCopyOut`, `rs_server.c:772`; `alloc_free.c:195-213`;
+/// `param_copy.c:167-178` at 550.163.01): had the driver written to the
+/// caller's params, such an object would be made, and its status would say
+/// it was not, so vgpu would not charge it.
+struct Params {
+    /// The class's params (empty: the caller gave none).
+    bytes: KVec<u8>,
+}
+
+impl Params {
+    /// The caller's `want` bytes of params; `None` where they cannot be
+    /// read, which RM answers `NV_ERR_INVALID_ADDRESS`
+    /// (`os-interface.c:522-529`).
+    fn read(h: &Header, want: usize) -> Result<Option<Self>> {
+        let mut bytes = KVec::new();
+        if h.pparams != 0 && want > 0 {
+            bytes = KVec::from_elem(0u8, want, GFP_KERNEL)?;
+            if user::read(h.pparams, &mut bytes).is_err() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(Self { bytes }))
+    }
+
+    /// Runs the block with these params, the answer left in `blk` and
+    /// `self`.
+    fn run(&mut self, cx: &Ctx<'_>, blk: &mut [u8]) -> Result<isize> {
+        const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
+        const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
+        if self.bytes.is_empty() {
+            return cx.call.run_block(cx.real, blk);
+        }
+        cx.call
+            .run_block_params(cx.real, blk, PPARAMS, &mut self.bytes)
+    }
+
+    /// Writes the answer back: the params, then the block, whose status
+    /// becomes RM's `NV_ERR_INVALID_ADDRESS` where the params cannot be
+    /// written (the object stays, as RM keeps it).
+    fn deliver(&self, cx: &Ctx<'_>, blk: &mut [u8], h: &Header) -> Result {
+        if !self.bytes.is_empty() && user::write(h.pparams, &self.bytes).is_err() {
+            let at = status_at(blk);
+            let ok = blk.get(at..at + 4) == Some(&NV_OK.to_ne_bytes()[..]);
+            if ok {
+                if let Some(st) = blk.get_mut(at..at + 4) {
+                    st.copy_from_slice(&NV_ERR_INVALID_ADDRESS.to_ne_bytes());
+                }
+            }
+        }
+        user::write(cx.call.addr, blk)
+    }
+}
+
+/// A [`ClassHandler::Charged`] row's class (FERMI_VASPACE_A): charged
+/// `bytes` as [`charged`] does, its `want` bytes of params given to the
+/// driver from vgpu's copy (see [`Params`]).
+pub(super) fn charged_class(
+    cx: &Ctx<'_>,
+    blk: &mut [u8],
+    h: &Header,
+    bytes: u64,
+    want: usize,
+) -> Result<isize> {
+    let Some(params) = Params::read(h, want)? else {
+        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+    };
+    if params.bytes.is_empty() {
+        return charged(cx, blk, h, bytes, Kind::VaSpace, None);
+    }
+    let mut params = params;
+    let r = charged(cx, blk, h, bytes, Kind::VaSpace, Some(&mut params.bytes))?;
+    params.deliver(cx, blk, h)?;
     Ok(r)
 }
 

@@ -368,6 +368,63 @@ pub(super) fn unanswerable_block_keeps_the_charge() -> Outcome {
     })
 }
 
+/// An RM_ALLOC of a VA space whose params are a read-only view: RM makes
+/// the VA space, cannot copy its params back, and answers
+/// `NV_ERR_INVALID_ADDRESS` with the object kept (`rs_server.c:772`,
+/// `param_copy.c:167-178` at 550.163.01). vgpu gives the driver its own
+/// copy of the params, records and charges the VA space, then answers as
+/// RM does. Before, the driver wrote the caller's params itself, and vgpu,
+/// reading a failed status, charged nothing for a VA space the driver held
+/// (found by `make fuzz`, seed 46008326837, replayed on the fast kernel:
+/// `vgpu charged 53489664 bytes of VRAM, the double holds 53460992` with 2
+/// DP regions, 12 KiB apart).
+pub(super) fn unwritable_params_keep_the_charge() -> Outcome {
+    use nvclient::abi::{Nvos21, VaSpaceAllocParams};
+    const H: u32 = 0xcafe_0002;
+    as_container("/ma", || {
+        let s = session(0)?;
+        let base = held()?;
+        let scratch = crate::fuzz::mem::Scratch::new()?;
+        let params = scratch.write_read_only(1, &VaSpaceAllocParams::default().to_bytes());
+        let mut blk = Nvos21 {
+            h_root: s.client,
+            h_object_parent: s.device,
+            h_object_new: H,
+            h_class: class::FERMI_VASPACE_A,
+            p_alloc_parms: params as u64,
+            params_size: VaSpaceAllocParams::SIZE as u32,
+            status: 0,
+        }
+        .to_bytes();
+        let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), blk.len());
+        // SAFETY: a whole NVOS21 block of ours.
+        let r = unsafe { libc::ioctl(s.ctl.node().fd(), req as _, blk.as_mut_ptr()) };
+        let a = Nvos21::decode(&blk);
+        let (u, h) = (used(0)?, held()? - base);
+        println!(
+            "# memory: read-only params: ioctl {r}, status {:#x}, memory_used {u}, the double holds {h}",
+            a.status
+        );
+        ensure!(
+            r == 0 && a.status == status::NV_ERR_INVALID_ADDRESS,
+            "read-only params: ioctl {r}, status {:#x} (RM: 0 and NV_ERR_INVALID_ADDRESS)",
+            a.status
+        );
+        ensure!(
+            u == u64::from(VASPACE_PAGE_LEVELS) && u == h,
+            "the VA space made with unwritable params: memory_used {u}, the double holds {h}"
+        );
+        s.ctl
+            .free(s.client, s.device, H)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(
+            used(0)? == 0 && held()? == base,
+            "the VA space not given back"
+        );
+        Ok(())
+    })
+}
+
 /// A ctl file whose clients hold VRAM, closed while a mapping of it is
 /// still alive: the mapping keeps the driver's file (and, in the driver,
 /// its clients and their VRAM) until it goes, so vgpu frees those clients

@@ -49,6 +49,7 @@ pub const TESTS: &[Test] = tests![
     rm_internal_vram_stops_at_the_ceiling,
     gr_contexts_stop_at_the_ceiling,
     unanswerable_block_keeps_the_charge,
+    unwritable_params_keep_the_charge,
     closed_file_under_a_mapping_gives_its_vram_back,
     lowered_limit_blocks_until_usage_drops,
     foreign_gpu_refused_and_hidden,
