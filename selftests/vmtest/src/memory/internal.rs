@@ -320,29 +320,37 @@ pub(super) fn gr_contexts_stop_at_the_ceiling() -> Outcome {
     r
 }
 
+/// An RM_ALLOC block (NVOS21) of a VA space `h` under `s`'s device, its
+/// params at `params`.
+fn va_space_block(s: &crate::session::Session, h: u32, params: usize) -> Vec<u8> {
+    use nvclient::abi::{Nvos21, VaSpaceAllocParams};
+    Nvos21 {
+        h_root: s.client,
+        h_object_parent: s.device,
+        h_object_new: h,
+        h_class: class::FERMI_VASPACE_A,
+        p_alloc_parms: params as u64,
+        params_size: VaSpaceAllocParams::SIZE as u32,
+        status: 0,
+    }
+    .to_bytes()
+    .to_vec()
+}
+
 /// An RM_ALLOC block the caller cannot be answered in (a read-only view of
 /// it): the driver makes the VA space all the same, so vgpu must hold its
 /// charge and record it, not forget it when the answer cannot be written
 /// (found by `make fuzz`, seed 24782834692: `vgpu charged 56397824 bytes
 /// of VRAM, the double holds 56410112`).
 pub(super) fn unanswerable_block_keeps_the_charge() -> Outcome {
-    use nvclient::abi::{Nvos21, VaSpaceAllocParams};
+    use nvclient::abi::VaSpaceAllocParams;
     const H: u32 = 0xcafe_0001;
     as_container("/ma", || {
         let s = session(0)?;
         let base = held()?;
         let scratch = crate::fuzz::mem::Scratch::new()?;
         let params = scratch.write(1, &VaSpaceAllocParams::default().to_bytes());
-        let blk = Nvos21 {
-            h_root: s.client,
-            h_object_parent: s.device,
-            h_object_new: H,
-            h_class: class::FERMI_VASPACE_A,
-            p_alloc_parms: params as u64,
-            params_size: VaSpaceAllocParams::SIZE as u32,
-            status: 0,
-        }
-        .to_bytes();
+        let blk = va_space_block(&s, H, params);
         let at = scratch.write_read_only(0, &blk);
         let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), blk.len());
         // SAFETY: `at` is the read-only view of the scratch area's block.
@@ -386,16 +394,7 @@ pub(super) fn unwritable_params_keep_the_charge() -> Outcome {
         let base = held()?;
         let scratch = crate::fuzz::mem::Scratch::new()?;
         let params = scratch.write_read_only(1, &VaSpaceAllocParams::default().to_bytes());
-        let mut blk = Nvos21 {
-            h_root: s.client,
-            h_object_parent: s.device,
-            h_object_new: H,
-            h_class: class::FERMI_VASPACE_A,
-            p_alloc_parms: params as u64,
-            params_size: VaSpaceAllocParams::SIZE as u32,
-            status: 0,
-        }
-        .to_bytes();
+        let mut blk = va_space_block(&s, H, params);
         let req = nvclient::request(nvclient::ioctl::Escape::RmAlloc.nr(), blk.len());
         // SAFETY: a whole NVOS21 block of ours.
         let r = unsafe { libc::ioctl(s.ctl.node().fd(), req as _, blk.as_mut_ptr()) };
