@@ -183,14 +183,11 @@ pub(super) fn charged_class(
     bytes: u64,
     want: usize,
 ) -> Result<isize> {
-    let Some(params) = Params::read(h, want)? else {
+    let Some(mut params) = Params::read(h, want)? else {
         return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
     };
-    if params.bytes.is_empty() {
-        return charged(cx, blk, h, bytes, Kind::VaSpace, None);
-    }
-    let mut params = params;
-    let r = charged(cx, blk, h, bytes, Kind::VaSpace, Some(&mut params.bytes))?;
+    let given = (!params.bytes.is_empty()).then_some(&mut params.bytes[..]);
+    let r = charged(cx, blk, h, bytes, Kind::VaSpace, given)?;
     params.deliver(cx, blk, h)?;
     Ok(r)
 }

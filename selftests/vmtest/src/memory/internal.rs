@@ -337,6 +337,19 @@ fn va_space_block(s: &crate::session::Session, h: u32, params: usize) -> Vec<u8>
     .to_vec()
 }
 
+/// Frees VA space `h` of `s` and checks that its charge and the double's
+/// VRAM went back to `base`.
+fn va_space_given_back(s: &crate::session::Session, h: u32, base: u64) -> Outcome {
+    s.ctl
+        .free(s.client, s.device, h)
+        .map_err(|e| format!("free: {e:?}"))?;
+    ensure!(
+        used(0)? == 0 && held()? == base,
+        "the VA space not given back"
+    );
+    Ok(())
+}
+
 /// An RM_ALLOC block the caller cannot be answered in (a read-only view of
 /// it): the driver makes the VA space all the same, so vgpu must hold its
 /// charge and record it, not forget it when the answer cannot be written
@@ -365,14 +378,7 @@ pub(super) fn unanswerable_block_keeps_the_charge() -> Outcome {
             u == u64::from(VASPACE_PAGE_LEVELS) && u == h,
             "the unanswered VA space: memory_used {u}, the double holds {h}"
         );
-        s.ctl
-            .free(s.client, s.device, H)
-            .map_err(|e| format!("free: {e:?}"))?;
-        ensure!(
-            used(0)? == 0 && held()? == base,
-            "the VA space not given back"
-        );
-        Ok(())
+        va_space_given_back(&s, H, base)
     })
 }
 
@@ -413,14 +419,7 @@ pub(super) fn unwritable_params_keep_the_charge() -> Outcome {
             u == u64::from(VASPACE_PAGE_LEVELS) && u == h,
             "the VA space made with unwritable params: memory_used {u}, the double holds {h}"
         );
-        s.ctl
-            .free(s.client, s.device, H)
-            .map_err(|e| format!("free: {e:?}"))?;
-        ensure!(
-            used(0)? == 0 && held()? == base,
-            "the VA space not given back"
-        );
-        Ok(())
+        va_space_given_back(&s, H, base)
     })
 }
 
