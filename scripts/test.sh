@@ -79,8 +79,9 @@ else
 fi
 
 passed=0 failed=0
+failures=()
 pass() { passed=$((passed + $1)); }
-fail() { failed=$((failed + $1)); echo "test: FAIL: $2"; }
+fail() { failed=$((failed + $1)); failures+=("$2"); echo "test: FAIL: $2"; }
 step() { echo; echo "=== $* === (at ${SECONDS} s)"; }
 
 step "toolchain"
@@ -167,7 +168,15 @@ vm_run() {
     if scripts/vm.sh "$@"; then :; else echo "test: vm($title) reported failure"; fi
     if [ -f "build/$dir/counts" ]; then
         read -r vp vf < "build/$dir/counts"
-        pass "$vp"; [ "$vf" = 0 ] || fail "$vf" "vm($title)"
+        pass "$vp"
+        if [ "$vf" != 0 ]; then
+            fail "$vf" "vm($title)"
+            # The failing tests by name, for the summary: CI keeps only
+            # the log's tail.
+            local t
+            while IFS= read -r t; do failures+=("  $t"); done \
+                < <(grep -E '^not ok' "build/$dir/tap.log" 2>/dev/null | head -20)
+        fi
     else
         fail 1 "vm($title) did not run"
     fi
@@ -237,5 +246,9 @@ fi
 
 echo
 echo "test: ran in ${SECONDS} s"
+if [ "${#failures[@]}" -gt 0 ]; then
+    echo "test: what failed:"
+    printf '  %s\n' "${failures[@]}"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
