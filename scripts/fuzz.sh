@@ -5,8 +5,9 @@
 #
 #   scripts/fuzz.sh [SPEC]      (make fuzz [FUZZ=SPEC])
 #
-# SPEC is calls=N,kills=N,cycles=N[,seed=N] (default: the long run,
-# calls=1000000,kills=10000,cycles=100; a seed replays a run's calls). The
+# SPEC is calls=N,kills=N,cycles=N[,seed=N][,round=N] (default: the long
+# run, calls=1000000,kills=10000,cycles=100; a seed replays a run's calls,
+# and round=N starts them at a failing round, as the failure names). The
 # CI slice in `make test` is calls=60000,kills=500,cycles=100.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"

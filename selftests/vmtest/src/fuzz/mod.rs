@@ -11,7 +11,11 @@
 //! (`scripts/vm.sh --fuzz`); what is not given takes the CI slice's value,
 //! and the seed is the clock's when not given. The seed is printed first:
 //! a failure names it and the round, and the same seed replays the same
-//! calls (the interleaving of threads and kills is the emulator's).
+//! calls (the interleaving of threads and kills is the emulator's);
+//! `round=N` starts the calls phase at round N, so a failure late in a
+//! long run replays in minutes (each round draws from the seed and its
+//! number alone; only the board of handles posted between tenants starts
+//! empty).
 //!
 //! Three tenants: vGPU 0 (256 MiB) on GPU 0 in `/fz0`, vGPU 1 (192 MiB,
 //! share 60) on GPU 1 in `/fz1`, and vGPU 2 (64 MiB, share 0: its enables
@@ -62,6 +66,8 @@ struct Budget {
     kills: u64,
     cycles: u64,
     seed: u64,
+    /// The calls phase's first round (a replay's).
+    round: u64,
 }
 
 /// What the run did, for `figures`.
@@ -106,6 +112,7 @@ const SLICE: Budget = Budget {
     kills: 500,
     cycles: 100,
     seed: 0,
+    round: 0,
 };
 
 fn budget() -> Budget {
@@ -128,6 +135,7 @@ fn budget() -> Budget {
                 "kills" => b.kills = v,
                 "cycles" => b.cycles = v,
                 "seed" => b.seed = v,
+                "round" => b.round = v,
                 _ => {}
             }
         }
@@ -168,8 +176,8 @@ const INJECTED_PERCENT: u64 = 20;
 fn setup() -> Outcome {
     let b = budget();
     println!(
-        "# fuzz: seed {} (budget: {} calls, {} kill cycles, {} load cycles)",
-        b.seed, b.calls, b.kills, b.cycles
+        "# fuzz: seed {} (budget: {} calls from round {}, {} kill cycles, {} load cycles)",
+        b.seed, b.calls, b.round, b.kills, b.cycles
     );
     sh("modprobe nvidia gpus=2 vram0_mib=1024 vram1_mib=1024")?;
     make_uvm_nodes()?;
@@ -195,7 +203,7 @@ fn setup() -> Outcome {
 fn calls() -> Outcome {
     let b = budget();
     let n = b.calls * (100 - INJECTED_PERCENT) / 100;
-    let t = run::rounds(b.seed, &TENANTS, n, PER_ROUND, false)?;
+    let t = run::rounds(b.seed, b.round, &TENANTS, n, PER_ROUND, false)?;
     let (c, d) = (t.cover, t.drawn);
     println!(
         "# fuzz: dispatch-table rows reaching vgpu's dispatch (drawn): escapes {}/{} ({}), UVM commands {}/{} ({}), classes {}/{} ({}), controls {}/{} ({})",
@@ -271,6 +279,7 @@ fn fault_injection() -> Outcome {
         let r = armed.and_then(|()| {
             run::rounds(
                 b.seed ^ (phase + 1) << 48,
+                0,
                 &TENANTS,
                 n / 2,
                 PER_ROUND / 2,

@@ -73,12 +73,14 @@ fn reached(text: &str, kind: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Runs rounds until `calls` calls are made, `tenants` fuzzed at once.
+/// Runs rounds from round `first` until `calls` calls are made, `tenants`
+/// fuzzed at once.
 /// `make_it_fail` flags the workers for fault injection
 /// (`/proc/self/make-it-fail`). Fails at the first broken invariant,
 /// naming the seed and round.
 pub fn rounds(
     seed: u64,
+    first: u64,
     tenants: &[Tenant],
     calls: u64,
     per_round: u64,
@@ -87,7 +89,7 @@ pub fn rounds(
     let board = Board::new()?;
     let mut totals = Totals::default();
     crate::sys::write_file(ROWS, "0").map_err(|e| format!("{ROWS}: errno {e}"))?;
-    let mut round = 0u64;
+    let mut round = first;
     while totals.calls < calls {
         let per_thread = (per_round / CHUNKS / (tenants.len() * THREADS) as u64).max(1);
         let r = one_round(
