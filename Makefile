@@ -2,7 +2,7 @@
 #
 # vgpu: build the module against a kernel build tree.
 #
-#   make                                   build against the test kernel
+#   make                                   build against the debug test kernel
 #   make KDIR=/lib/modules/$(uname -r)/build NVIDIA_SYMVERS=.../Module.symvers
 #                                          build against a node's kernel
 #   make install                           modules_install + depmod
@@ -19,13 +19,13 @@
 # The test kernel is built with LLVM=-19; a node's kernel takes whatever it was
 # built with (pass LLVM=... yourself if it was built with clang).
 
-TEST_KDIR := $(CURDIR)/build/kernel-fast
+TEST_KDIR := $(CURDIR)/build/kernel-debug
 KDIR ?= $(TEST_KDIR)
 ifeq ($(KDIR),$(TEST_KDIR))
 LLVM ?= -19
 # vgpu calls the driver's nvidia_get_rm_ops: against the test kernel, the
 # driver double provides it.
-NVIDIA_SYMVERS ?= $(CURDIR)/build/mod-fast/selftests/nvidia/Module.symvers
+NVIDIA_SYMVERS ?= $(CURDIR)/build/mod-debug/selftests/nvidia/Module.symvers
 endif
 # On a node: the Module.symvers of the NVIDIA driver build
 # (open-gpu-kernel-modules: kernel-open/Module.symvers).
@@ -50,8 +50,8 @@ modules: $(if $(filter $(TEST_KDIR),$(KDIR)),kernel)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) modules
 
 kernel:
-	@scripts/build-kernel.sh fast
-	@scripts/build-modules.sh fast >/dev/null
+	@scripts/build-kernel.sh debug
+	@scripts/build-modules.sh debug >/dev/null
 
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_OPTS) modules_install
@@ -70,7 +70,7 @@ check:
 test:
 	scripts/test.sh $(TEST_ARGS)
 
-# As test, with every suite on the fast kernel once per driver release vgpu
+# As test, with every suite on the stock kernel once per driver release vgpu
 # has tables for (test runs the newest and the oldest).
 test-all-branches:
 	scripts/test.sh --all-branches $(TEST_ARGS)

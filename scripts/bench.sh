@@ -35,9 +35,9 @@ cd "$VGPU_TOP"
 wall=0
 for attempt in 1 2 3; do
     scripts/vm.sh --timeout 900 bench.ioctl_cost >/dev/null ||
-        { cat build/vm-fast/tap.log; exit 1; }
+        { cat build/vm-stock/tap.log; exit 1; }
     wall=$attempt
-    grep '# bench:' build/vm-fast/tap.log >"build/bench-wall-$attempt.log" || true
+    grep '# bench:' build/vm-stock/tap.log >"build/bench-wall-$attempt.log" || true
     awk -v want=4 -f scripts/bench-targets.awk "build/bench-wall-$attempt.log" >/dev/null && break
 done
 # Everything else on a VM whose clock counts guest instructions: the
@@ -51,9 +51,9 @@ scripts/vm.sh --icount --timeout 2400 bench.ioctl_instructions bench.open_instru
     bench.compute_reconfiguration bench.compute_teardown bench.priority_setup \
     bench.priority_latency_and_fill bench.priority_freeze bench.priority_busy_accuracy \
     bench.priority_teardown >/dev/null ||
-    { cat build/vm-fast-icount/tap.log; exit 1; }
-log=build/vm-fast/tap.log
-ilog=build/vm-fast-icount/tap.log
+    { cat build/vm-stock-icount/tap.log; exit 1; }
+log=build/vm-stock/tap.log
+ilog=build/vm-stock-icount/tap.log
 report=$(
 echo "== driver double engine fairness (2 TSGs, equal timeslice, 5 s of guest time)"
 grep '# double.fairness' "$ilog" | sed 's/^# double.fairness: /  /'

@@ -35,7 +35,7 @@ if [ -z "$log" ]; then
     scripts/vm.sh --icount --timeout 300 bench.ioctl_instructions >build/cost-guard.log 2>&1 || {
         tail -20 build/cost-guard.log; echo "FAIL: the instruction-counting VM run failed"
         echo "costs: 0 passed, 1 failed"; exit 1; }
-    log=build/vm-fast-icount/tap.log
+    log=build/vm-stock-icount/tap.log
 fi
 
 # "NAME<TAB>VALUE" per figure: each call family's ratio through vgpu to

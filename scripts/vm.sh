@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boot the vgpu test VM under QEMU (software emulation).
 #
-#   scripts/vm.sh [--variant fast|debug|stock] [--shell | --demo] [--timeout SECONDS] [--icount]
+#   scripts/vm.sh [--variant stock|debug|fast] [--shell | --demo] [--timeout SECONDS] [--icount]
 #                 [--release RELEASE] [--fuzz SPEC] [--driver real] [SUITE...]
 #
 # Default: build what is missing (kernel, modules, initramfs), boot, run the
@@ -31,14 +31,15 @@
 # --variant stock boots Debian's own kernel (linux-binary-KREL's vmlinuz,
 # unpacked, scripts/stock-kernel.sh) with the modules built against it by
 # Debian's compiler in the trixie root (scripts/build-modules.sh stock);
-# every suite but kclient, as Debian's kernel has no KUnit. make test,
-# make demo and make vm run on it (with --driver real, NVIDIA's modules
-# are built for it by its gcc-14 in that root); the fast kernel, the
-# default here, is built only for developers who ask for it.
+# every suite but kclient, as Debian's kernel has no KUnit. It is the
+# default: make test, make demo, make bench and make vm run on it (with
+# --driver real, NVIDIA's modules are built for it by its gcc-14 in that
+# root). The fast kernel (--variant fast) is built only for developers
+# who ask for it.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
-variant=fast mode=test timeout="" icount="" release="" fuzz="" driver=double
+variant=stock mode=test timeout="" icount="" release="" fuzz="" driver=double
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in

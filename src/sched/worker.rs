@@ -29,12 +29,16 @@ const STEP_US: u64 = 2000;
 /// vgpu cannot trap doorbell writes; it polls the USERD `GPPut` of the
 /// waiting vGPU's channels (mapped in [`Watched`]), so this bounds the
 /// added latency of a higher-level work item (plus one switch: a disable
-/// and preempt of each of the owner's TSGs). 100 us is a tenth of the
-/// driver's default TSG timeslice; the 10000 wake-ups a second it costs
-/// (each a few locks and a USERD read per watched channel) are spent only
-/// while levels are mixed on the GPU or a work-conserving GPU idles with
-/// TSGs.
-const PREEMPT_STEP_US: u64 = 100;
+/// and preempt of each of the owner's TSGs), and how soon a lower level
+/// gets the GPU when a higher one runs dry. 50 us is a twentieth of the
+/// driver's default TSG timeslice. Its 20000 wake-ups a second (each a
+/// few locks and a USERD read per watched channel) are spent only while
+/// levels are mixed on the GPU or a work-conserving GPU idles with TSGs:
+/// in `make bench`, on Debian's kernel, the scheduler thread then ran
+/// 9.8% of one CPU, against 5.4% at 100 us, where the low levels filled
+/// only 93.9% of a high one's idle time, under the 95% target
+/// (docs/runs.md, 2026-11-29).
+const PREEMPT_STEP_US: u64 = 50;
 
 /// The window a lower level gets, once a period, for calls of its
 /// containers waiting for a window while a higher level takes every period

@@ -625,7 +625,9 @@ pub fn bench_latency_and_fill() -> Outcome {
         }
         sleep(Duration::from_millis(300));
         let before: Vec<(u64, u64)> = lows.iter().map(Tenant::sample).collect();
+        let cpu0 = sched_cpu_ns()?;
         let (p50, p99, hi, wall) = latencies(&page, SAMPLES)?;
+        let cpu = sched_cpu_ns()? - cpu0;
         // Each tenant's share from its own timed samples (a tenant reports
         // every 5 ms: a count read at a set time would be up to 5 ms old).
         let low: f64 = lows
@@ -652,10 +654,37 @@ pub fn bench_latency_and_fill() -> Outcome {
             wall as f64 / 1e9,
             low * 100.0 / (1.0 - hi)
         );
+        // What the fine step (PREEMPT_STEP_US) costs while levels are
+        // mixed: the scheduler thread's time on the CPU.
+        println!(
+            "# priority: beside {n} low: the scheduler thread ran {:.2}% of one CPU ({:.1} ms of {:.2} s)",
+            cpu as f64 * 100.0 / wall as f64,
+            cpu as f64 / 1e6,
+            wall as f64 / 1e9
+        );
     }
     drop(lows);
     drop(p);
     Ok(())
+}
+
+/// The time GPU 0's scheduler thread has run, in ns
+/// (`/proc/PID/schedstat`'s first field; CONFIG_SCHEDSTATS).
+fn sched_cpu_ns() -> Result<u64, String> {
+    for e in std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))? {
+        let Ok(e) = e else { continue };
+        let dir = e.path();
+        if !std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim() == "vgpu-sched00") {
+            continue;
+        }
+        let st = read_file(&dir.join("schedstat").to_string_lossy())?;
+        return st
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("schedstat: {st:?}"));
+    }
+    Err("no task vgpu-sched00".into())
 }
 
 /// A frozen saturating tenant gains no engine time over 1 s, and runs
