@@ -188,7 +188,7 @@ fn record(cmd: &str, mode: &str, text: &str, pids: &[u32]) -> Outcome {
         name.push_str(o.split('=').next().unwrap_or(o));
     }
     let file = format!("{rel}/{name}-{mode}");
-    let lines = crate::traces::normalize(text, pids)?;
+    let lines = crate::traces::normalize(text, pids, &rel)?;
     let held = match mode {
         "vgpu" => TENANTS[0].3,
         _ => MINE_MIB,
