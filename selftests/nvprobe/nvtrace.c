@@ -60,6 +60,10 @@
  * given, read before the call: the alloc params (ALLOC) or the control's
  * params (CONTROL), the block itself for every other escape (the inner
  * block for XFER) and for the UVM commands of known size; none for FREE.
+ * An NVOS64 alloc with paramsSize 0 and a params pointer (RM then reads
+ * the class's own size) gets "peek=N in=...": the first N bytes there
+ * (PEEK, or fewer where the memory ends), which traces.rs cuts to the
+ * class's size in the release.
  * They are written sparse, as the runs of non-zero 32-bit words,
  * "OFF:HEX[,OFF:HEX...]" (OFF decimal, HEX the bytes in memory order),
  * "-" when every byte is zero, "?" when the line has no room for them.
@@ -78,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* The layouts (x86_64, byte offsets), as src/nv/abi.rs declares them. */
@@ -514,6 +519,29 @@ static void decode_rm(struct line *l, unsigned nr, unsigned size,
  * The bytes the driver is given by call (kind, request, arg), before the
  * call, into in (see the header).
  */
+/* The most an NVOS64 alloc's params of size 0 are read (see the header). */
+#define PEEK 512
+
+/*
+ * Copies up to PEEK bytes at address p of this process into buf, without
+ * faulting where the memory ends: process_vm_readv, the part in p's page
+ * and the rest as two pieces, stops at the first piece it cannot read.
+ * Returns the bytes copied.
+ */
+static size_t peek(unsigned char *buf, uint64_t p)
+{
+	size_t first = 4096 - (p & 4095);
+	struct iovec local = { buf, PEEK };
+	struct iovec remote[2] = {
+		{ (void *)(uintptr_t)p, first < PEEK ? first : PEEK },
+		{ (void *)(uintptr_t)(p + first), first < PEEK ? PEEK - first : 0 },
+	};
+	ssize_t n = process_vm_readv(getpid(), &local, 1, remote,
+				     remote[1].iov_len ? 2 : 1, 0);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
 static void record_inputs(struct line *in, int kind, unsigned long request,
 			  const void *arg)
 {
@@ -542,8 +570,16 @@ static void record_inputs(struct line *in, int kind, unsigned long request,
 	} else if (nr == 0x2b && size == sizeof(struct nvos64)) {
 		const struct nvos64 *a = arg;
 
-		add_sparse(in, (const void *)(uintptr_t)a->pAllocParms,
-			   a->paramsSize);
+		if (a->paramsSize == 0 && a->pAllocParms) {
+			unsigned char buf[PEEK];
+			size_t n = peek(buf, a->pAllocParms);
+
+			add(in, " peek=%zu", n);
+			add_sparse(in, buf, n);
+		} else {
+			add_sparse(in, (const void *)(uintptr_t)a->pAllocParms,
+				   a->paramsSize);
+		}
 	} else if (nr == 0x2a && size == sizeof(struct nvos54)) {
 		const struct nvos54 *a = arg;
 

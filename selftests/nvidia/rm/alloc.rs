@@ -187,7 +187,7 @@ impl Driver {
             kind,
         };
         if rm.clients[ci].objects.push(obj, GFP_KERNEL).is_err() {
-            self.release_object(&mut rm, obj);
+            self.release_object(&mut rm, h_root, obj);
             return Err(NV_ERR_NO_MEMORY);
         }
         Ok(handle)

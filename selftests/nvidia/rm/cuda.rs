@@ -154,6 +154,49 @@ pub(crate) const BUS_GET_PCI_BAR_INFO: u32 = 0x20801803;
 /// (`ctrl2080bus.h:1334`).
 pub(crate) const BUS_GET_PCIE_SUPPORTED_GPU_ATOMICS: u32 = 0x2080182a;
 
+/// NV2080_CTRL_CMD_GSP_GET_FEATURES (`ctrl2080/ctrl2080gsp.h:64`).
+pub(crate) const GSP_GET_FEATURES: u32 = 0x20803601;
+
+/// Its params: `{gspFeatures; bValid; bDefaultGspRmGpu;
+/// firmwareVersion[64]}` (`ctrl2080gsp.h:70-75`), 72 bytes at 550.163.01
+/// and 535.261.03 alike.
+const GSP_GET_FEATURES_SIZE: usize = 72;
+
+/// NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING (`ctrl2080gpu.h:331`).
+pub(crate) const GPU_GET_SHORT_NAME_STRING: u32 = 0x20800111;
+
+/// The double's H100's short name (GUESS: its chip's, GH100).
+const SHORT_NAME: &[u8] = b"GH100";
+
+/// NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES (`ctrl2080gpu.h:1305`).
+pub(crate) const GPU_QUERY_COMPUTE_MODE_RULES: u32 = 0x20800131;
+
+/// NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION and
+/// RELEASE_COMPUTE_MODE_RESERVATION, no params (`ctrl2080gpu.h`; message
+/// ids 0x45 and 0x46 from RM's export table,
+/// `generated/g_subdevice_nvoc.c:632-653` at 550.163.01).
+pub(crate) const GPU_ACQUIRE_COMPUTE_MODE_RESERVATION: u32 = 0x20800145;
+/// See [`GPU_ACQUIRE_COMPUTE_MODE_RESERVATION`].
+pub(crate) const GPU_RELEASE_COMPUTE_MODE_RESERVATION: u32 = 0x20800146;
+
+/// NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS, no params
+/// (`ctrl2080/ctrl2080rc.h`; `g_subdevice_nvoc.c:6422-6430`).
+pub(crate) const RC_RELEASE_WATCHDOG_REQUESTS: u32 = 0x2080220c;
+
+/// NV2080_CTRL_CMD_RC_SOFT_DISABLE_WATCHDOG, no params
+/// (`ctrl2080rc.h`; `g_subdevice_nvoc.c:6467-6475`).
+pub(crate) const RC_SOFT_DISABLE_WATCHDOG: u32 = 0x20802210;
+
+/// A GSS-legacy control libcuda 550.163.01 asks in `cuInit`: RM's legacy
+/// GSS bit (RM_GSS_LEGACY_MASK 0x8000,
+/// `interface/deprecated/rmapi_deprecated.h:41`) on NV2080's GPU
+/// interface, message 0x59. No open header or export table names it at
+/// any tag up to 595.45.04; RM hands it to GSP as it is.
+pub(crate) const GSS_LEGACY_8159: u32 = 0x2080_8159;
+
+/// The same for 535.261.03's libcuda, message 0x61.
+pub(crate) const GSS_LEGACY_8161: u32 = 0x2080_8161;
+
 /// RS_SHARE_TYPE_MAX (`common/sdk/nvidia/inc/rs_access.h:250`).
 const RS_SHARE_TYPE_MAX: u16 = 8;
 
@@ -573,6 +616,140 @@ impl Driver {
             _ => return Err(NV_ERR_NOT_SUPPORTED),
         };
         c.p[8..12].copy_from_slice(&ty.to_ne_bytes());
+        Ok(())
+    }
+    /// NV2080_CTRL_CMD_GSP_GET_FEATURES: kernel RM routes it to GSP on
+    /// bare metal (flags 0x404a11 with RMCTRL_FLAGS_ROUTE_TO_PHYSICAL,
+    /// `generated/g_subdevice_nvoc.c:7967-7975`; `kernel/rmapi/resource.c:218-222`);
+    /// its own `_KERNEL` form, which clears `bValid`, is a vGPU guest's
+    /// (`subdevice_ctrl_gpu_kernel.c:3194-3201`, chosen for the VF variant
+    /// only, `g_subdevice_nvoc.c:10063-10071`). GSP's answer is a GUESS
+    /// after the header (`ctrl2080gsp.h:38-62`): `bValid` set, as for
+    /// "a GSP client with GPU support offloaded", `bDefaultGspRmGpu` set
+    /// (an H100 runs GSP-RM by default), no feature bit (UVM_ENABLED and
+    /// VGPU_GSP_MIG_REFACTORING are a vGPU's), and the firmware's build
+    /// version, which is the driver's: the claimed release's string (what
+    /// `rm_get_firmware_version` shows as "GPU Firmware",
+    /// `arch/nvalloc/unix/src/osapi.c:4864-4909`).
+    pub(crate) fn gsp_get_features(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        if c.p.len() != GSP_GET_FEATURES_SIZE {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let version = settings::release().as_bytes();
+        c.p.fill(0);
+        c.p[4] = 1;
+        c.p[5] = 1;
+        let n = version.len().min(GSP_GET_FEATURES_SIZE - 8 - 1);
+        c.p[8..8 + n].copy_from_slice(&version[..n]);
+        Ok(())
+    }
+
+    /// NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING: `gpuShortNameString[64]`
+    /// (`ctrl2080gpu.h:335-337`), GSP's short name copied out
+    /// (`subdeviceCtrlCmdGpuGetShortNameString_IMPL`,
+    /// `subdevice_ctrl_gpu_kernel.c:3231-3242`; `gpuGetShortNameString_KERNEL`
+    /// asks the physical RM, `kernel/gpu/gpu_name_kernel.c:58-76`). GUESS:
+    /// [`SHORT_NAME`].
+    pub(crate) fn gpu_get_short_name_string(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        if c.p.len() != 64 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        c.p.fill(0);
+        c.p[..SHORT_NAME.len()].copy_from_slice(SHORT_NAME);
+        Ok(())
+    }
+
+    /// NV2080_CTRL_CMD_GPU_QUERY_COMPUTE_MODE_RULES: `rules`, the GPU's
+    /// compute mode (`subdeviceCtrlCmdGpuQueryComputeModeRules_IMPL`,
+    /// `subdevice_ctrl_gpu_kernel.c:1953-1974`; the vGPU-profile rule does
+    /// not apply to bare metal). RM starts at RULES_NONE (0) unless the
+    /// registry says otherwise (`kernel/gpu/gpu_registry.c:82-86`); the
+    /// double has no registry and no SET_COMPUTE_MODE_RULES, so NONE.
+    pub(crate) fn gpu_query_compute_mode_rules(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        if c.p.len() != 4 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        c.p.fill(0);
+        Ok(())
+    }
+
+    /// A GSS-legacy control ([`GSS_LEGACY_8159`], [`GSS_LEGACY_8161`]):
+    /// RM looks for it before its control table: a command with
+    /// RM_GSS_LEGACY_MASK on an object of a GSP-client GPU goes to
+    /// `RmGssLegacyRpcCmd` (`interface/deprecated/rmapi_deprecated_control.c:97-100,
+    /// 143-148`), which checks only privilege (0xc000 needs root,
+    /// `rmapi_gss_legacy_control.c:54-58`), copies `paramsSize` bytes in,
+    /// hands them to GSP's physical RM under the same number and copies
+    /// them back on NV_OK (`:60-151`); no size check. What GSP does is not
+    /// open: GUESS, NV_OK with the params as sent (docs/driver-double.md,
+    /// "NVIDIA's libcuda", says how libcuda takes each answer).
+    pub(crate) fn gss_legacy(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        Ok(())
+    }
+    /// NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION: with MIG off
+    /// and the GPU's compute mode RULES_NONE (the double's, see
+    /// [`Driver::gpu_query_compute_mode_rules`]), "the caller can always
+    /// get the reservation": the GPU's holder becomes the control's
+    /// client, NV_OK (`subdeviceCtrlCmdGpuAcquireComputeModeReservation_IMPL`,
+    /// `subdevice_ctrl_gpu_kernel.c:1981-2005`). libcuda asks it in
+    /// `cuCtxCreate`.
+    pub(crate) fn gpu_acquire_compute_mode_reservation(&self, mut c: Ctl<'_>) -> StatusResult {
+        let gpu = c.gpu()?;
+        if !c.p.is_empty() {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let client = c.rm.clients[c.ci].handle;
+        let slot =
+            c.rm.compute_reservation
+                .get_mut(gpu as usize)
+                .ok_or(NV_ERR_INVALID_ARGUMENT)?;
+        *slot = client;
+        Ok(())
+    }
+
+    /// NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION: the holder
+    /// gives the reservation up; another client's call is
+    /// NV_ERR_STATE_IN_USE (`subdeviceCtrlCmdGpuReleaseComputeModeReservation_IMPL`,
+    /// `subdevice_ctrl_gpu_kernel.c:2044-2071`). Freeing the holder's
+    /// subdevice gives it up too (`free.rs`).
+    pub(crate) fn gpu_release_compute_mode_reservation(&self, mut c: Ctl<'_>) -> StatusResult {
+        let gpu = c.gpu()?;
+        if !c.p.is_empty() {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let client = c.rm.clients[c.ci].handle;
+        let slot =
+            c.rm.compute_reservation
+                .get_mut(gpu as usize)
+                .ok_or(NV_ERR_INVALID_ARGUMENT)?;
+        if *slot != client {
+            return Err(NV_ERR_STATE_IN_USE);
+        }
+        *slot = 0;
+        Ok(())
+    }
+
+    /// NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS and
+    /// RC_SOFT_DISABLE_WATCHDOG, which libcuda asks in `cuInit`, in that
+    /// order. With MIG off RM records the subdevice's request (none, or a
+    /// soft disable) in its RC watchdog's counts and may start or stop the
+    /// watchdog (`subdeviceCtrlCmdRcReleaseWatchdogRequests_IMPL`,
+    /// `subdeviceCtrlCmdRcSoftDisableWatchdog_IMPL`,
+    /// `kernel/gpu/rc/kernel_rc_watchdog_ctrl.c:80-122`;
+    /// `krcWatchdogChangeState_IMPL`, `kernel_rc_watchdog.c:111-330`).
+    /// Only an ENABLE or DISABLE request can conflict (NV_ERR_STATE_IN_USE,
+    /// `:247-261`), and the double serves neither (nor GET_WATCHDOG_INFO,
+    /// which would show the state), so both are NV_OK and the double keeps
+    /// no watchdog state: none of it could be seen.
+    pub(crate) fn rc_watchdog_request(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        if !c.p.is_empty() {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
         Ok(())
     }
 }

@@ -25,9 +25,20 @@ impl Driver {
         self.free(&mut rm, a.h_root, a.h_object_old, None)
     }
 
-    /// Undoes what an object holds outside the client's list.
-    pub(crate) fn release_object(&self, rm: &mut Rm, o: Object) {
+    /// Undoes what an object of client `client` holds outside the
+    /// client's list.
+    pub(crate) fn release_object(&self, rm: &mut Rm, client: u32, o: Object) {
         match o.kind {
+            // A subdevice's client gives up its GPU's compute-mode
+            // reservation (`subdeviceReleaseComputeModeReservation_IMPL`,
+            // `kernel/gpu/subdevice/subdevice.c:431-448` at 550.163.01).
+            ObjKind::Subdevice { gpu } => {
+                if let Some(r) = rm.compute_reservation.get_mut(gpu as usize) {
+                    if *r == client {
+                        *r = 0;
+                    }
+                }
+            }
             ObjKind::Memory { mem } => rm.put_mem(mem),
             ObjKind::Usermode { gpu, mem } => {
                 if let Some(b) = rm.mem(mem).and_then(|m| m.backing.clone()) {
@@ -74,7 +85,7 @@ impl Driver {
         };
         // Children before parents: release in reverse allocation order.
         for o in client.objects.iter().rev() {
-            self.release_object(rm, *o);
+            self.release_object(rm, h, *o);
         }
         for g in self.gpus.iter() {
             g.engine.remove_events(Some(h), None);
@@ -132,7 +143,7 @@ impl Driver {
             let objs = &mut rm.clients[ci].objects;
             if let Some(pos) = objs.iter().position(|o| o.handle == *h) {
                 let o = objs.remove(pos).map_err(|_| NV_ERR_GENERIC)?;
-                self.release_object(rm, o);
+                self.release_object(rm, h_client, o);
             }
         }
         rm.purge_kmaps();

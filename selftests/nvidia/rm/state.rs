@@ -87,6 +87,10 @@ pub(crate) struct Rm {
     pub(crate) next_token: u32,
     /// VRAM in use per GPU: RM allocations and GPU-resident managed chunks.
     pub(crate) vram_used: [u64; MAX_GPUS],
+    /// Per GPU, the client holding its compute-mode reservation (0:
+    /// none; `hComputeModeReservation`, `kernel/gpu/gpu.c:431` at
+    /// 550.163.01).
+    pub(crate) compute_reservation: [u32; MAX_GPUS],
     /// The memory block size SYS_PARAMS set (0: not yet).
     pub(crate) memblock_size: u64,
     /// The nvidia-uvm node's state (VA spaces, their ranges, residency).
@@ -298,6 +302,7 @@ impl Driver {
                     next_tsg: 1,
                     next_token: 1,
                     vram_used: [0; MAX_GPUS],
+                    compute_reservation: [0; MAX_GPUS],
                     memblock_size: 0,
                     uvm: crate::uvm::state::Uvm::new(),
                 }),

@@ -305,7 +305,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 67] = [
+static CONTROLS: [ControlRow; 76] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -422,6 +422,44 @@ static CONTROLS: [ControlRow; 67] = [
         On::Subdevice,
         Driver::pcie_supported_gpu_atomics,
     ),
+    row(
+        cuda::GSP_GET_FEATURES,
+        On::Subdevice,
+        Driver::gsp_get_features,
+    ),
+    row(
+        cuda::GPU_GET_SHORT_NAME_STRING,
+        On::Subdevice,
+        Driver::gpu_get_short_name_string,
+    ),
+    row(
+        cuda::GPU_QUERY_COMPUTE_MODE_RULES,
+        On::Subdevice,
+        Driver::gpu_query_compute_mode_rules,
+    ),
+    row(
+        cuda::GPU_ACQUIRE_COMPUTE_MODE_RESERVATION,
+        On::Subdevice,
+        Driver::gpu_acquire_compute_mode_reservation,
+    ),
+    row(
+        cuda::GPU_RELEASE_COMPUTE_MODE_RESERVATION,
+        On::Subdevice,
+        Driver::gpu_release_compute_mode_reservation,
+    ),
+    row(
+        cuda::RC_RELEASE_WATCHDOG_REQUESTS,
+        On::Subdevice,
+        Driver::rc_watchdog_request,
+    ),
+    row(
+        cuda::RC_SOFT_DISABLE_WATCHDOG,
+        On::Subdevice,
+        Driver::rc_watchdog_request,
+    ),
+    // RM hands these to GSP before its control table (`cuda.rs`).
+    row(cuda::GSS_LEGACY_8159, On::Subdevice, Driver::gss_legacy),
+    row(cuda::GSS_LEGACY_8161, On::Subdevice, Driver::gss_legacy),
     // NV0000: RM's GPU manager, as NVML asks it (`gpumgr.rs`).
     row(gpumgr::GPU_GET_PCI_INFO, On::Client, Driver::gpu_pci_info),
     row(

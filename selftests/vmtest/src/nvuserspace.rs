@@ -188,7 +188,7 @@ fn record(cmd: &str, mode: &str, text: &str, pids: &[u32]) -> Outcome {
         name.push_str(o.split('=').next().unwrap_or(o));
     }
     let file = format!("{rel}/{name}-{mode}");
-    let lines = crate::traces::normalize(text, pids)?;
+    let lines = crate::traces::normalize(text, pids, &rel)?;
     let held = match mode {
         "vgpu" => TENANTS[0].3,
         _ => MINE_MIB,
@@ -460,8 +460,8 @@ fn smi_query_sections() -> Outcome {
     })
 }
 
-/// The controls NVIDIA's libcuda (550.163.01) asks setting up a device in
-/// `cuInit` that the double serves for it (`rm/cuda.rs`,
+/// The controls NVIDIA's libcuda (550.163.01) asks in `cuInit` and
+/// `cuCtxCreate` that the double serves for it (`rm/cuda.rs`,
 /// docs/driver-double.md), each of which must be answered with NV_OK.
 const CUDA_SERVED: &[u32] = &[
     0x0000_0d04, // CLIENT_SET_INHERITED_SHARE_POLICY
@@ -485,61 +485,150 @@ const CUDA_SERVED: &[u32] = &[
     0x0080_1307, // FB_GET_CAPS_V2
     0x2080_1303, // FB_GET_INFO_V2, its new indices included
     0x0000_0d01, // CLIENT_GET_ADDR_SPACE_TYPE
+    0x2080_3601, // GSP_GET_FEATURES
+    0x2080_0111, // GPU_GET_SHORT_NAME_STRING
+    0x2080_0131, // GPU_QUERY_COMPUTE_MODE_RULES
+    0x2080_8159, // GSS-legacy 0x59, GSP's (a GUESS): NV_OK
+    0x2080_8161, // GSS-legacy 0x61 (535's libcuda only), likewise
+    0x2080_220c, // RC_RELEASE_WATCHDOG_REQUESTS
+    0x2080_2210, // RC_SOFT_DISABLE_WATCHDOG (vgpu refuses it)
+    0x2080_0145, // GPU_ACQUIRE_COMPUTE_MODE_RESERVATION (vgpu refuses it)
+    0x2080_0146, // GPU_RELEASE_COMPUTE_MODE_RESERVATION (after it)
 ];
 
 /// Whether libcuda of the userspace release asks `cmd`: 535.261.03's
-/// does not ask SYSTEM_GET_FEATURES.
+/// does not ask SYSTEM_GET_FEATURES, 550.163.01's not GSS-legacy 0x61.
 fn cuda_asks(cmd: u32) -> bool {
-    cmd != 0x0000_01f0 || userspace_release() != "535.261.03"
+    let r535 = userspace_release() == "535.261.03";
+    match cmd {
+        0x0000_01f0 => !r535,
+        0x2080_8161 => r535,
+        _ => true,
+    }
 }
 
 /// What the double refuses libcuda on the way, and why: RM refuses it
 /// too (GET_ACTIVE_PARTITION_IDS with MIG off; 0x80028b, which RM has not
 /// at 550.163.01), or the double does not model it yet (docs/driver-double.md).
+/// libcuda goes on after each.
 const CUDA_REFUSED: &[u32] = &[
     0x2080_018b, // GPU_GET_ACTIVE_PARTITION_IDS: NOT_SUPPORTED, as RM
     0x0080_028b, // not in RM at 550.163.01: NOT_SUPPORTED, as RM
     0x2081_0108, // on NV2081_BINAPI: GSP's, not modelled
-    0x2080_8161, // 535's libcuda's, absent from RM's open sources: as RM
     0x2080_012f, // GPU_QUERY_ECC_STATUS: GSP's, not modelled
     0x2080_01a3, // GET_GPU_FABRIC_PROBE_INFO: not modelled
-    0x2080_3601, // GSP_GET_FEATURES: not modelled; libcuda stops here
+    0x2080_3002, // NVLINK_GET_NVLINK_STATUS: no NVLink modelled
+    0x2080_182b, // BUS_GET_C2C_INFO: not modelled
 ];
 
+/// What vgpu refuses libcuda (Denied rows, NV_ERR_NOT_SUPPORTED) that
+/// the double answers: the GPU-wide watchdog's soft disable, after which
+/// libcuda goes on, and the compute-mode reservation, where
+/// `cuCtxCreate` stops (46, CUDA_ERROR_DEVICES_UNAVAILABLE).
+const CUDA_VGPU_DENIED: &[u32] = &[0x2080_2210, 0x2080_0145];
+
+/// The status cuprobe prints for libcuda's `call` (`cuInit=0`, ...).
+fn cu_status<'a>(out: &'a str, call: &str) -> Option<&'a str> {
+    out.lines().find_map(|l| {
+        l.split_whitespace()
+            .next()?
+            .strip_prefix(call)?
+            .strip_prefix('=')
+    })
+}
+
+/// Checks nvtrace's log `log` of libcuda (cuprobe): every control of
+/// [`CUDA_SERVED`] it asks (less `denied`, and the reservation's release
+/// where its acquisition is denied) answered NV_OK, every one of
+/// `denied` refused NV_ERR_NOT_SUPPORTED, and nothing else refused
+/// beyond [`CUDA_REFUSED`], the NV_CONFIDENTIAL_COMPUTE class and, when
+/// `dma_stop`, the MAP_MEMORY_DMA escape the double does not serve
+/// (EINVAL), where `cuCtxCreate` stops on the double.
+fn check_cuda_log(who: &str, log: &str, denied: &[u32], dma_stop: bool) -> Outcome {
+    let key = |c: &u32| format!("cmd={c:#010x} ");
+    // A reservation refused is not released.
+    let asked = |c: &u32| {
+        cuda_asks(*c)
+            && !denied.contains(c)
+            && !(*c == 0x2080_0146 && denied.contains(&0x2080_0145))
+    };
+    for cmd in CUDA_SERVED.iter().filter(|c| asked(c)) {
+        ensure!(
+            log.lines()
+                .any(|l| l.contains(&key(cmd)) && l.contains(" status=0x0 ")),
+            "{who}: libcuda's {cmd:#010x} not answered with NV_OK: {log}"
+        );
+    }
+    for cmd in denied {
+        ensure!(
+            log.lines()
+                .any(|l| l.contains(&key(cmd)) && l.contains(" status=0x56 ")),
+            "{who}: libcuda's {cmd:#010x} not refused with NOT_SUPPORTED: {log}"
+        );
+    }
+    let mut dma = false;
+    for l in log.lines().filter(|l| {
+        l.split_whitespace()
+            .any(|t| (t.starts_with("status=") && t != "status=0x0") || t == "ret=-1")
+    }) {
+        if l.contains(" MAP_MEMORY_DMA ") && l.contains(" errno=22 ") {
+            dma = true;
+            continue;
+        }
+        let known = l.contains("hClass=0xcb33")
+            || CUDA_REFUSED
+                .iter()
+                .chain(denied)
+                .any(|c| l.contains(&key(c)));
+        ensure!(known, "{who}: refused, and not a known gap: {l}");
+    }
+    ensure!(
+        dma == dma_stop,
+        "{who}: MAP_MEMORY_DMA refused with EINVAL: {dma}, want {dma_stop}: {log}"
+    );
+    Ok(())
+}
+
 /// NVIDIA's libcuda (`cuprobe`) directly on the double, as far as the
-/// double carries it (issue 40): every control of its device set-up the
-/// double serves for it is answered, and every call refused is one RM
-/// refuses too or one the double does not model yet ([`CUDA_REFUSED`];
-/// the NV_CONFIDENTIAL_COMPUTE class besides). `cuInit` still fails
-/// (100) where libcuda stops, after GSP_GET_FEATURES; the test prints
-/// what cuprobe reports.
+/// double carries it (issue 40): `cuInit` succeeds, the device is
+/// counted, got and named, and its memory is the double's heap; every
+/// control the double serves for it is answered and every call refused
+/// is one RM refuses too or one the double does not model yet
+/// ([`CUDA_REFUSED`]; the NV_CONFIDENTIAL_COMPUTE class besides).
+/// `cuCtxCreate` fails (2, CUDA_ERROR_OUT_OF_MEMORY) where libcuda first
+/// maps memory into a GPU VA space: the double does not serve
+/// RM_MAP_MEMORY_DMA (EINVAL). The test prints what cuprobe reports.
 fn cuda_device_setup_on_the_double() -> Outcome {
     with_double(|rel| {
         ensure!(
             exists(&format!("/bin/cuprobe-{rel}")),
             "cuprobe missing from the initramfs"
         );
-        let (out, refused) = traced(&format!("/bin/cuprobe-{rel}"))?;
-        ensure!(
-            out.contains("dlopen=ok") && out.contains("cuDriverGetVersion=0 "),
-            "cuprobe: {out}"
-        );
-        let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
-        for cmd in CUDA_SERVED.iter().filter(|c| cuda_asks(**c)) {
-            let key = format!("cmd={cmd:#010x} ");
+        let (out, _) = traced(&format!("/bin/cuprobe-{rel}"))?;
+        let heap = (HEAP_MIB << 20).to_string();
+        for (call, want) in [
+            ("dlopen", "ok"),
+            ("cuInit", "0"),
+            ("cuDriverGetVersion", "0"),
+            ("cuDeviceGetCount", "0"),
+            ("cuDeviceGet", "0"),
+            ("cuDeviceGetName", "0"),
+            ("cuDeviceTotalMem_v2", "0"),
+            ("cuCtxCreate_v2", "2"),
+        ] {
             ensure!(
-                log.lines()
-                    .any(|l| l.contains(&key) && l.contains(" status=0x0 ")),
-                "libcuda's {cmd:#010x} not answered with NV_OK: {log}"
+                cu_status(&out, call) == Some(want),
+                "cuprobe: {call} not {want}: {out}"
             );
         }
-        for r in &refused {
-            let known = r.contains("hClass=0xcb33")
-                || CUDA_REFUSED
-                    .iter()
-                    .any(|c| r.contains(&format!("cmd={c:#010x} ")));
-            ensure!(known, "refused, and not a known gap: {r}");
-        }
+        ensure!(
+            field(&out, "cuDeviceGetCount=", "count") == Some("1")
+                && field(&out, "cuDeviceTotalMem_v2=", "bytes") == Some(heap.as_str())
+                && out.contains(&format!("name={NAME}")),
+            "cuprobe: want one device {NAME:?} of {heap} bytes: {out}"
+        );
+        let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
+        check_cuda_log("directly", &log, &[], true)?;
         println!(
             "# libcuda on the double: {}",
             out.lines()
@@ -854,38 +943,41 @@ fn containers_query_all_hides_the_other() -> Outcome {
     Ok(())
 }
 
-/// In each container, libcuda (`cuprobe`) through vgpu gets as far as
-/// directly on the double: every control of [`CUDA_SERVED`] it asks is
-/// answered with NV_OK (vgpu's table forwards each), and nothing is
-/// refused beyond [`CUDA_REFUSED`] and the NV_CONFIDENTIAL_COMPUTE class.
-/// cuInit is still 100 (where libcuda stops, as directly).
+/// In each container, libcuda (`cuprobe`) through vgpu: `cuInit`
+/// succeeds and the device is counted, got and named as directly, its
+/// memory the vGPU's `memory_limit` (vgpu rewrites FB_GET_INFO); every control of [`CUDA_SERVED`] it
+/// asks is answered with NV_OK (vgpu's table forwards each) but the two
+/// vgpu refuses ([`CUDA_VGPU_DENIED`]), and nothing else is refused
+/// beyond [`CUDA_REFUSED`] and the NV_CONFIDENTIAL_COMPUTE class.
+/// `cuCtxCreate` stops at the compute-mode reservation vgpu refuses (46).
 fn containers_cuda_device_setup() -> Outcome {
-    for (t, (name, _, _, _)) in TENANTS.iter().enumerate() {
+    for (t, (name, _, limit, _)) in TENANTS.iter().enumerate() {
         let out = in_tenant(t, "cuprobe")?;
+        for (call, want) in [
+            ("dlopen", "ok"),
+            ("cuInit", "0"),
+            ("cuDriverGetVersion", "0"),
+            ("cuDeviceGetCount", "0"),
+            ("cuDeviceGet", "0"),
+            ("cuDeviceGetName", "0"),
+            ("cuDeviceTotalMem_v2", "0"),
+            ("cuCtxCreate_v2", "46"),
+        ] {
+            ensure!(
+                cu_status(&out, call) == Some(want),
+                "{name}: cuprobe: {call} not {want}: {out}"
+            );
+        }
+        let bytes = (limit << 20).to_string();
         ensure!(
-            out.contains("dlopen=ok") && out.contains("cuDriverGetVersion=0 "),
-            "{name}: cuprobe: {out}"
+            field(&out, "cuDeviceGetCount=", "count") == Some("1")
+                && field(&out, "cuDeviceTotalMem_v2=", "bytes") == Some(bytes.as_str())
+                && out.contains(&format!("name={NAME}")),
+            "{name}: cuprobe: want one device {NAME:?} of {bytes} bytes: {out}"
         );
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
-        for cmd in CUDA_SERVED.iter().filter(|c| cuda_asks(**c)) {
-            let key = format!("cmd={cmd:#010x} ");
-            ensure!(
-                log.lines()
-                    .any(|l| l.contains(&key) && l.contains(" status=0x0 ")),
-                "{name}: libcuda's {cmd:#010x} not answered with NV_OK: {log}"
-            );
-        }
-        for l in log.lines().filter(|l| {
-            l.split_whitespace()
-                .any(|t| (t.starts_with("status=") && t != "status=0x0") || t == "ret=-1")
-        }) {
-            let known = l.contains("hClass=0xcb33")
-                || CUDA_REFUSED
-                    .iter()
-                    .any(|c| l.contains(&format!("cmd={c:#010x} ")));
-            ensure!(known, "{name}: refused, and not a known gap: {l}");
-        }
+        check_cuda_log(name, &log, CUDA_VGPU_DENIED, false)?;
     }
     Ok(())
 }

@@ -17,7 +17,9 @@
 //!   command (`INITIALIZE`, ...).
 //! - ALLOC: `nvos=21|64 client=H parent=H new=H|auto:H class=0xC size=N
 //!   pparams=0|1` (whether the params pointer was set), and for NVOS64
-//!   `flags=0xF rights=0|1`; CONTROL: `client=H object=H cmd=0xC flags=0xF
+//!   `flags=0xF rights=0|1`, and `read=N` where the size is 0 and the
+//!   pointer set (`peek=` in nvtrace's line): RM read N bytes, the
+//!   class's params size in the release, which `in=` holds; CONTROL: `client=H object=H cmd=0xC flags=0xF
 //!   size=N pparams=0|1`; FREE:
 //!   `client=H parent=H object=H`; any other: `nr=0xN size=N`, the block
 //!   itself being the input.
@@ -174,7 +176,7 @@ impl Names {
 /// The trace of one program's run from nvtrace's log `text` (recorded
 /// with NVTRACE_PARAMS=1); `pids` are PIDs of the run (besides the
 /// program's own) that may appear in params.
-pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
+pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>, String> {
     let mut n = Names::default();
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
@@ -243,7 +245,19 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
                         val(&toks, "pRights").unwrap_or("0")
                     ));
                 }
-                Some(psize)
+                // Size 0 with a pointer: RM reads the class's own size,
+                // which nvtrace peeked at.
+                match (psize, val(&toks, "peek")) {
+                    (0, Some(_)) => {
+                        let class = get("hClass")?;
+                        let read = class_size(release, class);
+                        if let Some(r) = read {
+                            f.push(format!("read={r}"));
+                        }
+                        read
+                    }
+                    _ => Some(psize),
+                }
             }
             "CONTROL" => {
                 let psize: usize = val(&toks, "paramsSize")
@@ -277,7 +291,9 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
         let mut subs = Vec::new();
         if let (Some(sz), Some(v)) = (in_size, val(&toks, "in")) {
             ensure!(v != "?", "{}: its input did not fit nvtrace's line", bad());
-            let mut b = unsparse(v, sz)?;
+            let peeked: Option<usize> = val(&toks, "peek").and_then(|p| p.parse().ok());
+            let mut b = unsparse(v, peeked.unwrap_or(sz))?;
+            b.resize(sz, 0);
             // fds, by the escape's layout.
             for (_, off) in FD_WORDS.iter().filter(|(e, _)| *e == inner) {
                 if let Some(fdv) = word(&b, *off) {
@@ -320,6 +336,14 @@ pub fn normalize(text: &str, pids: &[u32]) -> Result<Vec<String>, String> {
         out.push(f.join(" "));
     }
     Ok(out)
+}
+
+/// The params size of class `class` in `release` (its row of vgpu's
+/// tables for it), which RM reads where an NVOS64 alloc gives size 0.
+fn class_size(release: &str, class: u32) -> Option<usize> {
+    use vgpu_logic::nv::release::{find, RELEASES};
+    let r = RELEASES.get(find(release.as_bytes())?)?;
+    r.class_row(class).map(|c| c.params_size as usize)
 }
 
 /// The files a replay opens for each node kind.
@@ -457,6 +481,11 @@ impl Replay<'_> {
 
     /// Replays one line; returns what differs from the recorded results.
     fn line(&mut self, l: &str) -> Result<Option<String>, String> {
+        // Zeroed for each call: what the driver wrote through an earlier
+        // call's pointers (SYSTEM_GET_BUILD_VERSION's strings) must not
+        // become a later call's params (a device's, read at its class's
+        // size from the area).
+        self.scratch.fill(0);
         let toks: Vec<&str> = l.split_whitespace().collect();
         ensure!(toks.len() >= 3, "short line");
         let (node, name) = (toks[0], toks[1]);
@@ -477,7 +506,12 @@ impl Replay<'_> {
         let (errno, status, want) = match inner {
             "ALLOC" => {
                 let size = num("size")? as usize;
-                let mut params = self.input(&toks, size)?;
+                // `read=`: size 0, and the class's params as RM read them.
+                let read = match val(&toks, "read") {
+                    Some(r) => r.parse().map_err(|_| format!("read={r}"))?,
+                    None => size,
+                };
+                let mut params = self.input(&toks, read)?;
                 let pp = self.params_ptr(&toks, &mut params);
                 let rights = if val(&toks, "rights") == Some("1") {
                     self.scratch.as_mut_ptr() as u64
@@ -799,7 +833,7 @@ nvtrace pid=4242 /dev/nvidiactl CONTROL nr=0x2a size=32 ret=0 errno=0 hClient=0x
 nvtrace pid=4242 /dev/nvidia0 REGISTER_FD nr=0xc9 size=4 ret=0 errno=0 ctl_fd=3 nodefd=5 in=0:03000000
 nvtrace pid=4242 /dev/nvidia-uvm MM_INITIALIZE nr=0x4b size=8 ret=0 errno=0 status=0x0 status_off=4 nodefd=6 in=0:06000000
 ";
-        let t = normalize(log, &[]).unwrap();
+        let t = normalize(log, &[], "550.163.01").unwrap();
         assert_eq!(
             t,
             [

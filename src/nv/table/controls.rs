@@ -322,7 +322,7 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 /// [`CONTROLS`] as an array, so that a release's table can be a patched
 /// copy of it (`nv::release`).
 #[rustfmt::skip]
-pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
+pub(crate) const CONTROL_ROWS: [ControlRow; 147] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     cth(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Bounce, F::Interconnect, named(P2P_IDS, IA)),
@@ -472,6 +472,13 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 145] = [
     cth(0x2080_3125, "NV2080_CTRL_CMD_FLCN_GET_CTX_BUFFER_SIZE", 16, P::Forward, F::Engine, C::Kernel),
     cth(0x2080_3601, "NV2080_CTRL_CMD_GSP_GET_FEATURES", 72, P::Forward, F::GpuInfo, C::Kernel),
     ct(0x2080_3801, "NV2080_CTRL_CMD_GRMGR_GET_GR_FS_INFO", 1928, P::Forward, F::Engine),
+    // GSS-legacy controls libcuda asks in cuInit (550.163.01's 0x59, 535.261.03's 0x61): no open
+    //   header or export table names them; RM hands a command with RM_GSS_LEGACY_MASK (0x8000) to
+    //   GSP before its control table, checking no size (`rmapi_deprecated_control.c:143-148`,
+    //   `rmapi_gss_legacy_control.c:60-151` at 550.163.01), so the row has none
+    //   (`docs/dispatch-table.md`).
+    ct(0x2080_8159, "NV2080_CTRL_CMD_GPU_LEGACY_NON_PRIVILEGED_59", 0, P::Forward, F::GpuInfo),
+    ct(0x2080_8161, "NV2080_CTRL_CMD_GPU_LEGACY_NON_PRIVILEGED_61", 0, P::Forward, F::GpuInfo),
     ct(0x208f_1105, "NV208F_CTRL_CMD_GPU_VERIFY_INFOROM", 8, P::Forward, F::Debugging),
     ct(0x503c_0102, "NV503C_CTRL_CMD_REGISTER_VA_SPACE", 16, P::Forward, F::Interconnect),
     ct(0x503c_0104, "NV503C_CTRL_CMD_REGISTER_VIDMEM", 32, P::Forward, F::Interconnect),

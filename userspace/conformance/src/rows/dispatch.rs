@@ -605,12 +605,14 @@ pub const DISPATCH_PARAMS: &[(&str, &str)] = &[
 ];
 
 /// The C expression for a dispatch-table row's number: its NVIDIA macro,
-/// except for the three controls the open headers name no macro for. The
+/// except for the five controls the open headers name no macro for. The
 /// privileged SET_COMPUTE_POLICY_CONFIG is built from its params' message
 /// id (as in [`constants`]); the two compute-mode reservation controls take
 /// no params and have no message id in the headers, so only their
 /// interface is checked here, their message ids (0x45, 0x46) coming from
-/// RM's export table (`g_subdevice_nvoc.c:512,527` at 595.45.04).
+/// RM's export table (`g_subdevice_nvoc.c:512,527` at 595.45.04). The two
+/// GSS-legacy controls libcuda asks are in no export table: their
+/// interface and legacy bit are checked, their message ids are libcuda's.
 pub fn dispatch_c_expr(name: &str) -> String {
     match name {
         "NV2080_CTRL_CMD_GPU_SET_COMPUTE_POLICY_CONFIG" => {
@@ -621,6 +623,15 @@ pub fn dispatch_c_expr(name: &str) -> String {
         }
         "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION" => {
             "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & ~0xffU) | 0x46U)".to_string()
+        }
+        // GSS-legacy controls no header names: NV2080's GPU interface with
+        // the legacy non-privileged bit (`ctrl2080base.h:39`), and the
+        // message id libcuda sends.
+        "NV2080_CTRL_CMD_GPU_LEGACY_NON_PRIVILEGED_59" => {
+            "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & 0xffff0000U) | (NV2080_CTRL_GPU_LEGACY_NON_PRIVILEGED << 8) | 0x59U)".to_string()
+        }
+        "NV2080_CTRL_CMD_GPU_LEGACY_NON_PRIVILEGED_61" => {
+            "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & 0xffff0000U) | (NV2080_CTRL_GPU_LEGACY_NON_PRIVILEGED << 8) | 0x61U)".to_string()
         }
         _ => name.to_string(),
     }
