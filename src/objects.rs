@@ -36,6 +36,20 @@ pub(crate) struct CtlFile {
     /// file's.
     #[pin]
     pub(crate) gr: Mutex<()>,
+    /// Held from the driver's making of an object vgpu records to its
+    /// record, and from the driver's free of a verified client's object to
+    /// its refund, so that a thread's free of an object (or of its parent)
+    /// cannot fall into another thread's allocation. It could: a refund
+    /// before the record left the record charging an object the driver
+    /// had freed (`make fuzz`, seed 22056981568), and a driver free before
+    /// the object was made (RM answers `NV_OK` to a free of a handle the
+    /// client does not have, `rs_server.c:1072-1081` at 550.163.01) with
+    /// its refund after the record refunded an object the driver held,
+    /// lifting the ceiling. RM serializes its calls under its own API lock,
+    /// so this costs no parallelism the driver had. Taken after `gr`,
+    /// before `objects`.
+    #[pin]
+    pub(crate) order: Mutex<()>,
 }
 
 impl CtlFile {

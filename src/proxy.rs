@@ -52,6 +52,7 @@ fn open_ctl(file: &File) -> Result<Arc<CtlProxy>> {
             vgpus,
             objects <- new_mutex!(Objects::default()),
             gr <- new_mutex!(()),
+            order <- new_mutex!(()),
         }),
         GFP_KERNEL,
     )?;

@@ -119,6 +119,8 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
         blk.get_mut(H_ROOT..H_ROOT + 4)
             .ok_or(EINVAL)?
             .copy_from_slice(&handle.to_ne_bytes());
+        // Until the client is recorded (see `CtlFile::order`).
+        let _order = cx.file.order.lock();
         let r = cx.call.forward_block(cx.real, blk)?;
         let status = read(blk, status_at)?;
         tries += 1;
@@ -412,6 +414,8 @@ fn execute(
         Some((v, floor)) => Some(Reservation::new(v, *floor).ok_or(Fail::Rm(NV_ERR_NO_MEMORY))?),
         None => None,
     };
+    // Until the object is recorded (see `CtlFile::order`).
+    let _order = file.order.lock();
     let object = rm.alloc_object(h.h_root, h.h_parent, h.h_new, h.h_class, params)?;
     let handle = object.handle();
     let mut charge = None;

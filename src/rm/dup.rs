@@ -75,6 +75,8 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
     // goes back once the copy is recorded (a block that cannot be written
     // must not leave a copy the driver holds unrecorded, its charge not
     // shared).
+    // Until the copy is recorded (see `CtlFile::order`).
+    let order = file.order.lock();
     let r = cx.call.run_block(cx.real, &mut blk)?;
     let out = abi::Nvos55::decode(&blk);
     if out.status == NV_OK {
@@ -98,6 +100,7 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
             copy.keep();
         }
     }
+    drop(order);
     user::write(addr, &blk)?;
     Ok(r)
 }

@@ -18,6 +18,9 @@ pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
     let mut blk = [0u8; abi::Nvos00::SIZE];
     user::read(addr, &mut blk)?;
     let mut a = abi::Nvos00::decode(&blk);
+    // Not between another thread's allocation and its record (a client's
+    // too: this free may name one being made).
+    let _order = cx.file.order.lock();
     if !cx.file.has_client(a.h_root) {
         // Forwarded as vgpu read it: it cannot become a free on a verified
         // client behind vgpu's back.

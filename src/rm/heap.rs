@@ -42,6 +42,7 @@ pub(super) fn vid_heap(cx: &Ctx<'_>) -> Result<isize> {
         // On a verified client the free runs on the kernel copy, so the
         // refund matches what went.
         let h = a.free_args().h_memory;
+        let _order = cx.file.order.lock();
         let r = cx.host.rm.free(a.h_root, a.h_object_parent, h);
         if r.is_ok() {
             cx.file.objects.lock().freed(a.h_root, h);

@@ -339,9 +339,12 @@ fn charged_by(
     let Some(reserved) = Reservation::new(&v, bytes) else {
         return Ok(call(Step::Refuse(NV_ERR_NO_MEMORY))?.0);
     };
-    // A failure to run drops the reservation.
+    // A failure to run drops the reservation. Until the object is
+    // recorded (see `CtlFile::order`).
+    let order = file.order.lock();
     let (r, made) = call(Step::Run)?;
     let Some(handle) = made else {
+        drop(order);
         call(Step::Deliver)?;
         return Ok(r);
     };
@@ -359,6 +362,7 @@ fn charged_by(
     let made = cx.host.rm.guard(h_root, h_parent, handle);
     file.objects.lock().add_obj(h_root, obj)?;
     made.keep();
+    drop(order);
     call(Step::Deliver)?;
     Ok(r)
 }

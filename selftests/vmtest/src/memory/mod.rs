@@ -41,6 +41,7 @@ pub const TESTS: &[Test] = tests![
     racing_size_cannot_pass_the_ceiling,
     racing_class_cannot_pass_the_ceiling,
     racing_xfer_cannot_pass_the_ceiling,
+    free_racing_its_alloc_leaves_no_charge,
     xfer_heap_and_explicit_handles_are_charged,
     charges_what_rm_allocates,
     ceiling_spans_processes_and_layouts,

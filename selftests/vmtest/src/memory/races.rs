@@ -223,3 +223,89 @@ pub(super) fn racing_xfer_cannot_pass_the_ceiling() -> Outcome {
         Ok(())
     })
 }
+
+/// A thread keeps freeing the handle another thread of the same client is
+/// allocating VRAM under (RM takes the handle the caller names, and
+/// answers `NV_OK` to a free of a handle the client does not have,
+/// RS_COMPATABILITY_MODE, `rs_server.c:1072-1081` at 550.163.01), until
+/// one of its frees is answered. vgpu orders a file's recorded
+/// allocations and its frees (`CtlFile::order`). Before, a free could fall
+/// into the allocation: either its driver free came after the driver made
+/// the object and its refund before vgpu recorded it (the record then
+/// charged an object the driver had freed), or its driver free came
+/// before the object was made (freeing nothing) and its refund after the
+/// record (the record refunded while the driver held the object: the
+/// ceiling lifted). Against that code this test failed with `memory_used
+/// 89456640, the double holds 89522176` (stock kernel, 2026-11-29).
+pub(super) fn free_racing_its_alloc_leaves_no_charge() -> Outcome {
+    use nvclient::abi::Nvos00;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::Duration;
+    const ROUNDS: u32 = 1500;
+    const SIZE: u64 = 64 << 10;
+    as_container("/ma", || {
+        let base = crate::fuzz::check::gpu(0)?.used;
+        let s = session(0)?;
+        let (u0, h0) = (used(0)?, crate::fuzz::check::gpu(0)?.used - base);
+        let (fd, client, device) = (s.ctl.node().fd(), s.client, s.device);
+        let target = Arc::new(AtomicU32::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let freed = Arc::new(AtomicU32::new(0));
+        let racer = {
+            let (target, done, freed) = (target.clone(), done.clone(), freed.clone());
+            std::thread::spawn(move || {
+                let req = nvclient::request(nvclient::ioctl::Escape::RmFree.nr(), Nvos00::SIZE);
+                while !done.load(SeqCst) {
+                    let h = target.load(SeqCst);
+                    if h == 0 {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    let mut p = Nvos00 {
+                        h_root: client,
+                        h_object_parent: device,
+                        h_object_old: h,
+                        status: 0,
+                    }
+                    .to_bytes();
+                    // SAFETY: a whole NVOS00 block of ours.
+                    let rc = unsafe { libc::ioctl(fd, req as _, p.as_mut_ptr()) };
+                    if rc == 0 && Nvos00::decode(&p).status == status::NV_OK {
+                        freed.fetch_add(1, SeqCst);
+                        let _ = target.compare_exchange(h, 0, SeqCst, SeqCst);
+                    }
+                }
+            })
+        };
+        let mut made = 0;
+        for i in 0..ROUNDS {
+            let h = 0xcafe_4000 + i;
+            target.store(h, SeqCst);
+            if s.ctl.alloc_vram(client, device, h, SIZE).is_ok() {
+                made += 1;
+            }
+            // The racer frees it (at once, or after vgpu recorded it).
+            let t0 = std::time::Instant::now();
+            while target.load(SeqCst) != 0 && t0.elapsed() < Duration::from_secs(2) {
+                std::thread::yield_now();
+            }
+            target.store(0, SeqCst);
+        }
+        done.store(true, SeqCst);
+        racer.join().map_err(|_| "the racer panicked".to_string())?;
+        let (u, h) = (used(0)?, crate::fuzz::check::gpu(0)?.used - base);
+        println!(
+            "# memory: {made} allocations raced by their frees ({} answered NV_OK): memory_used {u}, the double holds {h} (with the session alone: {u0}, {h0})",
+            freed.load(SeqCst)
+        );
+        ensure!(made > 0, "no allocation was made");
+        ensure!(
+            u == h,
+            "after {made} allocations raced by their frees: memory_used {u}, the double holds {h}"
+        );
+        Ok(())
+    })?;
+    ensure!(used(0)? == 0, "charged after exit: {}", used(0)?);
+    Ok(())
+}
