@@ -34,6 +34,17 @@ pub(crate) struct Ctl<'a> {
 }
 
 impl Ctl<'_> {
+    /// Checks that the params are `len` bytes (RM's
+    /// NV_ERR_INVALID_ARGUMENT for another size) and clears them: the
+    /// start of every fixed-size answer, and the whole of an all-zero one.
+    pub(crate) fn cleared(&mut self, len: usize) -> StatusResult {
+        if self.p.len() != len {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        self.p.fill(0);
+        Ok(())
+    }
+
     /// The GPU of the object the control is on (a subdevice, TSG or
     /// channel).
     pub(crate) fn gpu(&self) -> StatusResult<u32> {

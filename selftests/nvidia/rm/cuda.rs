@@ -228,11 +228,8 @@ impl Driver {
     /// UUID_BASED_MEM_SHARING from the system's properties; the double's
     /// host is none of them (GUESS: a legacy-boot host without IMEX
     /// channels), so 0.
-    pub(crate) fn system_get_features(&self, c: Ctl<'_>) -> StatusResult {
-        if c.p.len() != 4 {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+    pub(crate) fn system_get_features(&self, mut c: Ctl<'_>) -> StatusResult {
+        c.cleared(4)?;
         Ok(())
     }
 
@@ -268,11 +265,8 @@ impl Driver {
     /// ARM or a chipset that is not I/O coherent and CPU_WRITE_WAR only
     /// behind NVIDIA's own host bridges, neither on the double's x86 host
     /// (GUESS: an I/O-coherent x86 chipset).
-    pub(crate) fn host_get_caps_v2(&self, c: Ctl<'_>) -> StatusResult {
-        if c.p.len() != HOST_CAPS_TBL_SIZE {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+    pub(crate) fn host_get_caps_v2(&self, mut c: Ctl<'_>) -> StatusResult {
+        c.cleared(HOST_CAPS_TBL_SIZE)?;
         c.p[0] = HOST_CAPS_GPU_COHERENT_MAPPING_SUPPORTED;
         Ok(())
     }
@@ -400,12 +394,9 @@ impl Driver {
     /// `ctrl2080gpu.h:449`) on silicon (`subdeviceCtrlCmdGpuGetSimulationInfo_IMPL`,
     /// `kernel/gpu/subdevice/subdevice_ctrl_gpu_kernel.c:1238-1257`): the
     /// double impersonates silicon.
-    pub(crate) fn gpu_get_simulation_info(&self, c: Ctl<'_>) -> StatusResult {
+    pub(crate) fn gpu_get_simulation_info(&self, mut c: Ctl<'_>) -> StatusResult {
         c.gpu()?;
-        if c.p.len() != 4 {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+        c.cleared(4)?;
         Ok(())
     }
 
@@ -414,11 +405,8 @@ impl Driver {
     /// (`cliresCtrlCmdGpuGetMemOpEnable_IMPL`,
     /// `kernel/rmapi/client_resource.c:4834-4850`); GUESS: not set on the
     /// double's host (no registry override), so 0.
-    pub(crate) fn gpu_get_memop_enable(&self, c: Ctl<'_>) -> StatusResult {
-        if c.p.len() != 4 {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+    pub(crate) fn gpu_get_memop_enable(&self, mut c: Ctl<'_>) -> StatusResult {
+        c.cleared(4)?;
         Ok(())
     }
 
@@ -651,12 +639,9 @@ impl Driver {
     /// `subdevice_ctrl_gpu_kernel.c:3231-3242`; `gpuGetShortNameString_KERNEL`
     /// asks the physical RM, `kernel/gpu/gpu_name_kernel.c:58-76`). GUESS:
     /// [`SHORT_NAME`].
-    pub(crate) fn gpu_get_short_name_string(&self, c: Ctl<'_>) -> StatusResult {
+    pub(crate) fn gpu_get_short_name_string(&self, mut c: Ctl<'_>) -> StatusResult {
         c.gpu()?;
-        if c.p.len() != 64 {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+        c.cleared(64)?;
         c.p[..SHORT_NAME.len()].copy_from_slice(SHORT_NAME);
         Ok(())
     }
@@ -667,12 +652,9 @@ impl Driver {
     /// not apply to bare metal). RM starts at RULES_NONE (0) unless the
     /// registry says otherwise (`kernel/gpu/gpu_registry.c:82-86`); the
     /// double has no registry and no SET_COMPUTE_MODE_RULES, so NONE.
-    pub(crate) fn gpu_query_compute_mode_rules(&self, c: Ctl<'_>) -> StatusResult {
+    pub(crate) fn gpu_query_compute_mode_rules(&self, mut c: Ctl<'_>) -> StatusResult {
         c.gpu()?;
-        if c.p.len() != 4 {
-            return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        c.p.fill(0);
+        c.cleared(4)?;
         Ok(())
     }
 

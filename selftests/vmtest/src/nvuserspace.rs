@@ -528,6 +528,34 @@ const CUDA_REFUSED: &[u32] = &[
 const CUDA_VGPU_DENIED: &[u32] = &[0x2080_2210, 0x2080_0145];
 
 /// The status cuprobe prints for libcuda's `call` (`cuInit=0`, ...).
+/// cuprobe's report `out` (`who` in errors): every call up to
+/// `cuCtxCreate` succeeded, `cuCtxCreate` returned `ctx`, and one device
+/// of the double's name and `bytes` bytes was seen.
+fn cuprobe_reached(out: &str, who: &str, ctx: &str, bytes: &str) -> Outcome {
+    for (call, want) in [
+        ("dlopen", "ok"),
+        ("cuInit", "0"),
+        ("cuDriverGetVersion", "0"),
+        ("cuDeviceGetCount", "0"),
+        ("cuDeviceGet", "0"),
+        ("cuDeviceGetName", "0"),
+        ("cuDeviceTotalMem_v2", "0"),
+        ("cuCtxCreate_v2", ctx),
+    ] {
+        ensure!(
+            cu_status(out, call) == Some(want),
+            "{who}: {call} not {want}: {out}"
+        );
+    }
+    ensure!(
+        field(out, "cuDeviceGetCount=", "count") == Some("1")
+            && field(out, "cuDeviceTotalMem_v2=", "bytes") == Some(bytes)
+            && out.contains(&format!("name={NAME}")),
+        "{who}: want one device {NAME:?} of {bytes} bytes: {out}"
+    );
+    Ok(())
+}
+
 fn cu_status<'a>(out: &'a str, call: &str) -> Option<&'a str> {
     out.lines().find_map(|l| {
         l.split_whitespace()
@@ -606,27 +634,7 @@ fn cuda_device_setup_on_the_double() -> Outcome {
         );
         let (out, _) = traced(&format!("/bin/cuprobe-{rel}"))?;
         let heap = (HEAP_MIB << 20).to_string();
-        for (call, want) in [
-            ("dlopen", "ok"),
-            ("cuInit", "0"),
-            ("cuDriverGetVersion", "0"),
-            ("cuDeviceGetCount", "0"),
-            ("cuDeviceGet", "0"),
-            ("cuDeviceGetName", "0"),
-            ("cuDeviceTotalMem_v2", "0"),
-            ("cuCtxCreate_v2", "2"),
-        ] {
-            ensure!(
-                cu_status(&out, call) == Some(want),
-                "cuprobe: {call} not {want}: {out}"
-            );
-        }
-        ensure!(
-            field(&out, "cuDeviceGetCount=", "count") == Some("1")
-                && field(&out, "cuDeviceTotalMem_v2=", "bytes") == Some(heap.as_str())
-                && out.contains(&format!("name={NAME}")),
-            "cuprobe: want one device {NAME:?} of {heap} bytes: {out}"
-        );
+        cuprobe_reached(&out, "cuprobe", "2", &heap)?;
         let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
         check_cuda_log("directly", &log, &[], true)?;
         println!(
@@ -962,28 +970,8 @@ fn containers_query_all_hides_the_other() -> Outcome {
 fn containers_cuda_device_setup() -> Outcome {
     for (t, (name, _, limit, _)) in TENANTS.iter().enumerate() {
         let out = in_tenant(t, "cuprobe")?;
-        for (call, want) in [
-            ("dlopen", "ok"),
-            ("cuInit", "0"),
-            ("cuDriverGetVersion", "0"),
-            ("cuDeviceGetCount", "0"),
-            ("cuDeviceGet", "0"),
-            ("cuDeviceGetName", "0"),
-            ("cuDeviceTotalMem_v2", "0"),
-            ("cuCtxCreate_v2", "46"),
-        ] {
-            ensure!(
-                cu_status(&out, call) == Some(want),
-                "{name}: cuprobe: {call} not {want}: {out}"
-            );
-        }
         let bytes = (limit << 20).to_string();
-        ensure!(
-            field(&out, "cuDeviceGetCount=", "count") == Some("1")
-                && field(&out, "cuDeviceTotalMem_v2=", "bytes") == Some(bytes.as_str())
-                && out.contains(&format!("name={NAME}")),
-            "{name}: cuprobe: want one device {NAME:?} of {bytes} bytes: {out}"
-        );
+        cuprobe_reached(&out, &format!("{name}: cuprobe"), "46", &bytes)?;
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
         check_cuda_log(name, &log, CUDA_VGPU_DENIED, false)?;
