@@ -162,7 +162,10 @@ counted_step "host: the KUnit tests built by rustc 1.85" kunit-1.85 scripts/kuni
 vm_run() {
     local title=$1 dir=$2; shift 2
     step "VM ($title)"
-    if scripts/vm.sh "$@"; then :; else echo "test: vm($title) reported failure"; fi
+    local vlog
+    vlog=$(mktemp)
+    # pipefail: the pipeline fails when vm.sh does.
+    if ! scripts/vm.sh "$@" 2>&1 | tee "$vlog"; then echo "test: vm($title) reported failure"; fi
     if [ -f "build/$dir/counts" ]; then
         read -r vp vf < "build/$dir/counts"
         pass "$vp"
@@ -173,10 +176,15 @@ vm_run() {
             local t
             while IFS= read -r t; do failures+=("  $t"); done \
                 < <(grep -E '^not ok' "build/$dir/tap.log" 2>/dev/null | head -20)
+            # What vmcheck found beyond the TAP: a kernel report, a
+            # timeout, a module left loaded.
+            while IFS= read -r t; do failures+=("  $t"); done \
+                < <(grep -E '^vm\([a-z]*\): FAIL: ' "$vlog" | grep -v ': FAIL: selftest failed' | head -10)
         fi
     else
         fail 1 "vm($title) did not run"
     fi
+    rm -f "$vlog"
 }
 
 # Debian's own kernel image, the modules built by its compiler (rustc
