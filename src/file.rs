@@ -61,6 +61,7 @@ impl Kind for Arc<CtlFile> {
             };
             if host.rm.free(h, h, h).is_ok() {
                 self.objects.lock().freed(h, h);
+                self.drop_reservations(h);
             } else {
                 kept += 1;
             }

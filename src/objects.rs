@@ -73,6 +73,27 @@ impl CtlFile {
         self.vgpu_on(gpu).cloned()
     }
 
+    /// Lets go of the compute-mode reservations client `client` holds on
+    /// this file's vGPUs where it has no subdevice left, as RM does when
+    /// the holder's subdevice is freed (`subdevice.c:431-448` at
+    /// 550.163.01). Call after the objects freed are forgotten.
+    pub(crate) fn drop_reservations(&self, client: u32) {
+        for v in self.vgpus.iter() {
+            if client == 0 || v.compute.lock().reservation != client {
+                continue;
+            }
+            let Some(gpu) = v.config.lock().gpu else {
+                continue;
+            };
+            if self.objects.lock().subdevice_on(client, gpu).is_none() {
+                let mut c = v.compute.lock();
+                if c.reservation == client {
+                    c.reservation = 0;
+                }
+            }
+        }
+    }
+
     /// Whether `h` is one of this file's verified clients.
     pub(crate) fn has_client(&self, h: u32) -> bool {
         self.objects.lock().has_client(h)

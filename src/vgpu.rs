@@ -213,6 +213,10 @@ pub(crate) struct Compute {
     pub(crate) waiting: u32,
     /// The USERD of its channels that vgpu could map.
     pub(crate) watches: KVec<Watch>,
+    /// The client holding its compute-mode reservation, or 0
+    /// (`NV01_NULL_OBJECT`): a vGPU's own, in compute mode RULES_NONE
+    /// (`ControlHandler::ComputeReservation`).
+    pub(crate) reservation: u32,
 }
 
 /// Bytes of USERD vgpu maps: up to and including `GPPut` (`GPGet` too on
@@ -254,6 +258,7 @@ impl Compute {
             was_runnable: false,
             waiting: 0,
             watches: KVec::new(),
+            reservation: 0,
         }
     }
 

@@ -81,6 +81,7 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
             tsg_setting(cx, a, abi::InterleaveLevelParams::SIZE)
         })),
         ControlHandler::Preemption => answer(scheduling(cx, a, preemption_mode)),
+        ControlHandler::ComputeReservation => answer(compute_reservation(cx, a)),
         ControlHandler::Processes => {
             answer(super::processes::processes(cx, a, r.params_size as usize))
         }
@@ -94,6 +95,35 @@ fn handle(cx: &Ctx<'_>, a: &abi::Nvos54, r: &ControlRow) -> Result<Option<u32>> 
         ControlHandler::FbInfo => fb_info(cx, a),
         ControlHandler::Kernel => on_kernel_copies(cx, a, r),
         ControlHandler::Checked { check, refusal } => checked(cx, a, r, check, refusal),
+    }
+}
+
+/// GPU_ACQUIRE_COMPUTE_MODE_RESERVATION or _RELEASE_ on the caller's own
+/// subdevice, answered from its vGPU's own holder
+/// ([`crate::vgpu::Compute::reservation`]) as RM answers on a GPU in
+/// compute mode RULES_NONE, at 550.163.01 (`subdevice_ctrl_gpu_kernel.c`):
+/// acquire always succeeds and makes the caller's client the holder
+/// (`:1998-2005`); release by the holder clears it, by any other client
+/// `NV_ERR_STATE_IN_USE` (`:2063-2070`). A vGPU's compute mode is RULES_NONE
+/// whatever the GPU's: the GPU's own reservation, one for every tenant,
+/// is never taken (in an exclusive mode the first tenant to take it would
+/// lock the others out, `:2008-2024`). The controls take no params: a size
+/// or a pointer is `NV_ERR_INVALID_ARGUMENT`, as RM checks before it looks
+/// the object up (`rmapi/control.c:452-461`).
+fn compute_reservation(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
+    if a.params_size != 0 || a.params != 0 {
+        return Err(Fail::Rm(NV_ERR_INVALID_ARGUMENT));
+    }
+    let v = super::processes::own_subdevice_vgpu(cx, a)?;
+    let mut c = v.compute.lock();
+    if a.cmd == ctrl::NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION {
+        c.reservation = a.h_client;
+        Ok(())
+    } else if c.reservation == a.h_client {
+        c.reservation = 0;
+        Ok(())
+    } else {
+        Err(Fail::Rm(NV_ERR_STATE_IN_USE))
     }
 }
 

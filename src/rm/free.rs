@@ -29,6 +29,7 @@ pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
     let r = cx.host.rm.free(a.h_root, a.h_object_parent, a.h_object_old);
     if r.is_ok() {
         cx.file.objects.lock().freed(a.h_root, a.h_object_old);
+        cx.file.drop_reservations(a.h_root);
         if a.h_object_old == a.h_root {
             clients::forget(cx.host, a.h_root);
         }

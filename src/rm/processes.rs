@@ -44,7 +44,7 @@ pub(super) fn processes(cx: &Ctx<'_>, a: &abi::Nvos54, params_size: usize) -> Rm
 /// The vGPU of the subdevice `a` names, which must be one of the caller's
 /// file (RM's own checks, in this order: the client is the caller's, the
 /// object is in it, it is a subdevice).
-fn own_subdevice_vgpu(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult<Arc<Vgpu>> {
+pub(super) fn own_subdevice_vgpu(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult<Arc<Vgpu>> {
     if !cx.file.has_client(a.h_client) {
         return Err(Fail::Rm(NV_ERR_INVALID_CLIENT));
     }

@@ -26,6 +26,9 @@
 //!   runs and the duration of its clock boost reach the double as vgpu
 //!   checked them, or are refused with RM's status, counted in
 //!   `calls_denied`, and never reach the double.
+//! - the compute-mode reservation is the vGPU's own: taken and released
+//!   through vgpu as RM does in compute mode RULES_NONE, it never reaches
+//!   the double, whose GPU-wide reservation the host keeps.
 
 use crate::ensure;
 use crate::memory::calls_denied;
@@ -50,6 +53,7 @@ pub const TESTS: &[Test] = tests![
     notifiers_of_other_tenants_refused,
     thermal_only_get_opcodes,
     perf_boost_cut_to_a_second,
+    compute_reservation_is_the_vgpus_own,
     teardown,
 ];
 
@@ -200,8 +204,6 @@ fn denied_rows_never_reach_the_driver() -> Outcome {
         "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD",
         "NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECTS_FROM_FD",
         "NV00FD_CTRL_CMD_ATTACH_GPU",
-        "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION",
-        "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION",
         "NV2080_CTRL_CMD_FB_GET_FB_REGION_INFO",
         "NV2080_CTRL_CMD_PERF_GET_GPUMON_PERFMON_UTIL_SAMPLES_V2",
     ];
@@ -865,6 +867,68 @@ fn perf_boost_cut_to_a_second() -> Outcome {
         )?;
         Ok(())
     })
+}
+
+/// GPU_ACQUIRE_COMPUTE_MODE_RESERVATION (0x20800145) and _RELEASE_
+/// (0x20800146), which libcuda's `cuCtxCreate` sends: the host takes the
+/// GPU's reservation directly; in the container two clients take and
+/// release the vGPU's own, as RM answers in compute mode RULES_NONE (the
+/// last to acquire holds it; another client's release is
+/// `NV_ERR_STATE_IN_USE`, `subdevice_ctrl_gpu_kernel.c:1998-2005,
+/// 2063-2070` at 550.163.01), and params are `NV_ERR_INVALID_ARGUMENT`
+/// (`rmapi/control.c:452-461`); none of it reaches the double or counts as
+/// denied, and the host's release then succeeds (no container call took
+/// the GPU's reservation from it).
+fn compute_reservation_is_the_vgpus_own() -> Outcome {
+    use nvclient::abi::status::*;
+    const ACQUIRE: u32 = 0x2080_0145;
+    const RELEASE: u32 = 0x2080_0146;
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    host.ctl
+        .control(host.client, host.subdevice, ACQUIRE, &mut [])
+        .map_err(|e| format!("the host's acquire: {e:?}"))?;
+    as_container(CG, move || {
+        let a = session()?;
+        let b = session()?;
+        let seen0 = double_ioctls()?;
+        let d0 = calls_denied(0)?;
+        let call =
+            |s: &Session, cmd: u32, p: &mut [u8]| s.ctl.control(s.client, s.subdevice, cmd, p);
+        for (what, r, want) in [
+            ("a acquires", call(&a, ACQUIRE, &mut []), Ok(())),
+            ("b acquires", call(&b, ACQUIRE, &mut []), Ok(())),
+            (
+                "a releases b's",
+                call(&a, RELEASE, &mut []),
+                Err(Rm(NV_ERR_STATE_IN_USE)),
+            ),
+            ("b releases", call(&b, RELEASE, &mut []), Ok(())),
+            (
+                "b releases again",
+                call(&b, RELEASE, &mut []),
+                Err(Rm(NV_ERR_STATE_IN_USE)),
+            ),
+            (
+                "a acquires with params",
+                call(&a, ACQUIRE, &mut [0; 4]),
+                Err(Rm(NV_ERR_INVALID_ARGUMENT)),
+            ),
+            ("a acquires", call(&a, ACQUIRE, &mut []), Ok(())),
+            ("a releases", call(&a, RELEASE, &mut []), Ok(())),
+        ] {
+            ensure!(r == want, "{what}: {r:?}, want {want:?}");
+        }
+        let seen = double_ioctls()? - seen0;
+        let denied = calls_denied(0)? - d0;
+        ensure!(
+            seen == 0 && denied == 0,
+            "the container's reservation calls: {seen} reached the double, calls_denied +{denied}"
+        );
+        Ok(())
+    })?;
+    host.ctl
+        .control(host.client, host.subdevice, RELEASE, &mut [])
+        .map_err(|e| format!("the host's release after the container's calls: {e:?}"))
 }
 
 /// NV01_EVENT_OS_EVENT from the container, as

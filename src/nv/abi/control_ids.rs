@@ -58,6 +58,10 @@ pub mod ctrl {
     /// served by kernel RM at every release, `kernel_graphics.c:3654-3713`
     /// at 550.163.01); params [`super::GrEngineContextPropertiesParams`].
     pub const NV2080_CTRL_CMD_GR_GET_ENGINE_CONTEXT_PROPERTIES: u32 = 0x2080_122d;
+    /// `NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION`, no params
+    /// (message id 0x45, `g_subdevice_nvoc.c:512` at 595.45.04; the open
+    /// headers name no macro). Its release is 0x46.
+    pub const NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION: u32 = 0x2080_0145;
     /// `NV2080_CTRL_CMD_GPU_GET_PIDS`: processes using the GPU.
     pub const NV2080_CTRL_CMD_GPU_GET_PIDS: u32 = 0x2080_018d;
     /// `NV2080_CTRL_CMD_GPU_GET_PID_INFO`: per-process video memory.

@@ -96,6 +96,13 @@ pub enum ControlHandler {
     /// kernel copies, the list cut to the devices of the GPUs the caller
     /// has a vGPU on (`src/rm/control.rs`).
     ActiveDevices,
+    /// GPU_ACQUIRE_COMPUTE_MODE_RESERVATION and _RELEASE_ on the caller's
+    /// own subdevice: answered by vgpu from the vGPU's own reservation, as
+    /// RM answers on a GPU in compute mode RULES_NONE; never forwarded, so
+    /// the GPU's one reservation, which in an exclusive compute mode would
+    /// let one tenant lock the others out, is never taken
+    /// (`src/rm/control.rs`).
+    ComputeReservation,
     /// GPU_GET_PIDS and GPU_GET_PID_INFO on the caller's own subdevice:
     /// answered by vgpu from the vGPU's list of processes (the container's
     /// own, numbered in the caller's PID namespace, with the bytes its
@@ -398,10 +405,11 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 147] = [
     cth(0x2080_013f, "NV2080_CTRL_CMD_GPU_GET_OEM_BOARD_INFO", 136, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0142, "NV2080_CTRL_CMD_GPU_GET_ID", 4, P::Forward, F::GpuInfo, C::Kernel),
     // The GPU-wide reservation would let one tenant lock the others out in an exclusive compute
-    //   mode: refused with NOT_SUPPORTED, RM's answer for a partitioned (MIG) GPU
-    //   (`subdevice_ctrl_gpu_kernel.c:2131-2134,2194-2197` at 595.45.04).
-    ct(0x2080_0145, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
-    ct(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Denied, F::GpuInfo),
+    //   mode, and libcuda's cuCtxCreate needs it (CUDA_ERROR_DEVICES_UNAVAILABLE when refused):
+    //   each vGPU has its own, in compute mode RULES_NONE (`subdevice_ctrl_gpu_kernel.c:1998-2005,
+    //   2063-2070` at 550.163.01).
+    cth(ctrl::NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION, "NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION", 0, P::Served, F::GpuInfo, C::ComputeReservation),
+    cth(0x2080_0146, "NV2080_CTRL_CMD_GPU_RELEASE_COMPUTE_MODE_RESERVATION", 0, P::Served, F::GpuInfo, C::ComputeReservation),
     cth(ctrl::NV2080_CTRL_CMD_GPU_GET_GID_INFO, "NV2080_CTRL_CMD_GPU_GET_GID_INFO", 268, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_014b, "NV2080_CTRL_CMD_GPU_GET_INFOROM_OBJECT_VERSION", 5, P::Forward, F::GpuInfo, C::Kernel),
     cth(0x2080_0156, "NV2080_CTRL_CMD_GPU_GET_INFOROM_IMAGE_VERSION", 16, P::Forward, F::GpuInfo, C::Kernel),

@@ -328,9 +328,12 @@ fn policies_are_what_vgpu_does_today() {
     ];
     // src/rm/processes.rs: the process queries answered from the vGPU's
     // list of processes.
+    // src/rm/control.rs: the compute-mode reservation, each vGPU's own.
     let served = [
         ctrl::NV2080_CTRL_CMD_GPU_GET_PIDS,
         ctrl::NV2080_CTRL_CMD_GPU_GET_PID_INFO,
+        ctrl::NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION,
+        0x2080_0146,
     ];
     for r in CONTROLS {
         if rewritten.contains(&r.cmd) {
@@ -509,7 +512,9 @@ fn control_handlers_match_the_policies() {
                 );
             }
             // Answered by vgpu, never forwarded.
-            ControlHandler::Processes => assert_eq!(r.policy, Policy::Served, "{}", r.name),
+            ControlHandler::Processes | ControlHandler::ComputeReservation => {
+                assert_eq!(r.policy, Policy::Served, "{}", r.name)
+            }
             // Checked, then forwarded from vgpu's copy: NV0000 controls on
             // the caller's client, refused as RM refuses an unknown id.
             ControlHandler::GpuIdsNamed { lists, unknown } => {
