@@ -196,6 +196,12 @@ pub(crate) enum ObjKind {
     /// (`Rm::mems`).
     VirtualMemory {
         mem: u32,
+        /// Where it starts, if the caller fixed it
+        /// (`NVOS32_ALLOC_FLAGS_FIXED_ADDRESS_ALLOCATE`); the double does
+        /// not place a range itself.
+        base: Option<u64>,
+        /// Its size in bytes.
+        size: u64,
     },
     Other,
 }

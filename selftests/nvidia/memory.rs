@@ -11,7 +11,9 @@ use kernel::{mm::virt::VmaNew, page::Page, page::PAGE_SIZE, prelude::*};
 /// GUESS (not the real driver): the real driver maps any size; the double
 /// refuses larger mappings with NV_ERR_INSUFFICIENT_RESOURCES to bound the
 /// test VM's memory.
-pub(crate) const MAX_BACKED: u64 = 64 << 20;
+/// 128 MiB: libcuda's context takes 104 MiB of system memory
+/// (NV01_MEMORY_SYSTEM, 550.163.01).
+pub(crate) const MAX_BACKED: u64 = 128 << 20;
 
 extern "C" {
     /// `page_address()` (a macro in C; see `exports.c`).

@@ -154,7 +154,7 @@ impl Driver {
     /// makes the range (`virtual_mem.c:372-408` at 550.163.01), unless the
     /// range is `NVOS32_ALLOC_FLAGS_LAZY` or `EXTERNALLY_MANAGED`, and at
     /// each MAP_MEMORY_DMA into it (`rmapi/mapping.c:108-128`). The double
-    /// serves no MAP_MEMORY_DMA, so it holds the whole range's at once
+    /// charges no page tables at MAP_MEMORY_DMA, so it holds the whole range's at once
     /// (`abi::virtual_range_charge`, the bound of those mappings) for every
     /// range; a pool that cannot grow fails the allocation with
     /// `NV_ERR_NO_MEMORY`.
@@ -165,7 +165,12 @@ impl Driver {
         };
         let mp: abi::MemoryAllocationParams = parse_class_params(n.params)?;
         let mem = self.commit(n.rm, gpu, abi::virtual_range_charge(mp.size))?;
-        Ok(ObjKind::VirtualMemory { mem })
+        let fixed = mp.flags & abi::heap::ALLOC_FLAGS_FIXED_ADDRESS_ALLOCATE != 0;
+        Ok(ObjKind::VirtualMemory {
+            mem,
+            base: fixed.then_some(mp.offset),
+            size: mp.size,
+        })
     }
 
     /// FERMI_VASPACE_A, with its flags, committing its top page levels

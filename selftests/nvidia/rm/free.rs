@@ -39,12 +39,19 @@ impl Driver {
                     }
                 }
             }
-            ObjKind::Memory { mem } => rm.put_mem(mem),
+            ObjKind::Memory { mem } => {
+                rm.put_mem(mem);
+                // RM unmaps the mappings made into and of an object as it
+                // frees it (`_clientUnmapInterMappings`,
+                // `resserv/src/rs_client.c:826,1252-1320` at 550.163.01).
+                rm.forget_dma_maps(client, o.handle);
+            }
             ObjKind::Usermode { gpu, mem } => {
                 if let Some(b) = rm.mem(mem).and_then(|m| m.backing.clone()) {
                     self.gpus[gpu as usize].engine.remove_usermode(&b);
                 }
                 rm.put_mem(mem);
+                rm.forget_dma_maps(client, o.handle);
             }
             ObjKind::Tsg { gpu, id, grctx, .. } => {
                 self.gpus[gpu as usize].engine.remove_tsg(id);
@@ -71,7 +78,11 @@ impl Driver {
                     rm.put_mem(grctx);
                 }
             }
-            ObjKind::VaSpace { mem, .. } | ObjKind::VirtualMemory { mem } => rm.put_mem(mem),
+            ObjKind::VaSpace { mem, .. } | ObjKind::VirtualMemory { mem, .. } => {
+                rm.put_mem(mem);
+                // Its mappings go with it.
+                rm.forget_dma_maps(client, o.handle);
+            }
             _ => {}
         }
     }
@@ -90,6 +101,8 @@ impl Driver {
         for g in self.gpus.iter() {
             g.engine.remove_events(Some(h), None);
         }
+        rm.dma_maps.retain(|m| m.client != h);
+        rm.cpu_maps.retain(|m| m.client != h);
         rm.purge_kmaps();
     }
 

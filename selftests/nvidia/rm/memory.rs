@@ -8,7 +8,7 @@ use kernel::prelude::*;
 use kernel::{page::PAGE_SIZE, sync::Arc};
 
 use super::call::{fill_info_list, parse_params, Ctl};
-use super::state::{Caller, Driver, KMap};
+use super::state::{Caller, CpuMap, DmaMap, Driver, KMap};
 use crate::base::{current_tgid, heap_size, parse, status_of, store, ObjKind, StatusResult};
 use crate::file::{self, Kind, MapCtx, NvFile};
 use crate::kapi::fdtable;
@@ -162,6 +162,15 @@ impl Driver {
             };
             // GUESS: the linear address is only a cookie once the fresh fd
             // is mmapped at offset 0; report the offset the fd maps.
+            let cm = CpuMap {
+                client: m.h_client,
+                memory: m.h_memory,
+                proc: current_tgid(),
+                address: 0,
+            };
+            rm.cpu_maps
+                .push(cm, GFP_KERNEL)
+                .map_err(|_| NV_ERR_NO_MEMORY)?;
             a.params.p_linear_address = 0;
             Ok(())
         })();
@@ -170,7 +179,8 @@ impl Driver {
         Ok(())
     }
 
-    /// RM_UNMAP_MEMORY: only the client is checked.
+    /// RM_UNMAP_MEMORY: only the client is checked; the CPU mapping of the
+    /// memory at that address, if any, is forgotten.
     pub(crate) fn unmap_memory(&self, f: &NvFile, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos34 = parse(p)?;
         let mut rm = self.rm.lock();
@@ -178,7 +188,191 @@ impl Driver {
             Ok(_) => NV_OK,
             Err(s) => s,
         };
+        if a.status == NV_OK {
+            let (c, h, at) = (a.h_client, a.h_memory, a.p_linear_address);
+            if let Some(i) = rm
+                .cpu_maps
+                .iter()
+                .position(|m| m.client == c && m.memory == h && m.address == at)
+            {
+                let _ = rm.cpu_maps.remove(i);
+            }
+        }
         store(&a, p);
+        Ok(())
+    }
+
+    /// RM_MAP_MEMORY_DMA (NVOS46): maps `length` bytes at `offset` of memory
+    /// object `hMemory` into NV50_MEMORY_VIRTUAL range `hDma` of device
+    /// `hDevice`, at GPU virtual address `dmaOffset`, which is the caller's
+    /// for a range that is not a context DMA (`nvos.h:2158-2161` at
+    /// 550.163.01). As RM: the device a device or subdevice of the client,
+    /// else `NV_ERR_INVALID_OBJECT` (`rmapi/mapping.c:80-90`); `offset +
+    /// length` past the memory, `NV_ERR_INVALID_LIMIT` (`:158-166`).
+    /// The double's own model (RM decides these in its GMMU code, which
+    /// needs the GPU): the address range must lie in the virtual range,
+    /// else `NV_ERR_INVALID_LIMIT`; a range the double did not place at a
+    /// fixed address (it places none itself), a context DMA, or a length
+    /// of 0 is `NV_ERR_NOT_SUPPORTED`; memory of another GPU
+    /// `NV_ERR_INVALID_ARGUMENT`. The mapping is recorded on the range (no
+    /// page tables are written: the double charges a range's page tables
+    /// whole when it is made).
+    pub(crate) fn map_memory_dma(&self, f: &NvFile, p: &mut [u8]) -> Result {
+        let mut a = Nvos46::parse(p)?;
+        let r: StatusResult = (|| {
+            let mut rm = self.rm.lock();
+            let ci = rm.client_for(a.h_client, Some(f.client_id()))?;
+            let c = &rm.clients[ci];
+            let gpu = match c.find(a.h_device).map(|o| o.kind) {
+                Some(ObjKind::Device { gpu } | ObjKind::Subdevice { gpu }) => gpu,
+                _ => return Err(NV_ERR_INVALID_OBJECT),
+            };
+            let (base, size) = match c.find(a.h_dma).map(|o| (o.parent, o.kind)) {
+                Some((_, ObjKind::VirtualMemory { base: None, .. })) => {
+                    return Err(NV_ERR_NOT_SUPPORTED)
+                }
+                Some((
+                    parent,
+                    ObjKind::VirtualMemory {
+                        base: Some(b),
+                        size,
+                        ..
+                    },
+                )) => {
+                    // Under this GPU's device.
+                    if c.gpu_of(parent) != Some(gpu) {
+                        return Err(NV_ERR_INVALID_ARGUMENT);
+                    }
+                    (b, size)
+                }
+                Some(_) => return Err(NV_ERR_NOT_SUPPORTED),
+                None => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
+            };
+            let mem = match c.find(a.h_memory).map(|o| o.kind) {
+                Some(ObjKind::Memory { mem }) => mem,
+                _ => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
+            };
+            let (mgpu, msize) = rm
+                .mem(mem)
+                .map(|m| (m.gpu, m.size))
+                .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
+            if a.offset.checked_add(a.length).is_none_or(|e| e > msize) {
+                return Err(NV_ERR_INVALID_LIMIT);
+            }
+            if a.length == 0 {
+                return Err(NV_ERR_NOT_SUPPORTED);
+            }
+            if mgpu != gpu {
+                return Err(NV_ERR_INVALID_ARGUMENT);
+            }
+            let inside = a.dma_offset >= base
+                && a.dma_offset
+                    .checked_add(a.length)
+                    .is_some_and(|e| e <= base.saturating_add(size));
+            if !inside {
+                return Err(NV_ERR_INVALID_LIMIT);
+            }
+            let m = DmaMap {
+                client: a.h_client,
+                virt: a.h_dma,
+                memory: a.h_memory,
+                va: a.dma_offset,
+                length: a.length,
+            };
+            rm.dma_maps
+                .push(m, GFP_KERNEL)
+                .map_err(|_| NV_ERR_NO_MEMORY)?;
+            Ok(())
+        })();
+        a.status = status_of(r);
+        a.store(p);
+        Ok(())
+    }
+
+    /// RM_UNMAP_MEMORY_DMA (NVOS47): removes the mapping of `hMemory` at
+    /// `dmaOffset` in range `hDma`, whole (`size` 0 or the mapping's).
+    /// Not found: `NV_ERR_INVALID_OBJECT_HANDLE`, as RM's
+    /// `intermapGetDmaMapping` miss (`mem_mgr/virtual_mem.c:1623-1624` at
+    /// 550.163.01). A partial unmap RM splits the mapping for
+    /// (`:1625-1710`) is `NV_ERR_NOT_SUPPORTED` in the double. Before 550
+    /// the block has no `size` (40 bytes: the whole mapping).
+    pub(crate) fn unmap_memory_dma(&self, f: &NvFile, p: &mut [u8]) -> Result {
+        let status_at = match p.len() {
+            NVOS47_SIZE => 40,
+            NVOS47_SIZE_535 => 32,
+            _ => return Err(EINVAL),
+        };
+        let h_client = rd32(p, 0)?;
+        let (h_dma, h_memory) = (rd32(p, 8)?, rd32(p, 12)?);
+        let va = rd64(p, 24)?;
+        let size = if status_at == 40 { rd64(p, 32)? } else { 0 };
+        let r: StatusResult = (|| {
+            let mut rm = self.rm.lock();
+            rm.client_for(h_client, Some(f.client_id()))?;
+            let i = rm
+                .dma_maps
+                .iter()
+                .position(|m| {
+                    m.client == h_client && m.virt == h_dma && m.memory == h_memory && m.va == va
+                })
+                .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
+            let whole = rm.dma_maps.get(i).map(|m| m.length);
+            if size != 0 && Some(size) != whole {
+                return Err(NV_ERR_NOT_SUPPORTED);
+            }
+            rm.dma_maps.remove(i).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
+            Ok(())
+        })();
+        wr32(p, status_at, status_of(r))?;
+        Ok(())
+    }
+
+    /// RM_UPDATE_DEVICE_MAPPING_INFO (NVOS56, ctl node): the CPU mapping of
+    /// `hMemory` at `pOldCpuAddress` made by this process now lives at
+    /// `pNewCpuAddress` (libcuda tells RM where it mmapped the fresh fd), as
+    /// `RmUpdateDeviceMappingInfo` (`arch/nvalloc/unix/src/osapi.c:945-1021`
+    /// at 550.163.01): a size other than NVOS56's NV_ERR_INVALID_ARGUMENT
+    /// (`escape.c:818-830`); the device neither a device nor a subdevice of
+    /// the client, or the object not memory, NV_ERR_INVALID_OBJECT_HANDLE;
+    /// no such mapping NV_ERR_OBJECT_NOT_FOUND (`refFindCpuMappingWithFilter`,
+    /// `resserv/src/rs_resource.c:408`).
+    pub(crate) fn update_device_mapping_info(&self, f: &NvFile, p: &mut [u8]) -> Result {
+        if f.kind != Kind::Ctl {
+            return Err(EINVAL);
+        }
+        if p.len() != NVOS56_SIZE {
+            return Err(EINVAL);
+        }
+        let h_client = rd32(p, 0)?;
+        let (h_device, h_memory) = (rd32(p, 4)?, rd32(p, 8)?);
+        let (old, new) = (rd64(p, 16)?, rd64(p, 24)?);
+        let r: StatusResult = (|| {
+            let mut rm = self.rm.lock();
+            let ci = rm.client_for(h_client, Some(f.client_id()))?;
+            let c = &rm.clients[ci];
+            if !matches!(
+                c.find(h_device).map(|o| o.kind),
+                Some(ObjKind::Device { .. } | ObjKind::Subdevice { .. })
+            ) {
+                return Err(NV_ERR_INVALID_OBJECT_HANDLE);
+            }
+            match c.find(h_memory).map(|o| o.kind) {
+                Some(ObjKind::Memory { .. } | ObjKind::Usermode { .. }) => {}
+                Some(_) => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
+                None => return Err(NV_ERR_OBJECT_NOT_FOUND),
+            }
+            let me = current_tgid();
+            let m = rm
+                .cpu_maps
+                .iter_mut()
+                .find(|m| {
+                    m.client == h_client && m.memory == h_memory && m.address == old && m.proc == me
+                })
+                .ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
+            m.address = new;
+            Ok(())
+        })();
+        wr32(p, 32, status_of(r))?;
         Ok(())
     }
 
@@ -283,4 +477,85 @@ impl Driver {
             })
         })
     }
+}
+
+/// NVOS56 (RM_UPDATE_DEVICE_MAPPING_INFO): hClient, hDevice, hMemory,
+/// pOldCpuAddress at 16, pNewCpuAddress at 24, status at 32
+/// (`nvos.h:2264-2272` at 550.163.01).
+const NVOS56_SIZE: usize = 40;
+
+/// NVOS47 (RM_UNMAP_MEMORY_DMA): hClient, hDevice, hDma, hMemory, flags,
+/// dmaOffset at 24, size at 32, status at 40 (`nvos.h:2174-2184` at
+/// 550.163.01; the same at 595.45.04).
+const NVOS47_SIZE: usize = 48;
+/// NVOS47 before 550: no `size`, status at 32 (`nvos.h:2139-2148` at
+/// 535.288.01).
+const NVOS47_SIZE_535: usize = 40;
+
+/// NVOS46 (RM_MAP_MEMORY_DMA) in the claimed release's layout: 56 bytes
+/// before 580 (`nvos.h:2149-2163` at 550.163.01), 64 from 580, where
+/// `flags2` and `kindOverride` come before `dmaOffset` (`nvos.h:2171-2187`
+/// at 595.45.04). Told apart by the block's size, which the escape's row
+/// fixes per release.
+struct Nvos46 {
+    h_client: u32,
+    h_device: u32,
+    h_dma: u32,
+    h_memory: u32,
+    offset: u64,
+    length: u64,
+    dma_offset: u64,
+    status: u32,
+    /// Where `dmaOffset` is (`status` follows it).
+    dma_at: usize,
+}
+
+impl Nvos46 {
+    fn parse(p: &[u8]) -> Result<Self> {
+        let dma_at = match p.len() {
+            56 => 40,
+            64 => 48,
+            _ => return Err(EINVAL),
+        };
+        Ok(Self {
+            h_client: rd32(p, 0)?,
+            h_device: rd32(p, 4)?,
+            h_dma: rd32(p, 8)?,
+            h_memory: rd32(p, 12)?,
+            offset: rd64(p, 16)?,
+            length: rd64(p, 24)?,
+            dma_offset: rd64(p, dma_at)?,
+            status: 0,
+            dma_at,
+        })
+    }
+
+    /// Writes the outputs back: `dmaOffset` and `status`.
+    fn store(&self, p: &mut [u8]) {
+        let _ = wr64(p, self.dma_at, self.dma_offset);
+        let _ = wr32(p, self.dma_at + 8, self.status);
+    }
+}
+
+fn rd32(p: &[u8], at: usize) -> Result<u32> {
+    let b = p.get(at..at + 4).ok_or(EINVAL)?;
+    Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn rd64(p: &[u8], at: usize) -> Result<u64> {
+    Ok(u64::from(rd32(p, at)?) | (u64::from(rd32(p, at + 4)?) << 32))
+}
+
+fn wr32(p: &mut [u8], at: usize, v: u32) -> Result {
+    p.get_mut(at..at + 4)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&v.to_ne_bytes());
+    Ok(())
+}
+
+fn wr64(p: &mut [u8], at: usize, v: u64) -> Result {
+    p.get_mut(at..at + 8)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&v.to_ne_bytes());
+    Ok(())
 }

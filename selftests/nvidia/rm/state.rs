@@ -95,6 +95,43 @@ pub(crate) struct Rm {
     pub(crate) memblock_size: u64,
     /// The nvidia-uvm node's state (VA spaces, their ranges, residency).
     pub(crate) uvm: crate::uvm::state::Uvm,
+    /// GPU mappings made by RM_MAP_MEMORY_DMA, of every client.
+    pub(crate) dma_maps: KVec<DmaMap>,
+    /// CPU mappings made by RM_MAP_MEMORY, of every client.
+    pub(crate) cpu_maps: KVec<CpuMap>,
+}
+
+/// A CPU mapping of a memory object (RM_MAP_MEMORY): RM's `RsCpuMapping`
+/// on the object, with the address RM gave and the process that asked
+/// (`resserv/src/rs_resource.c`, `rmapi/mapping_cpu.c` at 550.163.01).
+#[derive(Clone, Copy)]
+pub(crate) struct CpuMap {
+    /// The client of the memory object.
+    pub(crate) client: u32,
+    /// The memory object.
+    pub(crate) memory: u32,
+    /// The process that made it.
+    pub(crate) proc: i32,
+    /// Its address: what RM_MAP_MEMORY returned, until
+    /// RM_UPDATE_DEVICE_MAPPING_INFO moves it.
+    pub(crate) address: u64,
+}
+
+/// A mapping of a memory object into a GPU VA range (RM_MAP_MEMORY_DMA):
+/// RM's `CLI_DMA_MAPPING_INFO` on the virtual memory object
+/// (`mem_mgr/virtual_mem.c` at 550.163.01).
+#[derive(Clone, Copy)]
+pub(crate) struct DmaMap {
+    /// The client of both objects.
+    pub(crate) client: u32,
+    /// The NV50_MEMORY_VIRTUAL object mapped into.
+    pub(crate) virt: u32,
+    /// The memory object mapped.
+    pub(crate) memory: u32,
+    /// Its GPU virtual address.
+    pub(crate) va: u64,
+    /// Bytes mapped.
+    pub(crate) length: u64,
 }
 
 pub(crate) struct Gpu {
@@ -227,6 +264,14 @@ impl Rm {
         Ok(i)
     }
 
+    /// Forgets client `client`'s GPU mappings into or of object `h`.
+    pub(crate) fn forget_dma_maps(&mut self, client: u32, h: u32) {
+        self.dma_maps
+            .retain(|m| m.client != client || (m.virt != h && m.memory != h));
+        self.cpu_maps
+            .retain(|m| m.client != client || m.memory != h);
+    }
+
     pub(crate) fn mem(&mut self, id: u32) -> Option<&mut Mem> {
         self.mems.iter_mut().find(|m| m.id == id)
     }
@@ -305,6 +350,8 @@ impl Driver {
                     compute_reservation: [0; MAX_GPUS],
                     memblock_size: 0,
                     uvm: crate::uvm::state::Uvm::new(),
+                    dma_maps: KVec::new(),
+                    cpu_maps: KVec::new(),
                 }),
                 next_file <- new_mutex!(1),
             }),

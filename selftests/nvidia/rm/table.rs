@@ -40,7 +40,7 @@ const fn esc(escape: Escape, serve: EscapeFn) -> EscapeRow {
 
 /// The escapes, by the handler that serves each. Known escapes not here
 /// are not modelled (`EINVAL`).
-static ESCAPES: [EscapeRow; 18] = [
+static ESCAPES: [EscapeRow; 21] = [
     esc(Escape::CheckVersionStr, Driver::check_version),
     esc(Escape::CardInfo, Driver::card_info),
     esc(Escape::RegisterFd, Driver::register_fd),
@@ -51,6 +51,12 @@ static ESCAPES: [EscapeRow; 18] = [
     esc(Escape::RmAllocMemory, Driver::alloc_memory),
     esc(Escape::RmMapMemory, Driver::map_memory),
     esc(Escape::RmUnmapMemory, Driver::unmap_memory),
+    esc(Escape::RmMapMemoryDma, Driver::map_memory_dma),
+    esc(Escape::RmUnmapMemoryDma, Driver::unmap_memory_dma),
+    esc(
+        Escape::RmUpdateDeviceMappingInfo,
+        Driver::update_device_mapping_info,
+    ),
     esc(Escape::RmDupObject, Driver::dup),
     esc(Escape::AllocOsEvent, Driver::alloc_os_event),
     esc(Escape::FreeOsEvent, Driver::free_os_event),

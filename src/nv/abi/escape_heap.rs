@@ -88,15 +88,22 @@ wire_struct! {
 }
 
 impl Nvos32AllocSize {
-    /// The class-0x40/0x3e alloc params RM turns this heap request into.
+    /// The class-0x40/0x3e alloc params RM turns this heap request into
+    /// (`ALLOC_SIZE_PARAMS`, `interface/deprecated/rmapi_deprecated_vidheapctrl.c:176-193`
+    /// at 535.288.01): the offset too, where a fixed-address range starts.
     pub fn memory_params(&self) -> MemoryAllocationParams {
         MemoryAllocationParams {
             owner: self.owner,
+            surface_type: self.surface_type,
             flags: self.flags,
+            width: self.width,
+            height: self.height,
             attr: self.attr,
             attr2: self.attr2,
+            format: self.format,
             size: self.size,
             alignment: self.alignment,
+            offset: self.offset,
             ..Default::default()
         }
     }

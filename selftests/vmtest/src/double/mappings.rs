@@ -293,3 +293,133 @@ pub(super) fn os_event_by_poll() -> Outcome {
     ensure!(r == 0, "event after FREE_OS_EVENT: {r:#x}");
     Ok(())
 }
+
+/// An NVOS46 of the claimed release's size (56 bytes before 580, 64 from:
+/// `flags2` and `kindOverride` before `dmaOffset`), its `dmaOffset` at
+/// `dma_at`, `status` 8 bytes after.
+fn nvos46(h: [Handle; 4], offset: u64, length: u64, dma: u64) -> Result<(Vec<u8>, usize), String> {
+    let n = match nvclient::speaks().escape_rule(Escape::RmMapMemoryDma) {
+        Some(nvclient::ioctl::SizeRule::Exact(n)) => n,
+        r => return Err(format!("RM_MAP_MEMORY_DMA's size rule: {r:?}")),
+    };
+    let dma_at = if n == 64 { 48 } else { 40 };
+    let mut b = vec![0u8; n];
+    for (i, w) in h.iter().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
+    }
+    b[16..24].copy_from_slice(&offset.to_ne_bytes());
+    b[24..32].copy_from_slice(&length.to_ne_bytes());
+    // NVOS46_FLAGS_DMA_OFFSET_FIXED_TRUE, as libcuda sends it.
+    b[32..36].copy_from_slice(&0x8000u32.to_ne_bytes());
+    b[dma_at..dma_at + 8].copy_from_slice(&dma.to_ne_bytes());
+    Ok((b, dma_at))
+}
+
+fn word(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// RM_MAP_MEMORY_DMA and RM_UNMAP_MEMORY_DMA, as libcuda's cuCtxCreate
+/// makes them (docs/driver-double.md): 8 KiB of VRAM mapped into an
+/// NV50_MEMORY_VIRTUAL range allocated at a fixed address (8 GiB) is
+/// NV_OK; the mapping's end past the range or `offset + length` past the
+/// memory NV_ERR_INVALID_LIMIT; a range the double did not place (no fixed
+/// address) NV_ERR_NOT_SUPPORTED; the device handle naming memory
+/// NV_ERR_INVALID_OBJECT; the unmap of the mapping NV_OK, once (then
+/// NV_ERR_INVALID_OBJECT_HANDLE); a mapping whose memory is freed goes
+/// with it (its unmap then NV_ERR_INVALID_OBJECT_HANDLE).
+pub(super) fn map_memory_dma_into_fixed_ranges() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let (ctl, c, dev) = (&s.ctl, s.client, s.device);
+    const BASE: u64 = 8 * GIB;
+    let range = |fixed: bool| -> Result<Handle, String> {
+        let mut v = nvclient::vram_params(c, 4 * MIB);
+        v.flags |= heap::ALLOC_FLAGS_VIRTUAL;
+        if fixed {
+            v.flags |= heap::ALLOC_FLAGS_FIXED_ADDRESS_ALLOCATE;
+            v.offset = BASE;
+        }
+        let mut b = v.to_bytes();
+        ctl.alloc(c, dev, 0, class::NV50_MEMORY_VIRTUAL, &mut b)
+            .ctx("virtual range")
+    };
+    let va = range(true)?;
+    let floating = range(false)?;
+    let vram = |size: u64| -> Result<Handle, String> {
+        let mut b = nvclient::vram_params(c, size).to_bytes();
+        ctl.alloc(c, dev, 0, class::NV01_MEMORY_LOCAL_USER, &mut b)
+            .ctx("VRAM")
+    };
+    let mem = vram(2 * MIB)?;
+    let map = |h: [Handle; 4], offset: u64, length: u64, dma: u64| -> Result<u32, String> {
+        let (mut b, at) = nvos46(h, offset, length, dma)?;
+        ctl.ioctl(Escape::RmMapMemoryDma.nr(), &mut b)
+            .ctx("RM_MAP_MEMORY_DMA")?;
+        Ok(word(&b, at + 8))
+    };
+    let unmap = |virt: Handle, memory: Handle, dma: u64| -> Result<u32, String> {
+        let mut b = vec![0u8; 48];
+        for (i, w) in [c, dev, virt, memory].iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
+        }
+        b[24..32].copy_from_slice(&dma.to_ne_bytes());
+        ctl.ioctl(Escape::RmUnmapMemoryDma.nr(), &mut b)
+            .ctx("RM_UNMAP_MEMORY_DMA")?;
+        Ok(word(&b, 40))
+    };
+    let end = BASE + 4 * MIB;
+    for (what, got, want) in [
+        (
+            "8 KiB at the range's start",
+            map([c, dev, va, mem], 0, 0x2000, BASE)?,
+            NV_OK,
+        ),
+        (
+            "its last 8 KiB",
+            map([c, dev, va, mem], 0, 0x2000, end - 0x2000)?,
+            NV_OK,
+        ),
+        (
+            "past the range's end",
+            map([c, dev, va, mem], 0, 0x2000, end - 0x1000)?,
+            NV_ERR_INVALID_LIMIT,
+        ),
+        (
+            "below the range",
+            map([c, dev, va, mem], 0, 0x2000, BASE - 0x2000)?,
+            NV_ERR_INVALID_LIMIT,
+        ),
+        (
+            "past the memory",
+            map([c, dev, va, mem], 2 * MIB - 0x1000, 0x2000, BASE)?,
+            NV_ERR_INVALID_LIMIT,
+        ),
+        (
+            "into a range not placed",
+            map([c, dev, floating, mem], 0, 0x2000, 0)?,
+            NV_ERR_NOT_SUPPORTED,
+        ),
+        (
+            "with memory as the device",
+            map([c, mem, va, mem], 0, 0x2000, BASE)?,
+            NV_ERR_INVALID_OBJECT,
+        ),
+        ("unmapped", unmap(va, mem, BASE)?, NV_OK),
+        (
+            "unmapped again",
+            unmap(va, mem, BASE)?,
+            NV_ERR_INVALID_OBJECT_HANDLE,
+        ),
+    ] {
+        ensure!(got == want, "{what}: status {got:#x}, want {want:#x}");
+    }
+    ctl.free(c, dev, mem).ctx("free the memory")?;
+    let got = unmap(va, mem, end - 0x2000)?;
+    ensure!(
+        got == NV_ERR_INVALID_OBJECT_HANDLE,
+        "a mapping of freed memory unmapped with {got:#x}: it outlived its memory"
+    );
+    ctl.free(c, c, c).ctx("free client")?;
+    Ok(())
+}

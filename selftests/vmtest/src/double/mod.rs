@@ -65,6 +65,7 @@ pub const TESTS: &[Test] = tests![
     alloc_memory_reports_heap_limit,
     mappings_share_data,
     map_context_once_per_file,
+    map_memory_dma_into_fixed_ranges,
     dup_is_not_double_charged,
     os_event_by_poll,
     client_bound_to_its_ctl_file,
