@@ -10,6 +10,8 @@
 //! ledger when the last handle to its memory goes: with the object, an
 //! ancestor, the client or the file.
 
+use core::sync::atomic::{AtomicBool, Ordering};
+
 use kernel::{
     prelude::*,
     rbtree::{RBTree, RBTreeNode, RBTreeNodeReservation},
@@ -50,6 +52,10 @@ pub(crate) struct CtlFile {
     /// before `objects`.
     #[pin]
     pub(crate) order: Mutex<()>,
+    /// Whether a client of this file ever took a vGPU's compute-mode
+    /// reservation: until then a free has none to let go of
+    /// ([`CtlFile::drop_reservations`] costs a relaxed load).
+    pub(crate) reserved: AtomicBool,
 }
 
 impl CtlFile {
@@ -78,6 +84,9 @@ impl CtlFile {
     /// the holder's subdevice is freed (`subdevice.c:431-448` at
     /// 550.163.01). Call after the objects freed are forgotten.
     pub(crate) fn drop_reservations(&self, client: u32) {
+        if !self.reserved.load(Ordering::Relaxed) {
+            return;
+        }
         for v in self.vgpus.iter() {
             if client == 0 || v.compute.lock().reservation != client {
                 continue;

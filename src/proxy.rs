@@ -11,6 +11,8 @@
 //! with the same `EINVAL`; an escape vgpu does not know never reaches the
 //! driver.
 
+use core::sync::atomic::AtomicBool;
+
 use kernel::{
     bindings,
     fs::File,
@@ -53,6 +55,7 @@ fn open_ctl(file: &File) -> Result<Arc<CtlProxy>> {
             objects <- new_mutex!(Objects::default()),
             gr <- new_mutex!(()),
             order <- new_mutex!(()),
+            reserved: AtomicBool::new(false),
         }),
         GFP_KERNEL,
     )?;

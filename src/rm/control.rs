@@ -9,6 +9,8 @@
 //! is forwarded from vgpu's copy of the block inside the caller's compute
 //! window; anything else is refused (default deny).
 
+use core::sync::atomic::Ordering;
+
 use kernel::{prelude::*, sync::Arc};
 
 use super::ctx::{control_params, CtlFile, Ctx};
@@ -117,6 +119,9 @@ fn compute_reservation(cx: &Ctx<'_>, a: &abi::Nvos54) -> RmResult {
     let v = super::processes::own_subdevice_vgpu(cx, a)?;
     let mut c = v.compute.lock();
     if a.cmd == ctrl::NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION {
+        // Before the holder is set: a free that sees no flag has no
+        // holder of this file to find.
+        cx.file.reserved.store(true, Ordering::Relaxed);
         c.reservation = a.h_client;
         Ok(())
     } else if c.reservation == a.h_client {
