@@ -263,8 +263,18 @@ impl Driver {
         let ring = match cp.h_userd_memory[0] {
             0 => None,
             h => {
+                // RM needs no CPU mapping of USERD: memory the caller has
+                // not mapped yet (the double backs VRAM when it is first
+                // mapped) is backed here.
                 let b = match n.rm.clients[n.ci].find(h).map(|o| o.kind) {
-                    Some(ObjKind::Memory { mem }) => n.rm.mem(mem).and_then(|m| m.backing.clone()),
+                    Some(ObjKind::Memory { mem }) => n.rm.mem(mem).and_then(|m| {
+                        if m.backing.is_none() && m.size <= MAX_BACKED {
+                            m.backing = Backing::new(m.size)
+                                .ok()
+                                .and_then(|b| Arc::new(b, GFP_KERNEL).ok());
+                        }
+                        m.backing.clone()
+                    }),
                     _ => None,
                 };
                 let off = cp.userd_offset[0] as usize;
