@@ -358,15 +358,21 @@ pub(super) fn map_memory_dma_into_fixed_ranges() -> Outcome {
             .ctx("RM_MAP_MEMORY_DMA")?;
         Ok(word(&b, at + 8))
     };
+    // NVOS47: 48 bytes, status at 40; before 550 40 bytes without `size`,
+    // status at 32.
+    let n47 = match nvclient::speaks().escape_rule(Escape::RmUnmapMemoryDma) {
+        Some(nvclient::ioctl::SizeRule::Exact(n)) => n,
+        r => return Err(format!("RM_UNMAP_MEMORY_DMA's size rule: {r:?}")),
+    };
     let unmap = |virt: Handle, memory: Handle, dma: u64| -> Result<u32, String> {
-        let mut b = vec![0u8; 48];
+        let mut b = vec![0u8; n47];
         for (i, w) in [c, dev, virt, memory].iter().enumerate() {
             b[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
         }
         b[24..32].copy_from_slice(&dma.to_ne_bytes());
         ctl.ioctl(Escape::RmUnmapMemoryDma.nr(), &mut b)
             .ctx("RM_UNMAP_MEMORY_DMA")?;
-        Ok(word(&b, 40))
+        Ok(word(&b, n47 - 8))
     };
     let end = BASE + 4 * MIB;
     for (what, got, want) in [
