@@ -302,10 +302,14 @@ impl Driver {
             NVOS47_SIZE_535 => 32,
             _ => return Err(EINVAL),
         };
-        let h_client = rd32(p, 0)?;
-        let (h_dma, h_memory) = (rd32(p, 8)?, rd32(p, 12)?);
-        let va = rd64(p, 24)?;
-        let size = if status_at == 40 { rd64(p, 32)? } else { 0 };
+        let h_client = abi::read_field::<u32>(p, 0);
+        let (h_dma, h_memory) = (abi::read_field::<u32>(p, 8), abi::read_field::<u32>(p, 12));
+        let va = abi::read_field::<u64>(p, 24);
+        let size = if status_at == 40 {
+            abi::read_field::<u64>(p, 32)
+        } else {
+            0
+        };
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
             rm.client_for(h_client, Some(f.client_id()))?;
@@ -323,7 +327,7 @@ impl Driver {
             rm.dma_maps.remove(i).map_err(|_| NV_ERR_INVALID_ARGUMENT)?;
             Ok(())
         })();
-        wr32(p, status_at, status_of(r))?;
+        status_of(r).encode(p.get_mut(status_at..).unwrap_or_default());
         Ok(())
     }
 
@@ -343,9 +347,9 @@ impl Driver {
         if p.len() != NVOS56_SIZE {
             return Err(EINVAL);
         }
-        let h_client = rd32(p, 0)?;
-        let (h_device, h_memory) = (rd32(p, 4)?, rd32(p, 8)?);
-        let (old, new) = (rd64(p, 16)?, rd64(p, 24)?);
+        let h_client = abi::read_field::<u32>(p, 0);
+        let (h_device, h_memory) = (abi::read_field::<u32>(p, 4), abi::read_field::<u32>(p, 8));
+        let (old, new) = (abi::read_field::<u64>(p, 16), abi::read_field::<u64>(p, 24));
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
             let ci = rm.client_for(h_client, Some(f.client_id()))?;
@@ -372,7 +376,7 @@ impl Driver {
             m.address = new;
             Ok(())
         })();
-        wr32(p, 32, status_of(r))?;
+        status_of(r).encode(p.get_mut(32..).unwrap_or_default());
         Ok(())
     }
 
@@ -517,14 +521,15 @@ impl Nvos46 {
             64 => 48,
             _ => return Err(EINVAL),
         };
+        // The size is checked: every field is inside `p`.
         Ok(Self {
-            h_client: rd32(p, 0)?,
-            h_device: rd32(p, 4)?,
-            h_dma: rd32(p, 8)?,
-            h_memory: rd32(p, 12)?,
-            offset: rd64(p, 16)?,
-            length: rd64(p, 24)?,
-            dma_offset: rd64(p, dma_at)?,
+            h_client: abi::read_field::<u32>(p, 0),
+            h_device: abi::read_field::<u32>(p, 4),
+            h_dma: abi::read_field::<u32>(p, 8),
+            h_memory: abi::read_field::<u32>(p, 12),
+            offset: abi::read_field::<u64>(p, 16),
+            length: abi::read_field::<u64>(p, 24),
+            dma_offset: abi::read_field::<u64>(p, dma_at),
             status: 0,
             dma_at,
         })
@@ -532,30 +537,9 @@ impl Nvos46 {
 
     /// Writes the outputs back: `dmaOffset` and `status`.
     fn store(&self, p: &mut [u8]) {
-        let _ = wr64(p, self.dma_at, self.dma_offset);
-        let _ = wr32(p, self.dma_at + 8, self.status);
+        self.dma_offset
+            .encode(p.get_mut(self.dma_at..).unwrap_or_default());
+        self.status
+            .encode(p.get_mut(self.dma_at + 8..).unwrap_or_default());
     }
-}
-
-fn rd32(p: &[u8], at: usize) -> Result<u32> {
-    let b = p.get(at..at + 4).ok_or(EINVAL)?;
-    Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-fn rd64(p: &[u8], at: usize) -> Result<u64> {
-    Ok(u64::from(rd32(p, at)?) | (u64::from(rd32(p, at + 4)?) << 32))
-}
-
-fn wr32(p: &mut [u8], at: usize, v: u32) -> Result {
-    p.get_mut(at..at + 4)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&v.to_ne_bytes());
-    Ok(())
-}
-
-fn wr64(p: &mut [u8], at: usize, v: u64) -> Result {
-    p.get_mut(at..at + 8)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&v.to_ne_bytes());
-    Ok(())
 }
