@@ -122,7 +122,7 @@ hp=$(awk '/^test result:/ {s += $4} END {print s + 0}' "$log")
 hf=$(awk '/^test result:/ {s += $6} END {print s + 0}' "$log")
 if grep -q '^test result:' "$log"; then
     pass "$hp"; [ "$hf" = 0 ] || fail "$hf" "host tests"
-    grep -qE '^error(\[|:)' "$log" && fail 1 "host tests did not build"
+    grep -qE '^error(\[E[0-9]|: could not compile)' "$log" && fail 1 "host tests did not build"
 else
     fail 1 "host tests did not run"
 fi
@@ -206,18 +206,22 @@ if [ -n "$debug" ]; then
     # it arms fault injection. A fixed seed, so that a failure here
     # replays from the log; make fuzz draws its own from the clock.
     vm_run "debug kernel, fuzz slice" vm-debug --variant debug --timeout 1800 \
-        --fuzz calls=60000,kills=500,cycles=100,seed=17185022720 fuzz
+        --fuzz calls=30000,kills=250,cycles=50,seed=17185022720 fuzz
     rm -rf build/test-vm-fuzz && cp -r build/vm-debug build/test-vm-fuzz 2>/dev/null || true
     grep '^# fuzz figures' build/vm-debug/tap.log 2>/dev/null || true
 fi
 
-# Older releases vgpu has tables for: every suite again on the stock
+# Older releases vgpu has tables for: the suites again on the stock
 # kernel, the double claiming the release and speaking its ABI
-# (docs/driver-branches.md). 1200 s: the lane once stopped after
-# priority.sigkill_of_a_frozen_tenant_frees_everything at 600 s on a
-# loaded host (docs/testing.md, "Debian's stock kernel").
+# (docs/driver-branches.md). Not the runtimes' suites (containers,
+# containers_runc, dra, breakout) nor priority: they test podman, runc,
+# CDI and the scheduler's levels, which do not change with the release,
+# and they were half of this lane's time (CI at 1fe0352 ran 82 minutes
+# of its 90). 1200 s: the lane once stopped at 600 s on a loaded host
+# (docs/testing.md, "Debian's stock kernel").
 for rel in "${releases[@]}"; do
-    vm_run "Debian's stock kernel, driver $rel" "vm-stock-$rel" --variant stock --timeout 1200 --release "$rel"
+    vm_run "Debian's stock kernel, driver $rel" "vm-stock-$rel" --variant stock --timeout 1200 --release "$rel" \
+        -- -containers -containers_runc -dra -breakout -priority
 done
 # NVIDIA's userspace of Debian bookworm (535.261.03) on the double
 # claiming that release: the nvidia_userspace suite alone (every other

@@ -251,62 +251,31 @@ impl Driver {
             }
             _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
         };
-        let cp: abi::ChannelAllocParams = match parse_class_params(n.params) {
-            Ok(cp) => cp,
-            Err(s) => {
-                if own_tsg {
-                    self.gpus[gpu as usize].engine.remove_tsg(tsg);
-                }
-                return Err(s);
-            }
-        };
+        let made = self.channel_in_tsg(n, gpu, tsg, tsg_vaspace, own_tsg);
+        if made.is_err() && own_tsg {
+            self.gpus[gpu as usize].engine.remove_tsg(tsg);
+        }
+        made
+    }
+
+    /// The channel itself, once its TSG exists; the caller removes a TSG
+    /// made for it alone when this fails.
+    fn channel_in_tsg(
+        &self,
+        n: &mut NewObject<'_>,
+        gpu: u32,
+        tsg: u32,
+        tsg_vaspace: u32,
+        own_tsg: bool,
+    ) -> StatusResult<ObjKind> {
+        let cp: abi::ChannelAllocParams = parse_class_params(n.params)?;
         let ring = match cp.h_userd_memory[0] {
             0 => None,
-            h => {
-                // RM needs no CPU mapping of USERD: memory the caller has
-                // not mapped yet (the double backs VRAM when it is first
-                // mapped) is backed here.
-                let b = match n.rm.clients[n.ci].find(h).map(|o| o.kind) {
-                    Some(ObjKind::Memory { mem }) => n.rm.mem(mem).and_then(|m| {
-                        if m.backing.is_none() && m.size <= MAX_BACKED {
-                            m.backing = Backing::new(m.size)
-                                .ok()
-                                .and_then(|b| Arc::new(b, GFP_KERNEL).ok());
-                        }
-                        m.backing.clone()
-                    }),
-                    _ => None,
-                };
-                let off = cp.userd_offset[0] as usize;
-                let need = crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
-                match b {
-                    // A fuzzed offset near the top of the range must not
-                    // overflow (it did: an add-overflow BUG in the double).
-                    Some(b)
-                        if off % 8 == 0 && off.checked_add(need).is_some_and(|e| e <= b.len()) =>
-                    {
-                        Some((b, off))
-                    }
-                    _ => {
-                        if own_tsg {
-                            self.gpus[gpu as usize].engine.remove_tsg(tsg);
-                        }
-                        return Err(NV_ERR_INVALID_ARGUMENT);
-                    }
-                }
-            }
+            h => Some(Self::userd_ring(n, h, &cp)?),
         };
         // Its instance block, from framebuffer (`kchannelAllocMem_GM107`,
         // `kernel_channel_gm107.c:197-236` at 550.163.01).
-        let mem = match self.commit(n.rm, gpu, abi::INSTANCE_BLOCK.into()) {
-            Ok(mem) => mem,
-            Err(s) => {
-                if own_tsg {
-                    self.gpus[gpu as usize].engine.remove_tsg(tsg);
-                }
-                return Err(s);
-            }
-        };
+        let mem = self.commit(n.rm, gpu, abi::INSTANCE_BLOCK.into())?;
         let token = n.rm.next_token;
         n.rm.next_token += 1;
         let engine = &self.gpus[gpu as usize].engine;
@@ -314,9 +283,6 @@ impl Driver {
             .add_channel(tsg, token, ring, cp.gp_fifo_entries)
             .is_err()
         {
-            if own_tsg {
-                engine.remove_tsg(tsg);
-            }
             n.rm.put_mem(mem);
             return Err(NV_ERR_NO_MEMORY);
         }
@@ -337,6 +303,37 @@ impl Driver {
             mem,
             grctx: 0,
         })
+    }
+
+    /// The ring a channel's USERD memory `h` holds. RM needs no CPU
+    /// mapping of USERD: memory the caller has not mapped yet (the double
+    /// backs VRAM when it is first mapped) is backed here.
+    fn userd_ring(
+        n: &mut NewObject<'_>,
+        h: u32,
+        cp: &abi::ChannelAllocParams,
+    ) -> StatusResult<(Arc<Backing>, usize)> {
+        let b = match n.rm.clients[n.ci].find(h).map(|o| o.kind) {
+            Some(ObjKind::Memory { mem }) => n.rm.mem(mem).and_then(|m| {
+                if m.backing.is_none() && m.size <= MAX_BACKED {
+                    m.backing = Backing::new(m.size)
+                        .ok()
+                        .and_then(|b| Arc::new(b, GFP_KERNEL).ok());
+                }
+                m.backing.clone()
+            }),
+            _ => None,
+        };
+        let off = cp.userd_offset[0] as usize;
+        let need = crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
+        match b {
+            // A fuzzed offset near the top of the range must not overflow
+            // (it did: an add-overflow BUG in the double).
+            Some(b) if off % 8 == 0 && off.checked_add(need).is_some_and(|e| e <= b.len()) => {
+                Ok((b, off))
+            }
+            _ => Err(NV_ERR_INVALID_ARGUMENT),
+        }
     }
 
     /// TURING/AMPERE/HOPPER_USERMODE_A: the doorbell page, under a subdevice.
