@@ -210,7 +210,8 @@ const CONTROLS_570_211_01: [ControlRow; CONTROL_ROWS.len() - 3] = table::renumbe
 // 550.163.01: 570.211.01's, and: no Blackwell classes; channel params
 // without `tpcConfigID` (360 bytes, `alloc_channel.h:341`); the dma-buf
 // export block 2600 bytes (`nv-ioctl.h:143`); no DRAM encryption queries;
-// other params sizes (below).
+// the channels' NVC36F_CTRL_GET_CLASS_ENGINEID besides NV906F's
+// (`table::NVC36F_GET_CLASS_ENGINEID`); other params sizes (below).
 const ESCAPES_550_163_01: [EscapeRow; ESCAPE_ROWS.len()] = table::with_escape_size(
     ESCAPES_570_211_01,
     Escape::ExportToDmabufFd,
@@ -237,8 +238,14 @@ const SIZES_550: &[(u32, u32)] = &[
     (0x2080_3001, 16),
     (0x2080_3002, 5896),
 ];
-const CONTROLS_550_163_01: [ControlRow; CONTROL_ROWS.len() - 5] = table::with_params_sizes(
-    table::without_controls(CONTROLS_570_211_01, &[0x2080_1358, 0x2080_1359]),
+const CONTROLS_550_163_01: [ControlRow; CONTROL_ROWS.len() - 4] = table::with_params_sizes(
+    table::with_control(
+        table::without_controls::<{ CONTROL_ROWS.len() - 3 }, { CONTROL_ROWS.len() - 5 }>(
+            CONTROLS_570_211_01,
+            &[0x2080_1358, 0x2080_1359],
+        ),
+        table::NVC36F_GET_CLASS_ENGINEID,
+    ),
     SIZES_550,
 );
 
@@ -299,7 +306,7 @@ const SIZES_535: &[(u32, u32)] = &[
     (0xc56f_010b, 124),
     (0xcb33_0101, 5),
 ];
-const CONTROLS_535_288_01: [ControlRow; CONTROL_ROWS.len() - 12] = table::with_params_sizes(
+const CONTROLS_535_288_01: [ControlRow; CONTROL_ROWS.len() - 11] = table::with_params_sizes(
     table::without_controls(CONTROLS_550_163_01, &ABSENT_535),
     SIZES_535,
 );

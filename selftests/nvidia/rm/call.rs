@@ -25,6 +25,9 @@ pub(crate) struct Ctl<'a> {
     pub(crate) kind: Option<ObjKind>,
     /// The index in `rm.clients` of the client the control came in on.
     pub(crate) ci: usize,
+    /// The object the control is on (the client's own handle for the
+    /// client).
+    pub(crate) h_object: u32,
     /// The params, copied in; copied back out on success.
     pub(crate) p: &'a mut [u8],
     /// The file the client must be bound to (`None`: a kernel client).

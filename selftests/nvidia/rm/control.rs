@@ -81,6 +81,7 @@ impl Driver {
                 cmd,
                 kind,
                 ci,
+                h_object,
                 p,
                 file,
                 space,

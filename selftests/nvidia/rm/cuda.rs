@@ -5,6 +5,8 @@
 //! "libcuda"). Each is cited at 550.163.01 (files under `src/nvidia/src/`
 //! unless a header); where RM asks GSP, the answer is a GUESS for an H100.
 
+use kernel::prelude::*;
+
 use super::call::{fill_info_list, Ctl};
 use super::state::{Driver, BAR1_SIZE};
 use crate::base::{ObjKind, StatusResult};
@@ -178,6 +180,16 @@ pub(crate) const GPU_QUERY_COMPUTE_MODE_RULES: u32 = 0x20800131;
 pub(crate) const GPU_ACQUIRE_COMPUTE_MODE_RESERVATION: u32 = 0x20800145;
 /// See [`GPU_ACQUIRE_COMPUTE_MODE_RESERVATION`].
 pub(crate) const GPU_RELEASE_COMPUTE_MODE_RESERVATION: u32 = 0x20800146;
+
+/// NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST: `{numChannels; pChannelHandleList;
+/// pChannelList}`, 24 bytes (`ctrl0080fifo.h:332-340` at 550.163.01).
+pub(crate) const FIFO_GET_CHANNELLIST: u32 = 0x0080170d;
+/// What GET_CHANNELLIST gives a handle that is not one of the client's
+/// channels (`NV0080_CTRL_FIFO_GET_CHANNELLIST_INVALID_CHANNEL`).
+const INVALID_CHANNEL: u32 = 0xffff_ffff;
+/// RM copies no embedded list over 1 MiB (`RMAPI_PARAM_COPY_MAX_PARAMS_SIZE`,
+/// `inc/kernel/rmapi/param_copy.h:63` at 550.163.01).
+const PARAM_COPY_MAX: usize = 1 << 20;
 
 /// NV2080_CTRL_CMD_RC_RELEASE_WATCHDOG_REQUESTS, no params
 /// (`ctrl2080/ctrl2080rc.h`; `g_subdevice_nvoc.c:6422-6430`).
@@ -672,6 +684,54 @@ impl Driver {
         c.gpu()?;
         Ok(())
     }
+    /// NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST: for each of `numChannels`
+    /// handles in the caller's list, the channel's ID (the double's: its
+    /// work-submit token), or INVALID_CHANNEL for a handle that is not one
+    /// of the client's channels, into the caller's second list
+    /// (`deviceCtrlCmdFifoGetChannelList_IMPL`,
+    /// `kernel/gpu/fifo/kernel_fifo_ctrl.c:56-95` at 550.163.01); 0 channels
+    /// NV_ERR_INVALID_ARGUMENT (`:68-73`). RM copies both lists in and the
+    /// second out (`rmapi/embedded_param_copy.c:312-328`): a list over
+    /// 1 MiB NV_ERR_INVALID_ARGUMENT, one it cannot read or write
+    /// NV_ERR_INVALID_ADDRESS. libcuda asks it in `cuCtxCreate`.
+    pub(crate) fn fifo_get_channellist(&self, c: Ctl<'_>) -> StatusResult {
+        if c.p.len() != 24 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let n: u32 = abi::read_field(c.p, 0);
+        let handles_at: u64 = abi::read_field(c.p, 8);
+        let ids_at: u64 = abi::read_field(c.p, 16);
+        let bytes = n as usize * 4;
+        if n == 0 || bytes > PARAM_COPY_MAX {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let (ci, space) = (c.ci, c.space);
+        // No copy with RM locked (`Ctl::rm`).
+        drop(c.rm);
+        let mut handles = KVec::new();
+        handles
+            .resize(bytes, 0u8, GFP_KERNEL)
+            .map_err(|_| NV_ERR_NO_MEMORY)?;
+        space
+            .read(handles_at, &mut handles)
+            .map_err(|_| NV_ERR_INVALID_ADDRESS)?;
+        {
+            let rm = self.rm.lock();
+            let client = rm.clients.get(ci).ok_or(NV_ERR_INVALID_CLIENT)?;
+            for h in handles.chunks_exact_mut(4) {
+                let handle = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+                let id = match client.find(handle).map(|o| o.kind) {
+                    Some(ObjKind::Channel { token, .. }) => token,
+                    _ => INVALID_CHANNEL,
+                };
+                h.copy_from_slice(&id.to_ne_bytes());
+            }
+        }
+        space
+            .write(ids_at, &handles)
+            .map_err(|_| NV_ERR_INVALID_ADDRESS)
+    }
+
     /// NV2080_CTRL_CMD_GPU_ACQUIRE_COMPUTE_MODE_RESERVATION: with MIG off
     /// and the GPU's compute mode RULES_NONE (the double's, see
     /// [`Driver::gpu_query_compute_mode_rules`]), "the caller can always

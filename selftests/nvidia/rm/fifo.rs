@@ -4,9 +4,14 @@
 //! or a subdevice (NV2080 FIFO): each reaches the GPU's engine.
 
 use super::call::{parse_params, parse_release_params, Ctl};
+use super::grctx::is_compute_class;
 use super::state::Driver;
 use crate::base::{store, ObjKind, StatusResult};
 use crate::nv::abi::{self, status::*};
+
+/// NVC36F_CTRL_GET_CLASS_ENGINEID (NV906F's, `ctrl906f.h:95` and
+/// `ctrlc36f.h` at 550.163.01).
+pub(crate) const NVC36F_CTRL_GET_CLASS_ENGINEID: u32 = 0xc36f_0101;
 
 impl Driver {
     /// NVA06C_/NVA06F_CTRL_CMD_GPFIFO_SCHEDULE: enables or disables the
@@ -72,6 +77,52 @@ impl Driver {
         let mut q: abi::WorkSubmitTokenParams = parse_params(c.p)?;
         q.work_submit_token = token;
         store(&q, c.p);
+        Ok(())
+    }
+
+    /// NVC36F_CTRL_GET_CLASS_ENGINEID (`{hObject; classEngineID; classID;
+    /// engineID}`, `ctrl906f.h:95-104` at 550.163.01) on a channel: for an
+    /// engine object made in it, its class as `classEngineID`
+    /// (`SET_OBJECT`'s NVCLASS field, bits 15:0) and as `classID`, and the
+    /// NV2080 engine type of its engine (`kchannelCtrlCmdGetClassEngineid_IMPL`,
+    /// `kernel/gpu/fifo/kernel_channel.c:2937-2977`;
+    /// `kchannelGetClassEngineID_GM107`,
+    /// `arch/maxwell/kernel_channel_gm107.c:50-89`). `hObject` 0
+    /// NV_ERR_OBJECT_NOT_FOUND, the client's own handle
+    /// NV_ERR_INVALID_ARGUMENT, anything not made in the channel
+    /// NV_ERR_OBJECT_NOT_FOUND. GUESS: a copy object's engine is COPY0 (RM
+    /// gives the copy engine of the channel's runlist, which the double
+    /// does not model). libcuda asks it in `cuCtxCreate`.
+    pub(crate) fn get_class_engineid(&self, c: Ctl<'_>) -> StatusResult {
+        if !matches!(c.kind, Some(ObjKind::Channel { .. })) {
+            return Err(NV_ERR_NOT_SUPPORTED);
+        }
+        if c.p.len() != 16 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let h: u32 = abi::read_field(c.p, 0);
+        let client = c.rm.clients.get(c.ci).ok_or(NV_ERR_INVALID_CLIENT)?;
+        if h == 0 {
+            return Err(NV_ERR_OBJECT_NOT_FOUND);
+        }
+        if h == client.handle {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        let class = match client.find(h) {
+            Some(o) if o.parent == c.h_object => match o.kind {
+                ObjKind::Engine { class, .. } => class,
+                _ => return Err(NV_ERR_OBJECT_NOT_FOUND),
+            },
+            _ => return Err(NV_ERR_OBJECT_NOT_FOUND),
+        };
+        let engine = if is_compute_class(class) {
+            abi::engine::NV2080_ENGINE_TYPE_GRAPHICS
+        } else {
+            abi::engine::NV2080_ENGINE_TYPE_COPY0
+        };
+        for (at, v) in [(4, class & 0xffff), (8, class), (12, engine)] {
+            c.p[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        }
         Ok(())
     }
 

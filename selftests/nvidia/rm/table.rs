@@ -311,7 +311,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 76] = [
+static CONTROLS: [ControlRow; 78] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -442,6 +442,11 @@ static CONTROLS: [ControlRow; 76] = [
         cuda::GPU_QUERY_COMPUTE_MODE_RULES,
         On::Subdevice,
         Driver::gpu_query_compute_mode_rules,
+    ),
+    row(
+        cuda::FIFO_GET_CHANNELLIST,
+        On::Device,
+        Driver::fifo_get_channellist,
     ),
     row(
         cuda::GPU_ACQUIRE_COMPUTE_MODE_RESERVATION,
@@ -602,6 +607,11 @@ static CONTROLS: [ControlRow; 76] = [
         ctrl::NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
         On::Channel,
         Driver::work_submit_token,
+    ),
+    row(
+        super::fifo::NVC36F_CTRL_GET_CLASS_ENGINEID,
+        On::Channel,
+        Driver::get_class_engineid,
     ),
     row(
         ctrl::NV2080_CTRL_CMD_FIFO_DISABLE_CHANNELS,

@@ -519,7 +519,6 @@ const CUDA_REFUSED: &[u32] = &[
     0x2080_01a3, // GET_GPU_FABRIC_PROBE_INFO: not modelled
     0x2080_3002, // NVLINK_GET_NVLINK_STATUS: no NVLink modelled
     0x2080_182b, // BUS_GET_C2C_INFO: not modelled
-    0x0080_170d, // FIFO_GET_CHANNELLIST: not modelled; cuCtxCreate stops (801)
 ];
 
 /// What vgpu refuses libcuda (Denied rows, NV_ERR_NOT_SUPPORTED) that
@@ -616,10 +615,11 @@ fn check_cuda_log(who: &str, log: &str, denied: &[u32]) -> Outcome {
 /// is one RM refuses too or one the double does not model yet
 /// ([`CUDA_REFUSED`]; the NV_CONFIDENTIAL_COMPUTE class besides).
 /// `cuCtxCreate` maps memory into GPU VA ranges (RM_MAP_MEMORY_DMA), moves
-/// a CPU mapping (RM_UPDATE_DEVICE_MAPPING_INFO), makes its TSG and
-/// context share, and fails (801, CUDA_ERROR_NOT_SUPPORTED) at
-/// FIFO_GET_CHANNELLIST, which the double does not model yet. The test
-/// prints what cuprobe reports.
+/// a CPU mapping (RM_UPDATE_DEVICE_MAPPING_INFO), makes its TSG, context
+/// share, channels and their compute and copy objects, every call
+/// answered, and then fails (999, CUDA_ERROR_UNKNOWN): the double's engine
+/// does not yet run what libcuda pushes. The test prints what cuprobe
+/// reports.
 fn cuda_device_setup_on_the_double() -> Outcome {
     with_double(|rel| {
         ensure!(
@@ -628,7 +628,7 @@ fn cuda_device_setup_on_the_double() -> Outcome {
         );
         let (out, _) = traced(&format!("/bin/cuprobe-{rel}"))?;
         let heap = (HEAP_MIB << 20).to_string();
-        cuprobe_reached(&out, "cuprobe", "801", &heap)?;
+        cuprobe_reached(&out, "cuprobe", "999", &heap)?;
         let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
         check_cuda_log("directly", &log, &[])?;
         println!(
@@ -961,13 +961,14 @@ fn containers_query_all_hides_the_other() -> Outcome {
 /// vgpu refuses ([`CUDA_VGPU_DENIED`]), and nothing else is refused
 /// beyond [`CUDA_REFUSED`] and the NV_CONFIDENTIAL_COMPUTE class.
 /// `cuCtxCreate` goes past the compute-mode reservation (the vGPU's own)
-/// and stops where it stops directly, at the FIFO_GET_CHANNELLIST the
-/// double does not model (801).
+/// and makes the same objects as directly, every call answered, but
+/// fails with 304 (CUDA_ERROR_OPERATING_SYSTEM) where directly it fails
+/// with 999: the difference is not yet explained (issue 40).
 fn containers_cuda_device_setup() -> Outcome {
     for (t, (name, _, limit, _)) in TENANTS.iter().enumerate() {
         let out = in_tenant(t, "cuprobe")?;
         let bytes = (limit << 20).to_string();
-        cuprobe_reached(&out, &format!("{name}: cuprobe"), "801", &bytes)?;
+        cuprobe_reached(&out, &format!("{name}: cuprobe"), "304", &bytes)?;
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
         check_cuda_log(name, &log, CUDA_VGPU_DENIED)?;

@@ -545,6 +545,49 @@ pub const fn renumbered_control<const N: usize>(
     rows
 }
 
+/// NVC36F_CTRL_GET_CLASS_ENGINEID, the Volta channel classes' number for
+/// NV906F_CTRL_GET_CLASS_ENGINEID (`ctrlc36f.h:65-74` at 550.163.01), which
+/// RM's channels export beside 0x906f0101 up to 550 and not from 570
+/// (`g_kernel_channel_nvoc.c`); libcuda 550.163.01 and 535.261.03 ask it in
+/// `cuCtxCreate`. Forwarded as 0x906f0101 is: the class and engine of an
+/// object in the caller's own channel, which RM looks up in the channel's
+/// client.
+pub const NVC36F_GET_CLASS_ENGINEID: ControlRow = ct(
+    0xc36f_0101,
+    "NVC36F_CTRL_GET_CLASS_ENGINEID",
+    16,
+    P::Forward,
+    F::Fifo,
+);
+
+/// `rows` (in number order) with `row` added in its place: a control an
+/// older release has that the newer ones do not. `M` must be `N + 1`; a
+/// number already in `rows` fails to compile.
+pub const fn with_control<const N: usize, const M: usize>(
+    rows: [ControlRow; N],
+    row: ControlRow,
+) -> [ControlRow; M] {
+    assert!(M == N + 1, "with_control: M must be N + 1");
+    let mut out = [row; M];
+    let (mut i, mut o) = (0, 0);
+    let mut placed = false;
+    while i < N {
+        assert!(rows[i].cmd != row.cmd, "with_control: the control is in the table");
+        if !placed && row.cmd < rows[i].cmd {
+            out[o] = row;
+            o += 1;
+            placed = true;
+        }
+        out[o] = rows[i];
+        o += 1;
+        i += 1;
+    }
+    if !placed {
+        out[o] = row;
+    }
+    out
+}
+
 keyed_rows!(ControlRow, cmd: u32, control_row_in, controls_in_order, without_controls);
 sized_rows!(with_params_sizes, ControlRow, cmd);
 
