@@ -92,7 +92,9 @@ pub fn fired(attr: &str, times: u32) -> Result<bool, String> {
 /// Arms one framework: `percent` of the flagged tasks' eligible calls fail.
 ///
 /// fail_function cannot filter by task on x86: its kprobe handler runs
-/// from the breakpoint trap, where `in_task()` is false, so a task filter
+/// from the breakpoint trap (vgpu's points are `notrace`, so the kprobe is
+/// a breakpoint, not an ftrace one: `src/c/inject.c`), where `in_task()`
+/// is false, so a task filter
 /// would refuse every failure. It fails every caller of vgpu's points
 /// instead: the fuzz workers (nothing else uses vgpu while it is armed)
 /// and vgpu's scheduler thread.
