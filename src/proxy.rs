@@ -202,8 +202,8 @@ fn named(real: &RealFile, call: &Call) -> Result<Option<isize>> {
 
 // The row names the nodes vgpu admits an escape on: RM escapes on the ctl
 // node only (the driver would serve them on a GPU node too, for the ctl
-// file it is registered to, but they must pass vgpu's accounting there),
-// REGISTER_FD on GPU nodes only.
+// file it is registered to, but they must pass vgpu's accounting there)
+// but RM_ALLOC of the event classes, REGISTER_FD on GPU nodes only.
 
 #[vtable]
 impl FileOperations for CtlFops {
@@ -255,7 +255,13 @@ impl FileOperations for GpuFops {
             return Err(EPERM);
         }
         let named = named(&me.real, &call)?;
-        rm::gpu::dispatch(&me.kind, &call, call.row.handler, || match named {
+        let on = rm::gpu::Caller {
+            host: &me.host,
+            vgpus: core::slice::from_ref(&me.kind),
+            real: &me.real,
+            call: &call,
+        };
+        rm::gpu::dispatch(&me.kind, &on, call.row.handler, || match named {
             Some(r) => Ok(r),
             None => call.forward(&me.real),
         })

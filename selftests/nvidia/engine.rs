@@ -115,6 +115,7 @@ struct Tsg {
 
 struct Event {
     client: u32,
+    fd: u32,
     file: Arc<NvFile>,
 }
 
@@ -445,21 +446,29 @@ impl Engine {
             .retain(|p| !core::ptr::eq(&**p, &**page));
     }
 
-    /// Delivers completion events of `client`'s channels to `file`.
-    pub(crate) fn add_event(&self, client: u32, file: Arc<NvFile>) -> Result {
+    /// Delivers completion events of `client`'s channels to `file`, for
+    /// the OS event `(client, fd)`.
+    pub(crate) fn add_event(&self, client: u32, fd: u32, file: Arc<NvFile>) -> Result {
         self.state
             .lock()
             .events
-            .push(Event { client, file }, GFP_KERNEL)?;
+            .push(Event { client, fd, file }, GFP_KERNEL)?;
         Ok(())
     }
 
-    /// Stops event delivery to `file` for `client` (all clients if `None`).
-    pub(crate) fn remove_events(&self, client: Option<u32>, file: Option<&NvFile>) {
+    /// Stops the delivery of the events that match: of `client`, of OS
+    /// event number `fd`, to `file` (`None`: any).
+    pub(crate) fn remove_events(
+        &self,
+        client: Option<u32>,
+        fd: Option<u32>,
+        file: Option<&NvFile>,
+    ) {
         self.state.lock().events.retain(|e| {
             let c = client.is_none_or(|c| c == e.client);
+            let n = fd.is_none_or(|n| n == e.fd);
             let f = file.is_none_or(|f| core::ptr::eq(&*e.file, f));
-            !(c && f)
+            !(c && n && f)
         });
     }
 

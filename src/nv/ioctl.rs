@@ -198,16 +198,16 @@ impl Escape {
     /// Where the escape's parameters hold an fd the driver looks up in the
     /// caller's table, if any (the layouts' own `fd` fields).
     pub const fn embedded_fd(self) -> Option<usize> {
-        use super::abi::{field_offset, Nvos02WithFd, Nvos33WithFd, OsEvent, RegisterFd};
+        use super::abi::{field_offset, Nvos02WithFd, Nvos33WithFd, RegisterFd};
         const REGISTER: usize = field_offset(RegisterFd::FIELDS, "ctl_fd");
         const MAP: usize = field_offset(Nvos33WithFd::FIELDS, "fd");
         const ALLOC: usize = field_offset(Nvos02WithFd::FIELDS, "fd");
-        const EVENT: usize = field_offset(OsEvent::FIELDS, "fd");
         match self {
             Escape::RegisterFd => Some(REGISTER),
             Escape::RmMapMemory => Some(MAP),
             Escape::RmAllocMemory => Some(ALLOC),
-            Escape::AllocOsEvent | Escape::FreeOsEvent => Some(EVENT),
+            // ALLOC_OS_EVENT's and FREE_OS_EVENT's `fd` is a key RM never
+            // looks up (`nv.c:680-707` at 550.163.01).
             _ => None,
         }
     }

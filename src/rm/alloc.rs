@@ -11,10 +11,12 @@ use kernel::{prelude::*, sync::Arc};
 use super::block::{answer, status_at, Header};
 use super::ctx::{CtlFile, Ctx};
 use super::internal;
+use crate::call::Call;
 use crate::clients;
 use crate::deny;
+use crate::host::Host;
 use crate::kapi::pid::{current_comm, ProcessPid};
-use crate::kapi::{rmops::RmOps, user};
+use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::ClassHandler;
@@ -22,6 +24,7 @@ use crate::objects::{Held, Kind, Obj, Reservation};
 use crate::procs::{Counter, ProcUse};
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
+use crate::vgpu::Vgpu;
 
 /// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
 /// apart from the driver's own (`0xC1D0_0000` up).
@@ -158,6 +161,72 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
 /// bounce slot the block goes in (no other thread can change the handle
 /// after the check).
 fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize) -> Result<isize> {
+    let on = Caller {
+        host: cx.host,
+        vgpus: &cx.file.vgpus,
+        real: cx.real,
+        call: cx.call,
+    };
+    names_client_on(&on, blk, h, size, at)
+}
+
+/// Who makes a call, on either node: the container's vGPUs (a ctl file's,
+/// or the one a GPU node stands for), the real file and the call.
+pub(crate) struct Caller<'a> {
+    /// The host's GPUs and clients.
+    pub(crate) host: &'a Host,
+    /// The container's vGPUs.
+    pub(crate) vgpus: &'a [Arc<Vgpu>],
+    /// The private real file the call goes to.
+    pub(crate) real: &'a RealFile,
+    /// The call, decoded.
+    pub(crate) call: &'a Call,
+}
+
+/// RM_ALLOC on a GPU node, which RM takes for the event classes only
+/// (`RmIoctl`, `escape.c:386-410` at 550.163.01; every other class is
+/// `NV_CTL_DEVICE_ONLY`'s NV_ERR_INVALID_ARGUMENT, answered `EINVAL` by
+/// `nv.c:2684-2685`, which vgpu answers before the driver). The client RM
+/// checks is the one of the ctl file the GPU file was registered to (its
+/// `clientOSInfo`); vgpu checks the client the params name, by the class's
+/// row, as on the ctl node.
+pub(super) fn alloc_on_gpu_node(on: &Caller<'_>, count_denied: impl FnOnce()) -> Result<isize> {
+    let (addr, size) = (on.call.addr, on.call.size);
+    let mut buf = [0u8; abi::Nvos64::SIZE];
+    let blk = buf.get_mut(..size).ok_or(EINVAL)?;
+    user::read(addr, blk)?;
+    let h = Header::decode(blk);
+    if !class::ON_GPU_NODES.contains(&h.h_class) {
+        return Err(EINVAL);
+    }
+    let row = release::current().class_row(h.h_class);
+    if let Some(r) = row {
+        crate::rows::count(crate::rows::Family::Class, release::current().classes, r);
+    }
+    let policy = row.map(|r| r.policy);
+    if deny::refuse(deny::Family::Class, h.h_class, policy, count_denied) {
+        let status = row.map_or(NV_ERR_INVALID_CLASS, |r| r.refusal);
+        return answer(addr, blk, h.h_new, status);
+    }
+    match row.map(|r| (r.handler, r.params_size)) {
+        Some((ClassHandler::NamesClient { at }, want)) => {
+            names_client_on(on, blk, &h, want as usize, at as usize)
+        }
+        // An event class admitted without a row of its own
+        // (`unknown_calls=1`) or with another handler: not one vgpu makes
+        // on a GPU node.
+        _ => Err(EINVAL),
+    }
+}
+
+/// [`names_client`] for a caller on either node.
+fn names_client_on(
+    on: &Caller<'_>,
+    blk: &mut [u8],
+    h: &Header,
+    size: usize,
+    at: usize,
+) -> Result<isize> {
     const PPARAMS: usize = abi::field_offset(abi::Nvos21::FIELDS, "p_alloc_parms");
     const _: () = assert!(PPARAMS == abi::field_offset(abi::Nvos64::FIELDS, "p_alloc_parms"));
     // The two rows' params (12 and 24 bytes).
@@ -165,20 +234,20 @@ fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize
     let p = buf.get_mut(..size).ok_or(EINVAL)?;
     if h.pparams == 0 {
         // A required pointer that is NULL (`param_copy.c:314-315`).
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
+        return answer(on.call.addr, blk, h.h_new, NV_ERR_INVALID_ARGUMENT);
     }
     if user::read(h.pparams, p).is_err() {
         // `os_memcpy_from_user` (`os-interface.c:522-529`).
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
+        return answer(on.call.addr, blk, h.h_new, NV_ERR_INVALID_ADDRESS);
     }
     let named = p
         .get(at..at + 4)
         .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
         .ok_or(EINVAL)?;
-    if named != 0 && !clients::client_in(cx.host, named, &cx.file.vgpus) {
-        return answer(cx.call.addr, blk, h.h_new, NV_ERR_INVALID_OBJECT_HANDLE);
+    if named != 0 && !clients::client_in(on.host, named, on.vgpus) {
+        return answer(on.call.addr, blk, h.h_new, NV_ERR_INVALID_OBJECT_HANDLE);
     }
-    let r = cx.call.forward_block_params(cx.real, blk, PPARAMS, p)?;
+    let r = on.call.forward_block_params(on.real, blk, PPARAMS, p)?;
     // In/out params back to the caller, as for the accounted classes.
     user::write(h.pparams, p)?;
     Ok(r)

@@ -6,26 +6,34 @@
 
 use kernel::prelude::*;
 
+pub(crate) use super::alloc::Caller;
 use crate::call::Call;
 use crate::kapi::user;
 use crate::nv::abi::{class, status::NV_OK, Nvos02WithFd, Wire};
 use crate::nv::table::EscapeHandler;
 use crate::vgpu::Vgpu;
 
-/// Runs the handler `h` of an escape on vGPU `v`'s GPU node: `forward`
-/// forwards it (with an embedded fd translated, if it names a proxy file),
-/// then the handler rewrites the answer.
+/// Runs the handler `h` of an escape on vGPU `v`'s GPU node, for `on` (its
+/// `vgpus` is `v` alone): `forward` forwards it (with an embedded fd
+/// translated, if it names a proxy file), then the handler rewrites the
+/// answer; RM_ALLOC (event classes only) and the OS-event escapes are
+/// checked before anything is forwarded.
 pub(crate) fn dispatch(
     v: &Vgpu,
-    call: &Call,
+    on: &Caller<'_>,
     h: EscapeHandler,
     forward: impl FnOnce() -> Result<isize>,
 ) -> Result<isize> {
-    let r = forward()?;
-    if h == EscapeHandler::AllocMemory {
-        heap_limit(v, call)?;
+    match h {
+        EscapeHandler::Alloc => super::alloc::alloc_on_gpu_node(on, || v.count_denied()),
+        EscapeHandler::OsEvent => super::event::os_event(on),
+        EscapeHandler::AllocMemory => {
+            let r = forward()?;
+            heap_limit(v, on.call)?;
+            Ok(r)
+        }
+        _ => forward(),
     }
-    Ok(r)
 }
 
 /// RM_ALLOC_MEMORY of class 0x40 allocates nothing: it reports the heap as

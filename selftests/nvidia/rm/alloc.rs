@@ -4,19 +4,19 @@
 //! copies them, a client made, or an object checked against its client and
 //! parent and made by its class's handler (`table.rs`, `CLASSES`).
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::call::NewObject;
 use super::state::{Caller, Client, Driver, Object, Rm, CLIENT_HANDLE_BASE};
 use super::table::{self, ClassRow, New, Params};
 use crate::base::{current_tgid, parse, store, Space, StatusResult};
-use crate::file::NvFile;
+use crate::file::{Kind, NvFile};
 use crate::kapi::{pid::ProcessPid, user};
 use crate::nv::abi::{self, class, status::*};
 
 impl Driver {
     /// RM_ALLOC on a file (NVOS21 or NVOS64).
-    pub(crate) fn ioctl_alloc(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn ioctl_alloc(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         // Both layouts carry the same fields; NVOS64 adds rights and flags.
         // `paramsSize` is not among them: RM ignores it (below).
         let (h_root, h_parent, h_new, h_class, pparams) = match p.len() {
@@ -42,6 +42,14 @@ impl Driver {
             }
         };
         crate::calls::count(crate::calls::Kind::Class, h_class, h_root);
+        // On a GPU node RM makes the event classes only; anything else is
+        // `NV_CTL_DEVICE_ONLY`'s NV_ERR_INVALID_ARGUMENT, which `nv.c`
+        // answers with EINVAL (`escape.c:386-410`, `nv.c:2684-2685` at
+        // 550.163.01). The client RM checks is the registered ctl file's
+        // (`client_id`).
+        if f.kind != Kind::Ctl && !class::ON_GPU_NODES.contains(&h_class) {
+            return Err(EINVAL);
+        }
         let mut params = KVec::new();
         let r = alloc_params(h_class, pparams, &Space::User, &mut params).and_then(|()| {
             self.alloc(

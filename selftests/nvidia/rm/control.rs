@@ -4,7 +4,7 @@
 //! and out, the client and object looked up, and the control served by its
 //! row's handler (`table.rs`, `CONTROLS`).
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::call::Ctl;
 use super::state::Driver;
@@ -15,7 +15,7 @@ use crate::nv::abi::{self, status::*};
 
 impl Driver {
     /// RM_CONTROL on a file.
-    pub(crate) fn ioctl_control(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn ioctl_control(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos54 = parse(p)?;
         a.status = status_of(self.control(&a, Some(f.client_id()), &Space::User));
         store(&a, p);

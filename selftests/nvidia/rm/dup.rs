@@ -3,7 +3,7 @@
 //! RM_DUP_OBJECT (and a kernel client's NV04_DUP_OBJECT): a second handle
 //! on memory.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::state::{Caller, Driver, Object};
 use crate::base::{parse, store, ObjKind, StatusResult};
@@ -12,7 +12,7 @@ use crate::nv::abi::{self, status::*};
 
 impl Driver {
     /// RM_DUP_OBJECT on a file.
-    pub(crate) fn dup(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn dup(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos55 = parse(p)?;
         let r = self.dup_as(Caller::File(f.client_id()), &a);
         match r {

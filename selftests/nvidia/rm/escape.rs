@@ -4,7 +4,7 @@
 //! file registration, system parameters, NUMA info, and those the double
 //! accepts without a model.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::state::{Driver, BAR1_SIZE};
 use crate::base::{gpu_id_of, parse, store};
@@ -18,7 +18,7 @@ const PCI_DEVICE_ID: u16 = 0x2330;
 
 impl Driver {
     /// CHECK_VERSION_STR: the version the caller was built for against the claimed one.
-    pub(crate) fn check_version(&self, _f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn check_version(&self, _f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut v: abi::RmApiVersion = parse(p)?;
         v.reply = version::REPLY_RECOGNIZED;
         let ours = release().as_bytes();
@@ -48,7 +48,7 @@ impl Driver {
     }
 
     /// CARD_INFO, on the ctl node: one entry per fake GPU.
-    pub(crate) fn card_info(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn card_info(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         if f.kind != Kind::Ctl {
             return Err(EINVAL);
         }
@@ -87,7 +87,7 @@ impl Driver {
     /// (`escape.c:946-955`), not the file itself and not a file that is
     /// registered in turn (`escape.c:958-966`). Every refusal is an RM error,
     /// which the ioctl returns as `-EINVAL` (`nv.c:2853-2854`).
-    pub(crate) fn register_fd(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn register_fd(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let r: abi::RegisterFd = parse(p)?;
         let ctl = fdtable::fget(r.ctl_fd).map_err(|_| EINVAL)?;
         let ctl = file::nv_file(&ctl).ok_or(EINVAL)?;
@@ -122,7 +122,7 @@ impl Driver {
     /// at 0, `status` 4, `memblock_size` 8, `numa_mem_addr` 16,
     /// `numa_mem_size` 24, `use_auto_online` 32, the 64 offline addresses
     /// at 40 and their count at 552; 560 bytes.
-    pub(crate) fn numa_info(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn numa_info(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         const MAX_OFFLINE: u32 = 64;
         const COUNT_AT: usize = 552;
         if f.kind == Kind::Ctl || p.len() != 560 {
@@ -148,7 +148,7 @@ impl Driver {
     /// 595.45.04): the driver keeps the first memory block size it is
     /// given (0 leaves it unset) and answers a later call with another
     /// value `-EBUSY`; nothing is written back.
-    pub(crate) fn sys_params(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn sys_params(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         if f.kind != Kind::Ctl {
             return Err(EINVAL);
         }
@@ -165,14 +165,14 @@ impl Driver {
     }
 
     /// WAIT_OPEN_COMPLETE: the open is complete, with no error.
-    pub(crate) fn wait_open_complete(&self, _f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn wait_open_complete(&self, _f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         p.fill(0);
         Ok(())
     }
 
     /// An escape the double accepts and answers nothing to
     /// (ATTACH_GPUS_TO_FD, STATUS_CODE).
-    pub(crate) fn accept(&self, _f: &NvFile, _p: &mut [u8]) -> Result {
+    pub(crate) fn accept(&self, _f: &ArcBorrow<'_, NvFile>, _p: &mut [u8]) -> Result {
         Ok(())
     }
 }

@@ -7,11 +7,11 @@ use super::state::{Driver, Object, Rm};
 use crate::base::{parse, status_of, store, ObjKind, StatusResult};
 use crate::file::NvFile;
 use crate::nv::abi::{self, status::*};
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 impl Driver {
     /// RM_FREE on a file.
-    pub(crate) fn ioctl_free(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn ioctl_free(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos00 = parse(p)?;
         let mut rm = self.rm.lock();
         a.status = status_of(self.free(&mut rm, a.h_root, a.h_object_old, Some(f.client_id())));
@@ -98,8 +98,10 @@ impl Driver {
         for o in client.objects.iter().rev() {
             self.release_object(rm, h, *o);
         }
+        // `rm_client_free_os_events` (`escape.c:441` at 550.163.01).
+        rm.os_events.retain(|e| e.client != h);
         for g in self.gpus.iter() {
-            g.engine.remove_events(Some(h), None);
+            g.engine.remove_events(Some(h), None, None);
         }
         rm.dma_maps.retain(|m| m.client != h);
         rm.cpu_maps.retain(|m| m.client != h);

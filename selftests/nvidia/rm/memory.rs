@@ -5,7 +5,10 @@
 //! GET_SURFACE_INFO.
 
 use kernel::prelude::*;
-use kernel::{page::PAGE_SIZE, sync::Arc};
+use kernel::{
+    page::PAGE_SIZE,
+    sync::{Arc, ArcBorrow},
+};
 
 use super::call::{fill_info_list, parse_params, Ctl};
 use super::state::{Caller, CpuMap, DmaMap, Driver, KMap};
@@ -18,7 +21,7 @@ use crate::settings;
 
 impl Driver {
     /// RM_VID_HEAP_CONTROL: the heap sizes, an allocation, a free.
-    pub(crate) fn vid_heap(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn vid_heap(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos32 = parse(p)?;
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
@@ -67,7 +70,7 @@ impl Driver {
     }
 
     /// RM_ALLOC_MEMORY.
-    pub(crate) fn alloc_memory(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn alloc_memory(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos02WithFd = parse(p)?;
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
@@ -88,7 +91,7 @@ impl Driver {
     }
 
     /// RM_MAP_MEMORY: sets up the mapping context of the file it names.
-    pub(crate) fn map_memory(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn map_memory(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let delay = settings::MAP_DELAY_MS.load(core::sync::atomic::Ordering::Relaxed);
         if delay > 0 {
             kernel::time::delay::fsleep(kernel::time::Delta::from_millis(i64::from(delay)));
@@ -181,7 +184,7 @@ impl Driver {
 
     /// RM_UNMAP_MEMORY: only the client is checked; the CPU mapping of the
     /// memory at that address, if any, is forgotten.
-    pub(crate) fn unmap_memory(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn unmap_memory(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos34 = parse(p)?;
         let mut rm = self.rm.lock();
         a.status = match rm.client_for(a.h_client, Some(f.client_id())) {
@@ -217,7 +220,7 @@ impl Driver {
     /// `NV_ERR_INVALID_ARGUMENT`. The mapping is recorded on the range (no
     /// page tables are written: the double charges a range's page tables
     /// whole when it is made).
-    pub(crate) fn map_memory_dma(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn map_memory_dma(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a = Nvos46::parse(p)?;
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
@@ -296,7 +299,7 @@ impl Driver {
     /// 550.163.01). A partial unmap RM splits the mapping for
     /// (`:1625-1710`) is `NV_ERR_NOT_SUPPORTED` in the double. Before 550
     /// the block has no `size` (40 bytes: the whole mapping).
-    pub(crate) fn unmap_memory_dma(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn unmap_memory_dma(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let status_at = match p.len() {
             NVOS47_SIZE => 40,
             NVOS47_SIZE_535 => 32,
@@ -340,7 +343,11 @@ impl Driver {
     /// the client, or the object not memory, NV_ERR_INVALID_OBJECT_HANDLE;
     /// no such mapping NV_ERR_OBJECT_NOT_FOUND (`refFindCpuMappingWithFilter`,
     /// `resserv/src/rs_resource.c:408`).
-    pub(crate) fn update_device_mapping_info(&self, f: &NvFile, p: &mut [u8]) -> Result {
+    pub(crate) fn update_device_mapping_info(
+        &self,
+        f: &ArcBorrow<'_, NvFile>,
+        p: &mut [u8],
+    ) -> Result {
         if f.kind != Kind::Ctl {
             return Err(EINVAL);
         }

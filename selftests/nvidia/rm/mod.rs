@@ -11,7 +11,7 @@
 //! is served, and by which handler), and this file, the escapes'
 //! dispatcher.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use crate::file::NvFile;
 use crate::nv::ioctl::Escape;
@@ -42,7 +42,7 @@ impl Driver {
     /// copied in; copied back out on `Ok`), by its row in the table.
     /// OS-level failures are `Err`; RM-level ones go into the block's
     /// status field. Known escapes the double does not model: `EINVAL`.
-    pub(crate) fn escape(&self, f: &NvFile, esc: Escape, p: &mut [u8]) -> Result {
+    pub(crate) fn escape(&self, f: &ArcBorrow<'_, NvFile>, esc: Escape, p: &mut [u8]) -> Result {
         match table::escape(esc) {
             Some(row) => (row.serve)(self, f, p),
             None => Err(EINVAL),

@@ -99,6 +99,25 @@ pub(crate) struct Rm {
     pub(crate) dma_maps: KVec<DmaMap>,
     /// CPU mappings made by RM_MAP_MEMORY, of every client.
     pub(crate) cpu_maps: KVec<CpuMap>,
+    /// The OS events of ALLOC_OS_EVENT, of every client (RM's
+    /// `nv->event_list` on the ctl state).
+    pub(crate) os_events: KVec<OsEvent>,
+}
+
+/// An OS event (ALLOC_OS_EVENT): RM keys it by its client and a number
+/// the caller chooses, `fd`, which RM never looks up as an fd; it is
+/// delivered to the file the escape came on (`allocate_os_event`,
+/// `osapi.c:468-535` at 550.163.01; `nv.c:680-693`). NV01_EVENT_OS_EVENT
+/// objects name it by the same pair (`osUserHandleToKernelPtr`,
+/// `os.c:1440-1466`).
+#[derive(Clone, Copy)]
+pub(crate) struct OsEvent {
+    /// `hClient` of the escape (RM's `hParent`).
+    pub(crate) client: u32,
+    /// The caller's number.
+    pub(crate) fd: u32,
+    /// The id of the file the escape came on.
+    pub(crate) file: u64,
 }
 
 /// A CPU mapping of a memory object (RM_MAP_MEMORY): RM's `RsCpuMapping`
@@ -351,6 +370,7 @@ impl Driver {
                     memblock_size: 0,
                     uvm: crate::uvm::state::Uvm::new(),
                     dma_maps: KVec::new(),
+                    os_events: KVec::new(),
                     cpu_maps: KVec::new(),
                 }),
                 next_file <- new_mutex!(1),
@@ -409,8 +429,9 @@ impl Driver {
             self.free_client(&mut rm, h);
         }
         // Events delivered to this file (allocated by any client).
+        rm.os_events.retain(|e| e.file != f.id);
         for g in self.gpus.iter() {
-            g.engine.remove_events(None, Some(f));
+            g.engine.remove_events(None, None, Some(f));
         }
     }
 }

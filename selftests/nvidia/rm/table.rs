@@ -8,7 +8,7 @@
 //! is not here is refused (an escape `EINVAL`, a class
 //! NV_ERR_INVALID_CLASS, a control NV_ERR_NOT_SUPPORTED).
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
@@ -26,7 +26,7 @@ use crate::settings;
 /// An escape's handler: the file, and the params block (copied in; copied
 /// back out on `Ok`). OS-level failures are `Err`; RM-level ones go into
 /// the block's status field.
-pub(crate) type EscapeFn = fn(&Driver, &NvFile, &mut [u8]) -> Result;
+pub(crate) type EscapeFn = fn(&Driver, &ArcBorrow<'_, NvFile>, &mut [u8]) -> Result;
 
 /// An escape the double serves.
 pub(crate) struct EscapeRow {
@@ -143,7 +143,7 @@ pub(crate) struct ClassRow {
 /// The classes, in the order they are matched, with how RM takes their
 /// alloc params (`RS_REQUIRED`, `RS_OPTIONAL` or `RS_NONE`: the
 /// `resource_list.h` lines at 595.45.04 in the comments).
-static CLASSES: [ClassRow; 16] = {
+static CLASSES: [ClassRow; 17] = {
     use Params::{Optional, Required};
     use Size::{Fixed, Release};
     [
@@ -235,6 +235,13 @@ static CLASSES: [ClassRow; 16] = {
             classes: Classes::Of(&[gpuinfo::NV2081_BINAPI]),
             params: Optional(Fixed(4)),
             new: New::Object(Driver::new_binapi),
+        },
+        // RS_REQUIRED(NV0005_ALLOC_PARAMETERS) (1531-1539 at 550.163.01):
+        // 24 bytes (`cl0005.h`).
+        ClassRow {
+            classes: Classes::Of(&[class::NV01_EVENT_OS_EVENT]),
+            params: Required(Fixed(24)),
+            new: New::Object(Driver::new_os_event),
         },
         // RS_REQUIRED(NV83DE_ALLOC_PARAMETERS): 12 bytes (`cl83de.h:51-55`).
         ClassRow {

@@ -49,6 +49,7 @@ pub const TESTS: &[Test] = tests![
     gpu_ids_of_other_gpus_refused,
     debugger_names_only_the_containers_clients,
     os_event_names_only_the_containers_clients,
+    os_events_are_the_containers_own,
     tpc_partition_mode_only_on_own_tsgs,
     notifiers_of_other_tenants_refused,
     thermal_only_get_opcodes,
@@ -936,20 +937,114 @@ fn compute_reservation_is_the_vgpus_own() -> Outcome {
 /// (byte 0 of NV0005_ALLOC_PARAMETERS) naming the host's client is
 /// refused with `NV_ERR_INVALID_OBJECT_HANDLE` before the double; 0 (the
 /// caller's own client, `event_api.c:65-71` at 595.45.04) or the
-/// container's own client reaches it once, and the double refuses the
-/// class it does not serve.
+/// container's own client reaches it once, and the double answers
+/// `NV_ERR_OBJECT_NOT_FOUND`: `data` 0 names no OS event of the client.
 fn os_event_names_only_the_containers_clients() -> Outcome {
-    use nvclient::abi::status::NV_ERR_INVALID_CLASS;
+    use nvclient::abi::status::NV_ERR_OBJECT_NOT_FOUND;
     // NV0005_ALLOC_PARAMETERS: hParentClient, hSrcResource, hClass,
-    // notifyIndex, data (NvP64); allocated under the subdevice. The
-    // double serves no NV01_EVENT_OS_EVENT object (its events are
-    // ALLOC_OS_EVENT's): its refusal and its count show that the call
-    // reached it.
-    names_only_the_containers_clients("an event", NV_ERR_INVALID_CLASS, |s, parent, src| {
+    // notifyIndex, data (NvP64); allocated under the subdevice.
+    names_only_the_containers_clients("an event", NV_ERR_OBJECT_NOT_FOUND, |s, parent, src| {
         let mut p = words(&[parent, src, 0x79, 0, 0, 0]);
         s.ctl
             .alloc(s.client, s.subdevice, 0, 0x79, &mut p)
             .map(drop)
+    })
+}
+
+/// OS events from a container, as libcuda makes them: ALLOC_OS_EVENT and
+/// FREE_OS_EVENT on the container's own client reach the double with the
+/// caller's number as written (RM never looks it up), and on the host's
+/// client are refused with `NV_ERR_INVALID_OBJECT_HANDLE` before it (RM's
+/// event list is global: a tenant could free a neighbour's events). On
+/// the GPU node, registered to the container's ctl file, RM_ALLOC makes
+/// an NV01_EVENT_OS_EVENT on that pair, checked as on the ctl node; any
+/// other class there is `EINVAL`, as the driver answers, before the
+/// double.
+fn os_events_are_the_containers_own() -> Outcome {
+    use nvclient::abi::{class, status::*, OsEvent};
+    use nvclient::Gpu;
+    let host = Session::open_on("/dev/nvidiactl", "/dev/nvidia1", 1)?;
+    let host_client = host.client;
+    as_container(CG, move || {
+        let s = session()?;
+        let g = Gpu::open("/dev/vgpu0").map_err(|e| format!("open /dev/vgpu0: {e:?}"))?;
+        g.register_fd(&s.ctl)
+            .map_err(|e| format!("REGISTER_FD: {e:?}"))?;
+        let key = g.fd() as u32;
+        let ev = |e: Escape, client: u32| -> Result<u32, String> {
+            let mut p = OsEvent {
+                h_client: client,
+                h_device: s.device,
+                fd: key,
+                status: 0,
+            };
+            g.ioctl_with(e.nr(), &mut p)
+                .map_err(|x| format!("{e:?}: {x:?}"))?;
+            Ok(p.status)
+        };
+        let seen0 = double_ioctls()?;
+        for (e, client) in [
+            (Escape::AllocOsEvent, host_client),
+            (Escape::FreeOsEvent, host_client),
+        ] {
+            let st = ev(e, client)?;
+            ensure!(
+                st == NV_ERR_INVALID_OBJECT_HANDLE,
+                "{e:?} on the host's client: {st:#x}"
+            );
+        }
+        ensure!(
+            double_ioctls()? == seen0,
+            "an OS event on the host's client reached the double"
+        );
+        let st = ev(Escape::AllocOsEvent, s.client)?;
+        ensure!(
+            st == NV_OK,
+            "ALLOC_OS_EVENT on the container's client: {st:#x}"
+        );
+        let params = |parent: u32| -> Vec<u8> {
+            [parent, s.subdevice, class::NV01_EVENT_OS_EVENT, 0, key, 0]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect()
+        };
+        g.alloc(
+            s.client,
+            s.subdevice,
+            0,
+            class::NV01_EVENT_OS_EVENT,
+            &mut params(0),
+        )
+        .map_err(|e| format!("NV01_EVENT_OS_EVENT on the GPU node: {e:?}"))?;
+        let seen0 = double_ioctls()?;
+        let r = g.alloc(
+            s.client,
+            s.subdevice,
+            0,
+            class::NV01_EVENT_OS_EVENT,
+            &mut params(host_client),
+        );
+        ensure!(
+            r == Err(Rm(NV_ERR_INVALID_OBJECT_HANDLE)),
+            "NV01_EVENT_OS_EVENT naming the host's client on the GPU node: {r:?}"
+        );
+        let mut sub = [0u8; 4];
+        let r = g.alloc(s.client, s.device, 0, class::NV20_SUBDEVICE_0, &mut sub);
+        ensure!(
+            r == Err(Os(libc::EINVAL)),
+            "a subdevice on the GPU node: {r:?}"
+        );
+        ensure!(
+            double_ioctls()? == seen0,
+            "a refused RM_ALLOC on the GPU node reached the double"
+        );
+        let st = ev(Escape::FreeOsEvent, s.client)?;
+        ensure!(
+            st == NV_OK,
+            "FREE_OS_EVENT on the container's client: {st:#x}"
+        );
+        drop(host);
+        Ok(())
     })
 }
 

@@ -367,6 +367,41 @@ fn transcript(path: &str, release: &str) -> Result<Transcript, String> {
         "RM_FREE of a missing object",
         os_or_rm(ctl.free(h, h, 0x0bad_0001)),
     );
+    // OS events (`osapi.c:468-582`, `os.c:1440-1466` at 550.163.01): a
+    // number as the key, one event per pair; NV01_EVENT_OS_EVENT under
+    // the client (a notifier) names the pair in `data`.
+    let event = |e: Escape, fd: u32| -> String {
+        let mut p = abi::OsEvent {
+            h_client: h,
+            h_device: 0,
+            fd,
+            status: 0,
+        };
+        let r = ctl.ioctl_with(e.nr(), &mut p);
+        format!("{} status {}", os_or_rm(r), status_text(p.status))
+    };
+    let os_event_object = |data: u32| -> String {
+        let mut p: Vec<u8> = [0, 0, class::NV01_EVENT_OS_EVENT, 0, data, 0]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect();
+        match ctl.alloc(h, h, 0, class::NV01_EVENT_OS_EVENT, &mut p) {
+            Ok(_) => "ok".to_string(),
+            Err(e) => format!("{e:?}"),
+        }
+    };
+    put("ALLOC_OS_EVENT 987", event(Escape::AllocOsEvent, 987));
+    put("ALLOC_OS_EVENT 987 again", event(Escape::AllocOsEvent, 987));
+    put(
+        "RM_ALLOC NV01_EVENT_OS_EVENT on the pair",
+        os_event_object(987),
+    );
+    put(
+        "RM_ALLOC NV01_EVENT_OS_EVENT on no pair",
+        os_event_object(988),
+    );
+    put("FREE_OS_EVENT 987", event(Escape::FreeOsEvent, 987));
+    put("FREE_OS_EVENT 987 again", event(Escape::FreeOsEvent, 987));
     put(
         "RM_FREE under a missing client",
         os_or_rm(ctl.free(0x1234, 0x1234, 0x1234)),
@@ -648,8 +683,21 @@ fn nvrm_lines() -> Result<Vec<String>, String> {
         .lines()
         .filter(|l| l.contains("NVRM"))
         .map(|l| {
-            // Without the timestamp.
-            l.split_once("] ").map_or(l, |(_, r)| r).to_string()
+            // Without the timestamp, and with client handles named alike:
+            // RM picks them directly, vgpu through it (0xC1D..., 0xC1E...),
+            // and RM logs them (FREE_OS_EVENT of a freed pair).
+            l.split_once("] ")
+                .map_or(l, |(_, r)| r)
+                .split(' ')
+                .map(|w| {
+                    if w.len() == 10 && (w.starts_with("0xc1d") || w.starts_with("0xc1e")) {
+                        "CLIENT"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         })
         .collect())
 }

@@ -65,6 +65,11 @@ const FD_WORDS: &[(&str, usize)] = &[
     ("MAP_MEMORY", 48),
 ];
 
+/// Classes whose alloc params hold a number RM matches against an fd
+/// given earlier: NV01_EVENT_OS_EVENT's `data` names the ALLOC_OS_EVENT
+/// of that fd (`os.c:1440-1466` at 550.163.01); it becomes `fd@OFF=NODE`.
+const CLASS_FD_WORDS: &[(&str, usize)] = &[("0x0079", 16)];
+
 /// The value of `key=` among `toks`.
 fn val<'a>(toks: &[&'a str], key: &str) -> Option<&'a str> {
     toks.iter()
@@ -294,8 +299,14 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
             let peeked: Option<usize> = val(&toks, "peek").and_then(|p| p.parse().ok());
             let mut b = unsparse(v, peeked.unwrap_or(sz))?;
             b.resize(sz, 0);
-            // fds, by the escape's layout.
-            for (_, off) in FD_WORDS.iter().filter(|(e, _)| *e == inner) {
+            // fds, by the escape's layout (and an ALLOC's class's).
+            let class = val(&toks, "hClass").filter(|_| inner == "ALLOC");
+            let class_fds = CLASS_FD_WORDS.iter().filter(|(c, _)| Some(*c) == class);
+            for (_, off) in FD_WORDS
+                .iter()
+                .filter(|(e, _)| *e == inner)
+                .chain(class_fds)
+            {
                 if let Some(fdv) = word(&b, *off) {
                     if let Some(name) = n.fds.get(&i64::from(fdv as i32)) {
                         subs.push(format!("fd@{off}={name}"));

@@ -18,6 +18,18 @@ pub mod class {
     pub const NV01_EVENT: u32 = 0x5;
     /// An OS event, delivered by poll on the file it was allocated on (`nvos.h`).
     pub const NV01_EVENT_OS_EVENT: u32 = 0x79;
+    /// A kernel callback event (`class/cl0078.h`).
+    pub const NV01_EVENT_KERNEL_CALLBACK: u32 = 0x78;
+    /// A kernel callback event with arguments (`class/cl007e.h`).
+    pub const NV01_EVENT_KERNEL_CALLBACK_EX: u32 = 0x7e;
+    /// The classes RM_ALLOC makes on a GPU node too: every other class is
+    /// for the ctl node only (`RmIoctl`, `escape.c:386-410` at 550.163.01).
+    pub const ON_GPU_NODES: [u32; 4] = [
+        NV01_EVENT,
+        NV01_EVENT_OS_EVENT,
+        NV01_EVENT_KERNEL_CALLBACK,
+        NV01_EVENT_KERNEL_CALLBACK_EX,
+    ];
     /// A device; params [`super::DeviceAllocParams`] (deviceId at 0).
     pub const NV01_DEVICE_0: u32 = 0x80;
     /// A subdevice (one GPU of a device); params [`super::SubdeviceAllocParams`].

@@ -171,7 +171,9 @@ wire_struct! {
         h_client @ 0: u32,
         /// Device.
         h_device @ 4: u32,
-        /// The fd (libcuda passes the file's own fd).
+        /// A number the event is keyed by with its client; libcuda passes
+        /// the file's own fd, which RM never looks up (`nv.c:680-707`,
+        /// `osapi.c:468-582` at 550.163.01).
         fd @ 8: u32,
         /// Out: status.
         status @ 12: u32,

@@ -42,6 +42,8 @@ pub mod status {
     pub const NV_ERR_INVALID_COMMAND: u32 = 0x24;
     /// Bad device (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_DEVICE: u32 = 0x26;
+    /// No such OS event (`nvstatuscodes.h`).
+    pub const NV_ERR_INVALID_EVENT: u32 = 0x28;
     /// Bad flags (`nvstatuscodes.h`).
     pub const NV_ERR_INVALID_FLAGS: u32 = 0x29;
     /// Bad function, e.g. an unknown VID_HEAP function (`nvstatuscodes.h`).
@@ -117,6 +119,7 @@ pub mod status {
             NV_ERR_INVALID_CLIENT => "NV_ERR_INVALID_CLIENT",
             NV_ERR_INVALID_COMMAND => "NV_ERR_INVALID_COMMAND",
             NV_ERR_INVALID_DEVICE => "NV_ERR_INVALID_DEVICE",
+            NV_ERR_INVALID_EVENT => "NV_ERR_INVALID_EVENT",
             NV_ERR_INVALID_FLAGS => "NV_ERR_INVALID_FLAGS",
             NV_ERR_INVALID_FUNCTION => "NV_ERR_INVALID_FUNCTION",
             NV_ERR_INVALID_LIMIT => "NV_ERR_INVALID_LIMIT",

@@ -572,7 +572,10 @@ pub const fn with_control<const N: usize, const M: usize>(
     let (mut i, mut o) = (0, 0);
     let mut placed = false;
     while i < N {
-        assert!(rows[i].cmd != row.cmd, "with_control: the control is in the table");
+        assert!(
+            rows[i].cmd != row.cmd,
+            "with_control: the control is in the table"
+        );
         if !placed && row.cmd < rows[i].cmd {
             out[o] = row;
             o += 1;

@@ -53,6 +53,9 @@ pub enum EscapeHandler {
     VidHeap,
     /// CARD_INFO: only the container's GPUs, from vgpu's records.
     CardInfo,
+    /// ALLOC_OS_EVENT, FREE_OS_EVENT: the client must be the container's;
+    /// forwarded from vgpu's checked copy (`src/rm/event.rs`).
+    OsEvent,
 }
 
 /// One frontend escape (the `_IOC_NR` of an ioctl on an RM node).
@@ -128,7 +131,10 @@ pub(crate) const ESCAPE_ROWS: [EscapeRow; 25] = [
     esc(Escape::RmAllocMemory, Nodes::Both, P::Rewritten, H::AllocMemory),
     esc(Escape::RmFree, Nodes::Ctl, P::Served, H::Free),
     esc(Escape::RmControl, Nodes::Ctl, P::Bounce, H::Control),
-    esc(Escape::RmAlloc, Nodes::Ctl, P::Served, H::Alloc),
+    // On a GPU node RM makes the event classes only (`escape.c:386-410`
+    // at 550.163.01), for the ctl file the GPU file is registered to:
+    // libcuda allocates its OS events there.
+    esc(Escape::RmAlloc, Nodes::Both, P::Served, H::Alloc),
     esc(Escape::RmDupObject, Nodes::Ctl, P::Bounce, H::Dup),
     esc(Escape::RmShare, Nodes::Ctl, P::Forward, H::Forward),
     esc(Escape::RmIdleChannels, Nodes::Ctl, P::Forward, H::Forward),
@@ -144,8 +150,8 @@ pub(crate) const ESCAPE_ROWS: [EscapeRow; 25] = [
     // that outlive the file vgpu charges them to: GPU nodes only (libcuda
     // registers GPU files only).
     esc(Escape::RegisterFd, Nodes::Gpu, P::Bounce, H::Forward),
-    esc(Escape::AllocOsEvent, Nodes::Both, P::Bounce, H::Forward),
-    esc(Escape::FreeOsEvent, Nodes::Both, P::Bounce, H::Forward),
+    esc(Escape::AllocOsEvent, Nodes::Both, P::Bounce, H::OsEvent),
+    esc(Escape::FreeOsEvent, Nodes::Both, P::Bounce, H::OsEvent),
     esc(Escape::StatusCode, Nodes::Ctl, P::Forward, H::Forward),
     esc(Escape::CheckVersionStr, Nodes::Ctl, P::Forward, H::Forward),
     esc(Escape::IoctlXferCmd, Nodes::Both, P::Bounce, H::Forward),

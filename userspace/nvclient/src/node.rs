@@ -248,6 +248,34 @@ impl Gpu {
         &self.0
     }
 
+    /// RM_ALLOC (NVOS64) on this GPU node, which RM takes for the event
+    /// classes only, for the client of the ctl file this file is
+    /// registered to (`escape.c:386-410` at 550.163.01): libcuda allocates
+    /// its NV01_EVENT_OS_EVENT objects so. Returns the new handle.
+    pub fn alloc(
+        &self,
+        h_client: Handle,
+        h_parent: Handle,
+        h_new: Handle,
+        class: u32,
+        params: &mut [u8],
+    ) -> Result<Handle> {
+        let mut b = crate::rm::nvos64(
+            h_client,
+            h_parent,
+            h_new,
+            class,
+            user_ptr(params),
+            len_u32(params)?,
+        )
+        .to_bytes();
+        // `params` stays exclusively borrowed across the ioctl.
+        self.ioctl(Escape::RmAlloc.nr(), &mut b)?;
+        let out = abi::Nvos64::decode(&b);
+        rm_result(out.status)?;
+        Ok(out.h_object_new)
+    }
+
     /// REGISTER_FD: ties this GPU file to `ctl` (once per file).
     pub fn register_fd(&self, ctl: &Ctl) -> Result<()> {
         let mut p = RegisterFd { ctl_fd: ctl.fd() };

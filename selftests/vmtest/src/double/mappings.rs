@@ -294,6 +294,92 @@ pub(super) fn os_event_by_poll() -> Outcome {
     Ok(())
 }
 
+/// OS events as RM keeps them (`osapi.c:468-582`, `os.c:1440-1466`,
+/// `escape.c:386-410` at 550.163.01): keyed by client and a number RM
+/// never looks up as an fd, one per pair; NV01_EVENT_OS_EVENT names the
+/// pair in `data`; a GPU node registered to the ctl file makes the event
+/// classes and nothing else.
+pub(super) fn os_events_by_client_and_number() -> Outcome {
+    fresh()?;
+    let s = session(0)?;
+    let ev = |e: Escape, fd: u32| -> Result<u32, String> {
+        let mut p = abi::OsEvent {
+            h_client: s.client,
+            h_device: s.device,
+            fd,
+            status: 0,
+        };
+        s.ctl.ioctl_with(e.nr(), &mut p).ctx("OS event escape")?;
+        Ok(p.status)
+    };
+    let want = |got: u32, want: u32, what: &str| -> Outcome {
+        ensure!(
+            got == want,
+            "{what}: {}, want {}",
+            abi::NvStatus(got),
+            abi::NvStatus(want)
+        );
+        Ok(())
+    };
+    // 987 is no fd of this process.
+    want(ev(Escape::AllocOsEvent, 987)?, NV_OK, "ALLOC_OS_EVENT 987")?;
+    want(
+        ev(Escape::AllocOsEvent, 987)?,
+        NV_ERR_INSUFFICIENT_RESOURCES,
+        "the same pair again",
+    )?;
+    let params = |data: u32| -> Vec<u8> {
+        [0, s.sub, class::NV01_EVENT_OS_EVENT, 0, data, 0]
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .collect()
+    };
+    s.ctl
+        .alloc(
+            s.client,
+            s.sub,
+            0,
+            class::NV01_EVENT_OS_EVENT,
+            &mut params(987),
+        )
+        .ctx("NV01_EVENT_OS_EVENT on the pair")?;
+    want_rm(
+        s.ctl.alloc(
+            s.client,
+            s.sub,
+            0,
+            class::NV01_EVENT_OS_EVENT,
+            &mut params(988),
+        ),
+        NV_ERR_OBJECT_NOT_FOUND,
+        "NV01_EVENT_OS_EVENT on no pair",
+    )?;
+    // On a GPU node registered to the ctl file, as libcuda makes them.
+    let g = Gpu::open_index(0).ctx("gpu")?;
+    g.register_fd(&s.ctl).ctx("REGISTER_FD")?;
+    g.alloc(
+        s.client,
+        s.sub,
+        0,
+        class::NV01_EVENT_OS_EVENT,
+        &mut params(987),
+    )
+    .ctx("NV01_EVENT_OS_EVENT on the GPU node")?;
+    let mut sub = [0u8; 4];
+    want_os(
+        g.alloc(s.client, s.device, 0, class::NV20_SUBDEVICE_0, &mut sub),
+        libc::EINVAL,
+        "a subdevice on the GPU node",
+    )?;
+    want(ev(Escape::FreeOsEvent, 987)?, NV_OK, "FREE_OS_EVENT 987")?;
+    want(
+        ev(Escape::FreeOsEvent, 987)?,
+        NV_ERR_INVALID_EVENT,
+        "FREE_OS_EVENT of a freed pair",
+    )?;
+    Ok(())
+}
+
 /// An NVOS46 of the claimed release's size (56 bytes before 580, 64 from:
 /// `flags2` and `kindOverride` before `dmaOffset`), its `dmaOffset` at
 /// `dma_at`, `status` 8 bytes after.

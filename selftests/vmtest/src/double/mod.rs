@@ -68,6 +68,7 @@ pub const TESTS: &[Test] = tests![
     map_memory_dma_into_fixed_ranges,
     dup_is_not_double_charged,
     os_event_by_poll,
+    os_events_by_client_and_number,
     client_bound_to_its_ctl_file,
     device_needs_gpu_fd_in_process,
     embedded_fds_must_be_the_drivers,

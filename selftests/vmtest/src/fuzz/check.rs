@@ -153,10 +153,13 @@ pub fn no_real_files(pid: i32) -> Outcome {
 /// call each side answers differently before doing anything (so fault
 /// injection cannot blur it): REGISTER_FD of fd -1 on a ctl file, which
 /// vgpu refuses there with EPERM and the driver with EINVAL (no such fd);
-/// RM_ALLOC on a GPU node, which vgpu refuses there with EPERM and the
-/// driver serves. `Ok(true)` also if the fd is gone meanwhile.
+/// RM_FREE of nothing on a GPU node, which vgpu refuses there with EPERM
+/// and the driver with EINVAL (`NV_CTL_DEVICE_ONLY`, `escape.c:427` at
+/// 550.163.01; the double answers a status). (RM_ALLOC no longer tells
+/// them apart: vgpu admits its event classes on GPU nodes and refuses the
+/// rest with the driver's EINVAL.) `Ok(true)` also if the fd is gone
+/// meanwhile.
 fn vgpus_file(pid: i32, fd: i32, ctl: bool) -> Result<bool, String> {
-    use nvclient::abi::{class, Nvos64, Wire};
     // SAFETY: plain system calls; a new fd or -1 comes back.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32 };
     if pidfd < 0 {
@@ -172,34 +175,14 @@ fn vgpus_file(pid: i32, fd: i32, ctl: bool) -> Result<bool, String> {
     let mut b = if ctl {
         (-1i32).to_ne_bytes().to_vec()
     } else {
-        Nvos64 {
-            h_class: class::NV01_ROOT_CLIENT,
-            ..Default::default()
-        }
-        .to_bytes()
-        .to_vec()
+        nvclient::abi::Nvos00::default().to_bytes().to_vec()
     };
-    let nr = if ctl { 0xc9 } else { 0x2b };
+    let nr = if ctl { 0xc9 } else { 0x29 };
     let req = vgpu_logic::nv::ioctl::nv_iowr(nr, b.len());
     // SAFETY: `b` is a whole block of the escape, which the driver reads
     // and writes.
     let r = unsafe { libc::ioctl(dup, req as _, b.as_mut_ptr()) };
     let errno = std::io::Error::last_os_error().raw_os_error();
-    if !ctl && r == 0 {
-        let a = Nvos64::decode(&b);
-        if a.status == 0 {
-            let mut f = nvclient::abi::Nvos00 {
-                h_root: a.h_object_new,
-                h_object_parent: 0,
-                h_object_old: a.h_object_new,
-                status: 0,
-            }
-            .to_bytes();
-            let req = vgpu_logic::nv::ioctl::nv_iowr(0x29, f.len());
-            // SAFETY: `f` is a whole NVOS00 block.
-            unsafe { libc::ioctl(dup, req as _, f.as_mut_ptr()) };
-        }
-    }
     // SAFETY: the fd pidfd_getfd gave us.
     unsafe { libc::close(dup) };
     Ok(r != 0 && errno == Some(libc::EPERM))

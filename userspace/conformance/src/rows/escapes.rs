@@ -45,8 +45,6 @@ pub(crate) fn escapes(t: &mut Table, rel: &release::Release) {
             Escape::RegisterFd => ("nv_ioctl_register_fd_t", "ctl_fd"),
             Escape::RmMapMemory => ("nv_ioctl_nvos33_parameters_with_fd", "fd"),
             Escape::RmAllocMemory => ("nv_ioctl_nvos02_parameters_with_fd", "fd"),
-            Escape::AllocOsEvent => ("nv_ioctl_alloc_os_event_t", "fd"),
-            Escape::FreeOsEvent => ("nv_ioctl_free_os_event_t", "fd"),
             _ => {
                 assert_eq!(r.fd_at, None, "{e:?}: an fd the table does not know");
                 continue;
