@@ -71,6 +71,23 @@ pub(super) fn dup(cx: &Ctx<'_>) -> Result<isize> {
     if src.as_ref().is_some_and(|s| s.3) {
         return refuse(a);
     }
+    // A copy vgpu records is refunded when the walk of a freed ancestor
+    // reaches it (`Objects::freed`), which goes through recorded objects
+    // only: under an object vgpu does not record (a forwarded class: system
+    // memory, a context share, an engine object, an event) the driver would
+    // free the copy with that object's ancestors and the copy's charge would
+    // stay. RM's parents for memory are a device or a subdevice
+    // (`resource_list.h:433` at 550.163.01), which vgpu records; any other
+    // parent is refused with RM's status for a wrong parent.
+    if src.is_some()
+        && a.h_parent != a.h_client
+        && file.objects.lock().obj(a.h_client, a.h_parent).is_none()
+    {
+        let mut a = a;
+        a.status = NV_ERR_INVALID_OBJECT_PARENT;
+        user::write(addr, &a.to_bytes())?;
+        return Ok(0);
+    }
     // The driver acts on `blk`, vgpu's copy, and answers in it; the answer
     // goes back once the copy is recorded (a block that cannot be written
     // must not leave a copy the driver holds unrecorded, its charge not

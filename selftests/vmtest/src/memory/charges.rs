@@ -274,6 +274,48 @@ pub(super) fn ceiling_spans_processes_and_layouts() -> Outcome {
     Ok(())
 }
 
+/// A DUP of charged memory under an object vgpu does not record (here
+/// system memory, a forwarded class): the driver frees the copy with any
+/// ancestor of that object, and vgpu's walk of the freed ancestor never
+/// reaches it, so its charge outlived the memory (a candidate for the long
+/// fuzz's over-charge, `docs/runs.md`). vgpu refuses such a DUP with
+/// `NV_ERR_INVALID_OBJECT_PARENT`; memory's own parents in RM are a
+/// device or a subdevice, which vgpu records. After the original and the
+/// device are freed, nothing may stay charged.
+pub(super) fn dup_under_an_unrecorded_parent_refused() -> Outcome {
+    as_container("/ma", move || {
+        let base = used(0)?;
+        let s = session(0)?;
+        let m = s
+            .ctl
+            .alloc_vram(s.client, s.device, 0, 64 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        let sys = s
+            .ctl
+            .alloc_sysmem(s.client, s.device, 0, 4096)
+            .map_err(|e| format!("sysmem: {e:?}"))?;
+        let dup = s
+            .ctl
+            .dup_object(s.client, sys.handle, 0, s.client, m.handle, 0);
+        s.ctl
+            .free(s.client, s.device, m.handle)
+            .map_err(|e| format!("free original: {e:?}"))?;
+        s.ctl
+            .free(s.client, s.client, s.device)
+            .map_err(|e| format!("free device: {e:?}"))?;
+        ensure!(
+            used(0)? == base,
+            "the device and the original freed, {} bytes stay charged (DUP: {dup:?})",
+            used(0)? - base
+        );
+        ensure!(
+            dup == Err(Error::Rm(status::NV_ERR_INVALID_OBJECT_PARENT)),
+            "DUP under system memory: {dup:?}"
+        );
+        Ok(())
+    })
+}
+
 pub(super) fn dup_is_charged_once() -> Outcome {
     // A file of the real driver, opened before the process joins the
     // container (an open from inside it is vgpu's): its clients are ones

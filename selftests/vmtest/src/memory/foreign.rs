@@ -15,7 +15,10 @@ pub(super) fn foreign_gpu_refused_and_hidden() -> Outcome {
             "device on a foreign GPU: {r:?}"
         );
         // RM calls on a vGPU node itself would escape the ledger and the
-        // rewritten answers: only GPU-node escapes are served there.
+        // rewritten answers: only GPU-node escapes are served there, and
+        // RM_ALLOC of the event classes, which RM makes there too. A
+        // client there gets the driver's own EINVAL (`escape.c:386-410`
+        // at 550.163.01), an RM_FREE vgpu's EPERM.
         let g = Gpu::open("/dev/vgpu0").map_err(|e| format!("{e:?}"))?;
         let mut blk = nvclient::abi::Nvos64 {
             h_class: nvclient::abi::class::NV01_ROOT_CLIENT,
@@ -24,8 +27,14 @@ pub(super) fn foreign_gpu_refused_and_hidden() -> Outcome {
         .to_bytes();
         let r = g.ioctl(nvclient::ioctl::Escape::RmAlloc.nr(), &mut blk);
         ensure!(
+            r == Err(Error::Os(libc::EINVAL)),
+            "RM_ALLOC of a client on /dev/vgpu0: {r:?}"
+        );
+        let mut blk = nvclient::abi::Nvos00::default().to_bytes();
+        let r = g.ioctl(nvclient::ioctl::Escape::RmFree.nr(), &mut blk);
+        ensure!(
             r == Err(Error::Os(libc::EPERM)),
-            "RM_ALLOC on /dev/vgpu0: {r:?}"
+            "RM_FREE on /dev/vgpu0: {r:?}"
         );
         // The driver takes REGISTER_FD on a ctl file too (`escape.c:942-944`
         // at 595.45.04), which would bind the clients this file creates to

@@ -46,6 +46,7 @@ pub const TESTS: &[Test] = tests![
     charges_what_rm_allocates,
     ceiling_spans_processes_and_layouts,
     dup_is_charged_once,
+    dup_under_an_unrecorded_parent_refused,
     alloc_memory_limit_shows_the_ceiling,
     rm_internal_vram_stops_at_the_ceiling,
     gr_contexts_stop_at_the_ceiling,
