@@ -9,14 +9,12 @@
 use kernel::{prelude::*, sync::Arc};
 
 use super::block::{answer, status_at, Header};
-use super::ctx::{CtlFile, Ctx};
+use super::ctx::{Caller, CtlFile, Ctx};
 use super::internal;
-use crate::call::Call;
 use crate::clients;
 use crate::deny;
-use crate::host::Host;
 use crate::kapi::pid::{current_comm, ProcessPid};
-use crate::kapi::{realfile::RealFile, rmops::RmOps, user};
+use crate::kapi::{rmops::RmOps, user};
 use crate::nv::abi::{self, class, ctrl, status::*, Wire};
 use crate::nv::release;
 use crate::nv::table::ClassHandler;
@@ -24,7 +22,6 @@ use crate::objects::{Held, Kind, Obj, Reservation};
 use crate::procs::{Counter, ProcUse};
 use crate::sched::{Enrolled, Watched};
 use crate::status::{Fail, RmResult};
-use crate::vgpu::Vgpu;
 
 /// First byte of client handles vgpu picks (`0xC1E0_0000 | random`): a range
 /// apart from the driver's own (`0xC1D0_0000` up).
@@ -161,26 +158,7 @@ fn client(cx: &Ctx<'_>, blk: &mut [u8], h_root: u32) -> Result<isize> {
 /// bounce slot the block goes in (no other thread can change the handle
 /// after the check).
 fn names_client(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, size: usize, at: usize) -> Result<isize> {
-    let on = Caller {
-        host: cx.host,
-        vgpus: &cx.file.vgpus,
-        real: cx.real,
-        call: cx.call,
-    };
-    names_client_on(&on, blk, h, size, at)
-}
-
-/// Who makes a call, on either node: the container's vGPUs (a ctl file's,
-/// or the one a GPU node stands for), the real file and the call.
-pub(crate) struct Caller<'a> {
-    /// The host's GPUs and clients.
-    pub(crate) host: &'a Host,
-    /// The container's vGPUs.
-    pub(crate) vgpus: &'a [Arc<Vgpu>],
-    /// The private real file the call goes to.
-    pub(crate) real: &'a RealFile,
-    /// The call, decoded.
-    pub(crate) call: &'a Call,
+    names_client_on(&cx.caller(), blk, h, size, at)
 }
 
 /// RM_ALLOC on a GPU node, which RM takes for the event classes only

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a handler of an RM escape on a `/dev/vgpuctl` file is given.
+//! What a handler of an RM escape is given: on a `/dev/vgpuctl` file a
+//! [`Ctx`], on either node a [`Caller`].
 
 use kernel::sync::Arc;
 
@@ -9,6 +10,20 @@ use crate::host::Host;
 use crate::kapi::{realfile::RealFile, user};
 use crate::nv::abi::{self, status::*};
 pub(crate) use crate::objects::CtlFile;
+use crate::vgpu::Vgpu;
+
+/// Who makes a call, on either node: the container's vGPUs (a ctl file's,
+/// or the one a GPU node stands for), the real file and the call.
+pub(crate) struct Caller<'a> {
+    /// The host's GPUs and clients.
+    pub(crate) host: &'a Host,
+    /// The container's vGPUs.
+    pub(crate) vgpus: &'a [Arc<Vgpu>],
+    /// The private real file the call goes to.
+    pub(crate) real: &'a RealFile,
+    /// The call, decoded.
+    pub(crate) call: &'a Call,
+}
 
 /// What a handler of an RM escape is given.
 pub(crate) struct Ctx<'a> {
@@ -20,6 +35,19 @@ pub(crate) struct Ctx<'a> {
     pub(crate) real: &'a RealFile,
     /// The call, decoded.
     pub(crate) call: &'a Call,
+}
+
+impl<'a> Ctx<'a> {
+    /// The caller as the handlers that serve either node see it: this
+    /// file's vGPUs as the container's.
+    pub(crate) fn caller(&self) -> Caller<'a> {
+        Caller {
+            host: self.host,
+            vgpus: &self.file.vgpus,
+            real: self.real,
+            call: self.call,
+        }
+    }
 }
 
 /// Copies a control's params, exactly `p.len()` bytes, into `p`; `Err` is

@@ -16,7 +16,7 @@
 
 use kernel::prelude::*;
 
-use super::alloc::Caller;
+use super::ctx::Caller;
 use crate::clients;
 use crate::kapi::user;
 use crate::nv::abi::{self, status::NV_ERR_INVALID_OBJECT_HANDLE, Wire};

@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-pub(crate) use super::alloc::Caller;
+pub(crate) use super::ctx::Caller;
 use crate::call::Call;
 use crate::kapi::user;
 use crate::nv::abi::{class, status::NV_OK, Nvos02WithFd, Wire};

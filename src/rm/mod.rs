@@ -43,12 +43,7 @@ pub(crate) fn dispatch(cx: &Ctx<'_>, h: EscapeHandler) -> Result<isize> {
         EscapeHandler::Dup => dup::dup(cx),
         EscapeHandler::VidHeap => heap::vid_heap(cx),
         EscapeHandler::CardInfo => cards::card_info(cx),
-        EscapeHandler::OsEvent => event::os_event(&alloc::Caller {
-            host: cx.host,
-            vgpus: &cx.file.vgpus,
-            real: cx.real,
-            call: cx.call,
-        }),
+        EscapeHandler::OsEvent => event::os_event(&cx.caller()),
         // RM_ALLOC_MEMORY's heap query is rewritten on GPU nodes only.
         EscapeHandler::Forward | EscapeHandler::AllocMemory => cx.call.forward(cx.real),
     }

@@ -104,11 +104,7 @@ impl Driver {
     /// delivers through ALLOC_OS_EVENT's pair (`alloc_os_event`), so the
     /// object itself holds nothing.
     pub(crate) fn new_os_event(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
-        let word = |i: usize| {
-            n.params
-                .get(i..i + 4)
-                .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        };
+        let word = |i: usize| -> u32 { abi::read_field(n.params, i) };
         let notifier_client = match word(0) {
             0 => n.h_root,
             h => h,

@@ -260,20 +260,7 @@ impl Gpu {
         class: u32,
         params: &mut [u8],
     ) -> Result<Handle> {
-        let mut b = crate::rm::nvos64(
-            h_client,
-            h_parent,
-            h_new,
-            class,
-            user_ptr(params),
-            len_u32(params)?,
-        )
-        .to_bytes();
-        // `params` stays exclusively borrowed across the ioctl.
-        self.ioctl(Escape::RmAlloc.nr(), &mut b)?;
-        let out = abi::Nvos64::decode(&b);
-        rm_result(out.status)?;
-        Ok(out.h_object_new)
+        crate::rm::alloc_on(self, h_client, h_parent, h_new, class, params)
     }
 
     /// REGISTER_FD: ties this GPU file to `ctl` (once per file).

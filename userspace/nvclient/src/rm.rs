@@ -9,7 +9,7 @@ use crate::abi::{
     Nvos64, RmApiVersion, RsSharePolicy, SubdeviceAllocParams, Wire,
 };
 use crate::ioctl::Escape;
-use crate::{len_u32, rm_result, user_ptr, Ctl, Error, Result};
+use crate::{len_u32, rm_result, user_ptr, Ctl, Error, Node, Result};
 
 /// The three forms of CHECK_VERSION_STR.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +51,33 @@ pub(crate) fn nvos64(
         params_size,
         ..Default::default()
     }
+}
+
+/// RM_ALLOC (NVOS64) on `node`, a ctl node ([`Ctl::alloc`]) or a GPU
+/// node ([`crate::Gpu::alloc`]). Returns the new handle.
+pub(crate) fn alloc_on(
+    node: &Node,
+    h_client: Handle,
+    h_parent: Handle,
+    h_new: Handle,
+    class: u32,
+    params: &mut [u8],
+) -> Result<Handle> {
+    let p = nvos64(
+        h_client,
+        h_parent,
+        h_new,
+        class,
+        user_ptr(params),
+        len_u32(params)?,
+    );
+    let mut b = p.to_bytes();
+    // `params` stays exclusively borrowed across the ioctl, so RM's
+    // accesses through `p_alloc_parms` are the only ones.
+    node.ioctl(Escape::RmAlloc.nr(), &mut b)?;
+    let out = Nvos64::decode(&b);
+    rm_result(out.status)?;
+    Ok(out.h_object_new)
 }
 
 impl Ctl {
@@ -104,21 +131,7 @@ impl Ctl {
         class: u32,
         params: &mut [u8],
     ) -> Result<Handle> {
-        let p = nvos64(
-            h_client,
-            h_parent,
-            h_new,
-            class,
-            user_ptr(params),
-            len_u32(params)?,
-        );
-        let mut b = p.to_bytes();
-        // `params` stays exclusively borrowed across the ioctl, so RM's
-        // accesses through `p_alloc_parms` are the only ones.
-        self.ioctl(Escape::RmAlloc.nr(), &mut b)?;
-        let out = Nvos64::decode(&b);
-        rm_result(out.status)?;
-        Ok(out.h_object_new)
+        alloc_on(self, h_client, h_parent, h_new, class, params)
     }
 
     /// RM_ALLOC in the 32-byte NVOS21 layout (older clients); otherwise as
