@@ -199,6 +199,21 @@ pub(crate) enum Kind {
     VirtualMemory,
 }
 
+impl Kind {
+    /// Its name in debugfs `vgpu/records`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Device => "device",
+            Kind::Subdevice => "subdevice",
+            Kind::Memory => "memory",
+            Kind::Tsg => "tsg",
+            Kind::Channel => "channel",
+            Kind::VaSpace => "vaspace",
+            Kind::VirtualMemory => "virtual",
+        }
+    }
+}
+
 /// An object vgpu accounts.
 pub(crate) struct Obj {
     /// Its handle.
@@ -364,6 +379,33 @@ impl Objects {
         self.clients.iter().any(|c| c.handle == handle)
     }
 
+    /// Writes client `client`'s records, one line an object (after a line
+    /// `vgpus N...` that the caller writes):
+    /// `HANDLE parent PARENT gpu G kind KIND charge BYTES[ shared] gr BYTES`
+    /// (handles in hex; debugfs `vgpu/records`). Nothing for a client this
+    /// file did not verify.
+    pub(crate) fn show(&self, client: u32, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let Some(c) = self.clients.iter().find(|c| c.handle == client) else {
+            return Ok(());
+        };
+        for (h, o) in c.objs.iter() {
+            let (bytes, shared) = match &o.charge {
+                None => (0, ""),
+                Some(Held::Own(c)) => (c.bytes, ""),
+                Some(Held::Shared(c)) => (c.bytes, " shared"),
+            };
+            writeln!(
+                f,
+                "{h:#x} parent {:#x} gpu {} kind {} charge {bytes}{shared} gr {}",
+                o.parent,
+                o.gpu,
+                o.kind.name(),
+                o.gr.as_ref().map_or(0, |g| g.bytes)
+            )?;
+        }
+        Ok(())
+    }
+
     fn client_mut(&mut self, handle: u32) -> Option<&mut Client> {
         self.clients.iter_mut().find(|c| c.handle == handle)
     }
@@ -375,12 +417,18 @@ impl Objects {
 
     /// A subdevice of client `client` on GPU `gpu`, if it has one.
     pub(crate) fn subdevice_on(&self, client: u32, gpu: u32) -> Option<u32> {
+        self.kind_on(client, gpu, Kind::Subdevice)
+    }
+
+    /// One of client `client`'s recorded objects of kind `kind` on GPU
+    /// `gpu`, if it has one.
+    pub(crate) fn kind_on(&self, client: u32, gpu: u32, kind: Kind) -> Option<u32> {
         self.clients
             .iter()
             .find(|c| c.handle == client)?
             .objs
             .iter()
-            .find(|(_, o)| o.kind == Kind::Subdevice && o.gpu == gpu)
+            .find(|(_, o)| o.kind == kind && o.gpu == gpu)
             .map(|(h, _)| *h)
     }
 

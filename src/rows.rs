@@ -100,25 +100,12 @@ pub(crate) fn show(f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     )
 }
 
-/// debugfs `vgpu/rows` and its directory (the file goes first).
-pub(crate) struct View {
-    _file: Pin<KBox<debugfs::File<()>>>,
-    _dir: debugfs::Dir,
-}
-
-impl View {
-    /// Creates `vgpu/rows` in debugfs.
-    pub(crate) fn new() -> Result<View> {
-        let dir = debugfs::Dir::new(c"vgpu");
-        let file = KBox::pin_init(
-            dir.read_write_callback_file(c"rows", (), &show_file, &reset_file),
-            GFP_KERNEL,
-        )?;
-        Ok(View {
-            _file: file,
-            _dir: dir,
-        })
-    }
+/// The file `vgpu/rows`, in debugfs directory `dir`.
+pub(crate) fn file(dir: &debugfs::Dir) -> Result<Pin<KBox<debugfs::File<()>>>> {
+    KBox::pin_init(
+        dir.read_write_callback_file(c"rows", (), &show_file, &reset_file),
+        GFP_KERNEL,
+    )
 }
 
 fn show_file(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

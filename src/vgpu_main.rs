@@ -35,6 +35,7 @@ pub mod nv;
 mod objects;
 mod procs;
 mod proxy;
+mod records;
 #[deny(unsafe_code)]
 mod rm;
 mod rows;
@@ -167,8 +168,8 @@ impl ClassFiles for ClassCtl {
 /// drop in order: the `gpuK` file group, the control node, the cdevs (no new
 /// opens), the number range, and last the state (with the class).
 pub struct VgpuModule {
-    /// debugfs `vgpu/rows` (the first field to drop).
-    _rows: rows::View,
+    /// debugfs `vgpu/` (the first field to drop).
+    _debugfs: records::View,
     /// The open of the driver's own devices, taken over (removed first).
     hooks: KVec<Hook>,
     /// nvidia-uvm's load refused while vgpu is loaded.
@@ -356,9 +357,9 @@ impl kernel::Module for VgpuModule {
         nodes.dismiss();
         unset.dismiss();
         pr_info!("{} GPU node(s) found\n", state.backend.gpus.len());
-        let rows = rows::View::new()?;
+        let debugfs = records::View::new(state.host.clone())?;
         Ok(Self {
-            _rows: rows,
+            _debugfs: debugfs,
             hooks,
             _uvm_watch: uvm_watch,
             ctl_files: Some(ctl_files),

@@ -143,6 +143,7 @@ module! {
 struct NvidiaDouble {
     _view: Pin<KBox<debugfs::File<()>>>,
     _gpus_view: Pin<KBox<debugfs::File<()>>>,
+    _vram_view: Pin<KBox<debugfs::File<()>>>,
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
     _rusd_polled: Pin<KBox<debugfs::File<()>>>,
@@ -163,6 +164,14 @@ struct NvidiaDouble {
 fn write_gpus_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     match driver() {
         Ok(drv) => drv.gpus_view(f),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Writes the test-only VRAM view (see `uvm/view.rs`, `vram_view`).
+fn write_vram_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    match driver() {
+        Ok(drv) => drv.vram_view(f),
         Err(_) => Ok(()),
     }
 }
@@ -322,6 +331,10 @@ impl NvidiaDouble {
             debugfs.read_callback_file(c"gpus", (), &write_gpus_view),
             GFP_KERNEL,
         )?;
+        let vram_view = KBox::pin_init(
+            debugfs.read_callback_file(c"vram", (), &write_vram_view),
+            GFP_KERNEL,
+        )?;
         let gpu_files = KBox::pin_init(
             debugfs.read_callback_file(c"gpu_files", (), &show_gpu_files),
             GFP_KERNEL,
@@ -365,6 +378,7 @@ impl NvidiaDouble {
         Ok(Self {
             _view: view,
             _gpus_view: gpus_view,
+            _vram_view: vram_view,
             _map_delay: map_delay,
             _gpu_files: gpu_files,
             _rusd_polled: rusd_polled,

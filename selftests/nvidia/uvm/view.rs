@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The test-only views in debugfs (`nvidia-double/gpus`,
-//! `nvidia-double/uvm`).
+//! `nvidia-double/uvm`, `nvidia-double/vram`).
 
 use core::fmt;
 
 use super::state::RangeKind;
+use crate::base::ObjKind;
 use crate::rm::state::Driver;
+use kernel::prelude::*;
 
 impl Driver {
     /// The test-only residency view (debugfs `nvidia-double/uvm`).
@@ -62,6 +64,56 @@ impl Driver {
                 write!(f, " {}", s.resident_bytes(g as u32))?;
             }
             writeln!(f)?;
+        }
+        Ok(())
+    }
+
+    /// The test-only view of the VRAM RM objects hold (debugfs
+    /// `nvidia-double/vram`), for a ledger that does not match vgpu's:
+    /// one line an object holding VRAM, `client C handle H parent P kind K
+    /// gpu G bytes B refs R` (handles in hex; `refs` counts the handles
+    /// and UVM mappings that share the memory), then one line for each
+    /// VRAM memory no object names, `mem ID gpu G bytes B refs R`. Each
+    /// client's lines follow a line `client C`.
+    pub(crate) fn vram_view(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rm = self.rm.lock();
+        let mut named = KVec::<u32>::new();
+        for c in rm.clients.iter() {
+            writeln!(f, "client {:#x}", c.handle)?;
+            for o in c.objects.iter() {
+                let held: [(&str, u32); 2] = match o.kind {
+                    ObjKind::Memory { mem } => [("memory", mem), ("", 0)],
+                    ObjKind::Usermode { mem, .. } => [("usermode", mem), ("", 0)],
+                    ObjKind::Tsg { grctx, .. } => [("tsg-grctx", grctx), ("", 0)],
+                    ObjKind::Channel { mem, grctx, .. } => {
+                        [("channel", mem), ("channel-grctx", grctx)]
+                    }
+                    ObjKind::VaSpace { mem, .. } => [("vaspace", mem), ("", 0)],
+                    ObjKind::VirtualMemory { mem, .. } => [("virtual", mem), ("", 0)],
+                    _ => continue,
+                };
+                for (kind, id) in held {
+                    let Some(m) = rm.mems.iter().find(|m| m.id == id && id != 0) else {
+                        continue;
+                    };
+                    if !m.vram {
+                        continue;
+                    }
+                    let _ = named.push(id, GFP_KERNEL);
+                    writeln!(
+                        f,
+                        "client {:#x} handle {:#x} parent {:#x} kind {kind} gpu {} bytes {} refs {}",
+                        c.handle, o.handle, o.parent, m.gpu, m.size, m.refs
+                    )?;
+                }
+            }
+        }
+        for m in rm.mems.iter().filter(|m| m.vram && !named.contains(&m.id)) {
+            writeln!(
+                f,
+                "mem {} gpu {} bytes {} refs {}",
+                m.id, m.gpu, m.size, m.refs
+            )?;
         }
         Ok(())
     }

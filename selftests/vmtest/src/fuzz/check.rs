@@ -64,6 +64,112 @@ pub fn gpu(g: u32) -> Result<GpuView, String> {
     })
 }
 
+/// Where vgpu's records and the double's objects disagree on GPU `g`:
+/// each object whose bytes differ, from debugfs `nvidia-double/vram` and
+/// `vgpu/records` (a line each, `client/handle: vgpu B, double B`).
+fn explain(g: u32) -> String {
+    use std::collections::BTreeMap;
+    let Ok(view) = read_file("/sys/kernel/debug/nvidia-double/vram") else {
+        return String::new();
+    };
+    let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or(0);
+    let mut double: BTreeMap<(u32, u32), (u64, String)> = BTreeMap::new();
+    let mut clients = Vec::new();
+    let mut loose = Vec::new();
+    for l in view.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w.as_slice() {
+            ["client", c] => clients.push(hex(c)),
+            ["client", c, "handle", h, "parent", _, "kind", k, "gpu", gg, "bytes", b, "refs", _]
+                if gg.parse() == Ok(g) =>
+            {
+                let e = double.entry((hex(c), hex(h))).or_default();
+                e.0 += b.parse::<u64>().unwrap_or(0);
+                e.1 = k.to_string();
+            }
+            ["mem", ..] => loose.push(l.to_string()),
+            _ => {}
+        }
+    }
+    let mut vgpu: BTreeMap<(u32, u32), (u64, String)> = BTreeMap::new();
+    for &c in &clients {
+        let Some(text) = records(c) else {
+            continue;
+        };
+        for l in text.lines().skip(1) {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let (Some(h), Some(gg), Some(k)) = (w.first(), w.get(4), w.get(6)) else {
+                continue;
+            };
+            if gg.parse() != Ok(g) {
+                continue;
+            }
+            let num = |name: &str| {
+                w.iter()
+                    .position(|x| *x == name)
+                    .and_then(|i| w.get(i + 1))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let bytes = num("charge") + num("gr");
+            if bytes > 0 {
+                vgpu.insert((c, hex(h)), (bytes, k.to_string()));
+            }
+        }
+    }
+    let mut out = String::new();
+    let keys: std::collections::BTreeSet<_> = double.keys().chain(vgpu.keys()).copied().collect();
+    for k in keys {
+        let (v, d) = (vgpu.get(&k), double.get(&k));
+        if v.map(|x| x.0) != d.map(|x| x.0) {
+            out += &format!(
+                "\n  {:#x}/{:#x}: vgpu {} ({}), double {} ({})",
+                k.0,
+                k.1,
+                v.map_or(0, |x| x.0),
+                v.map_or("-", |x| x.1.as_str()),
+                d.map_or(0, |x| x.0),
+                d.map_or("-", |x| x.1.as_str())
+            );
+        }
+    }
+    for l in loose {
+        out += &format!("\n  unnamed: {l}");
+    }
+    out
+}
+
+/// What vgpu records of client `c` (debugfs `vgpu/records`): a line
+/// `vgpus N...` (those of the `/dev/vgpuctl` file that verified it), then
+/// its objects; `None` where no file did. The file names its client by a
+/// write before the read: the pair holds a lock on a file of `/tmp`, which
+/// every fuzz process takes for it.
+pub fn records(c: u32) -> Option<String> {
+    const PATH: &str = "/sys/kernel/debug/vgpu/records";
+    let lock = std::fs::File::create("/tmp/vgpu-records.lock").ok()?;
+    // SAFETY: flock on an fd we own; released when `lock` closes.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+        return None;
+    }
+    crate::sys::write_file(PATH, &format!("{c:#x}")).ok()?;
+    let text = read_file(PATH).ok()?;
+    text.starts_with("vgpus").then_some(text)
+}
+
+/// The vGPUs of the `/dev/vgpuctl` file that verified client `c`, if one
+/// did (see [`records`]).
+pub fn client_vgpus(c: u32) -> Option<Vec<u32>> {
+    let text = records(c)?;
+    let first = text.lines().next()?;
+    Some(
+        first
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|v| v.parse().ok())
+            .collect(),
+    )
+}
+
 /// vGPU `v`'s sysfs number `name`.
 pub fn attr(v: u32, name: &str) -> Result<u64, String> {
     let s = read_file(&format!("/sys/class/vgpu/vgpu{v}/{name}"))?;
@@ -98,9 +204,10 @@ pub fn live(tenants: &[Tenant], pids: &[i32]) -> Outcome {
         let held = d.used - d.managed + d.dp * DP_REGION_PAGE_TABLES;
         if vram != held {
             errs.push(format!(
-                "GPU {g}: vgpu charged {vram} bytes of VRAM, the double holds {} for RM objects and has {} DP regions ({held} in all)",
+                "GPU {g}: vgpu charged {vram} bytes of VRAM, the double holds {} for RM objects and has {} DP regions ({held} in all){}",
                 d.used - d.managed,
-                d.dp
+                d.dp,
+                explain(g)
             ));
         }
         if tsgs != d.tsgs {

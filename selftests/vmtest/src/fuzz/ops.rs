@@ -462,8 +462,18 @@ impl<'a> Thread<'a> {
     fn foreign(&self, c: u32) -> bool {
         // A client this thread made itself (a client class's raw RM_ALLOC
         // under a handle another tenant had, then freed) is its own.
-        !self.objects.iter().any(|&(_, _, h)| h == c)
-            && self.board.foreign(self.tenant.index, self.tenants, c)
+        if self.objects.iter().any(|&(_, _, h)| h == c)
+            || !self.board.foreign(self.tenant.index, self.tenants, c)
+        {
+            return false;
+        }
+        // The board keeps what tenants posted, and handles come again: vgpu
+        // picks a client's handle at random among 2^20 (`src/rm/alloc.rs`),
+        // so a handle another tenant posted and freed may be one of this
+        // tenant's clients now (its post here overwritten since). Whose it
+        // is, vgpu tells: the vGPUs of the file that verified it. A client
+        // gone since the call cannot be told, and is not counted.
+        super::check::client_vgpus(c).is_some_and(|vs| !vs.contains(&self.tenant.vgpu))
     }
 
     /// A (client, object) pair another tenant posted, if there is one.
