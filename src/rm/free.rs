@@ -10,7 +10,7 @@ use super::ctx::Ctx;
 use crate::clients;
 use crate::kapi::user;
 use crate::nv::abi::{self, Wire};
-use crate::status;
+use crate::status::{self, RmResult};
 
 /// RM_FREE.
 pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
@@ -26,15 +26,25 @@ pub(super) fn free(cx: &Ctx<'_>) -> Result<isize> {
         // client behind vgpu's back.
         return cx.call.forward_block(cx.real, &mut blk);
     }
-    let r = cx.host.rm.free(a.h_root, a.h_object_parent, a.h_object_old);
-    if r.is_ok() {
-        cx.file.objects.lock().freed(a.h_root, a.h_object_old);
-        cx.file.drop_reservations(a.h_root);
-        if a.h_object_old == a.h_root {
-            clients::forget(cx.host, a.h_root);
-        }
-    }
+    let r = free_verified(cx, a.h_root, a.h_object_parent, a.h_object_old);
     a.status = status::status(r)?;
     user::write(addr, &a.to_bytes())?;
     Ok(0)
+}
+
+/// Frees `handle` of client `h_root`, one of the file's verified clients,
+/// from the kernel (RM_FREE, or RM_VID_HEAP_CONTROL's FREE), with the
+/// file's `order` held: what the driver freed is forgotten and refunded,
+/// and a freed client leaves the index of verified clients (whichever
+/// escape freed it: a stale entry would keep the file for good).
+pub(super) fn free_verified(cx: &Ctx<'_>, h_root: u32, h_parent: u32, handle: u32) -> RmResult<()> {
+    let r = cx.host.rm.free(h_root, h_parent, handle);
+    if r.is_ok() {
+        cx.file.objects.lock().freed(h_root, handle);
+        cx.file.drop_reservations(h_root);
+        if handle == h_root {
+            clients::forget(cx.host, h_root);
+        }
+    }
+    r
 }

@@ -43,10 +43,7 @@ pub(super) fn vid_heap(cx: &Ctx<'_>) -> Result<isize> {
         // refund matches what went.
         let h = a.free_args().h_memory;
         let _order = cx.file.order.lock();
-        let r = cx.host.rm.free(a.h_root, a.h_object_parent, h);
-        if r.is_ok() {
-            cx.file.objects.lock().freed(a.h_root, h);
-        }
+        let r = super::free::free_verified(cx, a.h_root, a.h_object_parent, h);
         a.status = status::status(r)?;
         user::write(addr, &a.to_bytes())?;
         return Ok(0);

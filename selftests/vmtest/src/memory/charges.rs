@@ -316,6 +316,35 @@ pub(super) fn dup_under_an_unrecorded_parent_refused() -> Outcome {
     })
 }
 
+/// RM_VID_HEAP_CONTROL's FREE names any handle of its client, the client's
+/// own too, and RM then frees the client (the double as RM_FREE does). vgpu
+/// ran it on its kernel copy and forgot the client's objects, but left the
+/// client in its index of verified clients, whose entry held the file (and
+/// its vGPUs) for as long as the handle was not reused: after such a free,
+/// vgpu must know nothing of the client (debugfs `vgpu/records`), and
+/// nothing may stay charged.
+pub(super) fn heap_free_of_a_client_forgets_it() -> Outcome {
+    as_container("/ma", move || {
+        let base = used(0)?;
+        let s = session(0)?;
+        s.ctl
+            .alloc_vram(s.client, s.device, 0, 64 * MIB)
+            .map_err(|e| format!("{e:?}"))?;
+        ensure!(
+            crate::fuzz::check::client_vgpus(s.client) == Some(vec![0]),
+            "before the free, vgpu/records: {:?}",
+            crate::fuzz::check::records(s.client)
+        );
+        s.ctl
+            .vid_heap_free(s.client, s.device, s.client)
+            .map_err(|e| format!("heap FREE of the client: {e:?}"))?;
+        ensure!(used(0)? == base, "{} bytes stay charged", used(0)? - base);
+        let left = crate::fuzz::check::records(s.client);
+        ensure!(left.is_none(), "vgpu still knows the client: {left:?}");
+        Ok(())
+    })
+}
+
 pub(super) fn dup_is_charged_once() -> Outcome {
     // A file of the real driver, opened before the process joins the
     // container (an open from inside it is vgpu's): its clients are ones

@@ -229,6 +229,43 @@ fn compute_object(s: &crate::session::Session, channel: u32) -> nvclient::Result
         .alloc(s.client, channel, 0, class::HOPPER_COMPUTE_A, &mut p)
 }
 
+/// A client need not keep a subdevice for its channels, and RM tells a
+/// context's size only on a subdevice of the channel's client: vgpu charged
+/// such a client's GR context the GPU's bound, 598,016 bytes more than the
+/// double holds (the long fuzz's ledger failures, `docs/runs.md`). It now
+/// asks on a subdevice it makes for the question: with the client's
+/// subdevice freed, the context is charged what the double holds, and the
+/// subdevice vgpu made is gone again (a second one, the client's own, can be
+/// made).
+pub(super) fn gr_context_without_a_subdevice_is_exact() -> Outcome {
+    as_container("/ma", || {
+        let s = session(0)?;
+        let base = held()?;
+        ensure!(used(0)? == 0, "charged before anything was allocated");
+        s.ctl
+            .free(s.client, s.device, s.subdevice)
+            .map_err(|e| format!("free subdevice: {e:?}"))?;
+        let (tsg, ch) = tsg_with_channel(&s).map_err(|e| format!("TSG: {e:?}"))?;
+        compute_object(&s, ch).map_err(|e| format!("compute: {e:?}"))?;
+        let (u, h) = (used(0)?, held()? - base);
+        println!("# memory: a GR context with no subdevice: memory_used {u}, the double holds {h}");
+        ensure!(u == h, "memory_used {u}, the double holds {h}");
+        s.ctl
+            .alloc_subdevice(s.client, s.device, s.subdevice, 0)
+            .map_err(|e| format!("the client's own subdevice again: {e:?}"))?;
+        s.ctl
+            .free(s.client, s.device, tsg)
+            .map_err(|e| format!("free: {e:?}"))?;
+        ensure!(
+            used(0)? == 0 && held()? == base,
+            "the context not given back: memory_used {}, the double holds {}",
+            used(0)?,
+            held()? - base
+        );
+        Ok(())
+    })
+}
+
 /// The GR context buffers RM allocates at a TSG's first compute object are
 /// charged to the TSG at the size RM reports, once per TSG, kept while the
 /// TSG lives (not with the compute object), and TSGs with contexts stop at
