@@ -7,7 +7,9 @@
 //! `control_ids` and `memory_flags`; the layouts of the RM object escapes
 //! in `escape_rm`, of VID_HEAP in `escape_heap`, of the map and frontend
 //! escapes in `escape_frontend`, and the blocks they point to in
-//! `alloc_params` and `control_params`. The encoding machinery
+//! `alloc_params` and `control_params`; the GPFIFO and pushbuffer format
+//! of a channel's work in `pushbuf` (the double's engine runs it). The
+//! encoding machinery
 //! (`Wire`, `wire_struct!`) is [`super::wire`].
 //!
 //! core-only: this file uses nothing but `core` and contains no `unsafe`. It is
@@ -54,6 +56,7 @@ mod escape_frontend;
 mod escape_heap;
 mod escape_rm;
 mod memory_flags;
+pub mod pushbuf;
 mod status_codes;
 
 pub use alloc_params::*;
