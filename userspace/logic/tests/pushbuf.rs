@@ -166,3 +166,116 @@ fn host_semaphores() {
     assert!(a.op == SemOp::AcquireGeq && a.satisfied(5) && !a.satisfied(4));
     assert_eq!(l.method(host::SEMAPHORE_D, 0x3), None);
 }
+
+/// Runs copy-engine methods; the launch of the last one.
+fn launch(methods: &[(u32, u32)]) -> Launch {
+    let mut ce = CopyEngine::default();
+    let mut last = None;
+    for &(m, d) in methods {
+        last = ce.method(m, d);
+    }
+    last.expect("no launch")
+}
+
+/// LAUNCH_DMA flags: pitch layouts (7, 8), virtual addresses, a transfer
+/// (`DATA_TRANSFER_TYPE_NON_PIPELINED`, 2).
+const PITCH_COPY: u32 = 2 | 1 << 7 | 1 << 8;
+
+#[test]
+fn copies_fills_and_their_semaphores() {
+    let base = [
+        (copy::OFFSET_IN_UPPER, 0x1),
+        (copy::OFFSET_IN_LOWER, 0x2000),
+        (copy::OFFSET_OUT_UPPER, 0x3),
+        (copy::OFFSET_OUT_LOWER, 0x4000),
+        (copy::LINE_LENGTH_IN, 4096),
+        (copy::LINE_COUNT, 3),
+        (copy::PITCH_IN, 8192),
+        (copy::PITCH_OUT, 4096),
+        (copy::SET_SEMAPHORE_A, 0x5),
+        (copy::SET_SEMAPHORE_B, 0x6000),
+        (copy::SET_SEMAPHORE_PAYLOAD, 42),
+        (copy::SET_SEMAPHORE_PAYLOAD_UPPER, 1),
+    ];
+    // A one-line copy with a one-word semaphore (SEMAPHORE_TYPE 1, 4:3).
+    let mut ms = base.to_vec();
+    ms.push((copy::LAUNCH_DMA, PITCH_COPY | 1 << 3));
+    let l = launch(&ms);
+    assert_eq!(
+        (l.src, l.dst, l.line_bytes, l.lines),
+        (0x1_0000_2000, 0x3_0000_4000, 4096, 1)
+    );
+    assert!(l.plain && l.data == CopyData::Copy);
+    let s = l.semaphore.unwrap();
+    assert_eq!(
+        (s.addr, s.payload, s.op, s.wide, s.timestamp),
+        (0x5_0000_6000, 42, SemOp::Release, false, false)
+    );
+    // Multi-line (9:9), a two-word payload (27:27) with the time (type 2).
+    let mut ms = base.to_vec();
+    ms.push((copy::LAUNCH_DMA, PITCH_COPY | 1 << 9 | 2 << 3 | 1 << 27));
+    let l = launch(&ms);
+    assert_eq!((l.lines, l.pitch_in, l.pitch_out), (3, 8192, 4096));
+    let s = l.semaphore.unwrap();
+    assert_eq!((s.payload, s.wide, s.timestamp), (1 << 32 | 42, true, true));
+    // A memset of 8-byte elements, as UVM pushes it: CONST_A then CONST_B,
+    // components of four bytes, two of them; LINE_LENGTH_IN in elements.
+    let mut ms = base.to_vec();
+    ms.extend([
+        (copy::SET_REMAP_CONST_A, 0x1122_3344),
+        (copy::SET_REMAP_CONST_B, 0x5566_7788),
+        (copy::SET_REMAP_COMPONENTS, 4 | 5 << 4 | 3 << 16 | 1 << 24),
+        (copy::LAUNCH_DMA, PITCH_COPY | 1 << 10),
+    ]);
+    let l = launch(&ms);
+    assert_eq!(l.line_bytes, 4096 * 8);
+    let mut want = [0u8; 16];
+    want[..8].copy_from_slice(&[0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55]);
+    assert_eq!(
+        l.data,
+        CopyData::Fill {
+            element: want,
+            size: 8
+        }
+    );
+    // A byte fill: CONST_B, one component of one byte.
+    let l = launch(&[
+        (copy::SET_REMAP_CONST_B, 0xab),
+        (copy::SET_REMAP_COMPONENTS, 5),
+        (copy::LINE_LENGTH_IN, 10),
+        (copy::LAUNCH_DMA, PITCH_COPY | 1 << 10),
+    ]);
+    let mut want = [0u8; 16];
+    want[0] = 0xab;
+    assert_eq!(
+        (l.data, l.line_bytes),
+        (
+            CopyData::Fill {
+                element: want,
+                size: 1
+            },
+            10
+        )
+    );
+    // A component from the source is not run; a scrub is zeros; no
+    // transfer is only the semaphore; a block-linear or physical launch is
+    // not plain.
+    let l = launch(&[
+        (copy::SET_REMAP_COMPONENTS, 0),
+        (copy::LAUNCH_DMA, PITCH_COPY | 1 << 10),
+    ]);
+    assert_eq!(l.data, CopyData::Unsupported);
+    assert_eq!(
+        launch(&[(copy::LAUNCH_DMA, PITCH_COPY | 1 << 23)]).data,
+        CopyData::Zero
+    );
+    let l = launch(&[(copy::LAUNCH_DMA, 1 << 3)]);
+    assert!(l.data == CopyData::None && l.semaphore.is_some());
+    assert!(!launch(&[(copy::LAUNCH_DMA, 2 | 1 << 8)]).plain);
+    assert!(!launch(&[(copy::LAUNCH_DMA, PITCH_COPY | 1 << 12)]).plain);
+    // A reduction (19:19) with its operation (17:14).
+    let s = launch(&[(copy::LAUNCH_DMA, 1 << 3 | 1 << 19 | 5 << 14)])
+        .semaphore
+        .unwrap();
+    assert_eq!(s.op, SemOp::Reduction(5));
+}
