@@ -279,3 +279,83 @@ fn copies_fills_and_their_semaphores() {
         .unwrap();
     assert_eq!(s.op, SemOp::Reduction(5));
 }
+
+#[test]
+fn compute_inline_data_launches_and_reports() {
+    let mut c = Compute::default();
+    for (m, d) in [
+        (compute::LINE_LENGTH_IN, 6),
+        (compute::LINE_COUNT, 2),
+        (compute::OFFSET_OUT_UPPER, 0x1),
+        (compute::OFFSET_OUT, 0x1000),
+        (compute::PITCH_OUT, 0x100),
+        (compute::SET_I2M_SEMAPHORE_A, 0x2),
+        (compute::SET_I2M_SEMAPHORE_B, 0x3000),
+        (compute::SET_I2M_SEMAPHORE_C, 9),
+    ] {
+        assert_eq!(c.method(m, d), None);
+    }
+    // Pitch (0:0), a one-word semaphore release after it (5:4 = 2, 12:12).
+    assert_eq!(c.method(compute::LAUNCH_DMA, 1 | 2 << 4 | 1 << 12), None);
+    let words: Vec<_> = (0..5)
+        .map(|w| c.method(compute::LOAD_INLINE_DATA, w))
+        .collect();
+    let sem = Semaphore {
+        addr: 0x2_0000_3000,
+        payload: 9,
+        op: SemOp::Release,
+        wide: false,
+        timestamp: false,
+    };
+    let w = |addr: u64, word: u32, len: u8, then| {
+        Some(ComputeOp::Inline {
+            addr,
+            word,
+            len,
+            then,
+        })
+    };
+    // Two lines of 6 bytes: 4 + 2 on each, the second line a pitch on; a
+    // word past the transfer does nothing.
+    assert_eq!(
+        words,
+        vec![
+            w(0x1_0000_1000, 0, 4, None),
+            w(0x1_0000_1004, 1, 2, None),
+            w(0x1_0000_1100, 2, 4, None),
+            w(0x1_0000_1104, 3, 2, Some(sem)),
+            None,
+        ]
+    );
+    // A launch: the QMD address shifted by 8, scheduled by PCAS2_B's
+    // action 3 (INVALIDATE_COPY_SCHEDULE); NOP (0) launches nothing.
+    c.method(compute::SEND_PCAS_A, 0x12_3456);
+    assert_eq!(c.method(compute::SEND_SIGNALING_PCAS2_B, 0), None);
+    assert_eq!(
+        c.method(compute::SEND_SIGNALING_PCAS2_B, 3),
+        Some(ComputeOp::Launch(0x1234_5600))
+    );
+    // A four-word report release, and a one-word reduction (ADD, 0).
+    c.method(compute::SET_REPORT_SEMAPHORE_A, 0x4);
+    c.method(compute::SET_REPORT_SEMAPHORE_B, 0x5000);
+    c.method(compute::SET_REPORT_SEMAPHORE_C, 77);
+    let Some(ComputeOp::Report(r)) = c.method(compute::SET_REPORT_SEMAPHORE_D, 0) else {
+        panic!("no report");
+    };
+    assert_eq!(
+        (r.addr, r.payload, r.op, r.timestamp),
+        (0x4_0000_5000, 77, SemOp::Release, true)
+    );
+    let Some(ComputeOp::Report(r)) = c.method(compute::SET_REPORT_SEMAPHORE_D, 1 << 3 | 1 << 28)
+    else {
+        panic!("no reduction");
+    };
+    assert_eq!((r.op, r.timestamp), (SemOp::Reduction(0), false));
+    // TRAP is not run; a block-linear transfer's words are skipped.
+    assert_eq!(c.method(compute::SET_REPORT_SEMAPHORE_D, 3), None);
+    c.method(compute::LAUNCH_DMA, 0);
+    assert_eq!(
+        c.method(compute::LOAD_INLINE_DATA, 1),
+        Some(ComputeOp::InlineSkipped)
+    );
+}
