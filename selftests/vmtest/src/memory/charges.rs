@@ -345,6 +345,33 @@ pub(super) fn heap_free_of_a_client_forgets_it() -> Outcome {
     })
 }
 
+/// debugfs `vgpu/records` takes a client handle, decimal or `0x` hex, and
+/// nothing else: garbage, an empty write and one past its 16 bytes are
+/// `EINVAL`; a handle no file verified reads as nothing.
+pub(super) fn records_refuse_garbage() -> Outcome {
+    const PATH: &str = "/sys/kernel/debug/vgpu/records";
+    for bad in [
+        "zz",
+        "0x",
+        "-1",
+        "0x1_0000",
+        "4294967296",
+        "",
+        "0x00000000000000001",
+    ] {
+        let r = write_file(PATH, bad);
+        ensure!(
+            r == Err(libc::EINVAL) || (bad.is_empty() && r.is_ok()),
+            "{bad:?}: {r:?}"
+        );
+    }
+    write_file(PATH, "0xc1e00000").map_err(|e| format!("hex: errno {e}"))?;
+    let text = read_file(PATH)?;
+    ensure!(text.is_empty(), "an unknown client reads {text:?}");
+    write_file(PATH, "12345").map_err(|e| format!("decimal: errno {e}"))?;
+    Ok(())
+}
+
 pub(super) fn dup_is_charged_once() -> Outcome {
     // A file of the real driver, opened before the process joins the
     // container (an open from inside it is vgpu's): its clients are ones

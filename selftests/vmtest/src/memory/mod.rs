@@ -48,6 +48,7 @@ pub const TESTS: &[Test] = tests![
     dup_is_charged_once,
     dup_under_an_unrecorded_parent_refused,
     heap_free_of_a_client_forgets_it,
+    records_refuse_garbage,
     alloc_memory_limit_shows_the_ceiling,
     rm_internal_vram_stops_at_the_ceiling,
     gr_context_without_a_subdevice_is_exact,
