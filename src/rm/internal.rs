@@ -47,7 +47,7 @@ pub(super) fn gr_object(cx: &Ctx<'_>, blk: &mut [u8], h: &Header, want: usize) -
     let file = cx.file;
     let _serial = file.gr.lock();
     // The record that holds the context's charge (the channel's TSG, or
-    // the channel itself), and a subdevice to ask the size on.
+    // the channel itself).
     let found = {
         let mut objects = file.objects.lock();
         let channel = match objects.obj(h.h_root, h.h_parent) {
