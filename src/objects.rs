@@ -294,24 +294,25 @@ impl Client {
     /// Forgets object `handle` (if accounted), one child fewer for its
     /// parent.
     fn forget(&mut self, handle: u32) {
-        let Some(parent) = self.objs.get(&handle).map(|o| o.parent) else {
+        // One lookup: every RM_FREE of memory passes here.
+        let Some(entry) = self.objs.find_mut(&handle) else {
             return;
         };
+        let parent = entry.get().parent;
         // Dropping the object drops its charge reference, its schedule entry
         // and its watch; its node is kept if there is room.
-        if let Some(node) = self.objs.remove_node(&handle) {
-            self.count -= 1;
-            let _ = self.spare.push_within_capacity(node.into_reservation());
-        }
+        let node = entry.remove_node();
+        self.count -= 1;
+        let _ = self.spare.push_within_capacity(node.into_reservation());
         self.one_child_fewer(parent);
     }
 
     /// `parent` has one accounted child fewer (its count goes at 0).
     fn one_child_fewer(&mut self, parent: u32) {
-        if let Some(n) = self.children.get_mut(&parent) {
-            *n -= 1;
-            if *n == 0 {
-                self.children.remove(&parent);
+        if let Some(mut n) = self.children.find_mut(&parent) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove_node();
             }
         }
     }
