@@ -46,6 +46,21 @@
 //! channel set to wait-for-idle compute preemption (GR_SET_CTXSW_PREEMPTION_MODE
 //! `COMPUTE_WFI`): its TSG leaves the engine, when disabled, preempted or at
 //! the end of its timeslice, only once the item in progress is done.
+//!
+//! GPFIFO channels (issue 40): a channel allocated with a `gpFifoOffset`,
+//! as NVIDIA's libcuda allocates them, has real GPFIFO entries at that GPU
+//! virtual address, each naming a pushbuffer segment, and USERD's `GPGet`
+//! and `GPPut` index them. Once its doorbell rang, and while its TSG is
+//! enabled, the engine hands the channel's pending entries to the driver,
+//! which resolves the addresses through its GPU mappings and runs the
+//! methods ([`GpuMemory::gpfifo`], `rm/gpfifo.rs`); the channel's host
+//! state ([`Pbdma`]) lives here between runs. These channels take no
+//! engine time and are not in the round robin: their work completes as the
+//! engine thread reaches it (not modelled yet: their share of the engine).
+//! Enabling their TSG arms them as a doorbell does: libcuda 550.163.01's
+//! `cuCtxCreate` writes `GPPut` on each new channel before GPFIFO_SCHEDULE,
+//! rings no doorbell for that work and waits for it (VM runs, 2026-11-29),
+//! so scheduling a TSG must make the host fetch its channels.
 
 use kernel::{
     new_mutex,
@@ -57,9 +72,12 @@ use kernel::{
 use crate::file::NvFile;
 use crate::kapi::kthread::{sleep_us, Stop, Worker};
 use crate::memory::Backing;
+use crate::pbdma::{Fifo, Pbdma};
 
 /// Doorbell offset in a USERMODE page.
 pub(crate) const DOORBELL_OFFSET: usize = crate::nv::abi::class::USERMODE_DOORBELL_OFFSET;
+/// TIME_0 (and TIME_1 after it) in a USERMODE page.
+const USERMODE_TIME: usize = 0x80;
 /// Offset of the first ring entry (after the 512-byte USERD).
 pub(crate) const RING_ENTRIES_OFFSET: usize = 0x200;
 /// USERD `GPGet`: the engine's read index.
@@ -69,7 +87,8 @@ pub(crate) const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
 const RING_COMPLETED: usize = 0x00;
 const RING_CHANNEL_NS: usize = 0x08;
 const RING_TSG_NS: usize = 0x10;
-const RING_FAULTS: usize = 0x18;
+/// USERD's `faults` word (double's own).
+pub(crate) const RING_FAULTS: usize = 0x18;
 /// Bit 63 of a work item: the item is a touch of a managed address.
 pub(crate) const TOUCH_BIT: u64 = 1 << 63;
 /// Engine time a touch item costs, ns.
@@ -92,6 +111,11 @@ struct Chan {
     /// Wait-for-idle compute preemption: an item in progress is not
     /// preempted.
     wfi: bool,
+    /// A GPFIFO channel's ring, at this GPU virtual address (`None`: the
+    /// double's own work items).
+    gpfifo: Option<u64>,
+    /// Its host state between runs.
+    pb: Pbdma,
 }
 
 /// A touch item whose engine time is done: the driver applies it, then
@@ -133,6 +157,8 @@ struct State {
     leaving: bool,
     last: Instant<Monotonic>,
     busy_ns: u64,
+    /// When the engine started (GPFIFO release timestamps count from it).
+    born: Instant<Monotonic>,
 }
 
 /// One fake GPU's engine.
@@ -143,7 +169,18 @@ pub(crate) struct Engine {
 }
 
 impl Chan {
+    /// Whether the channel has work items for the engine's time (never a
+    /// GPFIFO channel's: see [`Chan::fifo_ready`]).
     fn pending(&self) -> bool {
+        self.gpfifo.is_none() && self.has_work()
+    }
+
+    /// Whether a GPFIFO channel has entries for the driver to run.
+    fn fifo_ready(&self) -> bool {
+        self.gpfifo.is_some() && self.has_work()
+    }
+
+    fn has_work(&self) -> bool {
         let Some((ring, off)) = &self.ring else {
             return false;
         };
@@ -285,6 +322,7 @@ impl Engine {
                     leaving: false,
                     last: Instant::now(),
                     busy_ns: 0,
+                    born: Instant::now(),
                 }),
             }),
             GFP_KERNEL,
@@ -323,13 +361,16 @@ impl Engine {
         }
     }
 
-    /// Adds a channel to TSG `tsg`, with its ring (if any).
+    /// Adds a channel to TSG `tsg`, with its ring (if any): the double's
+    /// work items, or with `gpfifo` GPFIFO entries at that GPU virtual
+    /// address.
     pub(crate) fn add_channel(
         &self,
         tsg: u32,
         token: u32,
         ring: Option<(Arc<Backing>, usize)>,
         entries: u32,
+        gpfifo: Option<u64>,
     ) -> Result {
         let mut s = self.state.lock();
         let t = s.tsgs.iter_mut().find(|t| t.id == tsg).ok_or(EINVAL)?;
@@ -344,6 +385,8 @@ impl Engine {
                 touch: None,
                 blocked: false,
                 wfi: false,
+                gpfifo,
+                pb: Pbdma::default(),
             },
             GFP_KERNEL,
         )?;
@@ -370,6 +413,11 @@ impl Engine {
         s.advance();
         if let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) {
             t.enabled = enable;
+            // Scheduled, the TSG's GPFIFO channels are loaded and their
+            // GPPut fetched, doorbell or not (see the module's doc).
+            for c in t.chans.iter_mut().filter(|c| enable && c.gpfifo.is_some()) {
+                c.armed = true;
+            }
         }
         if !enable && s.current == Some(tsg) && !s.holds_engine(tsg) {
             s.current = None;
@@ -502,13 +550,72 @@ impl Engine {
         s.pick();
     }
 
-    /// One scheduling step; returns whether anything is on the engine or
-    /// enabled, the ns
-    /// until the item on the engine ends (or its TSG's timeslice does,
-    /// whichever is first; `None` with nothing on the engine), and the
-    /// touches that finished their engine time (to apply without the lock).
-    fn step(&self) -> (bool, Option<u64>, KVec<Touch>) {
+    /// Gives back a GPFIFO channel's host state after the driver ran its
+    /// entries, and posts completion events for its client if any entry
+    /// completed.
+    pub(crate) fn finish_fifo(&self, token: u32, pb: Pbdma, completed: bool) {
         let mut s = self.state.lock();
+        let mut client = None;
+        for t in s.tsgs.iter_mut() {
+            let tsg_client = t.client;
+            for c in t.chans.iter_mut().filter(|c| c.token == token && c.blocked) {
+                c.blocked = false;
+                c.pb = pb;
+                if completed {
+                    client = Some(tsg_client);
+                }
+            }
+        }
+        if let Some(client) = client {
+            for e in s.events.iter().filter(|e| e.client == client) {
+                e.file.post_event();
+            }
+        }
+    }
+
+    /// The GPFIFO channels of enabled TSGs with entries to run, each held
+    /// (`blocked`) until [`Engine::finish_fifo`].
+    fn take_fifos(s: &mut State) -> KVec<Fifo> {
+        let mut jobs = KVec::new();
+        let now_ns = s.born.elapsed().as_nanos().max(0) as u64;
+        for t in s.tsgs.iter_mut().filter(|t| t.enabled) {
+            for c in t.chans.iter_mut().filter(|c| c.fifo_ready()) {
+                let (Some(gpfifo), Some(userd)) = (c.gpfifo, c.ring.clone()) else {
+                    continue;
+                };
+                let job = Fifo {
+                    token: c.token,
+                    client: t.client,
+                    gpfifo,
+                    entries: c.entries,
+                    userd,
+                    pb: c.pb,
+                    now_ns,
+                };
+                // If the list cannot grow, the channel runs on a later turn.
+                if jobs.push(job, GFP_KERNEL).is_ok() {
+                    c.blocked = true;
+                }
+            }
+        }
+        jobs
+    }
+
+    /// One scheduling step; returns whether anything is on the engine or
+    /// enabled, the ns until the item on the engine ends (or its TSG's timeslice does,
+    /// whichever is first; `None` with nothing on the engine), the
+    /// touches that finished their engine time and the GPFIFO channels with
+    /// entries to run (both for the driver, without the lock).
+    fn step(&self) -> (bool, Option<u64>, KVec<Touch>, KVec<Fifo>) {
+        let mut s = self.state.lock();
+        // The GPU's timer, TIME_0 and TIME_1 of every USERMODE page
+        // (`clc361.h:31-32`: ns, the low 5 bits 0), which libcuda reads to
+        // time its waits; one aligned 8-byte store, so a reader never sees
+        // half of it. GUESS: counted from the engine's start, on its turns.
+        let now_ns = s.born.elapsed().as_nanos().max(0) as u64;
+        for page in s.usermodes.iter() {
+            let _ = page.write_u64(USERMODE_TIME, now_ns & !0x1f);
+        }
         // Doorbells: arm the channel whose token was written.
         let mut tokens = KVec::new();
         for page in s.usermodes.iter() {
@@ -545,7 +652,8 @@ impl Engine {
         });
         // An enabled TSG may get work any time: poll as when busy.
         let ready = s.current.is_some() || s.tsgs.iter().any(|t| t.enabled);
-        (ready, next, core::mem::take(&mut s.touches))
+        let fifos = Self::take_fifos(&mut s);
+        (ready, next, core::mem::take(&mut s.touches), fifos)
     }
 }
 
@@ -623,16 +731,22 @@ impl State {
     }
 }
 
-/// What serves an engine's touches: the driver's UVM (`uvm/mmap.rs`). The
-/// engine knows no more of the driver than this.
-pub(crate) trait Touches: Send + Sync + 'static {
+/// What serves the engine's accesses to memory it cannot reach itself:
+/// managed addresses (the driver's UVM, `uvm/mmap.rs`) and GPU virtual
+/// addresses (its RM mappings, `rm/gpfifo.rs`). The engine knows no more of
+/// the driver than this.
+pub(crate) trait GpuMemory: Send + Sync + 'static {
     /// GPU work of channel `token` on `gpu` accessed managed address
     /// `addr`: make it resident there. False: a fault.
     fn touch(&self, gpu: u32, token: u32, addr: u64) -> bool;
+
+    /// Runs GPFIFO channel `job`'s pending entries on `gpu`, up to an
+    /// unsatisfied acquire; returns whether any entry completed.
+    fn gpfifo(&self, gpu: u32, job: &mut Fifo) -> bool;
 }
 
 /// The engine thread's loop body.
-pub(crate) struct EngineWorker<T: Touches> {
+pub(crate) struct EngineWorker<T: GpuMemory> {
     /// The engine it drives.
     pub(crate) engine: Arc<Engine>,
     /// Its GPU's index.
@@ -642,12 +756,16 @@ pub(crate) struct EngineWorker<T: Touches> {
     pub(crate) driver: Arc<T>,
 }
 
-impl<T: Touches> Worker for EngineWorker<T> {
+impl<T: GpuMemory> Worker for EngineWorker<T> {
     fn turn(&self, _stop: &Stop) {
-        let (busy, next, touches) = self.engine.step();
+        let (busy, next, touches, mut fifos) = self.engine.step();
         for t in touches.iter() {
             let served = self.driver.touch(self.gpu, t.token, t.addr);
             self.engine.finish_touch(t.token, served);
+        }
+        for f in fifos.iter_mut() {
+            let completed = self.driver.gpfifo(self.gpu, f);
+            self.engine.finish_fifo(f.token, f.pb, completed);
         }
         // Poll fast while there is work, slower when idle (hardware would
         // sleep until a doorbell; polling keeps the double simple). With an

@@ -95,6 +95,38 @@ impl Backing {
         unsafe { page.write_raw(b.as_ptr(), within, 8) }
     }
 
+    /// Reads `buf.len()` bytes at `offset`, across pages.
+    pub(crate) fn read_bytes(&self, offset: usize, buf: &mut [u8]) -> Result {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset.checked_add(done).ok_or(EINVAL)?;
+            let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            let within = at % PAGE_SIZE;
+            let n = (PAGE_SIZE - within).min(buf.len() - done);
+            // SAFETY: `buf[done..]` is valid for `n` bytes of writes; the
+            // range is inside the page.
+            unsafe { page.read_raw(buf[done..].as_mut_ptr(), within, n)? };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf` at `offset`, across pages.
+    pub(crate) fn write_bytes(&self, offset: usize, buf: &[u8]) -> Result {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset.checked_add(done).ok_or(EINVAL)?;
+            let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            let within = at % PAGE_SIZE;
+            let n = (PAGE_SIZE - within).min(buf.len() - done);
+            // SAFETY: `buf[done..]` is valid for `n` bytes of reads; the
+            // range is inside the page.
+            unsafe { page.write_raw(buf[done..].as_ptr(), within, n)? };
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Maps `len` bytes from `offset` into `vma`, which must be exactly that long.
     pub(crate) fn map_into(&self, vma: &VmaNew, offset: usize, len: usize) -> Result {
         if vma.end() - vma.start() != len || offset % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {

@@ -65,6 +65,7 @@ mod fops;
 mod global;
 mod kclient;
 mod memory;
+mod pbdma;
 mod procfs;
 mod rm;
 mod settings;

@@ -279,8 +279,11 @@ impl Driver {
         let token = n.rm.next_token;
         n.rm.next_token += 1;
         let engine = &self.gpus[gpu as usize].engine;
+        // A ring at a GPU virtual address holds GPFIFO entries (libcuda's
+        // channels); without one, the double's own work items follow USERD.
+        let gpfifo = (cp.gp_fifo_offset != 0).then_some(cp.gp_fifo_offset);
         if engine
-            .add_channel(tsg, token, ring, cp.gp_fifo_entries)
+            .add_channel(tsg, token, ring, cp.gp_fifo_entries, gpfifo)
             .is_err()
         {
             n.rm.put_mem(mem);
@@ -325,7 +328,12 @@ impl Driver {
             _ => None,
         };
         let off = cp.userd_offset[0] as usize;
-        let need = crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8;
+        // USERD, then the double's own work items (a GPFIFO channel's
+        // entries are at `gpFifoOffset`, in GPU virtual memory).
+        let need = match cp.gp_fifo_offset {
+            0 => crate::engine::RING_ENTRIES_OFFSET + cp.gp_fifo_entries as usize * 8,
+            _ => crate::engine::RING_ENTRIES_OFFSET,
+        };
         match b {
             // A fuzzed offset near the top of the range must not overflow
             // (it did: an add-overflow BUG in the double).

@@ -281,6 +281,7 @@ impl Driver {
                 memory: a.h_memory,
                 va: a.dma_offset,
                 length: a.length,
+                offset: a.offset,
             };
             rm.dma_maps
                 .push(m, GFP_KERNEL)

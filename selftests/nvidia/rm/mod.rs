@@ -7,7 +7,8 @@
 //! order), `call.rs` (what a handler gets), the handlers (one file per
 //! escape family: `alloc.rs` with `classes.rs`, `free.rs`, `control.rs`
 //! with the controls in `system.rs`, `gpumgr.rs`, `gpuinfo.rs`, `cuda.rs`, `subdevice.rs`, `pids.rs`, `fifo.rs`, `grctx.rs`
-//! and `memory.rs`, `dup.rs`, `event.rs`, `escape.rs`), `table.rs` (what
+//! and `memory.rs`, `dup.rs`, `event.rs`, `escape.rs`), `gpfifo.rs` (the
+//! GPFIFO channels' work the engine hands over), `table.rs` (what
 //! is served, and by which handler), and this file, the escapes'
 //! dispatcher.
 
@@ -27,6 +28,7 @@ mod escape;
 mod event;
 mod fifo;
 mod free;
+mod gpfifo;
 mod gpuinfo;
 mod gpumgr;
 mod grctx;

@@ -151,6 +151,8 @@ pub(crate) struct DmaMap {
     pub(crate) va: u64,
     /// Bytes mapped.
     pub(crate) length: u64,
+    /// Where in the memory the mapping starts.
+    pub(crate) offset: u64,
 }
 
 pub(crate) struct Gpu {

@@ -2,7 +2,8 @@
 
 //! The NV2080 controls the double answers on a subdevice, but for the
 //! process lists (`pids.rs`) and the FIFO's (`fifo.rs`): the framebuffer's
-//! sizes and the GPU's UUID; and RUSD's REQUEST_DATA_POLL.
+//! sizes and the GPU's UUID; RUSD's REQUEST_DATA_POLL; and
+//! MC_SERVICE_INTERRUPTS.
 
 use super::call::{fill_info_list, parse_params, parse_release_params, Ctl};
 use super::state::{Driver, Rm, BAR1_SIZE};
@@ -27,7 +28,25 @@ const FB_LTC_COUNT: u32 = 0x22;
 /// NV2080_CTRL_FB_INFO_INDEX_LTS_COUNT (`ctrl2080fb.h:315`).
 const FB_LTS_COUNT: u32 = 0x23;
 
+/// NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS: `{engines}`, 4 bytes
+/// (`ctrl2080mc.h`; `g_subdevice_nvoc.c:5579-5590` at 550.163.01).
+pub(crate) const MC_SERVICE_INTERRUPTS: u32 = 0x2080_1702;
+
 impl Driver {
+    /// NV2080_CTRL_CMD_MC_SERVICE_INTERRUPTS: RM services the engines'
+    /// pending interrupts and answers NV_OK, the params unchanged
+    /// (`subdeviceCtrlCmdMcServiceInterrupts_IMPL`,
+    /// `kernel/gpu/intr/intr.c:154-236` at 550.163.01). The double's
+    /// engine raises none: completions are written to memory as the
+    /// engine thread runs the work, and its events posted then.
+    pub(crate) fn mc_service_interrupts(&self, c: Ctl<'_>) -> StatusResult {
+        c.gpu()?;
+        if c.p.len() != 4 {
+            return Err(NV_ERR_INVALID_ARGUMENT);
+        }
+        Ok(())
+    }
+
     /// NV2080_CTRL_CMD_FB_GET_INFO_V2: the claimed release's list (54 to 57
     /// entries before 580).
     pub(crate) fn fb_get_info_v2(&self, c: Ctl<'_>) -> StatusResult {

@@ -17,6 +17,7 @@ use super::gpuinfo;
 use super::gpumgr;
 use super::grctx;
 use super::state::Driver;
+use super::subdevice;
 use crate::base::{ObjKind, StatusResult};
 use crate::file::NvFile;
 use crate::nv::abi::{self, class, ctrl};
@@ -318,7 +319,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 78] = [
+static CONTROLS: [ControlRow; 79] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -474,6 +475,11 @@ static CONTROLS: [ControlRow; 78] = [
         cuda::RC_SOFT_DISABLE_WATCHDOG,
         On::Subdevice,
         Driver::rc_watchdog_request,
+    ),
+    row(
+        subdevice::MC_SERVICE_INTERRUPTS,
+        On::Subdevice,
+        Driver::mc_service_interrupts,
     ),
     // RM hands these to GSP before its control table (`cuda.rs`).
     row(cuda::GSS_LEGACY_8159, On::Subdevice, Driver::gss_legacy),

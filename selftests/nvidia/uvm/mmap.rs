@@ -8,7 +8,6 @@ use kernel::prelude::*;
 use super::residency::{destroy_range, place};
 use super::state::{MmState, RangeKind};
 use super::vma::{nv_double_vma_pgoff, nv_double_vma_set, VM_OPS};
-use crate::engine::Touches;
 use crate::nv::abi::status::*;
 use crate::nv::uvm::{CHUNK, PAGE};
 use crate::rm::state::Driver;
@@ -103,11 +102,5 @@ impl Driver {
             rm.uvm.spaces[si].faults += 1;
         }
         ok
-    }
-}
-
-impl Touches for Driver {
-    fn touch(&self, gpu: u32, token: u32, addr: u64) -> bool {
-        self.uvm_touch(gpu, token, addr)
     }
 }

@@ -383,7 +383,12 @@ pub(super) fn os_events_by_client_and_number() -> Outcome {
 /// An NVOS46 of the claimed release's size (56 bytes before 580, 64 from:
 /// `flags2` and `kindOverride` before `dmaOffset`), its `dmaOffset` at
 /// `dma_at`, `status` 8 bytes after.
-fn nvos46(h: [Handle; 4], offset: u64, length: u64, dma: u64) -> Result<(Vec<u8>, usize), String> {
+pub(super) fn nvos46(
+    h: [Handle; 4],
+    offset: u64,
+    length: u64,
+    dma: u64,
+) -> Result<(Vec<u8>, usize), String> {
     let n = match nvclient::speaks().escape_rule(Escape::RmMapMemoryDma) {
         Some(nvclient::ioctl::SizeRule::Exact(n)) => n,
         r => return Err(format!("RM_MAP_MEMORY_DMA's size rule: {r:?}")),

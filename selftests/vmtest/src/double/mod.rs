@@ -27,6 +27,7 @@ use crate::tests;
 mod cards;
 mod controls;
 mod engine;
+mod gpfifo;
 mod grctx;
 mod killed;
 mod mappings;
@@ -36,6 +37,7 @@ mod refusals;
 use cards::*;
 use controls::*;
 use engine::*;
+use gpfifo::*;
 use grctx::*;
 use killed::*;
 use mappings::*;
@@ -66,6 +68,7 @@ pub const TESTS: &[Test] = tests![
     mappings_share_data,
     map_context_once_per_file,
     map_memory_dma_into_fixed_ranges,
+    gpfifo_runs_semaphores_copies_and_acquires,
     dup_is_not_double_charged,
     os_event_by_poll,
     os_events_by_client_and_number,
