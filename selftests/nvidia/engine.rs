@@ -459,6 +459,19 @@ impl Engine {
         found
     }
 
+    /// As [`Engine::set_compute_wfi`] for every channel of TSG `tsg` (a
+    /// TSG shares one GR context).
+    pub(crate) fn set_tsg_compute_wfi(&self, tsg: u32, wfi: bool) -> bool {
+        let mut s = self.state.lock();
+        let Some(t) = s.tsgs.iter_mut().find(|t| t.id == tsg) else {
+            return false;
+        };
+        for c in t.chans.iter_mut() {
+            c.wfi = wfi;
+        }
+        true
+    }
+
     /// Sets a TSG's timeslice.
     pub(crate) fn set_timeslice(&self, tsg: u32, us: u64) -> bool {
         let mut s = self.state.lock();

@@ -69,3 +69,33 @@ void nv_double_vma_set(struct vm_area_struct *vma,
 		vma->vm_ops = ops;
 	vma->vm_private_data = data;
 }
+
+/*
+ * OS-descriptor memory (RM_ALLOC_MEMORY class 0x71): RM pins the caller's
+ * pages with FOLL_LONGTERM, writable unless asked read-only, and unpins
+ * them dirty when the memory is freed (os_lock_user_pages and
+ * os_unlock_user_pages, kernel-open/nvidia/os-mlock.c:216-333 at
+ * 550.163.01). Returns how many of the n pages were pinned (all of them,
+ * or none: a partial pin is undone), or a negative errno.
+ */
+long nv_double_pin_user_pages(unsigned long start, unsigned long n, int write,
+			      struct page **pages);
+long nv_double_pin_user_pages(unsigned long start, unsigned long n, int write,
+			      struct page **pages)
+{
+	long ret = pin_user_pages_fast(start, n,
+				       (write ? FOLL_WRITE : 0) | FOLL_LONGTERM,
+				       pages);
+
+	if (ret > 0 && (unsigned long)ret < n) {
+		unpin_user_pages(pages, ret);
+		return 0;
+	}
+	return ret;
+}
+
+void nv_double_unpin_user_pages(struct page **pages, unsigned long n);
+void nv_double_unpin_user_pages(struct page **pages, unsigned long n)
+{
+	unpin_user_pages_dirty_lock(pages, n, true);
+}

@@ -18,11 +18,51 @@ pub(crate) const MAX_BACKED: u64 = 128 << 20;
 extern "C" {
     /// `page_address()` (a macro in C; see `exports.c`).
     fn nv_double_page_address(page: *mut core::ffi::c_void) -> *mut core::ffi::c_void;
+    /// Pins `n` pages of the current process from `start` (all or none).
+    fn nv_double_pin_user_pages(
+        start: core::ffi::c_ulong,
+        n: core::ffi::c_ulong,
+        write: core::ffi::c_int,
+        pages: *mut *mut core::ffi::c_void,
+    ) -> core::ffi::c_long;
+    /// Unpins pages `nv_double_pin_user_pages` pinned, marking them dirty.
+    fn nv_double_unpin_user_pages(pages: *mut *mut core::ffi::c_void, n: core::ffi::c_ulong);
 }
 
-/// Zeroed pages backing one memory object.
+/// A process's pages, pinned for an OS-descriptor memory object.
+///
+/// # Invariants
+///
+/// Every entry of `pages` is a page pinned by `nv_double_pin_user_pages`
+/// and not yet unpinned.
+struct UserPages {
+    pages: KVec<*mut core::ffi::c_void>,
+}
+
+// SAFETY: the pointers name pinned pages, which stay valid on any thread
+// until `Drop` unpins them; `UserPages` itself never dereferences them.
+unsafe impl Send for UserPages {}
+// SAFETY: as for `Send`; shared access only reads the pointers.
+unsafe impl Sync for UserPages {}
+
+impl Drop for UserPages {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant every page is pinned, and this is
+        // the one place that unpins them.
+        unsafe {
+            nv_double_unpin_user_pages(
+                self.pages.as_mut_ptr(),
+                self.pages.len() as core::ffi::c_ulong,
+            )
+        };
+    }
+}
+
+/// Pages backing one memory object: zeroed pages of its own, or a
+/// process's pinned pages (OS-descriptor memory).
 pub(crate) struct Backing {
     pages: KVec<Page>,
+    user: Option<UserPages>,
 }
 
 impl Backing {
@@ -36,63 +76,96 @@ impl Backing {
         for _ in 0..n {
             pages.push(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
         }
-        Ok(Self { pages })
+        Ok(Self { pages, user: None })
+    }
+
+    /// Pins the current process's `n` pages from `start` (page aligned),
+    /// writable or not; `EFAULT` if any cannot be pinned.
+    pub(crate) fn pin_user(start: u64, n: usize, write: bool) -> Result<Self> {
+        let mut pages = KVec::from_elem(core::ptr::null_mut(), n, GFP_KERNEL)?;
+        let start = core::ffi::c_ulong::try_from(start).map_err(|_| EINVAL)?;
+        // SAFETY: `pages` has room for `n` entries.
+        let got = unsafe {
+            nv_double_pin_user_pages(
+                start,
+                n as core::ffi::c_ulong,
+                write.into(),
+                pages.as_mut_ptr(),
+            )
+        };
+        if got != n as core::ffi::c_long {
+            // None are pinned (the helper undoes a partial pin).
+            return Err(EFAULT);
+        }
+        Ok(Self {
+            pages: KVec::new(),
+            // INVARIANT: all `n` pages were pinned.
+            user: Some(UserPages { pages }),
+        })
     }
 
     /// Size in bytes (whole pages).
     pub(crate) fn len(&self) -> usize {
-        self.pages.len() * PAGE_SIZE
+        match &self.user {
+            Some(u) => u.pages.len() * PAGE_SIZE,
+            None => self.pages.len() * PAGE_SIZE,
+        }
     }
 
     /// The kernel address of page `index` (valid while this backing lives).
     pub(crate) fn page_address(&self, index: usize) -> Option<*mut u8> {
-        let page = self.pages.get(index)?;
-        // SAFETY: `page` is a live page allocated without __GFP_HIGHMEM, so
-        // it is in the kernel's linear map and `page_address` is its address.
-        Some(unsafe { nv_double_page_address(page.as_ptr().cast()) }.cast())
+        let page = match &self.user {
+            Some(u) => *u.pages.get(index)?,
+            None => self.pages.get(index)?.as_ptr().cast(),
+        };
+        // SAFETY: `page` is a live page (ours, allocated without
+        // __GFP_HIGHMEM, or pinned, and x86_64 has no high memory), so it
+        // is in the kernel's linear map and `page_address` is its address.
+        Some(unsafe { nv_double_page_address(page) }.cast())
     }
 
-    fn locate(&self, offset: usize, len: usize) -> Result<(&Page, usize)> {
-        let page = self.pages.get(offset / PAGE_SIZE).ok_or(EINVAL)?;
-        let within = offset % PAGE_SIZE;
-        if within + len > PAGE_SIZE {
+    /// The kernel address of the naturally aligned `T` at `offset`.
+    fn aligned<T>(&self, offset: usize) -> Result<*mut T> {
+        let size = core::mem::size_of::<T>();
+        if offset % size != 0 {
             return Err(EINVAL);
         }
-        Ok((page, within))
+        let page = self.page_address(offset / PAGE_SIZE).ok_or(EINVAL)?;
+        // SAFETY: `offset % PAGE_SIZE + size <= PAGE_SIZE` (aligned, and
+        // PAGE_SIZE is a multiple of `size`): inside the page.
+        Ok(unsafe { page.add(offset % PAGE_SIZE) }.cast())
     }
 
-    /// Reads a naturally aligned `u32` at `offset`.
+    /// Reads a naturally aligned `u32` at `offset` (one load).
     pub(crate) fn read_u32(&self, offset: usize) -> Result<u32> {
-        let mut b = [0u8; 4];
-        let (page, within) = self.locate(offset, 4)?;
-        // SAFETY: `b` is valid for 4 bytes of writes; the range is inside the page.
-        unsafe { page.read_raw(b.as_mut_ptr(), within, 4)? };
-        Ok(u32::from_ne_bytes(b))
+        let p = self.aligned::<u32>(offset)?;
+        // SAFETY: `p` is an aligned address inside a page mapped while
+        // `self` lives; another writer (a process's mapping) is expected.
+        Ok(unsafe { p.read_volatile() })
     }
 
-    /// Reads a naturally aligned `u64` at `offset`.
+    /// Reads a naturally aligned `u64` at `offset` (one load).
     pub(crate) fn read_u64(&self, offset: usize) -> Result<u64> {
-        let mut b = [0u8; 8];
-        let (page, within) = self.locate(offset, 8)?;
-        // SAFETY: `b` is valid for 8 bytes of writes; the range is inside the page.
-        unsafe { page.read_raw(b.as_mut_ptr(), within, 8)? };
-        Ok(u64::from_ne_bytes(b))
+        let p = self.aligned::<u64>(offset)?;
+        // SAFETY: as in `read_u32`.
+        Ok(unsafe { p.read_volatile() })
     }
 
-    /// Writes a `u32` at `offset`.
+    /// Writes a naturally aligned `u32` at `offset` (one store).
     pub(crate) fn write_u32(&self, offset: usize, v: u32) -> Result {
-        let b = v.to_ne_bytes();
-        let (page, within) = self.locate(offset, 4)?;
-        // SAFETY: `b` is valid for 4 bytes of reads; the range is inside the page.
-        unsafe { page.write_raw(b.as_ptr(), within, 4) }
+        let p = self.aligned::<u32>(offset)?;
+        // SAFETY: as in `read_u32`.
+        unsafe { p.write_volatile(v) };
+        Ok(())
     }
 
-    /// Writes a `u64` at `offset`.
+    /// Writes a naturally aligned `u64` at `offset` (one store: a reader
+    /// never sees half of it).
     pub(crate) fn write_u64(&self, offset: usize, v: u64) -> Result {
-        let b = v.to_ne_bytes();
-        let (page, within) = self.locate(offset, 8)?;
-        // SAFETY: `b` is valid for 8 bytes of reads; the range is inside the page.
-        unsafe { page.write_raw(b.as_ptr(), within, 8) }
+        let p = self.aligned::<u64>(offset)?;
+        // SAFETY: as in `read_u32`.
+        unsafe { p.write_volatile(v) };
+        Ok(())
     }
 
     /// Reads `buf.len()` bytes at `offset`, across pages.
@@ -100,12 +173,16 @@ impl Backing {
         let mut done = 0;
         while done < buf.len() {
             let at = offset.checked_add(done).ok_or(EINVAL)?;
-            let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            let page = self.page_address(at / PAGE_SIZE).ok_or(EINVAL)?;
             let within = at % PAGE_SIZE;
             let n = (PAGE_SIZE - within).min(buf.len() - done);
-            // SAFETY: `buf[done..]` is valid for `n` bytes of writes; the
-            // range is inside the page.
-            unsafe { page.read_raw(buf[done..].as_mut_ptr(), within, n)? };
+            // SAFETY: `page` is mapped for PAGE_SIZE bytes while `self`
+            // lives, `within + n <= PAGE_SIZE`, and `buf[done..]` has room
+            // for `n` bytes; the page is not Rust memory, so the copy
+            // cannot alias `buf`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(page.add(within), buf[done..].as_mut_ptr(), n)
+            };
             done += n;
         }
         Ok(())
@@ -116,12 +193,11 @@ impl Backing {
         let mut done = 0;
         while done < buf.len() {
             let at = offset.checked_add(done).ok_or(EINVAL)?;
-            let page = self.pages.get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            let page = self.page_address(at / PAGE_SIZE).ok_or(EINVAL)?;
             let within = at % PAGE_SIZE;
             let n = (PAGE_SIZE - within).min(buf.len() - done);
-            // SAFETY: `buf[done..]` is valid for `n` bytes of reads; the
-            // range is inside the page.
-            unsafe { page.write_raw(buf[done..].as_ptr(), within, n)? };
+            // SAFETY: as in `read_bytes`, the other way.
+            unsafe { core::ptr::copy_nonoverlapping(buf[done..].as_ptr(), page.add(within), n) };
             done += n;
         }
         Ok(())
@@ -129,7 +205,12 @@ impl Backing {
 
     /// Maps `len` bytes from `offset` into `vma`, which must be exactly that long.
     pub(crate) fn map_into(&self, vma: &VmaNew, offset: usize, len: usize) -> Result {
-        if vma.end() - vma.start() != len || offset % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
+        // A process's own pinned pages are not RM's to map (NO_MAP).
+        if self.user.is_some()
+            || vma.end() - vma.start() != len
+            || offset % PAGE_SIZE != 0
+            || len % PAGE_SIZE != 0
+        {
             return Err(EINVAL);
         }
         let first = offset / PAGE_SIZE;

@@ -132,8 +132,10 @@ impl Driver {
     /// `flags` has `CILP_SET` (the graphics mode is not modelled: the
     /// engine runs compute only). RM's kernel side only routes the call to
     /// GSP (flags `0x10348`, ROUTE_TO_PHYSICAL, `g_subdevice_nvoc.c:5400`),
-    /// whose checks are not public. GUESS: a handle that is not one of the
-    /// client's channels is NV_ERR_INVALID_CHANNEL and a mode past CILP
+    /// whose checks are not public. `hChannel` may name a TSG, whose
+    /// channels share the GR context (libcuda 550.163.01 names its TSG).
+    /// GUESS: a handle that is neither one of the client's channels nor
+    /// its TSGs is NV_ERR_INVALID_CHANNEL and a mode past CILP
     /// NV_ERR_INVALID_ARGUMENT, as RM answers such arguments elsewhere.
     /// A channel starts in CTA (GUESS: the firmware's default is not
     /// public; CUDA asks for the modes it wants).
@@ -141,8 +143,9 @@ impl Driver {
         use abi::preemption;
         let gpu = c.gpu()?;
         let q: abi::CtxswPreemptionModeParams = parse_params(c.p)?;
-        let token = match c.rm.clients[c.ci].find(q.h_channel).map(|o| o.kind) {
-            Some(ObjKind::Channel { gpu: g, token, .. }) if g == gpu => token,
+        let target = match c.rm.clients[c.ci].find(q.h_channel).map(|o| o.kind) {
+            Some(ObjKind::Channel { gpu: g, token, .. }) if g == gpu => Ok(token),
+            Some(ObjKind::Tsg { gpu: g, id, .. }) if g == gpu => Err(id),
             _ => return Err(NV_ERR_INVALID_CHANNEL),
         };
         if q.flags & preemption::FLAGS_CILP_SET == 0 {
@@ -152,7 +155,11 @@ impl Driver {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let wfi = q.cilp_preempt_mode == preemption::COMPUTE_WFI;
-        self.gpus[gpu as usize].engine.set_compute_wfi(token, wfi);
+        let engine = &self.gpus[gpu as usize].engine;
+        match target {
+            Ok(token) => engine.set_compute_wfi(token, wfi),
+            Err(tsg) => engine.set_tsg_compute_wfi(tsg, wfi),
+        };
         Ok(())
     }
 

@@ -69,9 +69,15 @@ impl Driver {
         Ok(())
     }
 
-    /// RM_ALLOC_MEMORY.
+    /// RM_ALLOC_MEMORY: the heap's size (class 0x40), or OS-descriptor
+    /// memory (`osdesc.rs`).
     pub(crate) fn alloc_memory(&self, f: &ArcBorrow<'_, NvFile>, p: &mut [u8]) -> Result {
         let mut a: abi::Nvos02WithFd = parse(p)?;
+        if a.params.h_class == super::osdesc::NV01_MEMORY_SYSTEM_OS_DESCRIPTOR {
+            a.params.status = status_of(self.alloc_os_descriptor(f.client_id(), &a.params));
+            store(&a, p);
+            return Ok(());
+        }
         let r: StatusResult = (|| {
             let mut rm = self.rm.lock();
             let ci = rm.client_for(a.params.h_root, Some(f.client_id()))?;
@@ -131,14 +137,18 @@ impl Driver {
             if !node_ok {
                 return Err(NV_ERR_INVALID_ARGUMENT);
             }
-            let len = m.length;
-            if len == 0
+            // RM wants a length, and the mapping inside the memory; not a
+            // whole number of pages (`rmapiMapToCpuWithSecInfoV2`,
+            // `rmapi/mapping_cpu.c:283-302` at 550.163.01: libcuda maps
+            // 0x5ea410 bytes of system memory). The process maps whole
+            // pages, and the memory's backing has them.
+            if m.length == 0
                 || m.offset % 4096 != 0
-                || len % 4096 != 0
-                || m.offset.checked_add(len).is_none_or(|e| e > size)
+                || m.offset.checked_add(m.length).is_none_or(|e| e > size)
             {
                 return Err(NV_ERR_INVALID_LIMIT);
             }
+            let len = m.length.next_multiple_of(4096);
             let backing = {
                 let mm = rm.mem(mem).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
                 match &mm.backing {
@@ -251,14 +261,20 @@ impl Driver {
                 Some(_) => return Err(NV_ERR_NOT_SUPPORTED),
                 None => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
             };
-            let mem = match c.find(a.h_memory).map(|o| o.kind) {
-                Some(ObjKind::Memory { mem }) => mem,
+            // Memory, or a compute object's MMIO page: RM_PAGE_SIZE bytes
+            // nothing backs (`kgrobjGetMemInterMapParams_IMPL`,
+            // `kgrobjSetComputeMmio_IMPL`, `gpu/gr/kernel_graphics_object.c:
+            // 376-447` at 550.163.01; libcuda maps each channel's).
+            let (mgpu, msize) = match c.find(a.h_memory).map(|o| o.kind) {
+                Some(ObjKind::Memory { mem }) => rm
+                    .mem(mem)
+                    .map(|m| (m.gpu, m.size))
+                    .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?,
+                Some(ObjKind::Engine { gpu, class }) if super::grctx::is_compute_class(class) => {
+                    (gpu, PAGE_SIZE as u64)
+                }
                 _ => return Err(NV_ERR_INVALID_OBJECT_HANDLE),
             };
-            let (mgpu, msize) = rm
-                .mem(mem)
-                .map(|m| (m.gpu, m.size))
-                .ok_or(NV_ERR_INVALID_OBJECT_HANDLE)?;
             if a.offset.checked_add(a.length).is_none_or(|e| e > msize) {
                 return Err(NV_ERR_INVALID_LIMIT);
             }

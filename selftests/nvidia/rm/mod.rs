@@ -6,8 +6,8 @@
 //! Layers, bottom first: `state.rs` (the driver, RM's state and lock
 //! order), `call.rs` (what a handler gets), the handlers (one file per
 //! escape family: `alloc.rs` with `classes.rs`, `free.rs`, `control.rs`
-//! with the controls in `system.rs`, `gpumgr.rs`, `gpuinfo.rs`, `cuda.rs`, `subdevice.rs`, `pids.rs`, `fifo.rs`, `grctx.rs`
-//! and `memory.rs`, `dup.rs`, `event.rs`, `escape.rs`), `gpfifo.rs` (the
+//! with the controls in `system.rs`, `gpumgr.rs`, `gpuinfo.rs`, `cuda.rs`, `ctxsetup.rs`, `subdevice.rs`, `pids.rs`, `fifo.rs`, `grctx.rs`
+//! and `memory.rs` with `osdesc.rs`, `dup.rs`, `event.rs`, `escape.rs`), `gpfifo.rs` (the
 //! GPFIFO channels' work the engine hands over), `table.rs` (what
 //! is served, and by which handler), and this file, the escapes'
 //! dispatcher.
@@ -22,6 +22,7 @@ mod alloc;
 mod call;
 mod classes;
 mod control;
+mod ctxsetup;
 mod cuda;
 mod dup;
 mod escape;
@@ -33,6 +34,7 @@ mod gpuinfo;
 mod gpumgr;
 mod grctx;
 mod memory;
+mod osdesc;
 mod pids;
 pub(crate) mod state;
 mod subdevice;

@@ -12,6 +12,7 @@ use kernel::{prelude::*, sync::ArcBorrow};
 
 use super::call::{Ctl, NewObject};
 use super::classes::is_engine_class;
+use super::ctxsetup;
 use super::cuda;
 use super::gpuinfo;
 use super::gpumgr;
@@ -319,7 +320,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 79] = [
+static CONTROLS: [ControlRow; 82] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -480,6 +481,17 @@ static CONTROLS: [ControlRow; 79] = [
         subdevice::MC_SERVICE_INTERRUPTS,
         On::Subdevice,
         Driver::mc_service_interrupts,
+    ),
+    row(ctxsetup::RESET_CHANNEL, On::Channel, Driver::reset_channel),
+    row(
+        ctxsetup::DEBUG_SET_EXCEPTION_MASK,
+        On::Other,
+        Driver::debug_set_exception_mask,
+    ),
+    row(
+        ctxsetup::PERF_CUDA_LIMIT_SET_CONTROL,
+        On::Device,
+        Driver::perf_cuda_limit,
     ),
     // RM hands these to GSP before its control table (`cuda.rs`).
     row(cuda::GSS_LEGACY_8159, On::Subdevice, Driver::gss_legacy),

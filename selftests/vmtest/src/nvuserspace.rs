@@ -494,6 +494,10 @@ const CUDA_SERVED: &[u32] = &[
     0x2080_2210, // RC_SOFT_DISABLE_WATCHDOG (vgpu refuses it)
     0x2080_0145, // GPU_ACQUIRE_COMPUTE_MODE_RESERVATION (vgpu: the vGPU's own)
     0x2080_0146, // GPU_RELEASE_COMPUTE_MODE_RESERVATION (likewise)
+    0x2080_1210, // GR_SET_CTXSW_PREEMPTION_MODE, on libcuda's TSG
+    0x906f_0102, // RESET_CHANNEL
+    0x83de_0309, // DEBUG_SET_EXCEPTION_MASK, on its GT200_DEBUGGER
+    0x0080_1909, // PERF_CUDA_LIMIT_SET_CONTROL
 ];
 
 /// Whether libcuda of the userspace release asks `cmd`: 535.261.03's
@@ -519,7 +523,7 @@ const CUDA_REFUSED: &[u32] = &[
     0x2080_01a3, // GET_GPU_FABRIC_PROBE_INFO: not modelled
     0x2080_3002, // NVLINK_GET_NVLINK_STATUS: no NVLink modelled
     0x2080_182b, // BUS_GET_C2C_INFO: not modelled
-    0x2080_1702, // MC_SERVICE_INTERRUPTS: not modelled; cuCtxCreate stops (801)
+    0x2080_9038, // not in RM at 550.163.01: NOT_SUPPORTED, as RM
 ];
 
 /// What vgpu refuses libcuda (Denied rows, NV_ERR_NOT_SUPPORTED) that
@@ -554,6 +558,22 @@ fn cuprobe_reached(out: &str, who: &str, ctx: &str, bytes: &str) -> Outcome {
             && field(out, "cuDeviceTotalMem_v2=", "bytes") == Some(bytes)
             && out.contains(&format!("name={NAME}")),
         "{who}: want one device {NAME:?} of {bytes} bytes: {out}"
+    );
+    Ok(())
+}
+
+/// After `cuCtxCreate`, cuprobe's `cuMemGetInfo_v2` succeeded with
+/// `total` bytes in all and less free (the context's own memory), and
+/// `cuCtxDestroy_v2` succeeded.
+fn context_memory(out: &str, who: &str, total: &str) -> Outcome {
+    let num = |k: &str| field(out, "cuMemGetInfo_v2=", k).and_then(|v| v.parse::<u64>().ok());
+    let (t, f) = (num("total"), num("free"));
+    ensure!(
+        cu_status(out, "cuMemGetInfo_v2") == Some("0")
+            && t.map(|t| t.to_string()).as_deref() == Some(total)
+            && f.zip(t).is_some_and(|(f, t)| f > 0 && f < t)
+            && cu_status(out, "cuCtxDestroy_v2") == Some("0"),
+        "{who}: want cuMemGetInfo 0 with total {total} and less free, cuCtxDestroy 0: {out}"
     );
     Ok(())
 }
@@ -622,10 +642,12 @@ fn check_cuda_log(who: &str, log: &str, denied: &[u32]) -> Outcome {
 /// `cuCtxCreate` maps memory into GPU VA ranges (RM_MAP_MEMORY_DMA), moves
 /// a CPU mapping (RM_UPDATE_DEVICE_MAPPING_INFO), makes its TSG, context
 /// share, channels and their compute and copy objects and its OS events
-/// (on a GPU node), every call answered, and then, its work not done (the
-/// double's engine does not yet run what libcuda pushes), asks
-/// MC_SERVICE_INTERRUPTS, which the double does not model, and fails
-/// (801, CUDA_ERROR_NOT_SUPPORTED). The test prints what cuprobe reports.
+/// (on a GPU node), every call answered; the double's engine runs the
+/// work it pushes (`rm/gpfifo.rs`), it pins OS-descriptor memory, maps
+/// its compute objects' MMIO pages, and `cuCtxCreate` succeeds:
+/// `cuMemGetInfo` then gives the heap as total and less as free (what the
+/// context took), and `cuCtxDestroy` succeeds. The test prints what
+/// cuprobe reports.
 fn cuda_device_setup_on_the_double() -> Outcome {
     with_double(|rel| {
         ensure!(
@@ -634,7 +656,8 @@ fn cuda_device_setup_on_the_double() -> Outcome {
         );
         let (out, _) = traced(&format!("/bin/cuprobe-{rel}"))?;
         let heap = (HEAP_MIB << 20).to_string();
-        cuprobe_reached(&out, "cuprobe", "801", &heap)?;
+        cuprobe_reached(&out, "cuprobe", "0", &heap)?;
+        context_memory(&out, "cuprobe", &heap)?;
         let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
         check_cuda_log("directly", &log, &[])?;
         println!(
@@ -968,12 +991,14 @@ fn containers_query_all_hides_the_other() -> Outcome {
 /// beyond [`CUDA_REFUSED`] and the NV_CONFIDENTIAL_COMPUTE class.
 /// `cuCtxCreate` goes past the compute-mode reservation (the vGPU's own)
 /// and makes the same objects as directly, its OS events through the
-/// vGPU's node included, and stops where it stops directly (801).
+/// vGPU's node included, and succeeds: `cuMemGetInfo` gives the vGPU's
+/// `memory_limit` as total and less as free.
 fn containers_cuda_device_setup() -> Outcome {
     for (t, (name, _, limit, _)) in TENANTS.iter().enumerate() {
         let out = in_tenant(t, "cuprobe")?;
         let bytes = (limit << 20).to_string();
-        cuprobe_reached(&out, &format!("{name}: cuprobe"), "801", &bytes)?;
+        cuprobe_reached(&out, &format!("{name}: cuprobe"), "0", &bytes)?;
+        context_memory(&out, &format!("{name}: cuprobe"), &bytes)?;
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
         check_cuda_log(name, &log, CUDA_VGPU_DENIED)?;
