@@ -8,6 +8,7 @@ use super::call::Ctl;
 use super::state::Driver;
 use crate::base::StatusResult;
 use crate::nv::abi::status::*;
+use crate::settings;
 
 /// NV906F_CTRL_CMD_RESET_CHANNEL: `{engineID; subdeviceInstance;
 /// resetReason; bIsRcPending}`, 16 bytes (`ctrl906f.h:128-148` at
@@ -30,14 +31,18 @@ impl Driver {
     /// itself is GSP's, GUESS NV_OK: the double's channels hold no error
     /// state to clear).
     pub(crate) fn reset_channel(&self, c: Ctl<'_>) -> StatusResult {
-        if c.p.len() != 16 {
+        // 12 bytes before 550, without `bIsRcPending` (`ctrl906f.h:140-144`
+        // at 535.261.03): the claimed release's size.
+        if c.p.len() != settings::abi().params_size(c.cmd).unwrap_or(16) || c.p.len() < 12 {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let reason = u32::from_ne_bytes([c.p[8], c.p[9], c.p[10], c.p[11]]);
         if reason >= RESET_REASON_ENUM_MAX {
             return Err(NV_ERR_INVALID_PARAMETER);
         }
-        c.p[12..16].copy_from_slice(&0u32.to_ne_bytes());
+        if let Some(pending) = c.p.get_mut(12..16) {
+            pending.copy_from_slice(&0u32.to_ne_bytes());
+        }
         Ok(())
     }
 

@@ -39,16 +39,18 @@ use crate::nv::abi::pushbuf::{
 use crate::nv::abi::pushbuf::{ComputeOp, StreamError};
 use crate::pbdma::{Fifo, Pbdma};
 
-/// The most words of one pushbuffer segment the double reads (1 MiB); a
+/// The most words of one pushbuffer segment the double reads (256 KiB); a
 /// longer segment is skipped as a fault.
-const MAX_SEGMENT_WORDS: u32 = 1 << 18;
+const MAX_SEGMENT_WORDS: u32 = 1 << 16;
 /// The most entries one run takes, so that one channel cannot hold the
 /// engine thread (the rest wait for the next turn).
-const ENTRIES_A_RUN: u32 = 256;
+const ENTRIES_A_RUN: u32 = 64;
 /// Bytes a copy moves at a time.
 const CHUNK: usize = 4096;
-/// The most bytes one copy or fill writes (larger ones are cut there).
-const MAX_COPY: u64 = 64 << 20;
+/// The most bytes the copies and fills of one run write; past it a run's
+/// copies write nothing more (GUESS: hardware copies whatever is asked;
+/// the bound keeps a fuzzed channel from holding the engine thread).
+const COPY_BUDGET: u64 = 64 << 20;
 
 impl Rm {
     /// Where GPU virtual address `va` of client `client` lies: the backing
@@ -83,6 +85,8 @@ struct View<'a> {
     client: u32,
     /// Accesses that found no memory.
     faults: u64,
+    /// Bytes this run's copies and fills may still write.
+    budget: u64,
 }
 
 impl View<'_> {
@@ -163,15 +167,14 @@ impl View<'_> {
     /// Runs a copy engine's LAUNCH_DMA: its lines, then its semaphore.
     fn launch(&mut self, l: &Launch, now_ns: u64) {
         if l.plain {
-            let mut budget = MAX_COPY;
             for line in 0..u64::from(l.lines) {
-                let len = l.line_bytes.min(budget);
+                let len = l.line_bytes.min(self.budget);
                 let src = l.src.wrapping_add(line * u64::from(l.pitch_in));
                 let dst = l.dst.wrapping_add(line * u64::from(l.pitch_out));
                 if len == 0 || !self.line(&l.data, src, dst, len) {
                     break;
                 }
-                budget -= len;
+                self.budget -= len;
             }
         }
         if let Some(s) = &l.semaphore {
@@ -340,6 +343,7 @@ impl Driver {
             drv: self,
             client: job.client,
             faults: 0,
+            budget: COPY_BUDGET,
         };
         let mut completed = false;
         for _ in 0..ENTRIES_A_RUN {
