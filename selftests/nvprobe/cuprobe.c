@@ -16,15 +16,24 @@
  *   cuMemGetInfo_v2=N free=F total=T  CUresult, and the context's figures
  *   cuCtxDestroy_v2=N              CUresult (only after a context was made)
  *
+ * With --fill, between cuMemGetInfo_v2 and cuCtxDestroy_v2, the context
+ * allocates device memory in 64 MiB steps (cuMemAlloc_v2) until a call
+ * fails (at most 1024 steps), then frees what it got (cuMemFree_v2):
+ *
+ *   fill=N steps=K bytes=B          the failing CUresult (0: none failed),
+ *                                  the steps that succeeded and their bytes
+ *   fillfree=N                     the first failing cuMemFree_v2 (or 0)
+ *
  * A missing entry point prints "NAME=missing"; a call after a failed
  * cuDeviceGet uses device 0 all the same. The exit status is 0 whatever
  * the CUresults are: the test reads the numbers.
  *
- *   cuprobe [LIBRARY]              (default libcuda.so.1)
+ *   cuprobe [--fill] [LIBRARY]     (default libcuda.so.1)
  */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef int (*cu_init_fn)(unsigned int);
 typedef int (*cu_int_out_fn)(int *);
@@ -34,10 +43,44 @@ typedef int (*cu_device_mem_fn)(size_t *, int);
 typedef int (*cu_ctx_create_fn)(void **, unsigned int, int);
 typedef int (*cu_mem_info_fn)(size_t *, size_t *);
 typedef int (*cu_ctx_destroy_fn)(void *);
+typedef int (*cu_mem_alloc_fn)(unsigned long long *, size_t);
+typedef int (*cu_mem_free_fn)(unsigned long long);
+
+#define FILL_STEP ((size_t)64 << 20)
+#define FILL_MAX 1024
+
+/* --fill: 64 MiB steps until one fails, then frees them (see above). */
+static void fill(void *h)
+{
+	static unsigned long long got[FILL_MAX];
+	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	int r = 0, fr = 0, k = 0, i;
+
+	if (!alloc || !release) {
+		printf("fill=missing\n");
+		return;
+	}
+	while (k < FILL_MAX) {
+		r = alloc(&got[k], FILL_STEP);
+		if (r != 0)
+			break;
+		k++;
+	}
+	printf("fill=%d steps=%d bytes=%zu\n", r, k, (size_t)k * FILL_STEP);
+	for (i = 0; i < k; i++) {
+		int x = release(got[i]);
+
+		if (x != 0 && fr == 0)
+			fr = x;
+	}
+	printf("fillfree=%d\n", fr);
+}
 
 int main(int argc, char **argv)
 {
-	const char *lib = argc > 1 ? argv[1] : "libcuda.so.1";
+	int do_fill = argc > 1 && strcmp(argv[1], "--fill") == 0;
+	const char *lib = argc > 1 + do_fill ? argv[1 + do_fill] : "libcuda.so.1";
 	cu_init_fn init;
 	cu_int_out_fn version, count;
 	cu_device_get_fn device_get;
@@ -128,6 +171,8 @@ int main(int argc, char **argv)
 	} else {
 		printf("cuMemGetInfo_v2=missing\n");
 	}
+	if (do_fill && ctx)
+		fill(h);
 	if (!ctx_destroy)
 		printf("cuCtxDestroy_v2=missing\n");
 	else if (ctx)

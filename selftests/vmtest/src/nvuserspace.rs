@@ -30,12 +30,14 @@ pub const TESTS: &[Test] = tests![
     smi_query_all,
     smi_query_sections,
     cuda_device_setup_on_the_double,
+    cuda_fills_the_heap_on_the_double,
     containers_setup,
     containers_smi_show_their_vgpu,
     containers_smi_show_their_process,
     containers_nvml_sees_the_vgpu,
     containers_query_all_hides_the_other,
     containers_cuda_device_setup,
+    containers_cuda_stop_at_their_ceilings,
     host_smi_sees_every_process,
     containers_teardown,
 ];
@@ -565,6 +567,25 @@ fn cuprobe_reached(out: &str, who: &str, ctx: &str, bytes: &str) -> Outcome {
     Ok(())
 }
 
+/// `cuprobe --fill`'s report `out`: `cuMemAlloc_v2` in 64 MiB steps
+/// failed with CUDA_ERROR_OUT_OF_MEMORY (2) once less than a step was
+/// left of the free memory `cuMemGetInfo_v2` gave after `cuCtxCreate`,
+/// and every step was freed; returns (free, bytes filled).
+fn filled(out: &str, who: &str) -> Result<(u64, u64), String> {
+    const STEP: u64 = 64 << 20;
+    let num = |line: &str, k: &str| field(out, line, k).and_then(|v| v.parse::<u64>().ok());
+    let free = num("cuMemGetInfo_v2=", "free").ok_or(format!("{who}: no free figure: {out}"))?;
+    let bytes = num("fill=", "bytes").ok_or(format!("{who}: no fill: {out}"))?;
+    ensure!(
+        cu_status(out, "fill") == Some("2")
+            && bytes <= free
+            && free - bytes < STEP
+            && cu_status(out, "fillfree") == Some("0"),
+        "{who}: want 64 MiB steps to stop with 2 within a step of {free} free, all freed: {out}"
+    );
+    Ok((free, bytes))
+}
+
 /// What `cuCtxCreate` returns with release `rel`'s libcuda: 0, but 801
 /// (CUDA_ERROR_NOT_SUPPORTED) with 535.261.03's, which after its channels
 /// resets one nine times and gives up (docs/driver-double.md: not yet
@@ -684,6 +705,27 @@ fn cuda_device_setup_on_the_double() -> Outcome {
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
+        Ok(())
+    })
+}
+
+/// libcuda's `cuMemAlloc_v2` in 64 MiB steps on the double
+/// (`cuprobe --fill`) stops with CUDA_ERROR_OUT_OF_MEMORY within one step
+/// of the free memory `cuMemGetInfo_v2` reported, and every step is freed
+/// (with 535.261.03's libcuda no context is made, so no fill runs).
+fn cuda_fills_the_heap_on_the_double() -> Outcome {
+    with_double(|rel| {
+        let out = sh(&format!("/bin/cuprobe-{rel} --fill 2>&1"))?;
+        if ctx_status(rel) != "0" {
+            ensure!(
+                cu_status(&out, "cuCtxCreate_v2") == Some(ctx_status(rel))
+                    && !out.contains("fill="),
+                "cuprobe: {out}"
+            );
+            return Ok(());
+        }
+        let (free, bytes) = filled(&out, "cuprobe")?;
+        println!("# libcuda on the double: {free} bytes free, {bytes} allocated in 64 MiB steps");
         Ok(())
     })
 }
@@ -1022,6 +1064,47 @@ fn containers_cuda_device_setup() -> Outcome {
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
         check_cuda_log(name, &log, CUDA_VGPU_DENIED)?;
+    }
+    Ok(())
+}
+
+/// In each container, libcuda's `cuMemAlloc_v2` in 64 MiB steps
+/// (`cuprobe --fill`) stops with CUDA_ERROR_OUT_OF_MEMORY within one step
+/// of the free memory `cuMemGetInfo_v2` reported, that free memory being
+/// the vGPU's `memory_limit` less what the container's other process
+/// holds and the context's own; every step is freed, and once cuprobe is
+/// gone `memory_used` is what it was before (with 535.261.03's libcuda no
+/// context is made: no fill).
+fn containers_cuda_stop_at_their_ceilings() -> Outcome {
+    let rel = userspace_release();
+    for (name, id, limit, _) in TENANTS.iter() {
+        let before = vgpu_attr(*id, "memory_used")?;
+        let script = format!(
+            "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
+             cuprobe --fill 2>&1; echo rc=$?"
+        );
+        let (_, out) = podman(&["exec", name, "sh", "-c", &script])?;
+        println!(
+            "# {name} $ cuprobe --fill: {}",
+            out.trim().replace('\n', " | ")
+        );
+        if ctx_status(&rel) == "0" {
+            let (free, bytes) = filled(&out, name)?;
+            ensure!(
+                free < (limit << 20) - before,
+                "{name}: {free} free of {limit} MiB with {before} used: the context took nothing"
+            );
+            println!(
+                "# {name}: memory_limit {limit} MiB, {before} bytes used before, {free} free in the context, {bytes} allocated"
+            );
+        } else {
+            ensure!(!out.contains("fill="), "{name}: {out}");
+        }
+        let after = vgpu_attr(*id, "memory_used")?;
+        ensure!(
+            after == before,
+            "{name}: memory_used {after} after cuprobe, {before} before"
+        );
     }
     Ok(())
 }
