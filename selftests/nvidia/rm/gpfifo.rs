@@ -366,6 +366,9 @@ impl Driver {
             } else {
                 true
             };
+            // Faults are counted before GPGet moves: a client that sees the
+            // entry done sees its faults.
+            count_faults(userd, off, &mut v.faults);
             if !ran {
                 break;
             }
@@ -373,12 +376,17 @@ impl Driver {
             let _ = userd.write_u32(gp_get, (get + 1) % job.entries);
             completed = true;
         }
-        if v.faults > 0 {
-            let at = off + crate::engine::RING_FAULTS;
-            let faults = userd.read_u64(at).unwrap_or(0);
-            let _ = userd.write_u64(at, faults.saturating_add(v.faults));
-        }
         completed
+    }
+}
+
+/// Adds `faults` to USERD's `faults` word and clears it.
+fn count_faults(userd: &Backing, off: usize, faults: &mut u64) {
+    if *faults > 0 {
+        let at = off + crate::engine::RING_FAULTS;
+        let n = userd.read_u64(at).unwrap_or(0);
+        let _ = userd.write_u64(at, n.saturating_add(*faults));
+        *faults = 0;
     }
 }
 
