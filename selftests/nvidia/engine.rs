@@ -555,11 +555,7 @@ impl Engine {
                 }
             }
         }
-        if let Some(client) = client {
-            for e in s.events.iter().filter(|e| e.client == client) {
-                e.file.post_event();
-            }
-        }
+        s.post_events(client);
         s.pick();
     }
 
@@ -579,11 +575,7 @@ impl Engine {
                 }
             }
         }
-        if let Some(client) = client {
-            for e in s.events.iter().filter(|e| e.client == client) {
-                e.file.post_event();
-            }
-        }
+        s.post_events(client);
     }
 
     /// The GPFIFO channels of enabled TSGs with entries to run, each held
@@ -671,6 +663,16 @@ impl Engine {
 }
 
 impl State {
+    /// Posts a completion event to every OS event of `client`, if any.
+    fn post_events(&self, client: Option<u32>) {
+        let Some(client) = client else {
+            return;
+        };
+        for e in self.events.iter().filter(|e| e.client == client) {
+            e.file.post_event();
+        }
+    }
+
     /// Whether TSG `tsg` cannot leave the engine yet: it has a
     /// wait-for-idle item in progress.
     fn holds_engine(&self, tsg: u32) -> bool {
@@ -711,11 +713,7 @@ impl State {
                 self.current = None;
             }
         }
-        if let Some(client) = completed_client {
-            for e in self.events.iter().filter(|e| e.client == client) {
-                e.file.post_event();
-            }
-        }
+        self.post_events(completed_client);
     }
 
     /// Puts the next runnable TSG on an idle engine, round robin after the

@@ -90,17 +90,24 @@ struct View<'a> {
 }
 
 impl View<'_> {
-    /// Reads `buf.len()` bytes at `va`; false (a fault) if any is unmapped.
-    fn read(&mut self, va: u64, buf: &mut [u8]) -> bool {
+    /// Runs `f` on each piece of the `len` bytes at `va` (its backing,
+    /// offset there, and the piece's range within the `len`); false (a
+    /// fault) if any byte is unmapped or `f` fails.
+    fn pieces(
+        &mut self,
+        va: u64,
+        len: usize,
+        mut f: impl FnMut(&Backing, usize, core::ops::Range<usize>) -> Result,
+    ) -> bool {
         let mut done = 0;
-        while done < buf.len() {
-            let Some((b, off, left)) = self.drv.rm.lock().resolve(self.client, va + done as u64)
-            else {
+        while done < len {
+            let at = va.wrapping_add(done as u64);
+            let Some((b, off, left)) = self.drv.rm.lock().resolve(self.client, at) else {
                 self.faults += 1;
                 return false;
             };
-            let n = (buf.len() - done).min(left as usize);
-            if b.read_bytes(off, &mut buf[done..done + n]).is_err() {
+            let n = (len - done).min(usize::try_from(left).unwrap_or(usize::MAX));
+            if f(&b, off, done..done + n).is_err() {
                 self.faults += 1;
                 return false;
             }
@@ -109,23 +116,14 @@ impl View<'_> {
         true
     }
 
+    /// Reads `buf.len()` bytes at `va`; false (a fault) if any is unmapped.
+    fn read(&mut self, va: u64, buf: &mut [u8]) -> bool {
+        self.pieces(va, buf.len(), |b, off, r| b.read_bytes(off, &mut buf[r]))
+    }
+
     /// Writes `buf` at `va`; false (a fault) if any byte is unmapped.
     fn write(&mut self, va: u64, buf: &[u8]) -> bool {
-        let mut done = 0;
-        while done < buf.len() {
-            let Some((b, off, left)) = self.drv.rm.lock().resolve(self.client, va + done as u64)
-            else {
-                self.faults += 1;
-                return false;
-            };
-            let n = (buf.len() - done).min(left as usize);
-            if b.write_bytes(off, &buf[done..done + n]).is_err() {
-                self.faults += 1;
-                return false;
-            }
-            done += n;
-        }
-        true
+        self.pieces(va, buf.len(), |b, off, r| b.write_bytes(off, &buf[r]))
     }
 
     /// The word or double word at `va` (0 on a fault).
