@@ -537,24 +537,21 @@ impl Engine {
     /// VA space, range and memory; otherwise it counts a fault).
     pub(crate) fn finish_touch(&self, token: u32, served: bool) {
         let mut s = self.state.lock();
-        let mut client = None;
-        for t in s.tsgs.iter_mut() {
-            let tsg_client = t.client;
-            for c in t.chans.iter_mut().filter(|c| c.token == token && c.blocked) {
-                c.blocked = false;
-                c.touch = None;
-                if let Some((ring, off)) = &c.ring {
-                    if !served {
-                        let faults = ring.read_u64(*off + RING_FAULTS).unwrap_or(0);
-                        let _ = ring.write_u64(*off + RING_FAULTS, faults + 1);
-                    }
-                    if let Ok(get) = ring.read_u32(*off + USERD_GP_GET) {
-                        complete(ring, *off, get, c.entries);
-                        client = Some(tsg_client);
-                    }
-                }
+        let client = s.unblock(token, |c| {
+            c.touch = None;
+            let Some((ring, off)) = &c.ring else {
+                return false;
+            };
+            if !served {
+                let faults = ring.read_u64(*off + RING_FAULTS).unwrap_or(0);
+                let _ = ring.write_u64(*off + RING_FAULTS, faults + 1);
             }
-        }
+            let Ok(get) = ring.read_u32(*off + USERD_GP_GET) else {
+                return false;
+            };
+            complete(ring, *off, get, c.entries);
+            true
+        });
         s.post_events(client);
         s.pick();
     }
@@ -564,17 +561,10 @@ impl Engine {
     /// completed.
     pub(crate) fn finish_fifo(&self, token: u32, pb: Pbdma, completed: bool) {
         let mut s = self.state.lock();
-        let mut client = None;
-        for t in s.tsgs.iter_mut() {
-            let tsg_client = t.client;
-            for c in t.chans.iter_mut().filter(|c| c.token == token && c.blocked) {
-                c.blocked = false;
-                c.pb = pb;
-                if completed {
-                    client = Some(tsg_client);
-                }
-            }
-        }
+        let client = s.unblock(token, |c| {
+            c.pb = pb;
+            completed
+        });
         s.post_events(client);
     }
 
@@ -663,6 +653,22 @@ impl Engine {
 }
 
 impl State {
+    /// Unblocks the blocked channel `token` (what the driver held), running
+    /// `f` on it; the channel's TSG's client if `f` says an item completed.
+    fn unblock(&mut self, token: u32, mut f: impl FnMut(&mut Chan) -> bool) -> Option<u32> {
+        let mut client = None;
+        for t in self.tsgs.iter_mut() {
+            let tsg_client = t.client;
+            for c in t.chans.iter_mut().filter(|c| c.token == token && c.blocked) {
+                c.blocked = false;
+                if f(c) {
+                    client = Some(tsg_client);
+                }
+            }
+        }
+        client
+    }
+
     /// Posts a completion event to every OS event of `client`, if any.
     fn post_events(&self, client: Option<u32>) {
         let Some(client) = client else {

@@ -168,39 +168,44 @@ impl Backing {
         Ok(())
     }
 
-    /// Reads `buf.len()` bytes at `offset`, across pages.
-    pub(crate) fn read_bytes(&self, offset: usize, buf: &mut [u8]) -> Result {
+    /// Runs `f` on each page's piece of the `len` bytes at `offset`: the
+    /// piece's kernel address and its range within the `len`.
+    fn each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut u8, core::ops::Range<usize>),
+    ) -> Result {
         let mut done = 0;
-        while done < buf.len() {
+        while done < len {
             let at = offset.checked_add(done).ok_or(EINVAL)?;
             let page = self.page_address(at / PAGE_SIZE).ok_or(EINVAL)?;
             let within = at % PAGE_SIZE;
-            let n = (PAGE_SIZE - within).min(buf.len() - done);
-            // SAFETY: `page` is mapped for PAGE_SIZE bytes while `self`
-            // lives, `within + n <= PAGE_SIZE`, and `buf[done..]` has room
-            // for `n` bytes; the page is not Rust memory, so the copy
-            // cannot alias `buf`.
-            unsafe {
-                core::ptr::copy_nonoverlapping(page.add(within), buf[done..].as_mut_ptr(), n)
-            };
+            let n = (PAGE_SIZE - within).min(len - done);
+            // SAFETY: `within < PAGE_SIZE`: inside the page.
+            f(unsafe { page.add(within) }, done..done + n);
             done += n;
         }
         Ok(())
     }
 
+    /// Reads `buf.len()` bytes at `offset`, across pages.
+    pub(crate) fn read_bytes(&self, offset: usize, buf: &mut [u8]) -> Result {
+        self.each_piece(offset, buf.len(), |p, r| {
+            // SAFETY: `p` is mapped for `r.len()` bytes (inside its page,
+            // which lives as long as `self`), and `buf[r]` has room for
+            // them; the page is not Rust memory, so the copy cannot alias
+            // `buf`.
+            unsafe { core::ptr::copy_nonoverlapping(p, buf[r.clone()].as_mut_ptr(), r.len()) }
+        })
+    }
+
     /// Writes `buf` at `offset`, across pages.
     pub(crate) fn write_bytes(&self, offset: usize, buf: &[u8]) -> Result {
-        let mut done = 0;
-        while done < buf.len() {
-            let at = offset.checked_add(done).ok_or(EINVAL)?;
-            let page = self.page_address(at / PAGE_SIZE).ok_or(EINVAL)?;
-            let within = at % PAGE_SIZE;
-            let n = (PAGE_SIZE - within).min(buf.len() - done);
+        self.each_piece(offset, buf.len(), |p, r| {
             // SAFETY: as in `read_bytes`, the other way.
-            unsafe { core::ptr::copy_nonoverlapping(buf[done..].as_ptr(), page.add(within), n) };
-            done += n;
-        }
-        Ok(())
+            unsafe { core::ptr::copy_nonoverlapping(buf[r.clone()].as_ptr(), p, r.len()) }
+        })
     }
 
     /// Maps `len` bytes from `offset` into `vma`, which must be exactly that long.
