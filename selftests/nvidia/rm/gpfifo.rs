@@ -9,7 +9,8 @@
 //! copies, fills and semaphores (`clc8b5.h`) and the compute class's inline
 //! data and report semaphores (`clc6c0.h`) read and write the memory the
 //! client's RM_MAP_MEMORY_DMA mappings name; a compute launch completes at
-//! once (the kernel's instructions are not run); every other method is
+//! once, releasing the semaphores its QMD names (the kernel's instructions
+//! are not run); every other method is
 //! parsed and ignored. An unsatisfied acquire stops the channel there, to
 //! be tried again on the engine's next turn. `GPGet` moves past an entry
 //! once its methods ran.
@@ -33,6 +34,9 @@ use crate::base::ObjKind;
 use crate::engine::GpuMemory;
 use crate::memory::{Backing, MAX_BACKED};
 use crate::nv::abi::class;
+use crate::nv::abi::pushbuf::compute::{
+    qmd_major_version, qmd_releases, QMD_V03_BYTES, QMD_V04_BYTES,
+};
 use crate::nv::abi::pushbuf::{
     host, CopyData, GpEntry, Launch, Methods, SemOp, Semaphore, HOST_METHODS_END,
 };
@@ -124,6 +128,30 @@ impl View<'_> {
     /// Writes `buf` at `va`; false (a fault) if any byte is unmapped.
     fn write(&mut self, va: u64, buf: &[u8]) -> bool {
         self.pieces(va, buf.len(), |b, off, r| b.write_bytes(off, &buf[r]))
+    }
+
+    /// The release semaphores of the QMD at `va` ([`qmd_releases`]):
+    /// version 03_00's 256 bytes, or 04_00's 384; none if it cannot be
+    /// read (a fault).
+    fn qmd(&mut self, va: u64) -> [Option<Semaphore>; 3] {
+        let mut bytes = [0u8; QMD_V04_BYTES];
+        if !self.read(va, &mut bytes[..QMD_V03_BYTES]) {
+            return [None; 3];
+        }
+        let mut words = [0u32; QMD_V04_BYTES / 4];
+        let fill = |words: &mut [u32], bytes: &[u8]| {
+            for (w, b) in words.iter_mut().zip(bytes.chunks_exact(4)) {
+                *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        };
+        fill(&mut words, &bytes);
+        if qmd_major_version(&words) == 4 {
+            if !self.read(va + QMD_V03_BYTES as u64, &mut bytes[QMD_V03_BYTES..]) {
+                return [None; 3];
+            }
+            fill(&mut words, &bytes);
+        }
+        qmd_releases(&words)
     }
 
     /// The word or double word at `va` (0 on a fault).
@@ -283,7 +311,12 @@ fn method(pb: &mut Pbdma, v: &mut View<'_>, subch: usize, m: u32, data: u32, now
                 v.semaphore(&s, now);
             }
             // A launch completes at once; the kernel is not run.
-            Some(ComputeOp::Launch(_) | ComputeOp::InlineSkipped) | None => {}
+            Some(ComputeOp::Launch(qmd)) => {
+                for s in v.qmd(qmd).into_iter().flatten() {
+                    v.semaphore(&s, now);
+                }
+            }
+            Some(ComputeOp::InlineSkipped) | None => {}
         },
         // Methods of other classes (or of no object) are ignored.
         _ => {}

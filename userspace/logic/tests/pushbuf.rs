@@ -350,7 +350,8 @@ fn compute_inline_data_launches_and_reports() {
     else {
         panic!("no reduction");
     };
-    assert_eq!((r.op, r.timestamp), (SemOp::Reduction(0), false));
+    // RED_ADD (0) is the host's IADD (5), which the engine runs.
+    assert_eq!((r.op, r.timestamp), (SemOp::Reduction(5), false));
     // TRAP is not run; a block-linear transfer's words are skipped.
     assert_eq!(c.method(compute::SET_REPORT_SEMAPHORE_D, 3), None);
     c.method(compute::LAUNCH_DMA, 0);
@@ -358,4 +359,91 @@ fn compute_inline_data_launches_and_reports() {
         c.method(compute::LOAD_INLINE_DATA, 1),
         Some(ComputeOp::InlineSkipped)
     );
+}
+
+/// Sets `MW(hi:lo)` of QMD words `q` to `v` (within one word).
+fn set_mw(q: &mut [u32], hi: u32, lo: u32, v: u32) {
+    let width = hi - lo + 1;
+    let mask = if width == 32 {
+        u32::MAX
+    } else {
+        (1 << width) - 1
+    };
+    let w = &mut q[(lo / 32) as usize];
+    *w = (*w & !(mask << (lo % 32))) | ((v & mask) << (lo % 32));
+}
+
+#[test]
+fn qmd_releases_of_both_versions() {
+    use compute::{host_reduction, qmd_major_version, qmd_releases};
+    // Version 03_00: RELEASE0 a four-word release, RELEASE1 off, RELEASE2
+    // a 64-bit INC reduction (clcbc0qmd.h).
+    let mut q = [0u32; 96];
+    set_mw(&mut q, 583, 580, 3);
+    set_mw(&mut q, 799, 768, 0x1000);
+    set_mw(&mut q, 807, 800, 0x12);
+    set_mw(&mut q, 823, 823, 1);
+    set_mw(&mut q, 863, 832, 0xabcd);
+    set_mw(&mut q, 895, 864, 0x77);
+    set_mw(&mut q, 927, 896, 0x2000);
+    set_mw(&mut q, 1695, 1664, 0x3000);
+    set_mw(&mut q, 1719, 1719, 1);
+    set_mw(&mut q, 1718, 1716, 3);
+    set_mw(&mut q, 1722, 1722, 1);
+    set_mw(&mut q, 1725, 1725, 1);
+    set_mw(&mut q, 1727, 1726, 1);
+    set_mw(&mut q, 1759, 1728, 5);
+    set_mw(&mut q, 1791, 1760, 1);
+    assert_eq!(qmd_major_version(&q), 3);
+    let r = qmd_releases(&q);
+    assert_eq!(
+        r[0],
+        Some(Semaphore {
+            addr: 0x12_0000_1000,
+            payload: 0xabcd,
+            op: SemOp::Release,
+            wide: false,
+            timestamp: true,
+        })
+    );
+    assert_eq!(r[1], None);
+    assert_eq!(
+        r[2],
+        Some(Semaphore {
+            addr: 0x3000,
+            payload: 0x1_0000_0005,
+            op: SemOp::Reduction(6),
+            wide: true,
+            timestamp: false,
+        })
+    );
+    // Version 04_00: only RELEASE_SEMAPHORE1, two words (64 bits).
+    let mut q = [0u32; 96];
+    set_mw(&mut q, 583, 580, 4);
+    set_mw(&mut q, 336, 336, 1);
+    set_mw(&mut q, 338, 337, 2);
+    set_mw(&mut q, 799, 768, 0x4000);
+    set_mw(&mut q, 824, 800, 0x1_0000);
+    set_mw(&mut q, 863, 832, 9);
+    set_mw(&mut q, 895, 864, 2);
+    let r = qmd_releases(&q);
+    assert_eq!((r[0], r[2]), (None, None));
+    assert_eq!(
+        r[1],
+        Some(Semaphore {
+            addr: 0x1_0000_0000_4000,
+            payload: 0x2_0000_0009,
+            op: SemOp::Release,
+            wide: true,
+            timestamp: false,
+        })
+    );
+    // Another version releases nothing, whatever its bits say.
+    set_mw(&mut q, 583, 580, 5);
+    assert_eq!(qmd_releases(&q), [None; 3]);
+    // Every compute reduction maps to the host's operation of that name.
+    let names = [5, 0, 1, 6, 7, 3, 4, 2];
+    for (op, host) in names.into_iter().enumerate() {
+        assert_eq!(host_reduction(op as u32), host);
+    }
 }

@@ -6,6 +6,12 @@
 //! these are AMPERE_COMPUTE_B's (`src/common/sdk/nvidia/inc/class/clc6c0.h`
 //! at 550.163.01), which compute classes keep from one generation to the
 //! next: a GUESS for Hopper.
+//!
+//! A launch's QMD (Queue Meta Data) names the semaphores the grid releases
+//! when it completes; their fields are HOPPER_COMPUTE_A's QMD versions
+//! 03_00 and 04_00 as NVIDIA documents them (`classes/compute/clcbc0qmd.h`
+//! of NVIDIA's open-gpu-doc, commit 5d957df), bit positions `MW(hi:lo)`
+//! counted from the QMD's first byte, little-endian words.
 
 use super::{join, SemOp, Semaphore};
 
@@ -47,6 +53,102 @@ pub const SET_REPORT_SEMAPHORE_C: u32 = 0x1b08;
 /// `REDUCTION_ENABLE` (3:3) with `REDUCTION_OP` (11:9).
 pub const SET_REPORT_SEMAPHORE_D: u32 = 0x1b0c;
 
+/// The reduction a compute semaphore names (`REDUCTION_OP`: RED_ADD 0,
+/// RED_MIN 1, RED_MAX 2, RED_INC 3, RED_DEC 4, RED_AND 5, RED_OR 6,
+/// RED_XOR 7, `clc6c0.h:612-620`; the QMDs' are the same,
+/// `clcbc0qmd.h`) as the host's SEM_EXECUTE numbers it (IMIN 0, IMAX 1,
+/// IXOR 2, IAND 3, IOR 4, IADD 5, INC 6, DEC 7, `clc86f.h`), which
+/// [`SemOp::Reduction`] holds.
+pub const fn host_reduction(op: u32) -> u8 {
+    const HOST: [u8; 8] = [5, 0, 1, 6, 7, 3, 4, 2];
+    HOST[(op & 0x7) as usize]
+}
+
+/// Bytes of a QMD of version 03_00 (2048 bits) ...
+pub const QMD_V03_BYTES: usize = 256;
+/// ... and of version 04_00 (3072 bits).
+pub const QMD_V04_BYTES: usize = 384;
+
+/// `MW(hi:lo)` of QMD words `q` (a field within one word; 0 past the end).
+fn mw(q: &[u32], hi: u32, lo: u32) -> u32 {
+    let w = q.get((lo / 32) as usize).copied().unwrap_or(0) >> (lo % 32);
+    let width = hi - lo + 1;
+    if width >= 32 {
+        w
+    } else {
+        w & ((1 << width) - 1)
+    }
+}
+
+/// A QMD's `QMD_MAJOR_VERSION` (`MW(583:580)` in versions 03_00 and
+/// 04_00), read from its first [`QMD_V03_BYTES`].
+pub fn qmd_major_version(q: &[u32]) -> u32 {
+    mw(q, 583, 580)
+}
+
+/// The semaphores a grid of QMD `q` (its words) releases when it
+/// completes, in order: version 03_00's RELEASE0-2 (`RELEASEi_ENABLE`,
+/// their address, payload and reduction at bits 768, 896 and 1664 on),
+/// version 04_00's RELEASE_SEMAPHORE0-2 (`RELEASE_ENABLE(i)` and its
+/// flags at bit 320 + 16i, the address and payload at 640 + 128i); none
+/// for another version. `STRUCTURE_SIZE` FOUR_WORDS (0) writes the time
+/// 8 bytes on, TWO_WORDS (2) or `PAYLOAD64B` a 64-bit payload.
+pub fn qmd_releases(q: &[u32]) -> [Option<Semaphore>; 3] {
+    let sem = |addr: u64, payload: u64, flags: [u32; 5]| {
+        let [enable, size, red_enable, red_op, wide64] = flags;
+        (enable != 0).then(|| {
+            let wide = wide64 != 0 || size == 2;
+            Semaphore {
+                addr,
+                payload: if wide { payload } else { payload & 0xffff_ffff },
+                op: if red_enable != 0 {
+                    SemOp::Reduction(host_reduction(red_op))
+                } else {
+                    SemOp::Release
+                },
+                wide,
+                timestamp: size == 0,
+            }
+        })
+    };
+    let mut out = [None; 3];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let i = i as u32;
+        *slot = match qmd_major_version(q) {
+            3 => {
+                let b = [768, 896, 1664][i as usize];
+                sem(
+                    join(mw(q, b + 39, b + 32), mw(q, b + 31, b)),
+                    join(mw(q, b + 127, b + 96), mw(q, b + 95, b + 64)),
+                    [
+                        mw(q, b + 55, b + 55),
+                        mw(q, b + 63, b + 62),
+                        mw(q, b + 58, b + 58),
+                        mw(q, b + 54, b + 52),
+                        mw(q, b + 61, b + 61),
+                    ],
+                )
+            }
+            4 => {
+                let (f, s) = (320 + 16 * i, 640 + 128 * i);
+                sem(
+                    join(mw(q, s + 56, s + 32), mw(q, s + 31, s)),
+                    join(mw(q, s + 127, s + 96), mw(q, s + 95, s + 64)),
+                    [
+                        mw(q, f, f),
+                        mw(q, f + 2, f + 1),
+                        mw(q, f + 4, f + 4),
+                        mw(q, f + 7, f + 5),
+                        mw(q, f + 12, f + 12),
+                    ],
+                )
+            }
+            _ => None,
+        };
+    }
+    out
+}
+
 /// What a compute method asks of the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ComputeOp {
@@ -66,7 +168,8 @@ pub enum ComputeOp {
     /// A block-linear inline transfer's word, which the double skips.
     InlineSkipped,
     /// Launch the grid the QMD at this address describes. The double
-    /// completes it at once: the kernel's instructions are not run.
+    /// completes it at once, releasing the QMD's semaphores
+    /// ([`qmd_releases`]): the kernel's instructions are not run.
     Launch(u64),
     /// Release (or reduce into) a report semaphore.
     Report(Semaphore),
@@ -132,7 +235,7 @@ impl Compute {
                     addr: join(self.report.0, self.report.1),
                     payload: u64::from(self.report.2),
                     op: if data & (1 << 3) != 0 {
-                        SemOp::Reduction(((data >> 9) & 0x7) as u8)
+                        SemOp::Reduction(host_reduction(data >> 9))
                     } else {
                         SemOp::Release
                     },
