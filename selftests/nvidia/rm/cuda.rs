@@ -199,16 +199,6 @@ pub(crate) const RC_RELEASE_WATCHDOG_REQUESTS: u32 = 0x2080220c;
 /// (`ctrl2080rc.h`; `g_subdevice_nvoc.c:6467-6475`).
 pub(crate) const RC_SOFT_DISABLE_WATCHDOG: u32 = 0x20802210;
 
-/// A GSS-legacy control libcuda 550.163.01 asks in `cuInit`: RM's legacy
-/// GSS bit (RM_GSS_LEGACY_MASK 0x8000,
-/// `interface/deprecated/rmapi_deprecated.h:41`) on NV2080's GPU
-/// interface, message 0x59. No open header or export table names it at
-/// any tag up to 595.45.04; RM hands it to GSP as it is.
-pub(crate) const GSS_LEGACY_8159: u32 = 0x2080_8159;
-
-/// The same for 535.261.03's libcuda, message 0x61.
-pub(crate) const GSS_LEGACY_8161: u32 = 0x2080_8161;
-
 /// RS_SHARE_TYPE_MAX (`common/sdk/nvidia/inc/rs_access.h:250`).
 const RS_SHARE_TYPE_MAX: u16 = 8;
 
@@ -670,20 +660,6 @@ impl Driver {
         Ok(())
     }
 
-    /// A GSS-legacy control ([`GSS_LEGACY_8159`], [`GSS_LEGACY_8161`]):
-    /// RM looks for it before its control table: a command with
-    /// RM_GSS_LEGACY_MASK on an object of a GSP-client GPU goes to
-    /// `RmGssLegacyRpcCmd` (`interface/deprecated/rmapi_deprecated_control.c:97-100,
-    /// 143-148`), which checks only privilege (0xc000 needs root,
-    /// `rmapi_gss_legacy_control.c:54-58`), copies `paramsSize` bytes in,
-    /// hands them to GSP's physical RM under the same number and copies
-    /// them back on NV_OK (`:60-151`); no size check. What GSP does is not
-    /// open: GUESS, NV_OK with the params as sent (docs/driver-double.md,
-    /// "NVIDIA's libcuda", says how libcuda takes each answer).
-    pub(crate) fn gss_legacy(&self, c: Ctl<'_>) -> StatusResult {
-        c.gpu()?;
-        Ok(())
-    }
     /// NV0080_CTRL_CMD_FIFO_GET_CHANNELLIST: for each of `numChannels`
     /// handles in the caller's list, the channel's ID (the double's: its
     /// work-submit token), or INVALID_CHANNEL for a handle that is not one

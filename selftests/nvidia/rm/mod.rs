@@ -33,6 +33,7 @@ mod gpfifo;
 mod gpuinfo;
 mod gpumgr;
 mod grctx;
+mod gss;
 mod memory;
 mod osdesc;
 mod pids;

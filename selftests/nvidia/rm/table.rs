@@ -17,6 +17,7 @@ use super::cuda;
 use super::gpuinfo;
 use super::gpumgr;
 use super::grctx;
+use super::gss;
 use super::state::Driver;
 use super::subdevice;
 use crate::base::{ObjKind, StatusResult};
@@ -320,7 +321,7 @@ const fn row(cmd: u32, on: On, serve: ControlFn) -> ControlRow {
 
 /// The controls. A control on another kind of object than its row's is
 /// NV_ERR_NOT_SUPPORTED, as one not here.
-static CONTROLS: [ControlRow; 82] = [
+static CONTROLS: [ControlRow; 83] = [
     // NV0000: on the client (`system.rs`).
     row(
         ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
@@ -494,8 +495,9 @@ static CONTROLS: [ControlRow; 82] = [
         Driver::perf_cuda_limit,
     ),
     // RM hands these to GSP before its control table (`cuda.rs`).
-    row(cuda::GSS_LEGACY_8159, On::Subdevice, Driver::gss_legacy),
-    row(cuda::GSS_LEGACY_8161, On::Subdevice, Driver::gss_legacy),
+    row(gss::GSS_LEGACY_8159, On::Subdevice, Driver::gss_legacy),
+    row(gss::GSS_LEGACY_8161, On::Subdevice, Driver::gss_legacy),
+    row(gss::GSS_LEGACY_PERF_9909, On::Device, Driver::gss_legacy),
     // NV0000: RM's GPU manager, as NVML asks it (`gpumgr.rs`).
     row(gpumgr::GPU_GET_PCI_INFO, On::Client, Driver::gpu_pci_info),
     row(

@@ -329,7 +329,7 @@ pub const CONTROLS: &[ControlRow] = &CONTROL_ROWS;
 /// [`CONTROLS`] as an array, so that a release's table can be a patched
 /// copy of it (`nv::release`).
 #[rustfmt::skip]
-pub(crate) const CONTROL_ROWS: [ControlRow; 147] = [
+pub(crate) const CONTROL_ROWS: [ControlRow; 148] = [
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION, "NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION", 40, P::Forward, F::Client),
     ct(ctrl::NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO, "NV0000_CTRL_CMD_SYSTEM_GET_CPU_INFO", 108, P::Forward, F::Client),
     cth(0x0000_0127, "NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS", 176, P::Bounce, F::Interconnect, named(P2P_IDS, IA)),
@@ -387,6 +387,7 @@ pub(crate) const CONTROL_ROWS: [ControlRow; 147] = [
     ct(0x0080_1806, "NV0080_CTRL_CMD_DMA_ADV_SCHED_GET_VA_CAPS", 192, P::Forward, F::Memory),
     cth(0x0080_180d, "NV0080_CTRL_CMD_DMA_GET_CAPS", 12, P::Forward, F::Memory, C::Kernel),
     ct(0x0080_1909, "NV0080_CTRL_CMD_PERF_CUDA_LIMIT_SET_CONTROL", 1, P::Forward, F::Perf),
+    ct(0x0080_9909, "NV0080_CTRL_CMD_PERF_LEGACY_NON_PRIVILEGED_09", 0, P::Forward, F::Perf),
     ct(abi::rusd::REQUEST_DATA_POLL, "NV00DE_CTRL_CMD_REQUEST_DATA_POLL", 8, P::Denied, F::Perf),
     // Controls of the fabric classes, which vGPUs do not offer (no NVLink fabric): refused
     //   with NV_ERR_NOT_SUPPORTED, as the classes are (`docs/dispatch-table.md`).

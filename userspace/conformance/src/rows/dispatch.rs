@@ -633,6 +633,10 @@ pub fn dispatch_c_expr(name: &str) -> String {
         "NV2080_CTRL_CMD_GPU_LEGACY_NON_PRIVILEGED_61" => {
             "((NV2080_CTRL_CMD_GPU_GET_INFO_V2 & 0xffff0000U) | (NV2080_CTRL_GPU_LEGACY_NON_PRIVILEGED << 8) | 0x61U)".to_string()
         }
+        // The same on NV0080's PERF interface (`ctrl0080base.h:49`).
+        "NV0080_CTRL_CMD_PERF_LEGACY_NON_PRIVILEGED_09" => {
+            "((NV0080_CTRL_CMD_GPU_GET_CLASSLIST & 0xffff0000U) | (NV0080_CTRL_PERF_LEGACY_NON_PRIVILEGED << 8) | 0x09U)".to_string()
+        }
         _ => name.to_string(),
     }
 }
