@@ -11,8 +11,7 @@
 #
 # Installs into the initramfs tree ROOT:
 #   /opt/nvidia-RELEASE/bin/nvidia-smi
-#   /opt/nvidia-RELEASE/lib/{libnvidia-ml,libcuda}.so.1 (and, with
-#     VGPU_NVIDIA_PTXJIT=1, libnvidia-ptxjitcompiler.so.1)
+#   /opt/nvidia-RELEASE/lib/{libnvidia-ml,libcuda,libnvidia-ptxjitcompiler}.so.1
 #   /bin/nvidia-smi-RELEASE   runs that nvidia-smi with that release's libraries
 #   /bin/cuprobe-RELEASE      runs cuprobe with that release's libcuda
 #   /bin/nvmlprobe-RELEASE    runs nvmlprobe with that release's NVML
@@ -56,15 +55,10 @@ suite_of() {
 }
 
 # The packages: nvidia-smi (the program), libnvidia-ml1 (NVML, which it
-# dlopens) and libcuda1 (libcuda.so.1). libcuda1 depends on
-# libnvidia-ptxjitcompiler1 (the PTX JIT, 20+ MB), but dlopens it only to
-# load PTX, never in cuInit (strace): it comes with VGPU_NVIDIA_PTXJIT=1.
-packages=(nvidia-smi libnvidia-ml1 libcuda1)
-libs=(libnvidia-ml.so.1 libcuda.so.1)
-if [ "${VGPU_NVIDIA_PTXJIT:-0}" = 1 ]; then
-    packages+=(libnvidia-ptxjitcompiler1)
-    libs+=(libnvidia-ptxjitcompiler.so.1)
-fi
+# dlopens), libcuda1 (libcuda.so.1) and libnvidia-ptxjitcompiler1 (the
+# PTX JIT, 28 MB, which libcuda dlopens to load PTX: cuprobe --launch).
+packages=(nvidia-smi libnvidia-ml1 libcuda1 libnvidia-ptxjitcompiler1)
+libs=(libnvidia-ml.so.1 libcuda.so.1 libnvidia-ptxjitcompiler.so.1)
 
 probe_dir="$VGPU_TOP/build/nvprobe"
 

@@ -24,15 +24,48 @@
  *                                  the steps that succeeded and their bytes
  *   fillfree=N                     the first failing cuMemFree_v2 (or 0)
  *
+ * With --pairs, then: 100 pairs of cuMemAlloc_v2 (2 MiB) and
+ * cuMemFree_v2 (make bench's libcuda figure):
+ *
+ *   pairs=N count=K                the first failing CUresult (0: none),
+ *                                  and the pairs made
+ *
+ * With --copy, then: a 1 MiB device buffer (cuMemAlloc_v2) gets a
+ * pattern from the host (cuMemcpyHtoD_v2) and is read back into a second
+ * host buffer (cuMemcpyDtoH_v2), which is compared byte for byte:
+ *
+ *   copy=N htod=N dtoh=N match=M   cuMemAlloc_v2's CUresult, the copies',
+ *                                  and 1 when every byte came back
+ *
+ * With --launch, then: a kernel in PTX (text, compiled on the CPU by
+ * libnvidia-ptxjitcompiler) is loaded, launched on one thread and waited
+ * for:
+ *
+ *   module=N launch=N sync=N       cuModuleLoadData, cuLaunchKernel and
+ *                                  cuCtxSynchronize's CUresults
+ *
+ * With --managed, then: managed memory (cuMemAllocManaged) in 64 MiB
+ * steps, each prefetched to the device (cuMemPrefetchAsync, then
+ * cuCtxSynchronize), until a call fails or 64 steps are made; then freed:
+ *
+ *   managed=N prefetch=N steps=K   the first failing CUresults (0: none)
+ *                                  and the steps allocated
+ *
+ * With --hold, last before cuCtxDestroy_v2: prints "held" and waits for a
+ * line (or end of file) on standard input, so that a test can read what
+ * the live context holds.
+ *
  * A missing entry point prints "NAME=missing"; a call after a failed
  * cuDeviceGet uses device 0 all the same. The exit status is 0 whatever
  * the CUresults are: the test reads the numbers.
  *
- *   cuprobe [--fill] [LIBRARY]     (default libcuda.so.1)
+ *   cuprobe [--fill] [--pairs] [--copy] [--launch] [--managed] [--hold] [LIBRARY]
+ *                                  (default libcuda.so.1)
  */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int (*cu_init_fn)(unsigned int);
@@ -46,8 +79,44 @@ typedef int (*cu_ctx_destroy_fn)(void *);
 typedef int (*cu_mem_alloc_fn)(unsigned long long *, size_t);
 typedef int (*cu_mem_free_fn)(unsigned long long);
 
+typedef int (*cu_copy_to_fn)(unsigned long long, const void *, size_t);
+typedef int (*cu_copy_from_fn)(void *, unsigned long long, size_t);
+typedef int (*cu_module_load_fn)(void **, const void *);
+typedef int (*cu_module_function_fn)(void **, void *, const char *);
+typedef int (*cu_launch_fn)(void *, unsigned int, unsigned int, unsigned int,
+			    unsigned int, unsigned int, unsigned int,
+			    unsigned int, void *, void **, void **);
+typedef int (*cu_void_fn)(void);
+typedef int (*cu_managed_fn)(unsigned long long *, size_t, unsigned int);
+typedef int (*cu_prefetch_fn)(unsigned long long, size_t, int, void *);
+
 #define FILL_STEP ((size_t)64 << 20)
 #define FILL_MAX 1024
+#define PAIRS 100
+#define PAIR_BYTES ((size_t)2 << 20)
+#define COPY_BYTES ((size_t)1 << 20)
+#define MANAGED_MAX 64
+#define CU_MEM_ATTACH_GLOBAL 1
+
+/*
+ * The kernel --launch runs: stores its second argument at its first.
+ * PTX ISA 7.0 for sm_52, which every libnvidia-ptxjitcompiler since CUDA
+ * 11.0 compiles for newer GPUs (the double's H100 is sm_90).
+ */
+static const char ptx[] =
+	".version 7.0\n"
+	".target sm_52\n"
+	".address_size 64\n"
+	".visible .entry store(.param .u64 p, .param .u32 v)\n"
+	"{\n"
+	"\t.reg .b64 %rd<3>;\n"
+	"\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [p];\n"
+	"\tld.param.u32 %r1, [v];\n"
+	"\tcvta.to.global.u64 %rd2, %rd1;\n"
+	"\tst.global.u32 [%rd2], %r1;\n"
+	"\tret;\n"
+	"}\n";
 
 /* --fill: 64 MiB steps until one fails, then frees them (see above). */
 static void fill(void *h)
@@ -77,10 +146,126 @@ static void fill(void *h)
 	printf("fillfree=%d\n", fr);
 }
 
+/* --pairs: 100 alloc/free pairs (see above). */
+static void pairs(void *h)
+{
+	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	unsigned long long d;
+	int r = 0, k;
+
+	if (!alloc || !release) {
+		printf("pairs=missing\n");
+		return;
+	}
+	for (k = 0; k < PAIRS && r == 0; k++) {
+		r = alloc(&d, PAIR_BYTES);
+		if (r == 0)
+			r = release(d);
+	}
+	printf("pairs=%d count=%d\n", r, r == 0 ? k : k - 1);
+}
+
+/* --copy: a 1 MiB round trip through device memory (see above). */
+static void copy(void *h)
+{
+	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	cu_copy_to_fn to = (cu_copy_to_fn)dlsym(h, "cuMemcpyHtoD_v2");
+	cu_copy_from_fn from = (cu_copy_from_fn)dlsym(h, "cuMemcpyDtoH_v2");
+	unsigned char *src = malloc(COPY_BYTES), *dst = malloc(COPY_BYTES);
+	unsigned long long d = 0;
+	int a, t = -1, f = -1;
+	size_t i;
+
+	if (!alloc || !release || !to || !from || !src || !dst) {
+		printf("copy=missing\n");
+		goto out;
+	}
+	for (i = 0; i < COPY_BYTES; i++) {
+		src[i] = (unsigned char)(i * 131 + (i >> 12) + 7);
+		dst[i] = (unsigned char)~src[i];
+	}
+	a = alloc(&d, COPY_BYTES);
+	if (a == 0) {
+		t = to(d, src, COPY_BYTES);
+		f = from(dst, d, COPY_BYTES);
+		release(d);
+	}
+	printf("copy=%d htod=%d dtoh=%d match=%d\n", a, t, f,
+	       a == 0 && t == 0 && f == 0 && !memcmp(src, dst, COPY_BYTES));
+out:
+	free(src);
+	free(dst);
+}
+
+/* --launch: one thread of the PTX kernel above, waited for. */
+static void launch(void *h)
+{
+	cu_module_load_fn load = (cu_module_load_fn)dlsym(h, "cuModuleLoadData");
+	cu_module_function_fn get =
+		(cu_module_function_fn)dlsym(h, "cuModuleGetFunction");
+	cu_launch_fn run = (cu_launch_fn)dlsym(h, "cuLaunchKernel");
+	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
+	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	void *module = NULL, *fn = NULL, *args[2];
+	unsigned long long d = 0;
+	unsigned int v = 0x600d;
+	int m, l = -1, s = -1;
+
+	if (!load || !get || !run || !sync || !alloc || !release) {
+		printf("module=missing\n");
+		return;
+	}
+	m = load(&module, ptx);
+	if (m == 0)
+		m = get(&fn, module, "store");
+	if (m == 0 && alloc(&d, 4096) == 0) {
+		args[0] = &d;
+		args[1] = &v;
+		l = run(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+		s = sync();
+		release(d);
+	}
+	printf("module=%d launch=%d sync=%d\n", m, l, s);
+}
+
+/* --managed: 64 MiB managed steps, each prefetched (see above). */
+static void managed(void *h, int dev)
+{
+	static unsigned long long got[MANAGED_MAX];
+	cu_managed_fn alloc = (cu_managed_fn)dlsym(h, "cuMemAllocManaged");
+	cu_prefetch_fn prefetch = (cu_prefetch_fn)dlsym(h, "cuMemPrefetchAsync");
+	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	int a = 0, p = 0, k = 0, i;
+
+	if (!alloc || !prefetch || !sync || !release) {
+		printf("managed=missing\n");
+		return;
+	}
+	while (k < MANAGED_MAX) {
+		a = alloc(&got[k], FILL_STEP, CU_MEM_ATTACH_GLOBAL);
+		if (a != 0)
+			break;
+		k++;
+		p = prefetch(got[k - 1], FILL_STEP, dev, NULL);
+		if (p == 0)
+			p = sync();
+		if (p != 0)
+			break;
+	}
+	printf("managed=%d prefetch=%d steps=%d\n", a, p, k);
+	for (i = 0; i < k; i++)
+		release(got[i]);
+}
+
 int main(int argc, char **argv)
 {
-	int do_fill = argc > 1 && strcmp(argv[1], "--fill") == 0;
-	const char *lib = argc > 1 + do_fill ? argv[1 + do_fill] : "libcuda.so.1";
+	int do_fill = 0, do_pairs = 0, do_copy = 0, do_launch = 0, do_managed = 0;
+	int do_hold = 0, i;
+	const char *lib = "libcuda.so.1";
 	cu_init_fn init;
 	cu_int_out_fn version, count;
 	cu_device_get_fn device_get;
@@ -94,6 +279,22 @@ int main(int argc, char **argv)
 	size_t bytes, free_b, total_b;
 	int r, v, dev = 0;
 
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--fill"))
+			do_fill = 1;
+		else if (!strcmp(argv[i], "--pairs"))
+			do_pairs = 1;
+		else if (!strcmp(argv[i], "--copy"))
+			do_copy = 1;
+		else if (!strcmp(argv[i], "--launch"))
+			do_launch = 1;
+		else if (!strcmp(argv[i], "--managed"))
+			do_managed = 1;
+		else if (!strcmp(argv[i], "--hold"))
+			do_hold = 1;
+		else
+			lib = argv[i];
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
 	if (!h) {
@@ -173,6 +374,21 @@ int main(int argc, char **argv)
 	}
 	if (do_fill && ctx)
 		fill(h);
+	if (do_pairs && ctx)
+		pairs(h);
+	if (do_copy && ctx)
+		copy(h);
+	if (do_launch && ctx)
+		launch(h);
+	if (do_managed && ctx)
+		managed(h, dev);
+	if (do_hold && ctx) {
+		char line[16];
+
+		printf("held\n");
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = '\0';
+	}
 	if (!ctx_destroy)
 		printf("cuCtxDestroy_v2=missing\n");
 	else if (ctx)

@@ -30,6 +30,7 @@ pub const TESTS: &[Test] = tests![
     smi_query_all,
     smi_query_sections,
     cuda_device_setup_on_the_double,
+    cuda_copies_and_launches_on_the_double,
     cuda_fills_the_heap_on_the_double,
     containers_setup,
     containers_smi_show_their_vgpu,
@@ -38,6 +39,7 @@ pub const TESTS: &[Test] = tests![
     containers_query_all_hides_the_other,
     containers_cuda_device_setup,
     containers_cuda_stop_at_their_ceilings,
+    containers_cuda_context_charged_and_isolated,
     host_smi_sees_every_process,
     containers_teardown,
 ];
@@ -500,6 +502,7 @@ const CUDA_SERVED: &[u32] = &[
     0x906f_0102, // RESET_CHANNEL
     0x83de_0309, // DEBUG_SET_EXCEPTION_MASK, on its GT200_DEBUGGER
     0x0080_1909, // PERF_CUDA_LIMIT_SET_CONTROL
+    0x0080_9909, // its GSS-legacy form (535's libcuda only)
 ];
 
 /// Whether libcuda of the userspace release asks `cmd`: 535.261.03's
@@ -510,7 +513,7 @@ fn cuda_asks(cmd: u32) -> bool {
     let r535 = userspace_release() == "535.261.03";
     match cmd {
         0x0000_01f0 | 0x0080_1909 => !r535,
-        0x2080_8161 => r535,
+        0x2080_8161 | 0x0080_9909 => r535,
         _ => true,
     }
 }
@@ -528,7 +531,6 @@ const CUDA_REFUSED: &[u32] = &[
     0x2080_3002, // NVLINK_GET_NVLINK_STATUS: no NVLink modelled
     0x2080_182b, // BUS_GET_C2C_INFO: not modelled
     0x2080_9038, // not in RM at 550.163.01: NOT_SUPPORTED, as RM
-    0x0080_9909, // 535's libcuda; not in RM at 535.261.03: likewise
 ];
 
 /// What vgpu refuses libcuda (Denied rows, NV_ERR_NOT_SUPPORTED) that
@@ -584,18 +586,6 @@ fn filled(out: &str, who: &str) -> Result<(u64, u64), String> {
         "{who}: want 64 MiB steps to stop with 2 within a step of {free} free, all freed: {out}"
     );
     Ok((free, bytes))
-}
-
-/// What `cuCtxCreate` returns with release `rel`'s libcuda: 0, but 801
-/// (CUDA_ERROR_NOT_SUPPORTED) with 535.261.03's, which after its channels
-/// resets one nine times and gives up (docs/driver-double.md: not yet
-/// found why).
-fn ctx_status(rel: &str) -> &'static str {
-    if rel.starts_with("535.") {
-        "801"
-    } else {
-        "0"
-    }
 }
 
 /// After `cuCtxCreate`, cuprobe's `cuMemGetInfo_v2` succeeded with
@@ -692,10 +682,8 @@ fn cuda_device_setup_on_the_double() -> Outcome {
         );
         let (out, _) = traced(&format!("/bin/cuprobe-{rel}"))?;
         let heap = (HEAP_MIB << 20).to_string();
-        cuprobe_reached(&out, "cuprobe", ctx_status(rel), &heap)?;
-        if ctx_status(rel) == "0" {
-            context_memory(&out, "cuprobe", &heap)?;
-        }
+        cuprobe_reached(&out, "cuprobe", "0", &heap)?;
+        context_memory(&out, "cuprobe", &heap)?;
         let log = std::fs::read_to_string("/tmp/nvtrace-smi").unwrap_or_default();
         check_cuda_log("directly", &log, &[])?;
         println!(
@@ -709,6 +697,34 @@ fn cuda_device_setup_on_the_double() -> Outcome {
     })
 }
 
+/// libcuda's copies and launches on the double (`cuprobe --copy
+/// --launch`): 1 MiB goes to device memory (`cuMemcpyHtoD_v2`) and comes
+/// back byte for byte (`cuMemcpyDtoH_v2`), through the copy engine the
+/// double runs; a PTX kernel, compiled on the CPU by NVIDIA's PTX JIT,
+/// is launched and `cuCtxSynchronize` returns (the double releases the
+/// semaphores its QMD names; the kernel's instructions are not run).
+/// cuprobe runs under `timeout`: a launch whose completion never comes
+/// fails the test instead of hanging it.
+fn cuda_copies_and_launches_on_the_double() -> Outcome {
+    with_double(|rel| {
+        let out = sh(&format!(
+            "timeout 300 /bin/cuprobe-{rel} --copy --launch 2>&1; echo rc=$?"
+        ))?;
+        println!(
+            "# libcuda on the double: {}",
+            out.trim().replace('\n', " | ")
+        );
+        ensure!(
+            out.lines().any(|l| l == "copy=0 htod=0 dtoh=0 match=1")
+                && out.lines().any(|l| l == "module=0 launch=0 sync=0")
+                && cu_status(&out, "cuCtxDestroy_v2") == Some("0")
+                && out.trim_end().ends_with("rc=0"),
+            "cuprobe --copy --launch: {out}"
+        );
+        Ok(())
+    })
+}
+
 /// libcuda's `cuMemAlloc_v2` in 64 MiB steps on the double
 /// (`cuprobe --fill`) stops with CUDA_ERROR_OUT_OF_MEMORY within one step
 /// of the free memory `cuMemGetInfo_v2` reported, and every step is freed
@@ -716,14 +732,6 @@ fn cuda_device_setup_on_the_double() -> Outcome {
 fn cuda_fills_the_heap_on_the_double() -> Outcome {
     with_double(|rel| {
         let out = sh(&format!("/bin/cuprobe-{rel} --fill 2>&1"))?;
-        if ctx_status(rel) != "0" {
-            ensure!(
-                cu_status(&out, "cuCtxCreate_v2") == Some(ctx_status(rel))
-                    && !out.contains("fill="),
-                "cuprobe: {out}"
-            );
-            return Ok(());
-        }
         let (free, bytes) = filled(&out, "cuprobe")?;
         println!("# libcuda on the double: {free} bytes free, {bytes} allocated in 64 MiB steps");
         Ok(())
@@ -759,6 +767,145 @@ fn podman(args: &[&str]) -> Result<(i32, String), String> {
 fn vgpu_attr(id: u32, f: &str) -> Result<u64, String> {
     let t = crate::sys::read_file(&format!("/sys/class/vgpu/vgpu{id}/{f}"))?;
     t.trim().parse().map_err(|_| format!("vgpu{id}/{f}: {t:?}"))
+}
+
+/// Tenant 0's libcuda holds a live context (`cuprobe --hold`, stopped
+/// at "held" right after `cuMemGetInfo_v2`):
+/// - every byte of VRAM the double holds on GPU 0 (`nvidia-double/gpus`:
+///   RM objects, contexts included) is charged to a vGPU: the two
+///   tenants' `memory_used` add up to it exactly, and tenant 0's has grown
+///   by the context's memory, which its `cuMemGetInfo_v2` showed as taken
+///   (`memory_limit` less free);
+/// - tenant 1's libcuda beside it (`cuprobe --fill`) sees its own vGPU
+///   only (`cuMemGetInfo_v2`'s total its `memory_limit`) and stops at its
+///   own ceiling, and tenant 0's `memory_used` does not move meanwhile.
+///
+/// Once released, tenant 0's `memory_used` is what it was before; then
+/// its libcuda copies 1 MiB there and back byte for byte and launches a
+/// kernel that completes (`cuprobe --copy --launch`), through vgpu.
+fn containers_cuda_context_charged_and_isolated() -> Outcome {
+    use std::io::{BufRead, BufReader, Write};
+    let rel = userspace_release();
+    let (name, id, limit, _) = TENANTS[0];
+    let before = vgpu_attr(id, "memory_used")?;
+    let script = format!(
+        "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
+         timeout 600 cuprobe --hold 2>&1; echo rc=$?"
+    );
+    let mut child = std::process::Command::new("/usr/bin/podman")
+        .args(["exec", "-i", name, "sh", "-c", &script])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("podman exec {name}: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut out = String::new();
+    let held = loop {
+        match lines.next() {
+            Some(Ok(l)) => {
+                out.push_str(&l);
+                out.push('\n');
+                if l == "held" {
+                    break true;
+                }
+            }
+            _ => break false,
+        }
+    };
+    let checked = (|| {
+        ensure!(held, "{name}: cuprobe ended before holding: {out}");
+        let used = vgpu_attr(id, "memory_used")?;
+        let mut charged = 0;
+        for (_, v, _, _) in TENANTS {
+            charged += vgpu_attr(v, "memory_used")? - vgpu_attr(v, "memory_managed")?;
+        }
+        let g = crate::fuzz::check::gpu(0)?;
+        let free = field(&out, "cuMemGetInfo_v2=", "free")
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or(format!("{name}: no free figure: {out}"))?;
+        println!(
+            "# {name}: context live: memory_used {used} (was {before}), cuMemGetInfo free {free} of {}, the double holds {} on GPU 0, the vGPUs are charged {charged}",
+            limit << 20,
+            g.used - g.managed
+        );
+        ensure!(
+            charged == g.used - g.managed,
+            "the vGPUs are charged {charged} bytes, the double holds {} on GPU 0",
+            g.used - g.managed
+        );
+        ensure!(
+            used > before && (limit << 20) - free == used,
+            "{name}: memory_used {used} (before {before}); libcuda saw {free} free of {} MiB",
+            limit
+        );
+        // The other tenant's libcuda meanwhile.
+        let (other, oid, olimit, _) = TENANTS[1];
+        let (_, fill) = podman(&[
+            "exec",
+            other,
+            "sh",
+            "-c",
+            &format!(
+                "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
+                 cuprobe --fill 2>&1"
+            ),
+        ])?;
+        let (ofree, obytes) = filled(&fill, other)?;
+        ensure!(
+            field(&fill, "cuMemGetInfo_v2=", "total").map(str::to_string)
+                == Some((olimit << 20).to_string()),
+            "{other}: not its own vGPU's total: {fill}"
+        );
+        let after = vgpu_attr(id, "memory_used")?;
+        ensure!(
+            after == used,
+            "{name}: memory_used went from {used} to {after} while {other} filled its vGPU"
+        );
+        println!(
+            "# {other} (vGPU {oid}) beside it: {ofree} free, {obytes} allocated in 64 MiB steps; {name}'s memory_used unchanged"
+        );
+        Ok(())
+    })();
+    let _ = stdin.write_all(b"\n");
+    drop(stdin);
+    for l in lines.map_while(Result::ok) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    let _ = child.wait();
+    checked?;
+    ensure!(
+        cu_status(&out, "cuCtxDestroy_v2") == Some("0") && out.trim_end().ends_with("rc=0"),
+        "{name}: {out}"
+    );
+    let end = vgpu_attr(id, "memory_used")?;
+    ensure!(
+        end == before,
+        "{name}: memory_used {end} after cuprobe, {before} before"
+    );
+    let (_, run) = podman(&[
+        "exec",
+        name,
+        "sh",
+        "-c",
+        &format!(
+            "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
+             timeout 300 cuprobe --copy --launch 2>&1; echo rc=$?"
+        ),
+    ])?;
+    println!(
+        "# {name} $ cuprobe --copy --launch: {}",
+        run.trim().replace('\n', " | ")
+    );
+    ensure!(
+        run.lines().any(|l| l == "copy=0 htod=0 dtoh=0 match=1")
+            && run.lines().any(|l| l == "module=0 launch=0 sync=0")
+            && run.trim_end().ends_with("rc=0"),
+        "{name}: cuprobe --copy --launch: {run}"
+    );
+    Ok(())
 }
 
 /// Tenant `t`'s process: its host PID (podman's State.Pid: the holder is
@@ -1056,11 +1203,8 @@ fn containers_cuda_device_setup() -> Outcome {
     for (t, (name, _, limit, _)) in TENANTS.iter().enumerate() {
         let out = in_tenant(t, "cuprobe")?;
         let bytes = (limit << 20).to_string();
-        let want = ctx_status(&userspace_release());
-        cuprobe_reached(&out, &format!("{name}: cuprobe"), want, &bytes)?;
-        if want == "0" {
-            context_memory(&out, &format!("{name}: cuprobe"), &bytes)?;
-        }
+        cuprobe_reached(&out, &format!("{name}: cuprobe"), "0", &bytes)?;
+        context_memory(&out, &format!("{name}: cuprobe"), &bytes)?;
         let log = std::fs::read_to_string(format!("/tmp/ctr-{name}/trace"))
             .map_err(|e| format!("{name}: trace: {e}"))?;
         check_cuda_log(name, &log, CUDA_VGPU_DENIED)?;
@@ -1073,8 +1217,7 @@ fn containers_cuda_device_setup() -> Outcome {
 /// of the free memory `cuMemGetInfo_v2` reported, that free memory being
 /// the vGPU's `memory_limit` less what the container's other process
 /// holds and the context's own; every step is freed, and once cuprobe is
-/// gone `memory_used` is what it was before (with 535.261.03's libcuda no
-/// context is made: no fill).
+/// gone `memory_used` is what it was before.
 fn containers_cuda_stop_at_their_ceilings() -> Outcome {
     let rel = userspace_release();
     for (name, id, limit, _) in TENANTS.iter() {
@@ -1088,18 +1231,14 @@ fn containers_cuda_stop_at_their_ceilings() -> Outcome {
             "# {name} $ cuprobe --fill: {}",
             out.trim().replace('\n', " | ")
         );
-        if ctx_status(&rel) == "0" {
-            let (free, bytes) = filled(&out, name)?;
-            ensure!(
-                free < (limit << 20) - before,
-                "{name}: {free} free of {limit} MiB with {before} used: the context took nothing"
-            );
-            println!(
-                "# {name}: memory_limit {limit} MiB, {before} bytes used before, {free} free in the context, {bytes} allocated"
-            );
-        } else {
-            ensure!(!out.contains("fill="), "{name}: {out}");
-        }
+        let (free, bytes) = filled(&out, name)?;
+        ensure!(
+            free < (limit << 20) - before,
+            "{name}: {free} free of {limit} MiB with {before} used: the context took nothing"
+        );
+        println!(
+            "# {name}: memory_limit {limit} MiB, {before} bytes used before, {free} free in the context, {bytes} allocated"
+        );
         let after = vgpu_attr(*id, "memory_used")?;
         ensure!(
             after == before,
