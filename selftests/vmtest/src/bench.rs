@@ -246,19 +246,26 @@ fn open_instructions() -> Outcome {
 }
 
 /// Guest instructions of one run of `cmd` (a shell line), start to exit:
-/// its fork, exec, dynamic linking and every call it makes.
-fn run_cost(cmd: &str) -> Result<f64, String> {
+/// its fork, exec, dynamic linking and every call it makes. Its output
+/// must have every line of `want` (a broken run is no figure).
+fn run_cost(cmd: &str, want: &[&str]) -> Result<f64, String> {
     let t = Instant::now();
-    let out = sh(&format!("{cmd} >/dev/null 2>&1; echo rc=$?"))?;
+    let out = sh(&format!("{cmd} 2>&1; echo rc=$?"))?;
     let spent = t.elapsed().as_nanos() as f64;
-    ensure!(out.trim() == "rc=0", "{cmd}: {}", out.trim());
+    ensure!(
+        out.lines().last() == Some("rc=0") && want.iter().all(|w| out.lines().any(|l| l == *w)),
+        "{cmd}: want rc=0 and {want:?}: {}",
+        out.trim()
+    );
     Ok(spent)
 }
 
 /// NVIDIA's own programs (issue 37): `nvidia-smi -q`, and `nvmlprobe`
 /// (nvmlInit, the device's name, UUID and PCI info, its memory queries
-/// and its process list), each a whole run, through vgpu against
-/// directly, in guest instructions. Directly: a host process, whose opens
+/// and its process list), and libcuda (issue 40: `cuprobe --pairs`,
+/// cuInit, cuCtxCreate and 100 pairs of 2 MiB cuMemAlloc and cuMemFree),
+/// each a whole run, through vgpu against directly, in guest
+/// instructions. Directly: a host process, whose opens
 /// of NVIDIA's nodes reach the driver double. Through vgpu: the same
 /// command from a cgroup bound to a vGPU of the whole GPU, whose opens of
 /// the same nodes are vgpu's proxy files (issue 33), so every RM call
@@ -277,36 +284,46 @@ fn nvml_instructions() -> Outcome {
         .ok_or("the double cannot claim NVIDIA's userspace release")?;
     let smi = format!("/bin/nvidia-smi-{rel} -q");
     let probe = format!("/bin/nvmlprobe-{rel}");
-    for p in [&format!("/bin/nvidia-smi-{rel}"), &probe] {
+    let cuda = format!("/bin/cuprobe-{rel} --pairs");
+    for p in [
+        &format!("/bin/nvidia-smi-{rel}"),
+        &probe,
+        &format!("/bin/cuprobe-{rel}"),
+    ] {
         ensure!(crate::sys::exists(p), "{p} missing from the initramfs");
     }
     crate::sys::insmod_double(&format!("gpus=1 vram0_mib=8192 release={idx}"))?;
     let r = crate::sys::make_uvm_nodes()
         .map(drop)
-        .and_then(|()| nvml_measure(&smi, &probe));
+        .and_then(|()| nvml_measure(&smi, &probe, &cuda));
     crate::sys::remove_uvm_nodes();
     let unload = sh("rmmod nvidia").map(drop);
     r.and(unload)
 }
 
 /// [`nvml_instructions`] with the double loaded.
-fn nvml_measure(smi: &str, probe: &str) -> Outcome {
+fn nvml_measure(smi: &str, probe: &str, cuda: &str) -> Outcome {
     sh("modprobe vgpu")?;
     std::fs::create_dir_all("/sys/fs/cgroup/bench").map_err(|e| format!("mkdir: {e}"))?;
     sh("echo 0 > /sys/class/vgpu/create; echo 0 > /sys/class/vgpu/vgpu0/gpu")?;
     sh("echo /bench > /sys/class/vgpu/vgpu0/cgroup")?;
     let page = crate::sys::Shared::new()?;
-    let (mut direct, mut through) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let (mut direct, mut through) = ([vec![], vec![], vec![]], [vec![], vec![], vec![]]);
     let mut failed = None;
+    // What a run must print to count: cuprobe's calls all succeeded.
+    let cuda_ok: &[&str] = &["cuCtxCreate_v2=0", "pairs=0 count=100", "cuCtxDestroy_v2=0"];
     for round in 0..5 {
-        for (i, cmd) in [smi, probe].into_iter().enumerate() {
-            direct[i].push(run_cost(cmd)?);
+        for (i, (cmd, want)) in [(smi, &[][..]), (probe, &[][..]), (cuda, cuda_ok)]
+            .into_iter()
+            .enumerate()
+        {
+            direct[i].push(run_cost(cmd, want)?);
             let pg = &page;
             let code = in_child(move || {
                 if join_cgroup("/bench").is_err() {
                     return 1;
                 }
-                match run_cost(cmd) {
+                match run_cost(cmd, want) {
                     Ok(n) => {
                         pg.set(0, n as u64);
                         0
@@ -332,16 +349,20 @@ fn nvml_measure(smi: &str, probe: &str) -> Outcome {
     if let Some(f) = failed {
         return Err(f);
     }
-    for (i, what) in [
-        "nvidia-smi -q",
-        "nvmlInit + memory and process queries (nvmlprobe)",
+    for (i, (what, target)) in [
+        ("nvidia-smi -q", "1.05"),
+        ("nvmlInit + memory and process queries (nvmlprobe)", "1.05"),
+        (
+            "libcuda's cuInit + cuCtxCreate + 100 cuMemAlloc/cuMemFree pairs (cuprobe)",
+            "1.10",
+        ),
     ]
     .into_iter()
     .enumerate()
     {
         let (d, v) = (median(direct[i].clone()), median(through[i].clone()));
         println!(
-            "# icount: NVIDIA's {what}, a whole run: direct {d:.0} instructions, through vgpu {v:.0}, vgpu adds {:.0}, ratio {:.3} (target <= 1.05)",
+            "# icount: NVIDIA's {what}, a whole run: direct {d:.0} instructions, through vgpu {v:.0}, vgpu adds {:.0}, ratio {:.3} (target <= {target})",
             v - d,
             v / d
         );
