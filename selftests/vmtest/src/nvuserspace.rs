@@ -32,6 +32,7 @@ pub const TESTS: &[Test] = tests![
     cuda_device_setup_on_the_double,
     cuda_copies_and_launches_on_the_double,
     cuda_fills_the_heap_on_the_double,
+    cuda_killed_mid_context_leaves_nothing,
     containers_setup,
     containers_smi_show_their_vgpu,
     containers_smi_show_their_process,
@@ -723,6 +724,80 @@ fn cuda_copies_and_launches_on_the_double() -> Outcome {
         );
         Ok(())
     })
+}
+
+/// libcuda SIGKILLed while it makes its context, through vgpu (a process
+/// in a cgroup bound to a vGPU of the whole GPU, whose opens of NVIDIA's
+/// nodes are vgpu's proxy files): at each of several points of
+/// `cuprobe`'s run, once it is gone the vGPU's `memory_used`,
+/// `memory_managed`, `compute_tsgs` and `users` are 0 and the double holds
+/// nothing on the GPU (no VRAM, no TSG: every object freed). The points
+/// are times after the start, spread over a run (which takes about 2 s of
+/// guest time on the stock kernel); the test prints how far each got.
+fn cuda_killed_mid_context_leaves_nothing() -> Outcome {
+    with_double(|rel| {
+        sh("modprobe vgpu")?;
+        let r = (|| {
+            std::fs::create_dir_all("/sys/fs/cgroup/cudakill")
+                .map_err(|e| format!("mkdir: {e}"))?;
+            sh("echo 0 > /sys/class/vgpu/create; echo 0 > /sys/class/vgpu/vgpu0/gpu")?;
+            sh("echo /cudakill > /sys/class/vgpu/vgpu0/cgroup")?;
+            let mut got = Vec::new();
+            for ms in [30u64, 250, 900, 1400, 2000, 3000] {
+                let mut child = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "echo $$ > /sys/fs/cgroup/cudakill/cgroup.procs && exec /bin/cuprobe-{rel}"
+                    ))
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("spawn: {e}"))?;
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                let _ = child.kill();
+                let out = child.wait_with_output().map_err(|e| format!("wait: {e}"))?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                let last = text.lines().last().unwrap_or("(nothing)").to_string();
+                settled_after_kill()
+                    .map_err(|e| format!("killed after {ms} ms (last: {last}): {e}"))?;
+                got.push(format!("{ms} ms: {last}"));
+            }
+            println!("# killed and settled: {}", got.join("; "));
+            Ok(())
+        })();
+        let _ = sh("echo > /sys/class/vgpu/vgpu0/cgroup; echo 0 > /sys/class/vgpu/remove");
+        let _ = std::fs::remove_dir("/sys/fs/cgroup/cudakill");
+        let unload = sh("rmmod vgpu").map(drop);
+        r.and(unload)
+    })
+}
+
+/// vGPU 0 on GPU 0 with nothing charged, tracked or used, and the
+/// double holding nothing on GPU 0, within 10 s.
+fn settled_after_kill() -> Outcome {
+    use crate::fuzz::check::{attr, gpu, GpuView};
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut left = Vec::new();
+        for a in ["memory_used", "memory_managed", "compute_tsgs", "users"] {
+            let v = attr(0, a)?;
+            if v != 0 {
+                left.push(format!("vgpu0/{a} = {v}"));
+            }
+        }
+        let d = gpu(0)?;
+        if d != GpuView::default() {
+            left.push(format!("the double holds {d:?}"));
+        }
+        if left.is_empty() {
+            return Ok(());
+        }
+        ensure!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "{}",
+            left.join(", ")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// libcuda's `cuMemAlloc_v2` in 64 MiB steps on the double
