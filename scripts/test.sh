@@ -218,11 +218,15 @@ fi
 # containers_runc, dra, breakout) nor priority: they test podman, runc,
 # CDI and the scheduler's levels, which do not change with the release,
 # and they were half of this lane's time (CI at 1fe0352 ran 82 minutes
-# of its 90). 1200 s: the lane once stopped at 600 s on a loaded host
+# of its 90). Nor nvidia_userspace: it loads the double claiming the
+# release of NVIDIA's userspace (550.163.01 unless the lane is
+# 535.261.03's, below), whatever the lane's, so here it repeated the
+# stock lane's run, and libcuda's tests made that the lane's longest
+# suite. 1200 s: the lane once stopped at 600 s on a loaded host
 # (docs/testing.md, "Debian's stock kernel").
 for rel in "${releases[@]}"; do
     vm_run "Debian's stock kernel, driver $rel" "vm-stock-$rel" --variant stock --timeout 1200 --release "$rel" \
-        -- -containers -containers_runc -dra -breakout -priority
+        -- -containers -containers_runc -dra -breakout -priority -nvidia_userspace
 done
 # NVIDIA's userspace of Debian bookworm (535.261.03) on the double
 # claiming that release: the nvidia_userspace suite alone (every other
