@@ -4,8 +4,10 @@
 # shown a GPU of its own size, and each given its own share of the GPU's
 # time; then an admin changes limits and shares live; then podman starts a
 # container with a vGPU by its CDI name, sized from its environment; then
-# the Kubernetes DRA plugin prepares a pod's claim; last, NVIDIA's own
-# nvidia-smi in two podman containers shows each its vGPU and its process.
+# the Kubernetes DRA plugin prepares a pod's claim; then NVIDIA's own
+# nvidia-smi in two podman containers shows each its vGPU and its process;
+# last, NVIDIA's own libcuda in the same containers allocates until each
+# stops at its own ceiling.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is first a cgroup v2 directory whose processes use vgpu's own nodes,
@@ -178,6 +180,7 @@ for c in 0 1; do
     mib=$((192 + 128 * c)); mkdir -p /tmp/smi$c; rm -f /tmp/smi$c/log
     p run -d --name smi$c --device vgpu.dev/gpu=$c -e vgpu_release=$rel -v /tmp/smi$c:/out \
         -v $opt:$opt:ro -v /lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:ro -v /lib64:/lib64:ro \
+        -v /bin/cuprobe:/usr/local/bin/cuprobe:ro \
         --rootfs /var/lib/vgpu-rootfs sh -c "exec vgpu-selftest demo-hold --nvidia 0 $mib 600 > /out/log" > /dev/null
     # One read of the log per look: read twice, a report written between
     # the reads looked like an error (a demo failed so, 2026-11-29).
@@ -197,6 +200,15 @@ done
 echo "on the host (the driver's view: the whole GPU, both processes by host PID):"
 nvidia-smi-$rel --query-gpu=memory.total,memory.used,memory.free --format=csv | sed 's/^/  /'
 nvidia-smi-$rel --query-compute-apps=pid,used_memory --format=csv | sed 's/^/  /'
+
+say "NVIDIA's own libcuda (Debian's 550.163.01) in the same containers: cuMemAlloc in 64 MiB steps stops at each vGPU's ceiling"
+for c in 0 1; do
+    out=$(p exec smi$c sh -c "LD_LIBRARY_PATH=$opt/lib cuprobe --fill" 2>&1)
+    echo "container smi$c (memory_limit $(mib "$(cat "$(vgpu $c memory_limit)")") MiB; its other process holds $((192 + 128 * c)) MiB):"
+    echo "$out" | grep -E '^(cuDeviceTotalMem_v2|cuCtxCreate_v2|cuMemGetInfo_v2|fill)=' | sed 's/^/  /'
+    # CUDA_ERROR_OUT_OF_MEMORY (2) ends the fill, or the demo failed.
+    echo "$out" | grep -q '^fill=2 ' || { echo "  libcuda did not stop at the ceiling"; exit 1; }
+done
 p rm --all --force --time 0 > /dev/null
 vgpuctl remove 0 1 > /dev/null
 rmmod vgpu
