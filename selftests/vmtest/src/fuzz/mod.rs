@@ -237,9 +237,10 @@ fn kill_storms() -> Outcome {
     let t0 = Instant::now();
     let t = storm::storms(b.seed, &TENANTS, WINDOW, b.kills)?;
     println!(
-        "# fuzz: {} processes SIGKILLed ({} mid-loop) in {:.1} s, {} settled checks",
+        "# fuzz: {} processes SIGKILLed ({} mid-loop, {} refused at their ceiling in set-up) in {:.1} s, {} settled checks",
         t.kills,
         t.mid_loop,
+        t.at_ceiling,
         t0.elapsed().as_secs_f64(),
         t.checks
     );

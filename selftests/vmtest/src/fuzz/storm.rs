@@ -13,6 +13,7 @@ use super::rng::Rng;
 use crate::session::Session;
 use crate::sys::{errno, join_cgroup, Shared};
 use nvclient::abi::class;
+use nvclient::abi::status::NV_ERR_NO_MEMORY;
 use nvclient::uvm::{UvmContext, CPU_UUID};
 use std::time::{Duration, Instant};
 
@@ -41,8 +42,9 @@ const KINDS: [Kind; 6] = [
 const BATCH: usize = 4;
 
 /// Slots on the batch's page: victim `i` sets `READY + i` once it loops
-/// and counts its turns in `TURNS + i`; a DUP source posts its client and
-/// memory at `SRC + 2 * i`.
+/// (1), fails its set-up (2) or is refused at its vGPU's ceiling while
+/// the batch holds that (3), and counts its turns in `TURNS + i`; a DUP
+/// source posts its client and memory at `SRC + 2 * i`.
 const READY: usize = 0;
 const TURNS: usize = 64;
 const SRC: usize = 128;
@@ -56,7 +58,14 @@ pub struct StormTotals {
     pub mid_loop: u64,
     /// Settled checks passed.
     pub checks: u64,
+    /// Victims whose set-up was refused at their vGPU's ceiling, held by
+    /// victims of their own batch (a fuzzing one, which frees at random).
+    pub at_ceiling: u64,
 }
+
+/// The most VRAM a victim's set-up asks at once (a DUP source's 4 MiB;
+/// a UVM context's VA space is 12 KiB).
+const SETUP_MAX: u64 = 4 << 20;
 
 /// Kills `kills` processes of `tenants`; `window` is a tenant whose vGPU
 /// has share 0 (its enables wait for ever).
@@ -144,8 +153,10 @@ fn one_batch(
     let mut failed = Vec::new();
     for &(p, i) in &order {
         std::thread::sleep(Duration::from_micros(rng.below(3000)));
-        if page.get(READY + i) == 2 {
-            failed.push(i);
+        match page.get(READY + i) {
+            2 => failed.push(i),
+            3 => t.at_ceiling += 1,
+            _ => {}
         }
         // SAFETY: our child.
         unsafe { libc::kill(p, libc::SIGKILL) };
@@ -189,14 +200,36 @@ fn spawn(v: Victim, page: &Shared, board: &Board) -> Result<i32, String> {
         return Err(format!("fork: errno {}", errno()));
     }
     if pid == 0 {
+        let mut state = 2;
         if let Err(e) = victim(v, page, board) {
-            println!("#   kill storm: {:?} victim could not set up: {e}", v.kind);
+            // Refused at the ceiling (its retries spent) while its vGPU is
+            // that full: the ceiling at work, not a failure. The settled
+            // check after the batch still finds any charge left behind.
+            let refused = format!("{:?}", nvclient::Error::Rm(NV_ERR_NO_MEMORY));
+            if e.ends_with(&refused) && ceiling_held(v.tenant) {
+                state = 3;
+            }
+            println!(
+                "#   kill storm: {:?} victim could not set up: {e}{}",
+                v.kind,
+                if state == 3 {
+                    " (its vGPU at its ceiling)"
+                } else {
+                    ""
+                }
+            );
         }
-        page.set(READY + v.i, 2);
+        page.set(READY + v.i, state);
         // SAFETY: leaving the child.
         unsafe { libc::_exit(1) };
     }
     Ok(pid)
+}
+
+/// Whether `t`'s vGPU has less than [`SETUP_MAX`] left under its
+/// ceiling now.
+fn ceiling_held(t: Tenant) -> bool {
+    check::attr(t.vgpu, "memory_used").is_ok_and(|used| used + SETUP_MAX > t.limit)
 }
 
 /// Tries `f` until it succeeds, for up to 5 s: a victim's set-up can meet
