@@ -24,11 +24,10 @@
 #      - the debug kernel (KASAN, lockdep, kmemleak, fault injection):
 #        every suite and the KUnit suites, but containers, containers_runc,
 #        breakout and dra, which run podman (with crun, then with runc)
-#        and the DRA plugin, about a minute a test there; and the fuzz
-#        suite's CI slice
-#        (10^5 fuzzed calls, 10^3 kill
-#        cycles, fault injection, 100 load cycles; make fuzz runs the long
-#        one);
+#        and the DRA plugin, about a minute a test there, and the
+#        nvidia_userspace tests that start containers; and the fuzz
+#        suite's CI slice (3 * 10^4 fuzzed calls, 250 kill cycles, fault
+#        injection, 50 load cycles; make fuzz runs the long one);
 #      - every suite again on the stock kernel with the driver double
 #        claiming the oldest release vgpu has tables for (with
 #        --all-branches: each release vgpu has tables for, one run each),
@@ -197,11 +196,15 @@ if [ -n "$debug" ]; then
     # The debug kernel has what podman and the guard need
     # (scripts/kconfig/containers.config, lsm.config), and the containers
     # suite passes there, but under KASAN each podman start takes about a
-    # minute: the containers, breakout and dra suites run on the stock
-    # lanes only, for time (`scripts/vm.sh --variant debug containers`
-    # runs them). The guard runs here, under the checkers, as on the stock
-    # lane.
-    vm_run "debug kernel, every suite but containers, breakout and dra" vm-debug --variant debug -- -containers -containers_runc -breakout -dra
+    # minute: the containers, breakout and dra suites, and the
+    # nvidia_userspace tests that start containers, run on the stock lanes
+    # only, for time (`scripts/vm.sh --variant debug containers` runs
+    # them; docs/testing.md, "NVIDIA's libcuda", the by-hand run). libcuda
+    # directly on the double, and killed mid-context, runs here. The guard
+    # runs here, under the checkers, as on the stock lane.
+    vm_run "debug kernel, every suite but those starting podman" vm-debug --variant debug -- \
+        -containers -containers_runc -breakout -dra \
+        '-nvidia_userspace.containers_*' -nvidia_userspace.host_smi_sees_every_process
     rm -rf build/test-vm-debug && cp -r build/vm-debug build/test-vm-debug 2>/dev/null || true
     # The reliability campaign's slice (issue 19): a VM of its own, as
     # it arms fault injection. A fixed seed, so that a failure here

@@ -45,9 +45,12 @@ out=/dev/ttyS1
 rc=0
 case "${vgpu_mode:-test}" in
 test)
+    # Split at the commas, without globbing (`-SUITE.PREFIX*`).
+    set -f
     # shellcheck disable=SC2086
     vgpu-selftest $(echo "${vgpu_args:-}" | tr ',' ' ') > $out 2>&1
     rc=$?
+    set +f
     ;;
 demo)
     sh /bin/vgpu-demo.sh > $out 2>&1
