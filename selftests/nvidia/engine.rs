@@ -29,14 +29,15 @@
 //!
 //! A work item is either GPU time (bit 63 clear: that many ns) or a *touch*
 //! (bit 63 set): GPU work that accesses the managed (UVM) address
-//! `entry & !(1 << 63)`, page aligned. A touch costs [`TOUCH_NS`] of engine
-//! time; then, with the engine's lock released, the driver makes that
-//! address's 2 MiB chunk resident on this GPU in the UVM VA space where the
-//! channel was registered (`UVM_REGISTER_CHANNEL`), as a GPU fault would.
-//! Only then does the item complete (`GPGet` moves on, `completed` counts
-//! it), so a client that saw it complete sees the residency. A touch that
-//! finds no VA space, no managed range or no memory counts one `faults` and
-//! completes all the same (a real fatal fault would stop the channel).
+//! `entry & !(1 << 63)`, page aligned. A touch costs
+//! [`crate::chan::TOUCH_NS`] of engine time; then, with the engine's lock
+//! released, the driver makes that address's 2 MiB chunk resident on this
+//! GPU in the UVM VA space where the channel was registered
+//! (`UVM_REGISTER_CHANNEL`), as a GPU fault would. Only then does the item
+//! complete (`GPGet` moves on, `completed` counts it), so a client that
+//! saw it complete sees the residency. A touch that finds no VA space, no
+//! managed range or no memory counts one `faults` and completes all the
+//! same (a real fatal fault would stop the channel).
 //!
 //! Scheduling: runnable TSGs (enabled, with an armed channel that has work)
 //! run round robin, each for its timeslice (default 1024 us) or until it runs
@@ -54,9 +55,11 @@
 //! enabled, the engine hands the channel's pending entries to the driver,
 //! which resolves the addresses through its GPU mappings and runs the
 //! methods ([`GpuMemory::gpfifo`], `rm/gpfifo.rs`); the channel's host
-//! state ([`Pbdma`]) lives here between runs. These channels take no
-//! engine time and are not in the round robin: their work completes as the
-//! engine thread reaches it (not modelled yet: their share of the engine).
+//! state ([`Pbdma`]) lives here between runs. Their methods take no engine
+//! time, but a compute launch does: the driver stops the channel after it
+//! with the grid's time ([`crate::pbdma::Grid`]), which the channel then
+//! runs down in the round robin as a work item (timeslices, preemption,
+//! wait-for-idle) before the driver completes the grid and goes on.
 //! Enabling their TSG arms them as a doorbell does: libcuda 550.163.01's
 //! `cuCtxCreate` writes `GPPut` on each new channel before GPFIFO_SCHEDULE,
 //! rings no doorbell for that work and waits for it (VM runs, 2026-11-29),
@@ -69,6 +72,8 @@ use kernel::{
     time::{delay::fsleep, Delta, Instant, Monotonic},
 };
 
+use crate::chan::{complete, Chan};
+pub(crate) use crate::chan::{Touch, RING_ENTRIES_OFFSET, RING_FAULTS, USERD_GP_GET, USERD_GP_PUT};
 use crate::file::NvFile;
 use crate::kapi::kthread::{sleep_us, Stop, Worker};
 use crate::memory::Backing;
@@ -78,54 +83,8 @@ use crate::pbdma::{Fifo, Pbdma};
 pub(crate) const DOORBELL_OFFSET: usize = crate::nv::abi::class::USERMODE_DOORBELL_OFFSET;
 /// TIME_0 (and TIME_1 after it) in a USERMODE page.
 const USERMODE_TIME: usize = 0x80;
-/// Offset of the first ring entry (after the 512-byte USERD).
-pub(crate) const RING_ENTRIES_OFFSET: usize = 0x200;
-/// USERD `GPGet`: the engine's read index.
-pub(crate) const USERD_GP_GET: usize = crate::nv::abi::userd::GP_GET;
-/// USERD `GPPut`: the client's write index.
-pub(crate) const USERD_GP_PUT: usize = crate::nv::abi::userd::GP_PUT;
-const RING_COMPLETED: usize = 0x00;
-const RING_CHANNEL_NS: usize = 0x08;
-const RING_TSG_NS: usize = 0x10;
-/// USERD's `faults` word (double's own).
-pub(crate) const RING_FAULTS: usize = 0x18;
-/// Bit 63 of a work item: the item is a touch of a managed address.
-pub(crate) const TOUCH_BIT: u64 = 1 << 63;
-/// Engine time a touch item costs, ns.
-pub(crate) const TOUCH_NS: u64 = 5_000;
 /// Default TSG timeslice, as the driver's.
 pub(crate) const DEFAULT_TIMESLICE_US: u64 = 1024;
-
-struct Chan {
-    token: u32,
-    ring: Option<(Arc<Backing>, usize)>,
-    entries: u32,
-    armed: bool,
-    /// ns left of the item at `get`, 0 = not started.
-    left_ns: u64,
-    ns: u64,
-    /// The item at `get` is a touch of this address.
-    touch: Option<u64>,
-    /// Its touch ran and waits for the driver to apply it.
-    blocked: bool,
-    /// Wait-for-idle compute preemption: an item in progress is not
-    /// preempted.
-    wfi: bool,
-    /// A GPFIFO channel's ring, at this GPU virtual address (`None`: the
-    /// double's own work items).
-    gpfifo: Option<u64>,
-    /// Its host state between runs.
-    pb: Pbdma,
-}
-
-/// A touch item whose engine time is done: the driver applies it, then
-/// [`Engine::finish_touch`] completes it.
-pub(crate) struct Touch {
-    /// The channel's work-submit token.
-    pub(crate) token: u32,
-    /// The managed address it touches.
-    pub(crate) addr: u64,
-}
 
 struct Tsg {
     id: u32,
@@ -166,98 +125,6 @@ struct State {
 pub(crate) struct Engine {
     #[pin]
     state: Mutex<State>,
-}
-
-impl Chan {
-    /// Whether the channel has work items for the engine's time (never a
-    /// GPFIFO channel's: see [`Chan::fifo_ready`]).
-    fn pending(&self) -> bool {
-        self.gpfifo.is_none() && self.has_work()
-    }
-
-    /// Whether a GPFIFO channel has entries for the driver to run.
-    fn fifo_ready(&self) -> bool {
-        self.gpfifo.is_some() && self.has_work()
-    }
-
-    fn has_work(&self) -> bool {
-        let Some((ring, off)) = &self.ring else {
-            return false;
-        };
-        if !self.armed || self.blocked || self.entries == 0 {
-            return false;
-        }
-        match (
-            ring.read_u32(*off + USERD_GP_PUT),
-            ring.read_u32(*off + USERD_GP_GET),
-        ) {
-            (Ok(put), Ok(get)) => put % self.entries != get,
-            _ => false,
-        }
-    }
-
-    /// Runs for up to `budget` ns; returns how much it used and whether an
-    /// item completed. A touch whose time is done goes to `touches` and
-    /// blocks the channel until [`Engine::finish_touch`].
-    fn run(&mut self, budget: u64, tsg_ns: u64, touches: &mut KVec<Touch>) -> (u64, bool) {
-        let Some((ring, off)) = &self.ring else {
-            return (0, false);
-        };
-        let off = *off;
-        let Ok(get) = ring.read_u32(off + USERD_GP_GET) else {
-            return (0, false);
-        };
-        if self.left_ns == 0 {
-            let entry = off + RING_ENTRIES_OFFSET + (get as usize) * 8;
-            let item = ring.read_u64(entry).unwrap_or(1);
-            if item & TOUCH_BIT != 0 {
-                self.touch = Some(item & !TOUCH_BIT);
-                self.left_ns = TOUCH_NS;
-            } else {
-                // An item of 0 ns still costs a minimum of 1 ns, so a ring
-                // of zeros cannot spin the engine for free.
-                self.touch = None;
-                self.left_ns = item.max(1);
-            }
-        }
-        let used = budget.min(self.left_ns);
-        self.left_ns -= used;
-        self.ns += used;
-        let mut done = false;
-        if self.left_ns == 0 {
-            match self.touch {
-                Some(addr) => {
-                    // If the list cannot grow, the touch runs again later.
-                    if touches
-                        .push(
-                            Touch {
-                                token: self.token,
-                                addr,
-                            },
-                            GFP_KERNEL,
-                        )
-                        .is_ok()
-                    {
-                        self.blocked = true;
-                    }
-                }
-                None => {
-                    complete(ring, off, get, self.entries);
-                    done = true;
-                }
-            }
-        }
-        let _ = ring.write_u64(off + RING_CHANNEL_NS, self.ns);
-        let _ = ring.write_u64(off + RING_TSG_NS, tsg_ns + used);
-        (used, done)
-    }
-}
-
-/// Completes the item at `get`: the engine moves `GPGet` on and counts it.
-fn complete(ring: &Backing, off: usize, get: u32, entries: u32) {
-    let _ = ring.write_u32(off + USERD_GP_GET, (get + 1) % entries);
-    let completed = ring.read_u64(off + RING_COMPLETED).unwrap_or(0);
-    let _ = ring.write_u64(off + RING_COMPLETED, completed + 1);
 }
 
 impl Tsg {
@@ -350,6 +217,18 @@ impl Engine {
     /// How many TSGs the engine has.
     pub(crate) fn tsg_count(&self) -> usize {
         self.state.lock().tsgs.len()
+    }
+
+    /// Each TSG's id, client and engine time so far in ns (the TSG on the
+    /// engine credited up to now).
+    pub(crate) fn tsg_times(&self) -> Result<KVec<(u32, u32, u64)>> {
+        let mut s = self.state.lock();
+        s.advance();
+        let mut out = KVec::with_capacity(s.tsgs.len(), GFP_KERNEL)?;
+        for t in s.tsgs.iter() {
+            out.push((t.id, t.client, t.ns), GFP_KERNEL)?;
+        }
+        Ok(out)
     }
 
     /// Removes a TSG and its channels.
@@ -563,6 +442,10 @@ impl Engine {
         let mut s = self.state.lock();
         let client = s.unblock(token, |c| {
             c.pb = pb;
+            // A grid just launched: its time is the channel's to run.
+            if let Some(g) = c.pb.grid.as_mut() {
+                c.left_ns = core::mem::take(&mut g.ns);
+            }
             completed
         });
         s.post_events(client);

@@ -59,6 +59,7 @@ pub mod nv;
 // (checked by the host test `userspace/logic/tests/double_layers.rs`).
 mod base;
 mod calls;
+mod chan;
 mod engine;
 mod file;
 mod fops;
@@ -144,6 +145,7 @@ module! {
 struct NvidiaDouble {
     _view: Pin<KBox<debugfs::File<()>>>,
     _gpus_view: Pin<KBox<debugfs::File<()>>>,
+    _engine_view: Pin<KBox<debugfs::File<()>>>,
     _vram_view: Pin<KBox<debugfs::File<()>>>,
     _map_delay: Pin<KBox<debugfs::File<()>>>,
     _gpu_files: Pin<KBox<debugfs::File<()>>>,
@@ -165,6 +167,14 @@ struct NvidiaDouble {
 fn write_gpus_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     match driver() {
         Ok(drv) => drv.gpus_view(f),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Writes the test-only engine view (see `uvm/view.rs`, `engine_view`).
+fn write_engine_view(_: &(), f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    match driver() {
+        Ok(drv) => drv.engine_view(f),
         Err(_) => Ok(()),
     }
 }
@@ -332,6 +342,10 @@ impl NvidiaDouble {
             debugfs.read_callback_file(c"gpus", (), &write_gpus_view),
             GFP_KERNEL,
         )?;
+        let engine_view = KBox::pin_init(
+            debugfs.read_callback_file(c"engine", (), &write_engine_view),
+            GFP_KERNEL,
+        )?;
         let vram_view = KBox::pin_init(
             debugfs.read_callback_file(c"vram", (), &write_vram_view),
             GFP_KERNEL,
@@ -379,6 +393,7 @@ impl NvidiaDouble {
         Ok(Self {
             _view: view,
             _gpus_view: gpus_view,
+            _engine_view: engine_view,
             _vram_view: vram_view,
             _map_delay: map_delay,
             _gpu_files: gpu_files,

@@ -7,7 +7,19 @@
 use kernel::sync::Arc;
 
 use crate::memory::Backing;
-use crate::nv::abi::pushbuf::{Compute, CopyEngine, HostSemaphore};
+use crate::nv::abi::pushbuf::{Compute, CopyEngine, HostSemaphore, Semaphore};
+
+/// A compute grid in progress: the engine time it still takes, then the
+/// semaphores its QMD releases when it completes.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Grid {
+    /// Engine time the grid takes, in ns: set by the driver at the launch,
+    /// moved to the channel by the engine, which runs it down; 0 once
+    /// done.
+    pub(crate) ns: u64,
+    /// Its QMD's RELEASE semaphores, run by the driver once it is done.
+    pub(crate) releases: [Option<Semaphore>; 3],
+}
 
 /// A GPFIFO channel's host (PBDMA) state between runs: the class bound to
 /// each subchannel (SET_OBJECT), the method state of the host's semaphore
@@ -26,6 +38,9 @@ pub(crate) struct Pbdma {
     pub(crate) compute: [Compute; 8],
     /// Methods of the entry at `GPGet` already run.
     pub(crate) done: usize,
+    /// The grid launched last, while it runs: the channel stops after its
+    /// launch method until it is done.
+    pub(crate) grid: Option<Grid>,
 }
 
 /// A GPFIFO channel's pending entries, for the driver to run without the

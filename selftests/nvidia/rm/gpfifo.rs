@@ -8,12 +8,20 @@
 //! a subchannel; the host's semaphores (`clc86f.h`), the copy engine's
 //! copies, fills and semaphores (`clc8b5.h`) and the compute class's inline
 //! data and report semaphores (`clc6c0.h`) read and write the memory the
-//! client's RM_MAP_MEMORY_DMA mappings name; a compute launch completes at
-//! once, releasing the semaphores its QMD names (the kernel's instructions
-//! are not run); every other method is
-//! parsed and ignored. An unsatisfied acquire stops the channel there, to
-//! be tried again on the engine's next turn. `GPGet` moves past an entry
-//! once its methods ran.
+//! client's RM_MAP_MEMORY_DMA mappings name; every other method is parsed
+//! and ignored. An unsatisfied acquire stops the channel there, to be tried
+//! again on the engine's next turn. `GPGet` moves past an entry once its
+//! methods ran.
+//!
+//! A compute launch takes engine time: [`GRID_NS_PER_CTA`] for each CTA of
+//! its grid (the QMD's grid size, `clcbc0qmd.h`), whatever its kernel, whose
+//! instructions are not run. The channel stops after the launch method;
+//! the engine runs the grid's time down in its round robin, as it runs the
+//! double's own work items (shares, timeslices, preemption, wait-for-idle),
+//! and then hands the channel back here, where the semaphores the QMD
+//! names are released and the entry goes on. GUESS: a model, not
+//! hardware's timing, which depends on the kernel; it gives libcuda's
+//! launches a share of the engine to measure.
 //!
 //! Where hardware would take an MMU fault (an address no mapping of the
 //! client covers, a segment that cannot be read) the double counts a fault
@@ -35,13 +43,18 @@ use crate::engine::GpuMemory;
 use crate::memory::{Backing, MAX_BACKED};
 use crate::nv::abi::class;
 use crate::nv::abi::pushbuf::compute::{
-    qmd_major_version, qmd_releases, QMD_V03_BYTES, QMD_V04_BYTES,
+    qmd_ctas, qmd_major_version, qmd_releases, QMD_V03_BYTES, QMD_V04_BYTES,
 };
 use crate::nv::abi::pushbuf::{
     host, CopyData, GpEntry, Launch, Methods, SemOp, Semaphore, HOST_METHODS_END,
 };
 use crate::nv::abi::pushbuf::{ComputeOp, StreamError};
-use crate::pbdma::{Fifo, Pbdma};
+use crate::pbdma::{Fifo, Grid, Pbdma};
+
+/// Engine time a compute grid takes per CTA, in ns (see the module's doc).
+pub(crate) const GRID_NS_PER_CTA: u64 = 1_000;
+/// The most engine time one grid takes, in ns (10 s), however large.
+const GRID_MAX_NS: u64 = 10_000_000_000;
 
 /// The most words of one pushbuffer segment the double reads (256 KiB); a
 /// longer segment is skipped as a fault.
@@ -130,13 +143,18 @@ impl View<'_> {
         self.pieces(va, buf.len(), |b, off, r| b.write_bytes(off, &buf[r]))
     }
 
-    /// The release semaphores of the QMD at `va` ([`qmd_releases`]):
-    /// version 03_00's 256 bytes, or 04_00's 384; none if it cannot be
-    /// read (a fault).
-    fn qmd(&mut self, va: u64) -> [Option<Semaphore>; 3] {
+    /// The grid of the QMD at `va`: its engine time ([`qmd_ctas`]) and
+    /// its release semaphores ([`qmd_releases`]), from version 03_00's 256
+    /// bytes or 04_00's 384; a grid of 1 ns that releases nothing if it
+    /// cannot be read (a fault).
+    fn qmd(&mut self, va: u64) -> Grid {
+        let fault = Grid {
+            ns: 1,
+            releases: [None; 3],
+        };
         let mut bytes = [0u8; QMD_V04_BYTES];
         if !self.read(va, &mut bytes[..QMD_V03_BYTES]) {
-            return [None; 3];
+            return fault;
         }
         let mut words = [0u32; QMD_V04_BYTES / 4];
         let fill = |words: &mut [u32], bytes: &[u8]| {
@@ -147,11 +165,16 @@ impl View<'_> {
         fill(&mut words, &bytes);
         if qmd_major_version(&words) == 4 {
             if !self.read(va + QMD_V03_BYTES as u64, &mut bytes[QMD_V03_BYTES..]) {
-                return [None; 3];
+                return fault;
             }
             fill(&mut words, &bytes);
         }
-        qmd_releases(&words)
+        Grid {
+            ns: qmd_ctas(&words)
+                .saturating_mul(GRID_NS_PER_CTA)
+                .clamp(1, GRID_MAX_NS),
+            releases: qmd_releases(&words),
+        }
     }
 
     /// The word or double word at `va` (0 on a fault).
@@ -269,6 +292,9 @@ enum Step {
     Ran,
     /// An acquire not yet satisfied: stop here.
     Wait,
+    /// A grid was launched (`pb.grid`): stop after this method until the
+    /// engine has run its time.
+    Launched,
 }
 
 /// Runs method `m` of subchannel `subch` on the channel's state.
@@ -310,11 +336,10 @@ fn method(pb: &mut Pbdma, v: &mut View<'_>, subch: usize, m: u32, data: u32, now
             Some(ComputeOp::Report(s)) => {
                 v.semaphore(&s, now);
             }
-            // A launch completes at once; the kernel is not run.
+            // The grid takes its engine time; the kernel is not run.
             Some(ComputeOp::Launch(qmd)) => {
-                for s in v.qmd(qmd).into_iter().flatten() {
-                    v.semaphore(&s, now);
-                }
+                pb.grid = Some(v.qmd(qmd));
+                return Step::Launched;
             }
             Some(ComputeOp::InlineSkipped) | None => {}
         },
@@ -345,7 +370,7 @@ fn segment(v: &mut View<'_>, e: &GpEntry) -> Option<KVec<u32>> {
 }
 
 /// Runs the methods of segment `words` from method `pb.done` on; false if
-/// an acquire stopped it (`pb.done` says where).
+/// an acquire or a launch stopped it (`pb.done` says where it goes on).
 fn run_segment(pb: &mut Pbdma, v: &mut View<'_>, words: &[u32], now: u64) -> bool {
     for (i, m) in Methods::new(words).enumerate().skip(pb.done) {
         let m = match m {
@@ -354,9 +379,16 @@ fn run_segment(pb: &mut Pbdma, v: &mut View<'_>, words: &[u32], now: u64) -> boo
             Err(StreamError::Malformed(_) | StreamError::Truncated(_)) => break,
         };
         let subch = usize::from(m.subch & 7);
-        if let Step::Wait = method(pb, v, subch, m.method, m.data, now) {
-            pb.done = i;
-            return false;
+        match method(pb, v, subch, m.method, m.data, now) {
+            Step::Ran => {}
+            Step::Wait => {
+                pb.done = i;
+                return false;
+            }
+            Step::Launched => {
+                pb.done = i + 1;
+                return false;
+            }
         }
     }
     pb.done = 0;
@@ -365,7 +397,8 @@ fn run_segment(pb: &mut Pbdma, v: &mut View<'_>, words: &[u32], now: u64) -> boo
 
 impl Driver {
     /// Runs GPFIFO channel `job`'s entries from `GPGet` to `GPPut` (at
-    /// most [`ENTRIES_A_RUN`]); returns whether any completed.
+    /// most [`ENTRIES_A_RUN`]), after releasing the semaphores of a grid
+    /// whose time is done; returns whether any entry or grid completed.
     fn run_gpfifo(&self, job: &mut Fifo) -> bool {
         let (userd, off) = (&job.userd.0, job.userd.1);
         let gp_get = off + crate::engine::USERD_GP_GET;
@@ -377,6 +410,18 @@ impl Driver {
             budget: COPY_BUDGET,
         };
         let mut completed = false;
+        if let Some(g) = job.pb.grid.take_if(|g| g.ns == 0) {
+            for s in g.releases.iter().flatten() {
+                v.semaphore(s, job.now_ns);
+            }
+            count_faults(userd, off, &mut v.faults);
+            completed = true;
+        }
+        if job.pb.grid.is_some() {
+            // Its time is not done (the engine does not hand such a
+            // channel over).
+            return completed;
+        }
         for _ in 0..ENTRIES_A_RUN {
             let (Ok(get), Ok(put)) = (userd.read_u32(gp_get), userd.read_u32(gp_put)) else {
                 break;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The test-only views in debugfs (`nvidia-double/gpus`,
-//! `nvidia-double/uvm`, `nvidia-double/vram`).
+//! `nvidia-double/engine`, `nvidia-double/uvm`, `nvidia-double/vram`).
 
 use core::fmt;
 
@@ -36,6 +36,30 @@ impl Driver {
                 rm.uvm.resident[g],
                 self.gpus[g].engine.tsg_count(),
             )?;
+        }
+        Ok(())
+    }
+
+    /// The test-only view of each GPU's engine (debugfs
+    /// `nvidia-double/engine`), one line a TSG: `gpu G tsg ID client C tgid
+    /// P ns N`, where `tgid` is the process that created its client (0 if
+    /// the client is gone) and `ns` the engine time it has run, so that a
+    /// test can tell the shares of processes whose channels the double
+    /// runs (libcuda's GPFIFO grids, `rm/gpfifo.rs`).
+    pub(crate) fn engine_view(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for g in 0..self.gpus.len() {
+            let Ok(times) = self.gpus[g].engine.tsg_times() else {
+                return Err(fmt::Error);
+            };
+            let rm = self.rm.lock();
+            for (id, client, ns) in times.iter() {
+                let tgid = rm
+                    .clients
+                    .iter()
+                    .find(|c| c.handle == *client)
+                    .map_or(0, |c| c.proc);
+                writeln!(f, "gpu {g} tsg {id} client {client:#x} tgid {tgid} ns {ns}")?;
+            }
         }
         Ok(())
     }

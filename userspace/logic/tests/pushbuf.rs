@@ -447,3 +447,31 @@ fn qmd_releases_of_both_versions() {
         assert_eq!(host_reduction(op as u32), host);
     }
 }
+
+#[test]
+fn qmd_grid_sizes_of_both_versions() {
+    use compute::qmd_ctas;
+    // Version 03_00: a 7 x 3 x 2 grid (clcbc0qmd.h, CTA_RASTER_*).
+    let mut q = [0u32; 96];
+    set_mw(&mut q, 583, 580, 3);
+    set_mw(&mut q, 415, 384, 7);
+    set_mw(&mut q, 431, 416, 3);
+    set_mw(&mut q, 463, 448, 2);
+    assert_eq!(qmd_ctas(&q), 42);
+    // The widest grid does not overflow.
+    set_mw(&mut q, 415, 384, u32::MAX);
+    set_mw(&mut q, 431, 416, 0xffff);
+    set_mw(&mut q, 463, 448, 0xffff);
+    assert_eq!(qmd_ctas(&q), u64::from(u32::MAX) * 0xffff * 0xffff);
+    // Version 04_00: 1000 x 1 x 1 (GRID_*); its 03_00 fields are unused.
+    let mut q = [0u32; 96];
+    set_mw(&mut q, 583, 580, 4);
+    set_mw(&mut q, 1055, 1024, 1000);
+    set_mw(&mut q, 1071, 1056, 1);
+    set_mw(&mut q, 1103, 1088, 1);
+    set_mw(&mut q, 415, 384, 5);
+    assert_eq!(qmd_ctas(&q), 1000);
+    // Another version: no grid the double knows.
+    set_mw(&mut q, 583, 580, 2);
+    assert_eq!(qmd_ctas(&q), 0);
+}

@@ -149,6 +149,21 @@ pub fn qmd_releases(q: &[u32]) -> [Option<Semaphore>; 3] {
     out
 }
 
+/// The CTAs of the grid of QMD `q` (its words): width times height times
+/// depth, version 03_00's `CTA_RASTER_WIDTH` `MW(415:384)`, `HEIGHT`
+/// `MW(431:416)` and `DEPTH` `MW(463:448)`, version 04_00's
+/// `GRID_WIDTH` `MW(1055:1024)`, `GRID_HEIGHT` `MW(1071:1056)` and
+/// `GRID_DEPTH` `MW(1103:1088)` (`clcbc0qmd.h`); 0 for another version.
+pub fn qmd_ctas(q: &[u32]) -> u64 {
+    let (w, h, d) = match qmd_major_version(q) {
+        3 => (mw(q, 415, 384), mw(q, 431, 416), mw(q, 463, 448)),
+        4 => (mw(q, 1055, 1024), mw(q, 1071, 1056), mw(q, 1103, 1088)),
+        _ => (0, 0, 0),
+    };
+    // At most 2^32 * 2^16 * 2^16: no overflow.
+    u64::from(w) * u64::from(h) * u64::from(d)
+}
+
 /// What a compute method asks of the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ComputeOp {
