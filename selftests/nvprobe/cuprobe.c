@@ -51,6 +51,27 @@
  *   managed=N prefetch=N steps=K   the first failing CUresults (0: none)
  *                                  and the steps allocated
  *
+ * after the device's attributes for it (cuDeviceGetAttribute):
+ *
+ *   attributes=N managed=A concurrent=C pageable=P
+ *                                  its CUresult, MANAGED_MEMORY (83),
+ *                                  CONCURRENT_MANAGED_ACCESS (89) and
+ *                                  PAGEABLE_MEMORY_ACCESS (88)
+ *
+ * With --spin, then: the context was made with CU_CTX_SCHED_YIELD (a
+ * waiting thread yields its CPU); the kernel above is loaded and
+ * "ready" printed, and after a line (or end of file) on standard input,
+ * grids of SPIN_CTAS CTAs are launched in batches of SPIN_BATCH, each
+ * batch followed by an event (cuEventRecord) and the previous batch's
+ * event waited for (cuEventSynchronize), so that one batch is always
+ * queued, until SPIN_MS have passed (CLOCK_MONOTONIC); the driver double
+ * gives each CTA 1 us of its engine, so the launches a process completes
+ * measure its share:
+ *
+ *   spin=N launches=K ms=T cpu=C   the first failing CUresult (0: none),
+ *                                  the grids completed in T ms, and the
+ *                                  CPU time the process used meanwhile
+ *
  * With --hold, last before cuCtxDestroy_v2: prints "held" and waits for a
  * line (or end of file) on standard input, so that a test can read what
  * the live context holds.
@@ -59,7 +80,8 @@
  * cuDeviceGet uses device 0 all the same. The exit status is 0 whatever
  * the CUresults are: the test reads the numbers.
  *
- *   cuprobe [--fill] [--pairs] [--copy] [--launch] [--managed] [--hold] [LIBRARY]
+ *   cuprobe [--fill] [--pairs] [--copy] [--launch] [--managed] [--spin] [--hold]
+ *           [LIBRARY]
  *                                  (default libcuda.so.1)
  */
 #include <dlfcn.h>
@@ -67,6 +89,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 typedef int (*cu_init_fn)(unsigned int);
 typedef int (*cu_int_out_fn)(int *);
@@ -89,6 +113,10 @@ typedef int (*cu_launch_fn)(void *, unsigned int, unsigned int, unsigned int,
 typedef int (*cu_void_fn)(void);
 typedef int (*cu_managed_fn)(unsigned long long *, size_t, unsigned int);
 typedef int (*cu_prefetch_fn)(unsigned long long, size_t, int, void *);
+typedef int (*cu_attribute_fn)(int *, int, int);
+typedef int (*cu_event_create_fn)(void **, unsigned int);
+typedef int (*cu_event_record_fn)(void *, void *);
+typedef int (*cu_event_fn)(void *);
 
 #define FILL_STEP ((size_t)64 << 20)
 #define FILL_MAX 1024
@@ -97,6 +125,10 @@ typedef int (*cu_prefetch_fn)(unsigned long long, size_t, int, void *);
 #define COPY_BYTES ((size_t)1 << 20)
 #define MANAGED_MAX 64
 #define CU_MEM_ATTACH_GLOBAL 1
+#define CU_CTX_SCHED_YIELD 2
+#define SPIN_CTAS 100000
+#define SPIN_BATCH 2
+#define SPIN_MS 10000
 
 /*
  * The kernel --launch runs: stores its second argument at its first.
@@ -231,6 +263,98 @@ static void launch(void *h)
 	printf("module=%d launch=%d sync=%d\n", m, l, s);
 }
 
+/* Milliseconds of CLOCK_MONOTONIC since `t0`. */
+static long since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* --spin: batches of grids for SPIN_MS, after a go on stdin (see above). */
+static void spin(void *h)
+{
+	cu_module_load_fn load = (cu_module_load_fn)dlsym(h, "cuModuleLoadData");
+	cu_module_function_fn get =
+		(cu_module_function_fn)dlsym(h, "cuModuleGetFunction");
+	cu_launch_fn run = (cu_launch_fn)dlsym(h, "cuLaunchKernel");
+	cu_event_create_fn ev_create =
+		(cu_event_create_fn)dlsym(h, "cuEventCreate");
+	cu_event_fn ev_sync = (cu_event_fn)dlsym(h, "cuEventSynchronize");
+	cu_event_record_fn ev_record =
+		(cu_event_record_fn)dlsym(h, "cuEventRecord");
+	cu_event_fn ev_destroy = (cu_event_fn)dlsym(h, "cuEventDestroy_v2");
+	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
+	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
+	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
+	void *module = NULL, *fn = NULL, *args[2], *ev[2] = { NULL, NULL };
+	unsigned long long d = 0;
+	unsigned int v = 1;
+	long launches = 0, ms = 0, k;
+	struct timespec t0;
+	struct rusage ru0, ru1;
+	char line[16];
+	int r, i;
+
+	if (!load || !get || !run || !ev_create || !ev_sync || !ev_record ||
+	    !ev_destroy || !sync || !alloc || !release) {
+		printf("spin=missing\n");
+		return;
+	}
+	r = load(&module, ptx);
+	if (r == 0)
+		r = get(&fn, module, "store");
+	if (r == 0)
+		r = alloc(&d, 4096);
+	for (i = 0; i < 2 && r == 0; i++)
+		r = ev_create(&ev[i], 0);
+	if (r != 0) {
+		printf("spin=%d launches=0 ms=0 cpu=0\n", r);
+		return;
+	}
+	printf("ready\n");
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = '\0';
+	args[0] = &d;
+	args[1] = &v;
+	getrusage(RUSAGE_SELF, &ru0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/*
+	 * Batch k is queued, then batch k - 1 waited for: one batch is
+	 * always queued behind the one running, so the GPU never waits for
+	 * the CPU to queue more.
+	 */
+	for (k = 0; r == 0; k++) {
+		for (i = 0; i < SPIN_BATCH && r == 0; i++)
+			r = run(fn, SPIN_CTAS, 1, 1, 1, 1, 1, 0, NULL, args,
+				NULL);
+		if (r == 0)
+			r = ev_record(ev[k & 1], NULL);
+		if (r == 0 && k > 0) {
+			r = ev_sync(ev[(k - 1) & 1]);
+			if (r == 0) {
+				launches += SPIN_BATCH;
+				ms = since_ms(&t0);
+				if (ms >= SPIN_MS)
+					break;
+			}
+		}
+	}
+	getrusage(RUSAGE_SELF, &ru1);
+	if (r == 0)
+		r = sync();
+	for (i = 0; i < 2; i++)
+		ev_destroy(ev[i]);
+	release(d);
+	printf("spin=%d launches=%ld ms=%ld cpu=%ld\n", r, launches, ms,
+	       (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+		ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000L +
+		       (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+			ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1000L);
+}
+
 /* --managed: 64 MiB managed steps, each prefetched (see above). */
 static void managed(void *h, int dev)
 {
@@ -239,12 +363,20 @@ static void managed(void *h, int dev)
 	cu_prefetch_fn prefetch = (cu_prefetch_fn)dlsym(h, "cuMemPrefetchAsync");
 	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
 	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
-	int a = 0, p = 0, k = 0, i;
+	cu_attribute_fn attr = (cu_attribute_fn)dlsym(h, "cuDeviceGetAttribute");
+	int a = 0, p = 0, k = 0, i, m = -1, c = -1, g = -1;
 
-	if (!alloc || !prefetch || !sync || !release) {
+	if (!alloc || !prefetch || !sync || !release || !attr) {
 		printf("managed=missing\n");
 		return;
 	}
+	a = attr(&m, 83, dev);
+	if (a == 0)
+		a = attr(&c, 89, dev);
+	if (a == 0)
+		a = attr(&g, 88, dev);
+	printf("attributes=%d managed=%d concurrent=%d pageable=%d\n", a, m, c,
+	       g);
 	while (k < MANAGED_MAX) {
 		a = alloc(&got[k], FILL_STEP, CU_MEM_ATTACH_GLOBAL);
 		if (a != 0)
@@ -264,7 +396,7 @@ static void managed(void *h, int dev)
 int main(int argc, char **argv)
 {
 	int do_fill = 0, do_pairs = 0, do_copy = 0, do_launch = 0, do_managed = 0;
-	int do_hold = 0, i;
+	int do_hold = 0, do_spin = 0, i;
 	const char *lib = "libcuda.so.1";
 	cu_init_fn init;
 	cu_int_out_fn version, count;
@@ -292,6 +424,8 @@ int main(int argc, char **argv)
 			do_managed = 1;
 		else if (!strcmp(argv[i], "--hold"))
 			do_hold = 1;
+		else if (!strcmp(argv[i], "--spin"))
+			do_spin = 1;
 		else
 			lib = argv[i];
 	}
@@ -356,7 +490,7 @@ int main(int argc, char **argv)
 		printf("cuDeviceTotalMem_v2=missing\n");
 	}
 	if (ctx_create) {
-		r = ctx_create(&ctx, 0, dev);
+		r = ctx_create(&ctx, do_spin ? CU_CTX_SCHED_YIELD : 0, dev);
 		printf("cuCtxCreate_v2=%d\n", r);
 		if (r != 0)
 			ctx = NULL;
@@ -382,6 +516,8 @@ int main(int argc, char **argv)
 		launch(h);
 	if (do_managed && ctx)
 		managed(h, dev);
+	if (do_spin && ctx)
+		spin(h);
 	if (do_hold && ctx) {
 		char line[16];
 
