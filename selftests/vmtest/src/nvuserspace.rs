@@ -857,8 +857,30 @@ fn vgpu_attr(id: u32, f: &str) -> Result<u64, String> {
 /// Once released, tenant 0's `memory_used` is what it was before; then
 /// its libcuda copies 1 MiB there and back byte for byte and launches a
 /// kernel that completes (`cuprobe --copy --launch`), through vgpu.
+/// The lines of a child's standard output.
+type OutLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// `podman exec -i name sh -c script`, started: the child, its standard
+/// input and the lines of its standard output.
+fn exec_piped(
+    name: &str,
+    script: &str,
+) -> Result<(std::process::Child, std::process::ChildStdin, OutLines), String> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("/usr/bin/podman")
+        .args(["exec", "-i", name, "sh", "-c", script])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("podman exec {name}: {e}"))?;
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let lines = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    Ok((child, stdin, lines))
+}
+
 fn containers_cuda_context_charged_and_isolated() -> Outcome {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     let rel = userspace_release();
     let (name, id, limit, _) = TENANTS[0];
     let before = vgpu_attr(id, "memory_used")?;
@@ -866,15 +888,7 @@ fn containers_cuda_context_charged_and_isolated() -> Outcome {
         "export LD_LIBRARY_PATH=/opt/nvidia-{rel}/lib; export PATH=/opt/nvidia-{rel}/bin:/usr/local/bin:$PATH; \
          timeout 600 cuprobe --hold 2>&1; echo rc=$?"
     );
-    let mut child = std::process::Command::new("/usr/bin/podman")
-        .args(["exec", "-i", name, "sh", "-c", &script])
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("podman exec {name}: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let (mut child, mut stdin, mut lines) = exec_piped(name, &script)?;
     let mut out = String::new();
     let held = loop {
         match lines.next() {
@@ -1035,7 +1049,7 @@ const SPIN_PERIOD_US: u32 = 500_000;
 /// must have run at least 70% of their share of those 8 s (they kept
 /// their windows busy: under emulation, 80-90% measured).
 fn containers_cuda_launches_get_their_shares() -> Outcome {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     let rel = userspace_release();
     let period = "/sys/class/vgpu/gpu0/compute_period_us";
     crate::sys::write_file(period, &SPIN_PERIOD_US.to_string())
@@ -1050,15 +1064,7 @@ fn containers_cuda_launches_get_their_shares() -> Outcome {
     let mut runs = Vec::new();
     let r = (|| {
         for (name, _, _, _) in TENANTS {
-            let mut child = std::process::Command::new("/usr/bin/podman")
-                .args(["exec", "-i", name, "sh", "-c", &script])
-                .env("PATH", "/usr/bin:/bin")
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("podman exec {name}: {e}"))?;
-            let stdin = child.stdin.take().ok_or("no stdin")?;
-            let lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+            let (child, stdin, lines) = exec_piped(name, &script)?;
             runs.push((name, child, Some(stdin), lines, String::new()));
         }
         for (name, _, _, lines, out) in runs.iter_mut() {
