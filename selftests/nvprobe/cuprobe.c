@@ -231,28 +231,45 @@ out:
 	free(dst);
 }
 
-/* --launch: one thread of the PTX kernel above, waited for. */
-static void launch(void *h)
+/*
+ * The PTX kernel above, loaded (cuModuleLoadData) and its function
+ * found (cuModuleGetFunction) into *fn: the first failing CUresult (0:
+ * none), or -1 when libcuda lacks either entry point.
+ */
+static int load_store(void *h, void **fn)
 {
 	cu_module_load_fn load = (cu_module_load_fn)dlsym(h, "cuModuleLoadData");
 	cu_module_function_fn get =
 		(cu_module_function_fn)dlsym(h, "cuModuleGetFunction");
+	void *module = NULL;
+	int r;
+
+	if (!load || !get)
+		return -1;
+	r = load(&module, ptx);
+	if (r == 0)
+		r = get(fn, module, "store");
+	return r;
+}
+
+/* --launch: one thread of the PTX kernel above, waited for. */
+static void launch(void *h)
+{
 	cu_launch_fn run = (cu_launch_fn)dlsym(h, "cuLaunchKernel");
 	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
 	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
 	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
-	void *module = NULL, *fn = NULL, *args[2];
+	void *fn = NULL, *args[2];
 	unsigned long long d = 0;
 	unsigned int v = 0x600d;
-	int m, l = -1, s = -1;
+	int m = -1, l = -1, s = -1;
 
-	if (!load || !get || !run || !sync || !alloc || !release) {
+	if (run && sync && alloc && release)
+		m = load_store(h, &fn);
+	if (m == -1) {
 		printf("module=missing\n");
 		return;
 	}
-	m = load(&module, ptx);
-	if (m == 0)
-		m = get(&fn, module, "store");
 	if (m == 0 && alloc(&d, 4096) == 0) {
 		args[0] = &d;
 		args[1] = &v;
@@ -276,9 +293,6 @@ static long since_ms(const struct timespec *t0)
 /* --spin: batches of grids for SPIN_MS, after a go on stdin (see above). */
 static void spin(void *h)
 {
-	cu_module_load_fn load = (cu_module_load_fn)dlsym(h, "cuModuleLoadData");
-	cu_module_function_fn get =
-		(cu_module_function_fn)dlsym(h, "cuModuleGetFunction");
 	cu_launch_fn run = (cu_launch_fn)dlsym(h, "cuLaunchKernel");
 	cu_event_create_fn ev_create =
 		(cu_event_create_fn)dlsym(h, "cuEventCreate");
@@ -289,23 +303,22 @@ static void spin(void *h)
 	cu_void_fn sync = (cu_void_fn)dlsym(h, "cuCtxSynchronize");
 	cu_mem_alloc_fn alloc = (cu_mem_alloc_fn)dlsym(h, "cuMemAlloc_v2");
 	cu_mem_free_fn release = (cu_mem_free_fn)dlsym(h, "cuMemFree_v2");
-	void *module = NULL, *fn = NULL, *args[2], *ev[2] = { NULL, NULL };
+	void *fn = NULL, *args[2], *ev[2] = { NULL, NULL };
 	unsigned long long d = 0;
 	unsigned int v = 1;
 	long launches = 0, ms = 0, k;
 	struct timespec t0;
 	struct rusage ru0, ru1;
 	char line[16];
-	int r, i;
+	int r = -1, i;
 
-	if (!load || !get || !run || !ev_create || !ev_sync || !ev_record ||
-	    !ev_destroy || !sync || !alloc || !release) {
+	if (run && ev_create && ev_sync && ev_record && ev_destroy && sync &&
+	    alloc && release)
+		r = load_store(h, &fn);
+	if (r == -1) {
 		printf("spin=missing\n");
 		return;
 	}
-	r = load(&module, ptx);
-	if (r == 0)
-		r = get(&fn, module, "store");
 	if (r == 0)
 		r = alloc(&d, 4096);
 	for (i = 0; i < 2 && r == 0; i++)
