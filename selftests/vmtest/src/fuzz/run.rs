@@ -18,6 +18,9 @@ pub const THREADS: usize = 2;
 /// Invariant checks per round (the workers stop after each chunk).
 pub const CHUNKS: u64 = 4;
 
+/// Rounds between two progress lines.
+const PROGRESS_ROUNDS: u64 = 25;
+
 /// Control slots of a worker on the control page: chunks done, calls,
 /// refused calls.
 const SLOT_DONE: usize = 0;
@@ -103,6 +106,14 @@ pub fn rounds(
         );
         r.map_err(|e| format!("seed {seed} round {round}: {e}"))?;
         round += 1;
+        // A long run's progress, for whoever watches its TAP log.
+        if (round - first).is_multiple_of(PROGRESS_ROUNDS) {
+            println!(
+                "# fuzz: round {round}: {} calls in {:.0} s",
+                totals.calls,
+                totals.busy.as_secs_f64()
+            );
+        }
     }
     let r = nvclient::speaks();
     totals.drawn = [
