@@ -100,6 +100,9 @@ pub enum Command {
     Free,
     /// `UVM_PAGEABLE_MEM_ACCESS`.
     PageableMemAccess,
+    /// `UVM_PAGEABLE_MEM_ACCESS_ON_GPU`: whether a GPU registered in the
+    /// VA space reaches pageable memory.
+    PageableMemAccessOnGpu,
     /// `UVM_SET_PREFERRED_LOCATION`.
     SetPreferredLocation,
     /// `UVM_UNSET_PREFERRED_LOCATION`.
@@ -142,7 +145,7 @@ pub enum Command {
 }
 
 /// Every command, for tables and tests.
-pub const COMMANDS: [Command; 32] = [
+pub const COMMANDS: [Command; 33] = [
     Command::Initialize,
     Command::Deinitialize,
     Command::MmInitialize,
@@ -157,6 +160,7 @@ pub const COMMANDS: [Command; 32] = [
     Command::MapExternalAllocation,
     Command::Free,
     Command::PageableMemAccess,
+    Command::PageableMemAccessOnGpu,
     Command::SetPreferredLocation,
     Command::UnsetPreferredLocation,
     Command::EnableReadDuplication,
@@ -210,6 +214,7 @@ impl Command {
             Command::MapDynamicParallelismRegion => 65,
             Command::UnmapExternal => 66,
             Command::AllocSemaphorePool => 68,
+            Command::PageableMemAccessOnGpu => 70,
             Command::ValidateVaRange => 72,
             Command::CreateExternalRange => 73,
             Command::MmInitialize => 75,
@@ -237,6 +242,7 @@ impl Command {
             Command::MapExternalAllocation => MapExternalAllocationParams::SIZE,
             Command::Free => FreeParams::SIZE,
             Command::PageableMemAccess => PageableMemAccessParams::SIZE,
+            Command::PageableMemAccessOnGpu => PageableMemAccessOnGpuParams::SIZE,
             Command::SetPreferredLocation => SetPreferredLocationParams::SIZE,
             Command::UnsetPreferredLocation
             | Command::EnableReadDuplication
@@ -273,6 +279,7 @@ impl Command {
             Command::MapExternalAllocation => MapExternalAllocationParams::FIELDS,
             Command::Free => FreeParams::FIELDS,
             Command::PageableMemAccess => PageableMemAccessParams::FIELDS,
+            Command::PageableMemAccessOnGpu => PageableMemAccessOnGpuParams::FIELDS,
             Command::SetPreferredLocation => SetPreferredLocationParams::FIELDS,
             Command::UnsetPreferredLocation
             | Command::EnableReadDuplication
@@ -518,6 +525,19 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// UVM_PAGEABLE_MEM_ACCESS_ON_GPU_PARAMS (`uvm_ioctl.h:1015-1022` at
+    /// 550.163.01; the same at every supported release).
+    pub struct PageableMemAccessOnGpuParams, size 24 {
+        /// In: a GPU registered in the VA space.
+        gpu_uuid @ 0: [u8; 16],
+        /// Out: that GPU reaches pageable memory.
+        pageable_mem_access @ 16: u8,
+        /// Out.
+        rm_status @ 20: u32,
+    }
+}
+
+wire_struct! {
     /// UVM_SET_PREFERRED_LOCATION_PARAMS.
     pub struct SetPreferredLocationParams, size 40 {
         /// In.
@@ -694,98 +714,11 @@ pub const fn chunks(base: u64, length: u64) -> (u64, u64) {
 /// and at 570.211.01, 550.163.01 and 535.288.01; the conformance facts of
 /// each release check the layouts). The UVM tables of those releases
 /// (`nv::release`) use these.
-pub mod r580 {
-    use super::Uuid;
-
-    wire_struct! {
-        /// UVM_UNREGISTER_CHANNEL_PARAMS before 590.
-        pub struct UnregisterChannelParams, size 28 {
-            /// In: the GPU of the channel.
-            gpu_uuid @ 0: Uuid,
-            /// In.
-            h_client @ 16: u32,
-            /// In.
-            h_channel @ 20: u32,
-            /// Out.
-            rm_status @ 24: u32,
-        }
-    }
-
-    wire_struct! {
-        /// UVM_FREE_PARAMS before 590: the range must be given whole
-        /// (`uvm_free()`, `uvm_va_range.c:663-685` at 580.142:
-        /// NV_ERR_INVALID_ADDRESS unless `[base, base + length)` is exactly
-        /// one range).
-        pub struct FreeParams, size 24 {
-            /// In: the start of a range that is not managed.
-            base @ 0: u64,
-            /// In: its length.
-            length @ 8: u64,
-            /// Out.
-            rm_status @ 16: u32,
-        }
-    }
-}
+pub mod r580;
 
 /// Blocks whose layout 535 has otherwise: its per-GPU attribute arrays hold
 /// 32 GPUs (`UVM_MAX_GPUS`, `uvm_types.h:55`), and SET_PREFERRED_LOCATION
 /// has no CPU NUMA node (`kernel-open/nvidia-uvm/uvm_ioctl.h:492-504`,
 /// `:631-637` and `:965-972` at 535.288.01; the conformance facts check the
 /// layouts). The UVM table of 535.288.01 (`nv::release`) uses these.
-pub mod r535 {
-    use super::GpuMappingAttributes;
-
-    wire_struct! {
-        /// UVM_MAP_EXTERNAL_ALLOCATION_PARAMS at 535.
-        pub struct MapExternalAllocationParams, size 1200 {
-            /// In: inside one external range.
-            base @ 0: u64,
-            /// In.
-            length @ 8: u64,
-            /// In: offset into the RM memory.
-            offset @ 16: u64,
-            /// In: where and how to map.
-            per_gpu_attributes @ 24: [GpuMappingAttributes; 32],
-            /// In: entries of `per_gpu_attributes` used (1..=32).
-            gpu_attributes_count @ 1176: u64,
-            /// In (unread).
-            rm_ctrl_fd @ 1184: i32,
-            /// In: the memory's client (looked up globally by RM).
-            h_client @ 1188: u32,
-            /// In: the RM memory object.
-            h_memory @ 1192: u32,
-            /// Out.
-            rm_status @ 1196: u32,
-        }
-    }
-
-    wire_struct! {
-        /// UVM_SET_PREFERRED_LOCATION_PARAMS at 535.
-        pub struct SetPreferredLocationParams, size 40 {
-            /// In.
-            requested_base @ 0: u64,
-            /// In.
-            length @ 8: u64,
-            /// In.
-            preferred_location @ 16: [u8; 16],
-            /// Out.
-            rm_status @ 32: u32,
-        }
-    }
-
-    wire_struct! {
-        /// UVM_ALLOC_SEMAPHORE_POOL_PARAMS at 535.
-        pub struct AllocSemaphorePoolParams, size 1184 {
-            /// In.
-            base @ 0: u64,
-            /// In.
-            length @ 8: u64,
-            /// In.
-            per_gpu_attributes @ 16: [GpuMappingAttributes; 32],
-            /// In.
-            gpu_attributes_count @ 1168: u64,
-            /// Out.
-            rm_status @ 1176: u32,
-        }
-    }
-}
+pub mod r535;

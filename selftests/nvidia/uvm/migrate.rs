@@ -9,8 +9,9 @@ use super::residency::place;
 use crate::base::StatusResult;
 use crate::nv::abi::{status::*, Wire};
 use crate::nv::uvm::{
-    init_flags, migrate_flags, range_ok, MigrateParams, PageableMemAccessParams, RangeGpuParams,
-    RangeParams, SetPreferredLocationParams, Uuid, CHUNK, CPU_UUID,
+    init_flags, migrate_flags, range_ok, MigrateParams, PageableMemAccessOnGpuParams,
+    PageableMemAccessParams, RangeGpuParams, RangeParams, SetPreferredLocationParams, Uuid, CHUNK,
+    CPU_UUID,
 };
 use crate::rm::state::Driver;
 use crate::settings;
@@ -141,6 +142,27 @@ impl Driver {
     pub(crate) fn uvm_pageable_mem_access(&self, id: u64, p: &mut [u8]) -> StatusResult {
         let flags = self.with_space(id, |rm, si| Ok(rm.uvm.spaces[si].flags))?;
         let mut q = PageableMemAccessParams::decode(p);
+        q.pageable_mem_access = u8::from(
+            settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0),
+        );
+        q.encode(p);
+        Ok(())
+    }
+
+    /// UVM_PAGEABLE_MEM_ACCESS_ON_GPU (`uvm_api_pageable_mem_access_on_gpu`,
+    /// `uvm_gpu.c:3412-3432` at 550.163.01): a GPU not registered in the
+    /// VA space is NV_ERR_INVALID_DEVICE; a registered one reaches
+    /// pageable memory when the VA space does (as
+    /// [`Driver::uvm_pageable_mem_access`] answers) and its parent has
+    /// replayable faults, which every GPU since Pascal has, the double's
+    /// H100 among them.
+    pub(crate) fn uvm_pageable_mem_access_on_gpu(&self, id: u64, p: &mut [u8]) -> StatusResult {
+        let mut q = PageableMemAccessOnGpuParams::decode(p);
+        let gpu = self.gpu_by_uuid(&q.gpu_uuid).ok_or(NV_ERR_INVALID_DEVICE)?;
+        let flags = self.with_space(id, |rm, si| {
+            let s = &rm.uvm.spaces[si];
+            s.gpu(gpu).map(|_| s.flags).ok_or(NV_ERR_INVALID_DEVICE)
+        })?;
         q.pageable_mem_access = u8::from(
             settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0),
         );

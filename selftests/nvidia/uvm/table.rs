@@ -74,6 +74,10 @@ static COMMAND_ROWS: [UvmRow; COMMANDS.len()] = [
     space(Command::Free, Driver::uvm_free),
     space(Command::PageableMemAccess, Driver::uvm_pageable_mem_access),
     space(
+        Command::PageableMemAccessOnGpu,
+        Driver::uvm_pageable_mem_access_on_gpu,
+    ),
+    space(
         Command::SetPreferredLocation,
         Driver::uvm_set_preferred_location,
     ),

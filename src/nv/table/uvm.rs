@@ -97,7 +97,7 @@ pub const UVM: &[UvmRow] = &UVM_ROWS;
 
 /// [`UVM`] as an array, for releases' patched copies.
 #[rustfmt::skip]
-pub(crate) const UVM_ROWS: [UvmRow; 32] = [
+pub(crate) const UVM_ROWS: [UvmRow; 33] = [
     uvm(Command::CreateRangeGroup, P::Forward, U::Forward),
     uvm(Command::DestroyRangeGroup, P::Forward, U::Forward),
     uvm(Command::RegisterGpuVaspace, P::Bounce, U::ClientChecked),
@@ -125,6 +125,7 @@ pub(crate) const UVM_ROWS: [UvmRow; 32] = [
     uvm(Command::MapDynamicParallelismRegion, P::Bounce, U::DpRegion),
     uvm(Command::UnmapExternal, P::Bounce, U::UnmapExternal),
     uvm(Command::AllocSemaphorePool, P::Forward, U::Forward),
+    uvm(Command::PageableMemAccessOnGpu, P::Forward, U::Forward),
     uvm(Command::ValidateVaRange, P::Forward, U::Forward),
     uvm(Command::CreateExternalRange, P::Forward, U::Forward),
     uvm(Command::MmInitialize, P::Bounce, U::MmInitialize),

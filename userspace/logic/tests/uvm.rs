@@ -24,6 +24,7 @@ fn numbers_and_sizes_match_the_driver() {
         (Command::MapExternalAllocation, 33, 9264, Some(9260)),
         (Command::Free, 34, 16, Some(8)),
         (Command::PageableMemAccess, 39, 8, Some(4)),
+        (Command::PageableMemAccessOnGpu, 70, 24, Some(20)),
         (Command::SetPreferredLocation, 42, 40, Some(36)),
         (Command::UnsetPreferredLocation, 43, 24, Some(16)),
         (Command::EnableReadDuplication, 44, 24, Some(16)),

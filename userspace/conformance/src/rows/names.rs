@@ -107,6 +107,10 @@ pub fn uvm_c_name(c: uvm::Command) -> (&'static str, Option<&'static str>) {
             "UVM_PAGEABLE_MEM_ACCESS",
             Some("UVM_PAGEABLE_MEM_ACCESS_PARAMS"),
         ),
+        C::PageableMemAccessOnGpu => (
+            "UVM_PAGEABLE_MEM_ACCESS_ON_GPU",
+            Some("UVM_PAGEABLE_MEM_ACCESS_ON_GPU_PARAMS"),
+        ),
         C::SetPreferredLocation => (
             "UVM_SET_PREFERRED_LOCATION",
             Some("UVM_SET_PREFERRED_LOCATION_PARAMS"),

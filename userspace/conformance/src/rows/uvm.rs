@@ -52,6 +52,10 @@ fn uvm_base_layout(c: uvm::Command, ty: &str) -> Option<UvmLayout<'_>> {
         }
         C::Free => uvm_layout!(uvm::FreeParams, CStruct::camel(ty)),
         C::PageableMemAccess => uvm_layout!(uvm::PageableMemAccessParams, CStruct::camel(ty)),
+        C::PageableMemAccessOnGpu => uvm_layout!(
+            uvm::PageableMemAccessOnGpuParams,
+            CStruct::camel(ty).renamed(gpu_uuid_snake)
+        ),
         C::SetPreferredLocation => uvm_layout!(uvm::SetPreferredLocationParams, CStruct::camel(ty)),
         C::UnsetPreferredLocation | C::EnableReadDuplication | C::DisableReadDuplication => {
             uvm_layout!(uvm::RangeParams, CStruct::camel(ty).renamed(requested))
