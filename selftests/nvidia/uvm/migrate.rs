@@ -20,6 +20,16 @@ use crate::settings;
 /// can kill a process in the middle of a migration.
 const MIGRATE_CHUNK_MS: i64 = 2;
 
+/// Whether a VA space initialised with `flags` reaches pageable memory.
+/// GUESS: the double models a kernel with HMM (no ATS): GPUs reach pageable
+/// memory unless the VA space was initialised with DISABLE_HMM, as
+/// uvm_va_space_pageable_mem_access_supported() reports on such kernels.
+/// Without an mm (`uvm_mm=0`), never; with ATS (`uvm_ats=1`), always, as
+/// ATS takes priority over HMM there.
+fn pageable(flags: u64) -> bool {
+    settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0)
+}
+
 impl Driver {
     /// The policy commands: checked, then accepted and ignored (the double
     /// has no CPU pages and no faults to steer).
@@ -133,18 +143,11 @@ impl Driver {
         Ok(())
     }
 
-    /// UVM_PAGEABLE_MEM_ACCESS. GUESS: the double models a kernel with HMM
-    /// (no ATS): GPUs reach pageable memory unless the VA space was
-    /// initialised with DISABLE_HMM, as
-    /// uvm_va_space_pageable_mem_access_supported() reports on such
-    /// kernels. Without an mm (`uvm_mm=0`), never; with ATS (`uvm_ats=1`),
-    /// always, as ATS takes priority over HMM there.
+    /// UVM_PAGEABLE_MEM_ACCESS: [`pageable`].
     pub(crate) fn uvm_pageable_mem_access(&self, id: u64, p: &mut [u8]) -> StatusResult {
         let flags = self.with_space(id, |rm, si| Ok(rm.uvm.spaces[si].flags))?;
         let mut q = PageableMemAccessParams::decode(p);
-        q.pageable_mem_access = u8::from(
-            settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0),
-        );
+        q.pageable_mem_access = u8::from(pageable(flags));
         q.encode(p);
         Ok(())
     }
@@ -152,8 +155,7 @@ impl Driver {
     /// UVM_PAGEABLE_MEM_ACCESS_ON_GPU (`uvm_api_pageable_mem_access_on_gpu`,
     /// `uvm_gpu.c:3412-3432` at 550.163.01): a GPU not registered in the
     /// VA space is NV_ERR_INVALID_DEVICE; a registered one reaches
-    /// pageable memory when the VA space does (as
-    /// [`Driver::uvm_pageable_mem_access`] answers) and its parent has
+    /// pageable memory when the VA space does ([`pageable`]) and its parent has
     /// replayable faults, which every GPU since Pascal has, the double's
     /// H100 among them.
     pub(crate) fn uvm_pageable_mem_access_on_gpu(&self, id: u64, p: &mut [u8]) -> StatusResult {
@@ -163,9 +165,7 @@ impl Driver {
             let s = &rm.uvm.spaces[si];
             s.gpu(gpu).map(|_| s.flags).ok_or(NV_ERR_INVALID_DEVICE)
         })?;
-        q.pageable_mem_access = u8::from(
-            settings::uvm_ats() || (settings::uvm_mm() && flags & init_flags::DISABLE_HMM == 0),
-        );
+        q.pageable_mem_access = u8::from(pageable(flags));
         q.encode(p);
         Ok(())
     }
