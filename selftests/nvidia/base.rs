@@ -154,6 +154,8 @@ pub(crate) enum ObjKind {
         id: u32,
         /// The VA space handle its alloc params named (0: none).
         vaspace: u32,
+        /// The engine its alloc params named (`NV2080_ENGINE_TYPE_*`).
+        engine: u32,
         /// Its GR context's buffers (`Rm::mems`; 0: not yet committed).
         grctx: u32,
     },
@@ -165,6 +167,9 @@ pub(crate) enum ObjKind {
         /// The VA space it runs in: its own alloc params', else its context
         /// share's, else its TSG's (0: none).
         vaspace: u32,
+        /// Its engine (`NV2080_ENGINE_TYPE_*`): its TSG's, or with
+        /// `own_tsg` its own alloc params'.
+        engine: u32,
         /// Its instance block (`Rm::mems`).
         mem: u32,
         /// With `own_tsg`, its TSG's GR context buffers (`Rm::mems`; 0:

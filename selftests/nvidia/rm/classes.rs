@@ -215,8 +215,8 @@ impl Driver {
             Some(ObjKind::Device { gpu }) => gpu,
             _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
         };
-        let vaspace =
-            parse_params::<abi::ChannelGroupAllocParams>(n.params).map_or(0, |t| t.h_va_space);
+        let (vaspace, engine) = parse_params::<abi::ChannelGroupAllocParams>(n.params)
+            .map_or((0, 0), |t| (t.h_va_space, t.engine_type));
         let id = n.rm.next_tsg;
         n.rm.next_tsg += 1;
         let client = n.rm.clients[n.ci].handle;
@@ -228,16 +228,21 @@ impl Driver {
             gpu,
             id,
             vaspace,
+            engine,
             grctx: 0,
         })
     }
 
     /// A GPFIFO channel, in a TSG or (with a TSG of its own) under a device.
     pub(crate) fn new_channel(&self, n: &mut NewObject<'_>) -> StatusResult<ObjKind> {
-        let (gpu, tsg, own_tsg, tsg_vaspace) = match n.parent_kind {
+        let (gpu, tsg, own_tsg, tsg_vaspace, tsg_engine) = match n.parent_kind {
             Some(ObjKind::Tsg {
-                gpu, id, vaspace, ..
-            }) => (gpu, id, false, vaspace),
+                gpu,
+                id,
+                vaspace,
+                engine,
+                ..
+            }) => (gpu, id, false, vaspace, Some(engine)),
             Some(ObjKind::Device { gpu }) => {
                 // A channel outside a TSG gets an internal TSG of its own.
                 let id = n.rm.next_tsg;
@@ -247,11 +252,11 @@ impl Driver {
                     .engine
                     .add_tsg(id, client)
                     .map_err(|_| NV_ERR_NO_MEMORY)?;
-                (gpu, id, true, 0)
+                (gpu, id, true, 0, None)
             }
             _ => return Err(NV_ERR_INVALID_OBJECT_PARENT),
         };
-        let made = self.channel_in_tsg(n, gpu, tsg, tsg_vaspace, own_tsg);
+        let made = self.channel_in_tsg(n, gpu, tsg, (tsg_vaspace, tsg_engine), own_tsg);
         if made.is_err() && own_tsg {
             self.gpus[gpu as usize].engine.remove_tsg(tsg);
         }
@@ -265,7 +270,7 @@ impl Driver {
         n: &mut NewObject<'_>,
         gpu: u32,
         tsg: u32,
-        tsg_vaspace: u32,
+        (tsg_vaspace, tsg_engine): (u32, Option<u32>),
         own_tsg: bool,
     ) -> StatusResult<ObjKind> {
         let cp: abi::ChannelAllocParams = parse_class_params(n.params)?;
@@ -303,6 +308,9 @@ impl Driver {
             tsg,
             own_tsg,
             vaspace,
+            // A channel of a TSG takes the TSG's engine
+            // (`gpu/fifo/kernel_channel.c:701` at 550.163.01).
+            engine: tsg_engine.unwrap_or(cp.engine_type),
             mem,
             grctx: 0,
         })

@@ -33,7 +33,8 @@
 //!
 //! Addresses resolve through every mapping of the channel's client, not
 //! only those of its VA space (a simplification: the double's VA ranges
-//! are placed at fixed addresses per client).
+//! are placed at fixed addresses per client): its RM_MAP_MEMORY_DMA
+//! mappings, and the UVM external mappings of GPU VA spaces it registered.
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -50,6 +51,7 @@ use crate::nv::abi::pushbuf::{
 };
 use crate::nv::abi::pushbuf::{ComputeOp, StreamError};
 use crate::pbdma::{Fifo, Grid, Pbdma};
+use crate::uvm::state::RangeKind;
 
 /// Engine time a compute grid takes per CTA, in ns (see the module's doc).
 pub(crate) const GRID_NS_PER_CTA: u64 = 1_000;
@@ -74,15 +76,10 @@ impl Rm {
     /// of the memory mapped there (backed now if it was not yet), the
     /// offset in it and how many bytes from there the mapping covers.
     pub(crate) fn resolve(&mut self, client: u32, va: u64) -> Option<(Arc<Backing>, usize, u64)> {
-        let m = self
-            .dma_maps
-            .iter()
-            .find(|m| m.client == client && va >= m.va && va - m.va < m.length)?;
-        let (memory, off, left) = (m.memory, m.offset + (va - m.va), m.length - (va - m.va));
-        let mem = match self.any_client(client)?.find(memory)?.kind {
-            ObjKind::Memory { mem } => mem,
-            _ => return None,
-        };
+        if let Some(hit) = self.pool_at(client, va) {
+            return Some(hit);
+        }
+        let (mem, off, left) = self.mapped(client, va)?;
         let m = self.mem(mem)?;
         if m.backing.is_none() && m.size <= MAX_BACKED {
             m.backing = Backing::new(m.size)
@@ -93,6 +90,40 @@ impl Rm {
         let off = usize::try_from(off).ok()?;
         let room = b.len().checked_sub(off).filter(|&n| n > 0)?;
         Some((b, off, left.min(room as u64)))
+    }
+
+    /// The memory (`Rm::mems`) mapped at GPU virtual address `va` of
+    /// client `client`, the offset in it and how many bytes from there the
+    /// mapping covers: an RM_MAP_MEMORY_DMA mapping of the client, else a
+    /// UVM external mapping on a GPU whose GPU VA space in a UVM VA space
+    /// is one of the client's (`UVM_MAP_EXTERNAL_ALLOCATION`, as libcuda
+    /// maps its memory when UVM is on).
+    fn mapped(&self, client: u32, va: u64) -> Option<(u32, u64, u64)> {
+        if let Some(m) = self
+            .dma_maps
+            .iter()
+            .find(|m| m.client == client && va >= m.va && va - m.va < m.length)
+        {
+            let mem = match self.any_client(client)?.find(m.memory)?.kind {
+                ObjKind::Memory { mem } => mem,
+                _ => return None,
+            };
+            return Some((mem, m.offset + (va - m.va), m.length - (va - m.va)));
+        }
+        self.uvm.spaces.iter().find_map(|s| {
+            let gpus = || {
+                s.gpus
+                    .iter()
+                    .filter(|g| g.vaspace.is_some_and(|(c, _)| c == client))
+            };
+            s.ranges.iter().find_map(|r| match &r.kind {
+                RangeKind::External { maps } if r.contains(va) => maps
+                    .iter()
+                    .find(|m| va >= m.base && va - m.base < m.len && gpus().any(|g| g.gpu == m.gpu))
+                    .map(|m| (m.mem, m.offset + (va - m.base), m.len - (va - m.base))),
+                _ => None,
+            })
+        })
     }
 }
 

@@ -14,7 +14,7 @@
 //! (`kgrctxFreeAssociatedCtxBuffers`, `:2975-3013`).
 
 use super::call::{parse_params, Ctl};
-use super::state::{Driver, Rm};
+use super::state::{Client, Driver, Object, Rm};
 use crate::base::{heap_size, store, ObjKind, StatusResult};
 use crate::nv::abi::{self, status::*};
 use crate::settings;
@@ -112,6 +112,46 @@ pub(crate) const fn context_total() -> u64 {
     total
 }
 
+/// The GR context buffers channel `ch` of `client` runs with (`Rm::mems`):
+/// its TSG's, or its own when it has a TSG of its own; 0 while they are
+/// not committed, or when `ch` is no channel.
+pub(crate) fn held_context(client: &Client, ch: &Object) -> u32 {
+    match ch.kind {
+        ObjKind::Channel {
+            own_tsg: true,
+            grctx,
+            ..
+        } => grctx,
+        ObjKind::Channel { .. } => match client.find(ch.parent).map(|o| o.kind) {
+            Some(ObjKind::Tsg { grctx, .. }) => grctx,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// The buffers of a committed context as NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_INFO
+/// lists them, each `(type, size, alignment)`: the main buffer, the patch
+/// buffer, the PM buffer where it is allocated (never, here), then the
+/// global buffers (`kgrctxGetCtxBuffers`, `kernel_graphics_context.c:795-868`),
+/// stably sorted by falling alignment (`kgrctxGetCtxBufferInfo`, `:931-990`),
+/// which leaves the double's order, every alignment being 4 KiB: a
+/// buffer's alignment is its page size (`kgrctxFillCtxBufferInfo`,
+/// `:437-441`), GUESS 4 KiB for each.
+pub(crate) fn context_buffers() -> impl Iterator<Item = (u32, u64, u64)> {
+    BUFFERS
+        .iter()
+        .filter(|b| b.committed)
+        .map(|b| (b.id, u64::from(b.size), u64::from(ALIGN)))
+}
+
+/// Whether engine `e` (`NV2080_ENGINE_TYPE_*`) is a graphics engine,
+/// GR0..GR7 (`RM_ENGINE_TYPE_IS_GR`, `inc/kernel/gpu/gpu_engine_type.h:145`;
+/// `NV2080_ENGINE_TYPE_GR0..GR7` are 1..8, `class/cl2080_notification.h:270-277`).
+pub(crate) fn is_gr_engine(e: u32) -> bool {
+    (1..=8).contains(&e)
+}
+
 /// Whether `c` is a compute class (a KernelGraphicsObject: its buffers
 /// need the context); copy engines' do not.
 pub(crate) fn is_compute_class(c: u32) -> bool {
@@ -191,18 +231,10 @@ impl Driver {
         let mut q: abi::GrGetCtxBufferSizeParams = parse_params(c.p)?;
         let client = &c.rm.clients[c.ci];
         let ch = client.find(q.h_channel).ok_or(NV_ERR_OBJECT_NOT_FOUND)?;
-        let ObjKind::Channel { own_tsg, grctx, .. } = ch.kind else {
+        if !matches!(ch.kind, ObjKind::Channel { .. }) {
             return Err(NV_ERR_INVALID_CHANNEL);
-        };
-        let held = if own_tsg {
-            grctx
-        } else {
-            match client.find(ch.parent).map(|o| o.kind) {
-                Some(ObjKind::Tsg { grctx, .. }) => grctx,
-                _ => 0,
-            }
-        };
-        if held == 0 {
+        }
+        if held_context(client, ch) == 0 {
             return Err(NV_ERR_INVALID_OBJECT);
         }
         q.total_buffer_size = context_total();

@@ -32,7 +32,7 @@ mod free;
 mod gpfifo;
 mod gpuinfo;
 mod gpumgr;
-mod grctx;
+pub(crate) mod grctx;
 mod gss;
 mod memory;
 mod osdesc;

@@ -111,6 +111,7 @@ impl Driver {
                             base,
                             len,
                             mem,
+                            offset,
                         },
                         GFP_KERNEL,
                     )
@@ -169,13 +170,17 @@ impl Driver {
                 }
             }
             // Managed memory goes with munmap, channel ranges with
-            // UNREGISTER_CHANNEL; dynamic-parallelism regions go here too
-            // (uvm_va_range.c:689-707).
-            if !matches!(
-                s.ranges[ri].kind,
-                RangeKind::External { .. } | RangeKind::SkedReflected { .. }
-            ) {
-                return Err(NV_ERR_INVALID_ADDRESS);
+            // UNREGISTER_CHANNEL; dynamic-parallelism regions and semaphore
+            // pools go here too, a pool once the CPU's mapping is gone
+            // (NV_ERR_INVALID_ARGUMENT, uvm_map_external.c:1381-1398 at
+            // 550.163.01).
+            match s.ranges[ri].kind {
+                RangeKind::External { .. } | RangeKind::SkedReflected { .. } => {}
+                RangeKind::SemaphorePool {
+                    cpu_mapped: false, ..
+                } => {}
+                RangeKind::SemaphorePool { .. } => return Err(NV_ERR_INVALID_ARGUMENT),
+                _ => return Err(NV_ERR_INVALID_ADDRESS),
             }
             destroy_range(rm, si, ri);
             Ok(())

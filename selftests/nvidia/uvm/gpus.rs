@@ -5,8 +5,8 @@
 
 use kernel::prelude::*;
 
-use super::residency::{drop_channels, place, remove_channel_range, unmap_external};
-use super::state::{ChanReg, GpuReg, MmState, RangeKind};
+use super::residency::{drop_channels, place, release_channel_ranges, unmap_external};
+use super::state::{ChanReg, GpuReg, MmState, RangeKind, Space};
 use crate::base::{gpu_uuid, ObjKind, StatusResult};
 use crate::kapi::fdtable;
 use crate::nv::abi::{self, status::*, Wire};
@@ -14,6 +14,7 @@ use crate::nv::uvm::{
     range_ok, Command, GpuParams, PeerAccessParams, RegisterChannelParams, RegisterGpuParams,
     RegisterGpuVaspaceParams, UnregisterChannelParams,
 };
+use crate::rm::grctx::{context_buffers, held_context, is_gr_engine};
 use crate::rm::state::Driver;
 
 impl Driver {
@@ -133,6 +134,11 @@ impl Driver {
         })
     }
 
+    /// UVM_REGISTER_CHANNEL (`uvm_api_register_channel`,
+    /// uvm_user_channel.c at 550.163.01): the channel must run in the GPU
+    /// VA space registered for its GPU (RM compares VA spaces,
+    /// `nvGpuOpsVerifyChannel`, nv_gpu_ops.c:8801-8809); each of its
+    /// resources gets a CHANNEL range within `[base, base + length)`.
     pub(crate) fn uvm_register_channel(&self, id: u64, p: &mut [u8]) -> StatusResult {
         let q = RegisterChannelParams::decode(p);
         let gpu = self.gpu_by_uuid(&q.gpu_uuid).ok_or(NV_ERR_INVALID_DEVICE)?;
@@ -142,16 +148,20 @@ impl Driver {
                 .and_then(|g| g.vaspace)
                 .ok_or(NV_ERR_INVALID_DEVICE)?;
             // GUESS: an unknown client is reported like an unknown channel.
-            let obj = rm
-                .any_client(q.h_client)
-                .and_then(|c| c.find(q.h_channel))
-                .map(|o| o.kind);
-            let Some(ObjKind::Channel {
+            let client = rm.any_client(q.h_client);
+            let ch = client.and_then(|c| c.find(q.h_channel));
+            let (Some(client), Some(ch)) = (client, ch) else {
+                return Err(NV_ERR_INVALID_OBJECT_HANDLE);
+            };
+            let ObjKind::Channel {
                 gpu: cgpu,
                 token,
+                tsg,
+                own_tsg,
                 vaspace,
+                engine,
                 ..
-            }) = obj
+            } = ch.kind
             else {
                 return Err(NV_ERR_INVALID_OBJECT_HANDLE);
             };
@@ -161,6 +171,19 @@ impl Driver {
             if (q.h_client, vaspace) != registered {
                 return Err(NV_ERR_INVALID_CHANNEL);
             }
+            // Its resources: a GR channel's context buffers, which must be
+            // there (NV_ERR_INVALID_OBJECT, `kgrctxGetCtxBuffers`,
+            // `kernel_graphics_context.c:818-823`); none for a copy channel
+            // (`_nvGpuOpsRetainChannelResources`, nv_gpu_ops.c:9572-9576).
+            let gr = is_gr_engine(engine);
+            if gr && held_context(client, ch) == 0 {
+                return Err(NV_ERR_INVALID_OBJECT);
+            }
+            // Base and length count only for a channel with resources
+            // (uvm_user_channel.c:192-197).
+            if gr && !range_ok(q.base, q.length) {
+                return Err(NV_ERR_INVALID_ADDRESS);
+            }
             let s = &mut rm.uvm.spaces[si];
             if s.chans
                 .iter()
@@ -168,19 +191,31 @@ impl Driver {
             {
                 return Err(NV_ERR_INVALID_CHANNEL);
             }
-            if !range_ok(q.base, q.length) {
-                return Err(NV_ERR_INVALID_ADDRESS);
+            // Past the GPU's channel VA: 2^57 on Hopper (uvm_hopper.c:86,
+            // uvm_user_channel.c:570-574).
+            if gr && q.base + (q.length - 1) >= MAX_CHANNEL_VA {
+                return Err(NV_ERR_OUT_OF_RANGE);
             }
-            s.add_range(q.base, q.length, RangeKind::Channel)?;
+            s.chans
+                .reserve(1, GFP_KERNEL)
+                .map_err(|_| NV_ERR_NO_MEMORY)?;
+            let mut ranges = KVec::new();
+            if gr {
+                let shared = (!own_tsg).then_some(tsg);
+                if let Err(e) = carve_channel_ranges(s, &q, shared, &mut ranges) {
+                    release_channel_ranges(rm, si, &ranges);
+                    return Err(e);
+                }
+            }
             let reg = ChanReg {
                 gpu,
                 client: q.h_client,
                 channel: q.h_channel,
                 token,
-                base: q.base,
+                ranges,
             };
-            if s.chans.push(reg, GFP_KERNEL).is_err() {
-                remove_channel_range(rm, si, q.base);
+            if let Err(e) = rm.uvm.spaces[si].chans.push_within_capacity(reg) {
+                release_channel_ranges(rm, si, &e.0.ranges);
                 return Err(NV_ERR_NO_MEMORY);
             }
             Ok(())
@@ -204,9 +239,10 @@ impl Driver {
                 .iter()
                 .position(|c| c.client == q.h_client && c.channel == q.h_channel)
                 .ok_or(NV_ERR_INVALID_CHANNEL)?;
-            let base = s.chans[ci].base;
-            let _ = s.chans.remove(ci);
-            remove_channel_range(rm, si, base);
+            let Ok(c) = s.chans.remove(ci) else {
+                return Err(NV_ERR_INVALID_CHANNEL);
+            };
+            release_channel_ranges(rm, si, &c.ranges);
             Ok(())
         })
     }
@@ -242,4 +278,51 @@ impl Driver {
     pub(crate) fn uvm_disable_peer_access(&self, id: u64, p: &mut [u8]) -> StatusResult {
         self.uvm_peer_access(id, false, p)
     }
+}
+
+/// The end of the channel VA of the H100 the double impersonates.
+const MAX_CHANNEL_VA: u64 = 1 << 57;
+
+/// Carves a CHANNEL range in space `s` for each of a GR channel's
+/// resources, within the caller's `[base, base + length)`: the range a
+/// channel of the same TSG (`shared`) made for that resource gains a
+/// reference, else the first free address aligned for it is taken
+/// (`create_va_range`, uvm_user_channel.c:297-361 at 550.163.01); none
+/// free is NV_ERR_INVALID_ADDRESS. Pushes each range's start on `held`;
+/// on error the caller releases what it holds.
+fn carve_channel_ranges(
+    s: &mut Space,
+    q: &RegisterChannelParams,
+    shared: Option<u32>,
+    held: &mut KVec<u64>,
+) -> StatusResult {
+    let end = q.base + (q.length - 1);
+    for (resource, size, align) in context_buffers() {
+        let same = |k: &RangeKind| {
+            matches!(*k, RangeKind::Channel { tsg: Some(t), resource: r, .. }
+                if Some(t) == shared && r == resource)
+        };
+        if let Some(r) = s.ranges.iter_mut().find(|r| same(&r.kind)) {
+            held.push(r.start, GFP_KERNEL)
+                .map_err(|_| NV_ERR_NO_MEMORY)?;
+            if let RangeKind::Channel { refs, .. } = &mut r.kind {
+                *refs += 1;
+            }
+            continue;
+        }
+        let start = s
+            .free_va_in(q.base, end, size, align)
+            .ok_or(NV_ERR_INVALID_ADDRESS)?;
+        let kind = RangeKind::Channel {
+            tsg: shared,
+            resource,
+            refs: 1,
+        };
+        held.push(start, GFP_KERNEL).map_err(|_| NV_ERR_NO_MEMORY)?;
+        if let Err(e) = s.add_range(start, size, kind) {
+            held.pop();
+            return Err(e);
+        }
+    }
+    Ok(())
 }

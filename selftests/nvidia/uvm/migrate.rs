@@ -60,27 +60,27 @@ impl Driver {
     }
 
     /// UVM_MIGRATE of a managed range to a GPU or the CPU, one chunk at a
-    /// time, about 2 ms per chunk moved. A fatal signal does not stop it:
-    /// UVM's migration has no such check at 595.45.04 (`uvm_common.c:274`
-    /// leaves it a TODO; `uvm_migrate.c` has none), so a killed caller dies
-    /// when the call returns.
+    /// time, about 2 ms per chunk moved (`uvm_api_migrate`,
+    /// uvm_migrate.c:879-1060 at 550.163.01). An asynchronous call may
+    /// name a semaphore, 4-byte aligned in a semaphore pool
+    /// (NV_ERR_INVALID_ADDRESS otherwise), which gets its payload once the
+    /// pages moved; with a semaphore, a length of 0 only releases it. A
+    /// fatal signal does not stop it: UVM's migration has no such check at
+    /// 595.45.04 (`uvm_common.c:274` leaves it a TODO; `uvm_migrate.c` has
+    /// none), so a killed caller dies when the call returns.
     pub(crate) fn uvm_migrate(&self, id: u64, p: &mut [u8]) -> StatusResult {
         let q = MigrateParams::decode(p);
+        let is_async = q.flags & migrate_flags::ASYNC != 0;
+        if (q.length > 0 || !is_async || q.semaphore_address == 0) && !range_ok(q.base, q.length) {
+            return Err(NV_ERR_INVALID_ADDRESS);
+        }
         if q.flags & !migrate_flags::ASYNC != 0 {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
-        let is_async = q.flags & migrate_flags::ASYNC != 0;
         if (!is_async && q.semaphore_address != 0)
             || (is_async && q.semaphore_address == 0 && q.semaphore_payload != 0)
         {
             return Err(NV_ERR_INVALID_ARGUMENT);
-        }
-        if !range_ok(q.base, q.length) {
-            return Err(NV_ERR_INVALID_ADDRESS);
-        }
-        if q.semaphore_address != 0 {
-            // No semaphore pools in the double.
-            return Err(NV_ERR_INVALID_ADDRESS);
         }
         let dest = if q.destination_uuid == CPU_UUID {
             // GUESS: node 0 is the only memory node of the test VM.
@@ -96,16 +96,32 @@ impl Driver {
         };
         self.with_space(id, |rm, si| {
             let s = &rm.uvm.spaces[si];
+            if q.semaphore_address != 0
+                && (q.semaphore_address % 4 != 0 || s.pool_at(q.semaphore_address).is_none())
+            {
+                return Err(NV_ERR_INVALID_ADDRESS);
+            }
             if dest.is_some_and(|g| !s.has_vaspace(g)) {
                 return Err(NV_ERR_INVALID_DEVICE);
             }
-            if !s.fully_managed(q.base, q.length) {
+            if q.length > 0 && !s.fully_managed(q.base, q.length) {
                 return Err(NV_ERR_INVALID_ADDRESS);
             }
             Ok(())
         })?;
         // Asynchronous migrations complete before the call returns.
-        self.migrate_chunks(id, q.base, q.length, dest)
+        self.migrate_chunks(id, q.base, q.length, dest)?;
+        if q.semaphore_address != 0 {
+            self.with_space(id, |rm, si| {
+                // GUESS: a pool freed meanwhile takes the release with it
+                // (UVM holds the VA space's lock throughout).
+                if let Some((b, off)) = rm.uvm.spaces[si].pool_at(q.semaphore_address) {
+                    let _ = b.write_u32(off, q.semaphore_payload);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Moves the managed pages of `[base, base + len)` to `dest` (`None`:

@@ -38,11 +38,27 @@ impl Driver {
             mm,
             resident: KVec::new(),
         };
-        s.add_range(start, len, managed).map_err(|st| match st {
-            NV_ERR_UVM_ADDRESS_IN_USE => EADDRINUSE,
-            _ => ENOMEM,
-        })?;
-        drop(rm);
+        match s.add_range(start, len, managed) {
+            Ok(()) => drop(rm),
+            // The range of a semaphore pool, whole: the mmap maps the
+            // pool for the CPU (uvm.c:847-864 at 550.163.01).
+            Err(NV_ERR_UVM_ADDRESS_IN_USE) => {
+                let pool = s.ranges.iter_mut().find_map(|r| match &mut r.kind {
+                    RangeKind::SemaphorePool {
+                        backing,
+                        cpu_mapped,
+                    } if r.start == start && r.len == len => Some((backing, cpu_mapped)),
+                    _ => None,
+                });
+                let Some((backing, cpu_mapped)) = pool else {
+                    return Err(EADDRINUSE);
+                };
+                backing.map_into(vma, 0, len as usize)?;
+                *cpu_mapped = true;
+                drop(rm);
+            }
+            Err(_) => return Err(ENOMEM),
+        }
         vma.set_mixedmap();
         vma.set_dontexpand();
         vma.set_dontcopy();
@@ -59,10 +75,19 @@ impl Driver {
     }
 
     /// A managed VMA of VA space `id` closed: its range (exactly
-    /// `[start, start + len)` in address space `mm`) goes.
+    /// `[start, start + len)` in address space `mm`) goes; a semaphore
+    /// pool's stays, unmapped for the CPU (uvm.c:352-366 at 550.163.01).
     pub(crate) fn uvm_vma_closed(&self, id: u64, start: u64, len: u64, mm: usize) {
         let _ = self.with_space(id, |rm, si| {
-            let s = &rm.uvm.spaces[si];
+            let s = &mut rm.uvm.spaces[si];
+            for r in s.ranges.iter_mut() {
+                if let RangeKind::SemaphorePool { cpu_mapped, .. } = &mut r.kind {
+                    if r.start == start && r.len == len {
+                        *cpu_mapped = false;
+                        return Ok(());
+                    }
+                }
+            }
             if let Some(ri) = s.ranges.iter().position(|r| {
                 r.start == start
                     && r.len == len

@@ -48,6 +48,7 @@ mod groups;
 mod init;
 mod migrate;
 mod mmap;
+mod pool;
 mod residency;
 pub(crate) mod state;
 mod table;

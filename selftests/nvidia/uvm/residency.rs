@@ -118,7 +118,9 @@ pub(crate) fn destroy_range(rm: &mut Rm, si: usize, ri: usize) {
                 rm.put_mem(m.mem);
             }
         }
-        RangeKind::Channel | RangeKind::SkedReflected { .. } => {}
+        RangeKind::Channel { .. }
+        | RangeKind::SkedReflected { .. }
+        | RangeKind::SemaphorePool { .. } => {}
     }
 }
 
@@ -147,24 +149,31 @@ pub(crate) fn unmap_external(rm: &mut Rm, si: usize, gpu: u32, within: Option<(u
 /// Removes the channels of space `si` on `gpu` and their ranges.
 pub(crate) fn drop_channels(rm: &mut Rm, si: usize, gpu: u32) {
     loop {
-        let s = &rm.uvm.spaces[si];
+        let s = &mut rm.uvm.spaces[si];
         let Some(ci) = s.chans.iter().position(|c| c.gpu == gpu) else {
             return;
         };
-        let base = s.chans[ci].base;
-        let _ = rm.uvm.spaces[si].chans.remove(ci);
-        remove_channel_range(rm, si, base);
+        if let Ok(c) = s.chans.remove(ci) {
+            release_channel_ranges(rm, si, &c.ranges);
+        }
     }
 }
 
-pub(crate) fn remove_channel_range(rm: &mut Rm, si: usize, base: u64) {
-    let s = &rm.uvm.spaces[si];
-    if let Some(ri) = s
-        .ranges
-        .iter()
-        .position(|r| r.start == base && matches!(r.kind, RangeKind::Channel))
-    {
-        destroy_range(rm, si, ri);
+/// Drops one reference on each CHANNEL range of space `si` starting at an
+/// address of `starts`, destroying those no channel holds any more
+/// (`destroy_va_ranges`, uvm_user_channel.c:363-393 at 550.163.01).
+pub(crate) fn release_channel_ranges(rm: &mut Rm, si: usize, starts: &[u64]) {
+    for &start in starts {
+        let s = &mut rm.uvm.spaces[si];
+        let Some(ri) = s.ranges.iter().position(|r| r.start == start) else {
+            continue;
+        };
+        if let RangeKind::Channel { refs, .. } = &mut s.ranges[ri].kind {
+            *refs = refs.saturating_sub(1);
+            if *refs == 0 {
+                destroy_range(rm, si, ri);
+            }
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 //! `rm::state::Rm`): VA spaces, their GPUs, channels, ranges and range
 //! groups, and managed residency per GPU.
 
-use kernel::{mm::Mm, prelude::*, sync::aref::ARef};
+use kernel::{mm::Mm, prelude::*, sync::aref::ARef, sync::Arc};
 
 use crate::base::{StatusResult, MAX_GPUS};
+use crate::memory::Backing;
 use crate::nv::abi::status::*;
 use crate::nv::uvm::{self, CHUNK};
 
@@ -35,8 +36,9 @@ pub(crate) struct ChanReg {
     pub(crate) channel: u32,
     /// Its work-submit token: how the engine names it.
     pub(crate) token: u32,
-    /// Its CHANNEL range.
-    pub(crate) base: u64,
+    /// The starts of the CHANNEL ranges it holds a reference on, one per
+    /// resource.
+    pub(crate) ranges: KVec<u64>,
 }
 
 /// A managed chunk resident on a GPU.
@@ -55,6 +57,8 @@ pub(crate) struct ExtMap {
     pub(crate) len: u64,
     /// The RM memory (one reference held).
     pub(crate) mem: u32,
+    /// Where in that memory `base` maps.
+    pub(crate) offset: u64,
 }
 
 pub(crate) enum RangeKind {
@@ -62,8 +66,23 @@ pub(crate) enum RangeKind {
     Managed { mm: usize, resident: KVec<Resident> },
     /// Made by CREATE_EXTERNAL_RANGE.
     External { maps: KVec<ExtMap> },
-    /// Made by REGISTER_CHANNEL.
-    Channel,
+    /// Made by REGISTER_CHANNEL: one resource of a channel (a GR context
+    /// buffer), shared by the channels of TSG `tsg` that register it
+    /// (`None`: a channel with a TSG of its own shares nothing), with
+    /// `refs` channels holding it (uvm_user_channel.c:236-262, 331-336 at
+    /// 550.163.01).
+    Channel {
+        tsg: Option<u32>,
+        resource: u32,
+        refs: u32,
+    },
+    /// Made by ALLOC_SEMAPHORE_POOL: zeroed system memory every GPU VA
+    /// space of the VA space maps (`pool.rs`); `cpu_mapped` while an mmap
+    /// of the range maps it for the CPU.
+    SemaphorePool {
+        backing: Arc<Backing>,
+        cpu_mapped: bool,
+    },
     /// Made by MAP_DYNAMIC_PARALLELISM_REGION: SKED-reflected PTEs on one
     /// GPU (index `gpu`), no memory behind them (uvm_va_range.c:567).
     SkedReflected { gpu: u32 },
@@ -130,6 +149,30 @@ impl Space {
             .any(|r| uvm::overlaps(r.start, r.len, start, len))
     }
 
+    /// The first address in `[base, end]` aligned to `align` where `size`
+    /// bytes overlap no range, if any (`find_va_in_range`,
+    /// uvm_user_channel.c:266-291 at 550.163.01). `size` and `align` are
+    /// not 0.
+    pub(crate) fn free_va_in(&self, base: u64, end: u64, size: u64, align: u64) -> Option<u64> {
+        let mut at = base;
+        loop {
+            at = at.checked_next_multiple_of(align)?;
+            let last = at.checked_add(size - 1)?;
+            if at < base || last > end {
+                return None;
+            }
+            let next = self
+                .ranges
+                .iter()
+                .filter(|r| uvm::overlaps(r.start, r.len, at, size))
+                .min_by_key(|r| r.start);
+            match next {
+                None => return Some(at),
+                Some(r) => at = r.end(),
+            }
+        }
+    }
+
     /// Adds a range at `[start, start + len)`; NV_ERR_UVM_ADDRESS_IN_USE
     /// if it overlaps one.
     pub(crate) fn add_range(&mut self, start: u64, len: u64, kind: RangeKind) -> StatusResult {
@@ -143,6 +186,16 @@ impl Space {
 
     pub(crate) fn range_at(&self, addr: u64) -> Option<usize> {
         self.ranges.iter().position(|r| r.contains(addr))
+    }
+
+    /// The semaphore pool holding `addr`: its backing and the offset.
+    pub(crate) fn pool_at(&self, addr: u64) -> Option<(&Backing, usize)> {
+        self.ranges.iter().find_map(|r| match &r.kind {
+            RangeKind::SemaphorePool { backing, .. } if r.contains(addr) => {
+                Some((&**backing, usize::try_from(addr - r.start).ok()?))
+            }
+            _ => None,
+        })
     }
 
     pub(crate) fn managed_at(&self, addr: u64) -> Option<usize> {

@@ -44,12 +44,6 @@ fn invalid_state(_: &Driver, _: u64, _: &mut [u8]) -> StatusResult {
     Err(NV_ERR_INVALID_STATE)
 }
 
-/// GUESS: semaphore pools are not modelled; the double refuses them rather
-/// than pretend.
-fn not_supported(_: &Driver, _: u64, _: &mut [u8]) -> StatusResult {
-    Err(NV_ERR_NOT_SUPPORTED)
-}
-
 /// Every command vgpu and the double know, in the order of
 /// `nv::uvm::COMMANDS` (checked below).
 static COMMAND_ROWS: [UvmRow; COMMANDS.len()] = [
@@ -88,7 +82,10 @@ static COMMAND_ROWS: [UvmRow; COMMANDS.len()] = [
     space(Command::UnsetAccessedBy, Driver::uvm_accessed_by),
     space(Command::Migrate, Driver::uvm_migrate),
     space(Command::UnmapExternal, Driver::uvm_unmap_external),
-    space(Command::AllocSemaphorePool, not_supported),
+    space(
+        Command::AllocSemaphorePool,
+        Driver::uvm_alloc_semaphore_pool,
+    ),
     space(Command::ValidateVaRange, Driver::uvm_validate_va_range),
     space(
         Command::CreateExternalRange,

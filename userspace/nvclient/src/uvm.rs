@@ -46,10 +46,10 @@ use crate::{rm_result, Ctl, Error, Node, Result};
 use vgpu_logic::nv::table::UvmRow;
 use vgpu_logic::nv::uvm::r580;
 pub use vgpu_logic::nv::uvm::{
-    init_flags, migrate_flags, Command, FreeParams, GpuMappingAttributes, GpuParams,
-    InitializeParams, MapExternalAllocationParams, MigrateParams, MigrateRangeGroupParams,
-    MmInitializeParams, PageableMemAccessParams, PeerAccessParams, RangeGpuParams,
-    RangeGroupParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
+    init_flags, migrate_flags, AllocSemaphorePoolParams, Command, FreeParams, GpuMappingAttributes,
+    GpuParams, InitializeParams, MapExternalAllocationParams, MigrateParams,
+    MigrateRangeGroupParams, MmInitializeParams, PageableMemAccessParams, PeerAccessParams,
+    RangeGpuParams, RangeGroupParams, RangeParams, RegisterChannelParams, RegisterGpuParams,
     RegisterGpuVaspaceParams, SetPreferredLocationParams, SetRangeGroupParams,
     ToolsProcessMemoryParams, UnregisterChannelParams, Uuid, CHUNK, CPU_UUID,
     DP_REGION_PAGE_TABLES, PAGE, RANGE_GROUP_NONE,
@@ -478,6 +478,34 @@ impl Uvm {
         res
     }
 
+    /// UVM_ALLOC_SEMAPHORE_POOL of `[base, base + length)`, mapped on the
+    /// GPUs of `attributes`; an mmap of this file at exactly that range
+    /// then maps the pool for the CPU.
+    pub fn alloc_semaphore_pool(
+        &self,
+        base: u64,
+        length: u64,
+        attributes: &[GpuMappingAttributes],
+    ) -> Result<()> {
+        let mut p = Box::new(AllocSemaphorePoolParams {
+            base,
+            length,
+            gpu_attributes_count: attributes.len() as u64,
+            ..Default::default()
+        });
+        if attributes.len() > p.per_gpu_attributes.len() {
+            return Err(Error::Invalid("more GPU attributes than the block holds"));
+        }
+        p.per_gpu_attributes[..attributes.len()].copy_from_slice(attributes);
+        let mut b = vec![0u8; AllocSemaphorePoolParams::SIZE];
+        p.encode(&mut b);
+        self.command_in_release(
+            Command::AllocSemaphorePool,
+            &mut b,
+            AllocSemaphorePoolParams::FIELDS,
+        )
+    }
+
     /// [`Uvm::map_external_allocation_with`] with default attributes on
     /// each GPU of `gpus`.
     pub fn map_external_allocation(
@@ -721,25 +749,40 @@ impl Uvm {
         Ok(p as usize as u64)
     }
 
-    /// A managed range of `len` bytes (a multiple of 4 KiB), 2 MiB aligned:
-    /// VA reserved with an anonymous `PROT_NONE` mapping, then replaced by a
-    /// shared read-write mapping of this file at offset = address, as
-    /// `cudaMallocManaged` does. Unmapped on drop.
+    /// A managed range of `len` bytes of this file's VA space
+    /// ([`map_managed_fd`]).
     pub fn map_managed(&self, len: usize) -> Result<ManagedRange> {
-        let va = Reservation::new(len, CHUNK as usize)?;
-        let addr = va.addr;
-        self.mmap_raw(
-            addr,
+        map_managed_fd(self.fd(), len)
+    }
+}
+
+/// A managed range of `len` bytes (a multiple of 4 KiB), 2 MiB aligned,
+/// of the VA space of UVM file `fd`: VA reserved with an anonymous
+/// `PROT_NONE` mapping, then replaced by a shared read-write mapping of the
+/// file at offset = address, as `cudaMallocManaged` does. Unmapped on drop.
+pub fn map_managed_fd(fd: RawFd, len: usize) -> Result<ManagedRange> {
+    let va = Reservation::new(len, CHUNK as usize)?;
+    let addr = va.addr;
+    // SAFETY: MAP_FIXED over our own reservation; no Rust object lives there.
+    let p = unsafe {
+        libc::mmap(
+            addr as usize as *mut libc::c_void,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_FIXED,
-            addr,
-        )?;
-        // The reservation is now this mapping.
-        std::mem::forget(va);
-        Ok(ManagedRange { addr, len })
+            fd,
+            addr as libc::off_t,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(Error::last_os());
     }
+    // The reservation is now this mapping.
+    std::mem::forget(va);
+    Ok(ManagedRange { addr, len })
 }
+
+impl Uvm {}
 
 impl AsRawFd for Uvm {
     fn as_raw_fd(&self) -> RawFd {

@@ -10,7 +10,7 @@ const GR_GET_ENGINE_CONTEXT_PROPERTIES: u32 = 0x2080_122d;
 const FIFO_GET_ENGINE_CONTEXT_PROPERTIES: u32 = 0x0080_1707;
 
 /// GR_GET_CTX_BUFFER_SIZE of channel `ch` through subdevice `sub`.
-fn ctx_size(s: &S, obj: Handle, ch: Handle) -> nvclient::Result<u64> {
+pub(crate) fn ctx_size(s: &S, obj: Handle, ch: Handle) -> nvclient::Result<u64> {
     let mut p = [0u8; 16];
     p[..4].copy_from_slice(&ch.to_ne_bytes());
     s.ctl
@@ -20,7 +20,7 @@ fn ctx_size(s: &S, obj: Handle, ch: Handle) -> nvclient::Result<u64> {
 
 /// `(size, alignment)` of engine context buffer type `id` by the
 /// subdevice control (0x2080122d).
-fn gr_props(s: &S, id: u32) -> nvclient::Result<(u32, u32)> {
+pub(crate) fn gr_props(s: &S, id: u32) -> nvclient::Result<(u32, u32)> {
     let mut p = [0u8; 32];
     p[16..20].copy_from_slice(&id.to_ne_bytes());
     s.ctl

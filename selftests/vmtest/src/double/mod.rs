@@ -28,7 +28,7 @@ mod cards;
 mod controls;
 mod engine;
 mod gpfifo;
-mod grctx;
+pub(crate) mod grctx;
 mod killed;
 mod mappings;
 mod objects;

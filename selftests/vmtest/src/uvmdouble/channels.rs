@@ -4,12 +4,21 @@
 
 use super::*;
 
-/// A TSG in `vas` and a channel in it (no ring).
+/// A TSG in `vas` and a channel in it (no ring), with a compute object,
+/// whose GR context buffers UVM maps when the channel is registered.
 pub(super) fn channel(s: &S, vas: Handle) -> Result<(Handle, Handle), String> {
-    let tsg = s
-        .ctl
-        .alloc_tsg(s.client, s.device, 0, nvclient::tsg_params(vas))
-        .ctx("TSG")?;
+    let (tsg, ch) = bare_channel(s, vas, nvclient::tsg_params(vas))?;
+    compute(s, ch)?;
+    Ok((tsg, ch))
+}
+
+/// A TSG of `params` in `vas` and a channel in it, nothing more.
+fn bare_channel(
+    s: &S,
+    _vas: Handle,
+    params: abi::ChannelGroupAllocParams,
+) -> Result<(Handle, Handle), String> {
+    let tsg = s.ctl.alloc_tsg(s.client, s.device, 0, params).ctx("TSG")?;
     let ch = s
         .ctl
         .alloc_channel(
@@ -23,13 +32,37 @@ pub(super) fn channel(s: &S, vas: Handle) -> Result<(Handle, Handle), String> {
     Ok((tsg, ch))
 }
 
+/// A compute object on channel `ch` (its TSG's GR context committed).
+pub(super) fn compute(s: &S, ch: Handle) -> Result<Handle, String> {
+    let mut params = [0u8; 16];
+    s.ctl
+        .alloc(s.client, ch, 0, class::HOPPER_COMPUTE_A, &mut params)
+        .ctx("compute object")
+}
+
+/// UVM_REGISTER_CHANNEL: a GR channel's context buffers get one CHANNEL
+/// range each, carved from the caller's region at the first free aligned
+/// address and shared by the channels of one TSG (`create_va_range`,
+/// uvm_user_channel.c:297-361 at 550.163.01); a copy channel has none and
+/// its region is ignored.
 pub(super) fn channel_registration() -> Outcome {
     fresh()?;
     let f = full(0)?;
     let s = &f.s;
-    let (tsg, ch) = channel(s, f.vas)?;
     let base = 0x7000_0000_0000u64;
     let len = 64 * MIB;
+    // Before its compute object the context has no buffers.
+    let (_, bare) = bare_channel(s, f.vas, nvclient::tsg_params(f.vas))?;
+    want_rm(
+        f.uvm
+            .register_channel(&f.uuid, -1, s.client, bare, base, len),
+        NV_ERR_INVALID_OBJECT,
+        "a GR channel whose context has no buffers",
+    )?;
+    let (tsg, ch) = channel(s, f.vas)?;
+    let total = crate::double::grctx::ctx_size(s, s.sub, ch).ctx("GR_GET_CTX_BUFFER_SIZE")?;
+    let (main, _) = crate::double::grctx::gr_props(s, 0).ctx("main buffer size")?;
+    let main = u64::from(main);
     let g1 = Gpu::open_index(1).ctx("nvidia1")?;
     f.uvm
         .register_gpu(&double_uuid(1), -1, 0)
@@ -62,30 +95,75 @@ pub(super) fn channel_registration() -> Outcome {
             &format!("base {b:#x} length {l:#x}"),
         )?;
     }
+    want_rm(
+        f.uvm
+            .register_channel(&f.uuid, -1, s.client, ch, base, main),
+        NV_ERR_INVALID_ADDRESS,
+        "a region with room for the main buffer only",
+    )?;
+    want_rm(
+        f.uvm.validate_va_range(base, main),
+        NV_ERR_INVALID_ADDRESS,
+        "a range left by the refused registration",
+    )?;
+    want_rm(
+        f.uvm
+            .register_channel(&f.uuid, -1, s.client, ch, 1 << 57, len),
+        NV_ERR_OUT_OF_RANGE,
+        "a region past Hopper's channel VA",
+    )?;
+    // The region GR_GET_CTX_BUFFER_SIZE sizes holds them all, as libcuda
+    // asks; the main buffer comes first, at the base.
     f.uvm
-        .register_channel(&f.uuid, -1, s.client, ch, base, len)
+        .register_channel(&f.uuid, -1, s.client, ch, base, total)
         .ctx("REGISTER_CHANNEL")?;
+    f.uvm
+        .validate_va_range(base, main)
+        .ctx("VALIDATE_VA_RANGE of the main buffer's range")?;
     want_rm(
         f.uvm
             .register_channel(&f.uuid, -1, s.client, ch, base + len, len),
         NV_ERR_INVALID_CHANNEL,
         "the same channel twice",
     )?;
+    // Another channel of the same TSG shares the ranges: the same region
+    // again is no conflict.
+    let sibling = s
+        .ctl
+        .alloc_channel(
+            s.client,
+            tsg,
+            0,
+            class::AMPERE_CHANNEL_GPFIFO_A,
+            Default::default(),
+        )
+        .ctx("second channel of the TSG")?;
+    f.uvm
+        .register_channel(&f.uuid, -1, s.client, sibling, base, total)
+        .ctx("REGISTER_CHANNEL of the TSG's second channel")?;
+    // Another TSG's channel finds the region full; beside it, it fits.
     let (_, ch2) = channel(s, f.vas)?;
     want_rm(
         f.uvm
-            .register_channel(&f.uuid, -1, s.client, ch2, base + len / 2, len),
-        NV_ERR_UVM_ADDRESS_IN_USE,
-        "overlapping channel ranges",
+            .register_channel(&f.uuid, -1, s.client, ch2, base, total),
+        NV_ERR_INVALID_ADDRESS,
+        "another TSG's channel in a full region",
     )?;
-    f.uvm
-        .validate_va_range(base, len)
-        .ctx("VALIDATE_VA_RANGE of the channel range")?;
     want_rm(
-        f.uvm.free(base, len),
+        f.uvm.free(base, main),
         NV_ERR_INVALID_ADDRESS,
         "UVM_FREE of a channel range",
     )?;
+    // A copy channel has no resources: its region is not looked at.
+    let copy = abi::ChannelGroupAllocParams {
+        engine_type: abi::engine::NV2080_ENGINE_TYPE_COPY0,
+        ..nvclient::tsg_params(f.vas)
+    };
+    let (_, ce) = bare_channel(s, f.vas, copy)?;
+    f.uvm
+        .register_channel(&f.uuid, -1, s.client, ce, 0, 0)
+        .ctx("REGISTER_CHANNEL of a copy channel, no region")?;
+    // The ranges stay while one channel of the TSG holds them.
     f.uvm
         .unregister_channel(&f.uuid, s.client, ch)
         .ctx("UNREGISTER_CHANNEL")?;
@@ -94,13 +172,19 @@ pub(super) fn channel_registration() -> Outcome {
         NV_ERR_INVALID_CHANNEL,
         "unregister twice",
     )?;
+    f.uvm
+        .validate_va_range(base, main)
+        .ctx("the shared range while the sibling holds it")?;
+    f.uvm
+        .unregister_channel(&f.uuid, s.client, sibling)
+        .ctx("UNREGISTER_CHANNEL of the sibling")?;
     want_rm(
-        f.uvm.validate_va_range(base, len),
+        f.uvm.validate_va_range(base, main),
         NV_ERR_INVALID_ADDRESS,
-        "the channel range after unregistering",
+        "the channel range after both unregistered",
     )?;
     f.uvm
-        .register_channel(&f.uuid, -1, s.client, ch2, base + len / 2, len)
+        .register_channel(&f.uuid, -1, s.client, ch2, base, total)
         .ctx("REGISTER_CHANNEL in the freed VA")?;
     // A channel on GPU 1 for GPU 0.
     let s1 = session(1)?;

@@ -29,7 +29,10 @@ pub(super) fn engine_touch() -> Outcome {
         s.heap_free()?,
         f0 - INSTANCE_BLOCK
     );
-    let f0 = f0 - INSTANCE_BLOCK;
+    // A GR channel registers with its context's buffers: a compute object
+    // commits them (from the heap too).
+    compute(s, wc.h_channel)?;
+    let f0 = s.heap_free()?;
     f.uvm
         .register_channel(
             &f.uuid,
@@ -227,14 +230,6 @@ pub(super) fn policy_and_peer() -> Outcome {
         f.uvm.disable_peer_access(&f.uuid, &double_uuid(1)),
         NV_ERR_INVALID_DEVICE,
         "disable of a pair never enabled",
-    )?;
-    want_rm(
-        f.uvm.command_bytes(
-            Command::AllocSemaphorePool,
-            &mut vec![0u8; nvclient::uvm::block_size(Command::AllocSemaphorePool)],
-        ),
-        NV_ERR_NOT_SUPPORTED,
-        "ALLOC_SEMAPHORE_POOL (not modelled)",
     )?;
     Ok(())
 }

@@ -34,12 +34,14 @@ use crate::tests;
 mod channels;
 mod engine;
 mod managed;
+mod pool;
 mod ranges;
 mod registration;
 
 use channels::*;
 use engine::*;
 use managed::*;
+use pool::*;
 use ranges::*;
 use registration::*;
 
@@ -63,6 +65,7 @@ pub const TESTS: &[Test] = tests![
     engine_touch,
     kill_mid_migrate_returns_vram,
     policy_and_peer,
+    semaphore_pool,
     range_groups,
     dynamic_parallelism_region,
     tools_process_memory,
