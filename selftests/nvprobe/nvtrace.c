@@ -59,7 +59,9 @@
  * NVTRACE_PARAMS=1 set, "in=..." follows it: the bytes the driver was
  * given, read before the call: the alloc params (ALLOC) or the control's
  * params (CONTROL), the block itself for every other escape (the inner
- * block for XFER) and for the UVM commands of known size; none for FREE.
+ * block for XFER) and for the UVM commands of known size: those whose
+ * layout is the same in 535-595, and with NVTRACE_RELEASE set to the
+ * release (535.x, 550.x) those whose layout is that release's.
  * An NVOS64 alloc with paramsSize 0 and a params pointer (RM then reads
  * the class's own size) gets "peek=N in=...": the first N bytes there
  * (PEEK, or fewer where the memory ends), which traces.rs cuts to the
@@ -249,10 +251,57 @@ static const struct {
 	{ 65, "MAP_DYNAMIC_PARALLELISM_REGION", 40, 32 },
 	{ 66, "UNMAP_EXTERNAL", 40, 32 },
 	{ 68, "ALLOC_SEMAPHORE_POOL", 0, 0 },
+	{ 70, "PAGEABLE_MEM_ACCESS_ON_GPU", 24, 20 },
 	{ 72, "VALIDATE_VA_RANGE", 24, 16 },
 	{ 73, "CREATE_EXTERNAL_RANGE", 24, 16 },
 	{ 75, "MM_INITIALIZE", 8, 4 },
 };
+
+/*
+ * The UVM commands whose layout differs between releases, as each release
+ * before 590 has it (src/nv/uvm.rs and src/nv/uvm/r535.rs, r580.rs): used
+ * when NVTRACE_RELEASE names a release starting so ("535.", "550." ...).
+ */
+static const struct {
+	unsigned long cmd;
+	const char *release;
+	unsigned size, status;
+} uvm_by_release[] = {
+	{ 28, "535.", 28, 24 },	  { 28, "550.", 28, 24 },
+	{ 33, "535.", 1200, 1196 }, { 33, "550.", 9264, 9260 },
+	{ 34, "535.", 24, 16 },	  { 34, "550.", 24, 16 },
+	{ 42, "535.", 40, 32 },	  { 42, "550.", 40, 36 },
+	{ 68, "535.", 1184, 1176 }, { 68, "550.", 9248, 9240 },
+};
+
+/*
+ * UVM command `request`: its name, block size and rmStatus offset (size
+ * 0: not decoded), from NVTRACE_RELEASE's layout where it has one.
+ */
+static const char *uvm_cmd(unsigned long request, unsigned *size,
+			   unsigned *status)
+{
+	const char *name = "UVM", *rel = getenv("NVTRACE_RELEASE");
+
+	*size = 0;
+	*status = 0;
+	for (size_t i = 0; i < sizeof(uvm_cmds) / sizeof(uvm_cmds[0]); i++)
+		if (uvm_cmds[i].cmd == request) {
+			name = uvm_cmds[i].name;
+			*size = uvm_cmds[i].size;
+			*status = uvm_cmds[i].status;
+		}
+	for (size_t i = 0; rel && i < sizeof(uvm_by_release) /
+					      sizeof(uvm_by_release[0]);
+	     i++)
+		if (uvm_by_release[i].cmd == request &&
+		    !strncmp(rel, uvm_by_release[i].release,
+			     strlen(uvm_by_release[i].release))) {
+			*size = uvm_by_release[i].size;
+			*status = uvm_by_release[i].status;
+		}
+	return name;
+}
 
 typedef int (*ioctl_fn)(int, unsigned long, ...);
 
@@ -548,9 +597,11 @@ static void record_inputs(struct line *in, int kind, unsigned long request,
 	unsigned nr = _IOC_NR(request), size = _IOC_SIZE(request);
 
 	if (kind == 2) {
-		for (size_t i = 0; i < sizeof(uvm_cmds) / sizeof(uvm_cmds[0]); i++)
-			if (uvm_cmds[i].cmd == request && uvm_cmds[i].size)
-				add_sparse(in, arg, uvm_cmds[i].size);
+		unsigned block, status;
+
+		uvm_cmd(request, &block, &status);
+		if (block)
+			add_sparse(in, arg, block);
 		return;
 	}
 	if (nr == 0xd3 && size == sizeof(struct xfer)) {
@@ -651,15 +702,9 @@ int ioctl(int fd, unsigned long request, ...)
 
 	l->len = 0;
 	if (kind == 2) {
-		const char *name = "UVM";
-		unsigned size = 0, status = 0;
+		unsigned size, status;
+		const char *name = uvm_cmd(request, &size, &status);
 
-		for (size_t i = 0; i < sizeof(uvm_cmds) / sizeof(uvm_cmds[0]); i++)
-			if (uvm_cmds[i].cmd == request) {
-				name = uvm_cmds[i].name;
-				size = uvm_cmds[i].size;
-				status = uvm_cmds[i].status;
-			}
 		add(l, "nvtrace pid=%d %s %s nr=0x%lx size=%u ret=%d errno=%d",
 		    (int)getpid(), path, name, request, size, ret, err);
 		if (size && arg)

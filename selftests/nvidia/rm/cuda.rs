@@ -163,6 +163,9 @@ pub(crate) const GSP_GET_FEATURES: u32 = 0x20803601;
 /// firmwareVersion[64]}` (`ctrl2080gsp.h:70-75`), 72 bytes at 550.163.01
 /// and 535.261.03 alike.
 const GSP_GET_FEATURES_SIZE: usize = 72;
+/// `NV2080_CTRL_GSP_GET_FEATURES_UVM_ENABLED` in `gspFeatures`' low byte
+/// (`ctrl2080gsp.h:78-80` at 550.163.01).
+const GSP_FEATURE_UVM_ENABLED: u8 = 1;
 
 /// NV2080_CTRL_CMD_GPU_GET_SHORT_NAME_STRING (`ctrl2080gpu.h:331`).
 pub(crate) const GPU_GET_SHORT_NAME_STRING: u32 = 0x20800111;
@@ -616,11 +619,15 @@ impl Driver {
     /// only, `g_subdevice_nvoc.c:10063-10071`). GSP's answer is a GUESS
     /// after the header (`ctrl2080gsp.h:38-62`): `bValid` set, as for
     /// "a GSP client with GPU support offloaded", `bDefaultGspRmGpu` set
-    /// (an H100 runs GSP-RM by default), no feature bit (UVM_ENABLED and
-    /// VGPU_GSP_MIG_REFACTORING are a vGPU's), and the firmware's build
-    /// version, which is the driver's: the claimed release's string (what
+    /// (an H100 runs GSP-RM by default), UVM_ENABLED (bit 0,
+    /// `ctrl2080gsp.h:78-80`) and the firmware's build version, which is
+    /// the driver's: the claimed release's string (what
     /// `rm_get_firmware_version` shows as "GPU Firmware",
-    /// `arch/nvalloc/unix/src/osapi.c:4864-4909`).
+    /// `arch/nvalloc/unix/src/osapi.c:4864-4909`). UVM_ENABLED because
+    /// libcuda 550.163.01 turns managed memory off for a GPU whose answer
+    /// is valid without it (found with gdb, docs/driver-double.md,
+    /// "libcuda's managed memory"), and an H100 on that driver has managed
+    /// memory; VGPU_GSP_MIG_REFACTORING (bit 1) is a vGPU's.
     pub(crate) fn gsp_get_features(&self, c: Ctl<'_>) -> StatusResult {
         c.gpu()?;
         if c.p.len() != GSP_GET_FEATURES_SIZE {
@@ -628,6 +635,7 @@ impl Driver {
         }
         let version = settings::release().as_bytes();
         c.p.fill(0);
+        c.p[0] = GSP_FEATURE_UVM_ENABLED;
         c.p[4] = 1;
         c.p[5] = 1;
         let n = version.len().min(GSP_GET_FEATURES_SIZE - 8 - 1);

@@ -30,7 +30,9 @@
 //!   non-zero 32-bit words, with the run-dependent words zeroed and named
 //!   after it: `h@OFF=hN` (a handle), `fd@OFF=NODE` (an fd of that file),
 //!   `pid@OFF` (a PID of the run: the replayer's own goes there),
-//!   `ptr@OFF` (a user pointer: the replayer's zeroed scratch area).
+//!   `ptr@OFF` (a user pointer: the replayer's zeroed scratch area);
+//!   in a UVM command `va@OFF=vN` (the address of UVM range `vN`, which
+//!   the replayer places at first use: see `Replay::uvm_ranges`).
 //! - `errno=` what ioctl() left (0 when it returned 0); `status=` RM's
 //!   status in the ALLOC, CONTROL or FREE block; `status@OFF=` the status
 //!   word of a UVM block at that offset.
@@ -45,6 +47,7 @@ use crate::sys::{insmod_double, join_cgroup, make_uvm_nodes, remove_uvm_nodes, s
 use crate::tap::{Outcome, Test};
 use crate::tests;
 use nvclient::abi::{Nvos00, Nvos21, Nvos54, Nvos64, Wire};
+use nvclient::uvm::Reservation;
 use nvclient::Node;
 use std::collections::HashMap;
 
@@ -63,12 +66,35 @@ const FD_WORDS: &[(&str, usize)] = &[
     ("FREE_OS_EVENT", 8),
     ("ALLOC_MEMORY", 48),
     ("MAP_MEMORY", 48),
+    // UVM's `rmCtrlFd` (src/nv/uvm.rs).
+    ("REGISTER_GPU", 24),
+    ("REGISTER_GPU_VASPACE", 16),
+    ("REGISTER_CHANNEL", 16),
 ];
+
+/// The offset of MAP_EXTERNAL_ALLOCATION's `rmCtrlFd` in `release`: after
+/// its array of 32 GPUs' attributes at 535, of 256 later
+/// (src/nv/uvm/r535.rs, src/nv/uvm.rs).
+fn map_external_fd(release: &str) -> usize {
+    if release.starts_with("535.") {
+        1184
+    } else {
+        9248
+    }
+}
 
 /// Classes whose alloc params hold a number RM matches against an fd
 /// given earlier: NV01_EVENT_OS_EVENT's `data` names the ALLOC_OS_EVENT
 /// of that fd (`os.c:1440-1466` at 550.163.01); it becomes `fd@OFF=NODE`.
 const CLASS_FD_WORDS: &[(&str, usize)] = &[("0x0079", 16)];
+
+/// Whether `w` is a GPU id of the double's (`(index + 1) << 8` for its up
+/// to 8 GPUs, `selftests/nvidia/base.rs`): a run's PID of that value
+/// (256, 512, ...) is left as the GPU id it more likely is, so that a
+/// trace does not depend on which PIDs the run happened to get.
+fn is_gpu_id(w: u32) -> bool {
+    w & 0xff == 0 && (1..=8).contains(&(w >> 8))
+}
 
 /// The value of `key=` among `toks`.
 fn val<'a>(toks: &[&'a str], key: &str) -> Option<&'a str> {
@@ -142,6 +168,8 @@ struct Names {
     kinds: HashMap<String, usize>,
     /// fd -> node name (the latest file on that fd).
     fds: HashMap<i64, String>,
+    /// Managed range address -> `vN`.
+    vas: HashMap<u64, String>,
 }
 
 impl Names {
@@ -198,6 +226,8 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
         let node = n.node(toks[2], fd);
         let name = toks[3];
         let inner = name.rsplit('>').next().unwrap_or(name);
+        // UVM has a FREE of its own: RM's kinds below are RM's nodes'.
+        let rm_kind = if node.starts_with("uvm") { "" } else { inner };
         let size: usize = match val(&toks, "inner_size").or(val(&toks, "size")) {
             Some(s) => s.parse().map_err(|_| bad())?,
             None => return Err(bad()),
@@ -213,7 +243,7 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
                 .ok_or_else(bad)
         };
         // The size of the input bytes, and the fields before them.
-        let in_size = match inner {
+        let in_size = match rm_kind {
             "ALLOC" => {
                 let nvos = val(&toks, "nvos").ok_or_else(bad)?;
                 // The client as given: RM may write the new client's
@@ -300,10 +330,13 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
             let mut b = unsparse(v, peeked.unwrap_or(sz))?;
             b.resize(sz, 0);
             // fds, by the escape's layout (and an ALLOC's class's).
-            let class = val(&toks, "hClass").filter(|_| inner == "ALLOC");
+            let class = val(&toks, "hClass").filter(|_| rm_kind == "ALLOC");
             let class_fds = CLASS_FD_WORDS.iter().filter(|(c, _)| Some(*c) == class);
+            let uvm_fds = [("MAP_EXTERNAL_ALLOCATION", map_external_fd(release))];
+            let uvm_fds = uvm_fds.iter().filter(|_| rm_kind.is_empty());
             for (_, off) in FD_WORDS
                 .iter()
+                .chain(uvm_fds)
                 .filter(|(e, _)| *e == inner)
                 .chain(class_fds)
             {
@@ -316,10 +349,18 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
             }
             // User pointers: 8-byte aligned words in the heap's and mmap's
             // ranges (0x50.. to 0x7f.. in bits 40-47).
+            // In a UVM command they are managed ranges' addresses: each
+            // distinct one becomes `va@OFF=vN`, which the replay maps.
             for off in (0..b.len().saturating_sub(7)).step_by(8) {
                 let v = u64::from_le_bytes(b[off..off + 8].try_into().unwrap_or_default());
                 if (0x50..=0x7f).contains(&(v >> 40)) {
-                    subs.push(format!("ptr@{off}"));
+                    if rm_kind.is_empty() {
+                        let k = n.vas.len() + 1;
+                        let sym = n.vas.entry(v).or_insert_with(|| format!("v{k}"));
+                        subs.push(format!("va@{off}={sym}"));
+                    } else {
+                        subs.push(format!("ptr@{off}"));
+                    }
                     b[off..off + 8].fill(0);
                 }
             }
@@ -328,7 +369,7 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
                 if w >= 0x10000 && n.handles.contains_key(&w) {
                     subs.push(format!("h@{off}={}", n.handles[&w]));
                     b[off..off + 4].fill(0);
-                } else if w >= 64 && run_pids.contains(&w) {
+                } else if w >= 64 && run_pids.contains(&w) && !is_gpu_id(w) {
                     subs.push(format!("pid@{off}"));
                     b[off..off + 4].fill(0);
                 }
@@ -338,7 +379,7 @@ pub fn normalize(text: &str, pids: &[u32], release: &str) -> Result<Vec<String>,
         f.extend(subs);
         f.push(format!("errno={errno}"));
         if let Some(s) = status {
-            match (inner, val(&toks, "status_off")) {
+            match (rm_kind, val(&toks, "status_off")) {
                 ("ALLOC" | "CONTROL" | "FREE", _) => f.push(format!("status={s}")),
                 (_, Some(off)) => f.push(format!("status@{off}={s}")),
                 _ => {}
@@ -383,12 +424,86 @@ pub const VGPU: Paths = Paths {
 };
 
 /// A replay's state: its files, its handles for the trace's names.
+/// The replay's scratch area, where every `ptr@` points: as large as the
+/// largest memory libcuda describes with a user pointer (its 2 MiB
+/// system-memory descriptors, ALLOC_MEMORY of NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+/// which RM pins), and its first [`SCRATCH_ZEROED`] bytes zeroed before each
+/// call.
+const SCRATCH: usize = 2 << 20;
+/// What an output of one call (strings, tables) can reach in the scratch.
+const SCRATCH_ZEROED: usize = 64 << 10;
+
+/// The scratch area: an anonymous mapping of [`SCRATCH`] bytes, page
+/// aligned as RM wants a described buffer.
+struct Scratch {
+    addr: u64,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch, String> {
+        // SAFETY: a fresh anonymous read-write mapping at an address the
+        // kernel picks; only this struct uses it, and unmaps it on drop.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                SCRATCH,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("scratch: errno {}", crate::sys::errno()));
+        }
+        Ok(Scratch {
+            addr: p as usize as u64,
+        })
+    }
+
+    fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Zeroes its first [`SCRATCH_ZEROED`] bytes.
+    fn zero_head(&mut self) {
+        // SAFETY: the mapping is ours, `SCRATCH` bytes long, and no Rust
+        // reference into it exists.
+        unsafe { core::ptr::write_bytes(self.addr as usize as *mut u8, 0, SCRATCH_ZEROED) };
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, unmapped once.
+        unsafe { libc::munmap(self.addr as usize as *mut libc::c_void, SCRATCH) };
+    }
+}
+
+/// Where a replay put a UVM range of its trace: managed memory mapped
+/// from its UVM file, or reserved VA for a range UVM makes by ioctl.
+enum UvmVa {
+    Managed(nvclient::uvm::ManagedRange),
+    Reserved(Reservation),
+}
+
+impl UvmVa {
+    fn addr(&self) -> u64 {
+        match self {
+            UvmVa::Managed(m) => m.addr(),
+            UvmVa::Reserved(r) => r.addr(),
+        }
+    }
+}
+
 struct Replay<'a> {
     paths: &'a Paths,
     nodes: HashMap<String, Node>,
     handles: HashMap<String, u32>,
     next_handle: u32,
-    scratch: Vec<u8>,
+    scratch: Scratch,
+    /// The UVM ranges named so far (`vN`), as this replay placed them.
+    ranges: HashMap<String, UvmVa>,
 }
 
 impl Replay<'_> {
@@ -428,7 +543,7 @@ impl Replay<'_> {
     /// The input bytes of a line, its names resolved.
     fn input(&mut self, toks: &[&str], size: usize) -> Result<Vec<u8>, String> {
         let mut b = unsparse(val(toks, "in").unwrap_or("-"), size)?;
-        let scratch = self.scratch.as_mut_ptr() as u64;
+        let scratch = self.scratch.addr();
         let at =
             |s: &str| -> Result<usize, String> { s.parse().map_err(|_| format!("offset {s}")) };
         for t in toks {
@@ -454,6 +569,57 @@ impl Replay<'_> {
         Ok(b)
     }
 
+    /// Puts in `b` the address each UVM range a UVM line names
+    /// (`va@OFF=vN`) has in this replay. A name's first use makes it, of
+    /// the command's length (the word after the address): the VA of an
+    /// external range, a dynamic-parallelism region or a semaphore pool is
+    /// reserved (an anonymous `PROT_NONE` mapping, as UVM wants only a
+    /// free range), any other (a migration, a policy, a range group) is
+    /// managed memory, mapped from `node`'s file. UVM_FREE forgets it.
+    fn uvm_ranges(&mut self, node: &str, name: &str, toks: &[&str], b: &mut [u8]) -> Outcome {
+        for t in toks {
+            let Some(r) = t.strip_prefix("va@") else {
+                continue;
+            };
+            let (off, sym) = r.split_once('=').ok_or(format!("bad {t}"))?;
+            let off: usize = off.parse().map_err(|_| format!("bad {t}"))?;
+            let addr = match self.ranges.get(sym) {
+                Some(m) => m.addr(),
+                None => {
+                    let len = b
+                        .get(off + 8..off + 16)
+                        .and_then(|w| w.try_into().ok())
+                        .map(u64::from_le_bytes)
+                        .ok_or(format!("{t}: no length after it"))?
+                        as usize;
+                    let made = match name {
+                        "CREATE_EXTERNAL_RANGE"
+                        | "MAP_DYNAMIC_PARALLELISM_REGION"
+                        | "ALLOC_SEMAPHORE_POOL" => {
+                            Reservation::new(len, len.next_power_of_two().min(1 << 21))
+                                .map(UvmVa::Reserved)
+                        }
+                        _ => {
+                            let fd = self.node(node)?.fd();
+                            nvclient::uvm::map_managed_fd(fd, len).map(UvmVa::Managed)
+                        }
+                    };
+                    let m = made.map_err(|e| format!("{t}: {len:#x} bytes of VA: {e:?}"))?;
+                    let a = m.addr();
+                    self.ranges.insert(sym.to_string(), m);
+                    a
+                }
+            };
+            b.get_mut(off..off + 8)
+                .ok_or(format!("{t} outside the block"))?
+                .copy_from_slice(&addr.to_le_bytes());
+            if name == "FREE" {
+                self.ranges.remove(sym);
+            }
+        }
+        Ok(())
+    }
+
     /// The params pointer of an ALLOC or CONTROL line: none where the
     /// program gave none (`pparams=0`), the zeroed scratch area where it
     /// gave one with size 0 (RM may then read the class's size), else
@@ -461,7 +627,7 @@ impl Replay<'_> {
     fn params_ptr(&mut self, toks: &[&str], params: &mut [u8]) -> u64 {
         match (val(toks, "pparams"), params.is_empty()) {
             (Some("0"), _) => 0,
-            (_, true) => self.scratch.as_mut_ptr() as u64,
+            (_, true) => self.scratch.addr(),
             (_, false) => params.as_mut_ptr() as u64,
         }
     }
@@ -496,11 +662,13 @@ impl Replay<'_> {
         // call's pointers (SYSTEM_GET_BUILD_VERSION's strings) must not
         // become a later call's params (a device's, read at its class's
         // size from the area).
-        self.scratch.fill(0);
+        self.scratch.zero_head();
         let toks: Vec<&str> = l.split_whitespace().collect();
         ensure!(toks.len() >= 3, "short line");
         let (node, name) = (toks[0], toks[1]);
         let inner = name.rsplit('>').next().unwrap_or(name);
+        // UVM's FREE is a UVM command like the others.
+        let rm_kind = if node.starts_with("uvm") { "" } else { inner };
         let num = |k: &str| -> Result<u64, String> {
             let v = val(&toks, k).ok_or(format!("no {k}="))?;
             if v.starts_with("0x") {
@@ -514,7 +682,7 @@ impl Replay<'_> {
             s.handle(v.strip_prefix("auto:").unwrap_or(v))
         };
         let want_errno: i32 = num("errno")? as i32;
-        let (errno, status, want) = match inner {
+        let (errno, status, want) = match rm_kind {
             "ALLOC" => {
                 let size = num("size")? as usize;
                 // `read=`: size 0, and the class's params as RM read them.
@@ -525,7 +693,7 @@ impl Replay<'_> {
                 let mut params = self.input(&toks, read)?;
                 let pp = self.params_ptr(&toks, &mut params);
                 let rights = if val(&toks, "rights") == Some("1") {
-                    self.scratch.as_mut_ptr() as u64
+                    self.scratch.addr()
                 } else {
                     0
                 };
@@ -606,6 +774,7 @@ impl Replay<'_> {
             _ => {
                 let size = num("size")? as usize;
                 let mut b = self.input(&toks, size)?;
+                self.uvm_ranges(node, name, &toks, &mut b)?;
                 let e = self.issue(node, name, num("nr")?, &mut b)?;
                 match toks.iter().find_map(|t| t.strip_prefix("status@")) {
                     Some(r) => {
@@ -638,7 +807,8 @@ pub fn replay(file: &str, text: &str, paths: &Paths) -> Result<Vec<String>, Stri
         nodes: HashMap::new(),
         handles: HashMap::new(),
         next_handle: 0,
-        scratch: vec![0u8; 64 << 10],
+        scratch: Scratch::new()?,
+        ranges: HashMap::new(),
     };
     let mut bad = Vec::new();
     for (i, l) in text.lines().enumerate() {
