@@ -7,7 +7,7 @@
 # the Kubernetes DRA plugin prepares a pod's claim; then NVIDIA's own
 # nvidia-smi in two podman containers shows each its vGPU and its process;
 # last, NVIDIA's own libcuda in the same containers allocates until each
-# stops at its own ceiling.
+# stops at its own ceiling, device memory and managed memory alike.
 #
 # The GPU is the NVIDIA driver double's (8 GiB of fake VRAM). A "container"
 # is first a cgroup v2 directory whose processes use vgpu's own nodes,
@@ -208,6 +208,16 @@ for c in 0 1; do
     echo "$out" | grep -E '^(cuDeviceTotalMem_v2|cuCtxCreate_v2|cuMemGetInfo_v2|fill)=' | sed 's/^/  /'
     # CUDA_ERROR_OUT_OF_MEMORY (2) ends the fill, or the demo failed.
     echo "$out" | grep -q '^fill=2 ' || { echo "  libcuda did not stop at the ceiling"; exit 1; }
+done
+say "and libcuda's managed memory: cuMemAllocManaged in 64 MiB steps, each prefetched to the GPU, stops there too"
+for c in 0 1; do
+    out=$(p exec smi$c sh -c "LD_LIBRARY_PATH=$opt/lib cuprobe --managed" 2>&1)
+    echo "container smi$c (memory_limit $(mib "$(cat "$(vgpu $c memory_limit)")") MiB):"
+    echo "$out" | grep -E '^(cuMemGetInfo_v2|attributes|managed)=' | sed 's/^/  /'
+    # The allocation past the ceiling refused (vgpu refuses its mmap,
+    # which libcuda reports as 999), every step before it prefetched.
+    echo "$out" | grep -q '^managed=999 prefetch=0 ' ||
+        { echo "  libcuda's managed memory did not stop at the ceiling"; exit 1; }
 done
 p rm --all --force --time 0 > /dev/null
 vgpuctl remove 0 1 > /dev/null
