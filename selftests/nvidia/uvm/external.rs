@@ -6,12 +6,10 @@
 use kernel::prelude::*;
 
 use super::residency::{destroy_range, unmap_external};
-use super::state::{rd_u32, rd_u64, ExtMap, RangeKind};
+use super::state::{attribute, attribute_count, rd_u32, rd_u64, ExtMap, RangeKind};
 use crate::base::{ObjKind, StatusResult};
 use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::{
-    self, range_ok, Command, GpuMappingAttributes, RangeGpuParams, RangeParams, PAGE,
-};
+use crate::nv::uvm::{range_ok, Command, RangeGpuParams, RangeParams, PAGE};
 use crate::rm::state::Driver;
 
 impl Driver {
@@ -27,33 +25,24 @@ impl Driver {
     }
 
     pub(crate) fn uvm_map_external(&self, id: u64, p: &mut [u8]) -> StatusResult {
-        // The claimed release's layout: 535's arrays hold 32 GPUs
-        // (`uvm_ioctl.h:492-504` at 535.288.01), later ones 256.
+        // The claimed release's layout (`attribute_count`).
         let row = crate::settings::abi().uvm_command(Command::MapExternalAllocation);
         let at = |name| row.field(name).unwrap_or(p.len());
         let base = rd_u64(p, at("base"));
         let len = rd_u64(p, at("length"));
         let offset = rd_u64(p, at("offset"));
-        let count = rd_u64(p, at("gpu_attributes_count"));
         let h_client = rd_u32(p, at("h_client"));
         let h_memory = rd_u32(p, at("h_memory"));
-        let attributes = at("per_gpu_attributes");
-        let max = (at("gpu_attributes_count").saturating_sub(attributes)
-            / GpuMappingAttributes::SIZE)
-            .min(uvm::MAX_GPU_ATTRIBUTES);
+        let (count, max) = attribute_count(p, row);
         if !range_ok(base, len) || offset & (PAGE - 1) != 0 {
             return Err(NV_ERR_INVALID_ADDRESS);
         }
-        if count == 0 || count > max as u64 {
+        if count == 0 || count > max {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let mut gpus = KVec::new();
         for i in 0..count as usize {
-            let at = attributes + i * GpuMappingAttributes::SIZE;
-            let a = GpuMappingAttributes::decode(
-                p.get(at..at + GpuMappingAttributes::SIZE)
-                    .ok_or(NV_ERR_INVALID_ARGUMENT)?,
-            );
+            let a = attribute(p, row, i)?;
             if a.gpu_mapping_type > 3 || a.gpu_caching_type > 2 || a.gpu_compression_type > 1 {
                 return Err(NV_ERR_INVALID_ARGUMENT);
             }

@@ -12,11 +12,11 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use super::state::{rd_u64, RangeKind};
+use super::state::{attribute, attribute_count, rd_u64, RangeKind};
 use crate::base::StatusResult;
 use crate::memory::Backing;
-use crate::nv::abi::{status::*, Wire};
-use crate::nv::uvm::{self, range_ok, Command, GpuMappingAttributes};
+use crate::nv::abi::status::*;
+use crate::nv::uvm::{range_ok, Command};
 use crate::rm::state::{Driver, Rm};
 
 impl Driver {
@@ -32,29 +32,20 @@ impl Driver {
     /// pool larger than the double backs (`memory::MAX_BACKED`) is
     /// NV_ERR_NO_MEMORY.
     pub(crate) fn uvm_alloc_semaphore_pool(&self, id: u64, p: &mut [u8]) -> StatusResult {
-        // The claimed release's layout: 535's array holds 32 GPUs.
         let row = crate::settings::abi().uvm_command(Command::AllocSemaphorePool);
         let at = |name| row.field(name).unwrap_or(p.len());
         let base = rd_u64(p, at("base"));
         let len = rd_u64(p, at("length"));
-        let count = rd_u64(p, at("gpu_attributes_count"));
-        let attributes = at("per_gpu_attributes");
-        let max = (at("gpu_attributes_count").saturating_sub(attributes)
-            / GpuMappingAttributes::SIZE)
-            .min(uvm::MAX_GPU_ATTRIBUTES);
+        let (count, max) = attribute_count(p, row);
         if !range_ok(base, len) {
             return Err(NV_ERR_INVALID_ADDRESS);
         }
-        if count > max as u64 {
+        if count > max {
             return Err(NV_ERR_INVALID_ARGUMENT);
         }
         let mut attrs = KVec::new();
         for i in 0..count as usize {
-            let at = attributes + i * GpuMappingAttributes::SIZE;
-            let a = GpuMappingAttributes::decode(
-                p.get(at..at + GpuMappingAttributes::SIZE)
-                    .ok_or(NV_ERR_INVALID_ARGUMENT)?,
-            );
+            let a = attribute(p, row, i)?;
             let gpu = self.gpu_by_uuid(&a.gpu_uuid);
             attrs
                 .push((a.gpu_mapping_type, a.gpu_caching_type, gpu), GFP_KERNEL)

@@ -9,7 +9,9 @@ use kernel::{mm::Mm, prelude::*, sync::aref::ARef, sync::Arc};
 use crate::base::{StatusResult, MAX_GPUS};
 use crate::memory::Backing;
 use crate::nv::abi::status::*;
-use crate::nv::uvm::{self, CHUNK};
+use crate::nv::abi::Wire;
+use crate::nv::table::UvmRow;
+use crate::nv::uvm::{self, GpuMappingAttributes, CHUNK};
 
 /// Where a VA space's mm file stands.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -282,6 +284,26 @@ impl Uvm {
 
 /// Reads a `u64` of a parameter block (for blocks too large to decode on
 /// the stack).
+/// The per-GPU mapping attributes of block `p`, laid out as `row` (the
+/// claimed release's: 535's array holds 32 GPUs, `uvm_ioctl.h:492-504` at
+/// 535.288.01, later ones 256): `gpuAttributesCount`, and how many the
+/// array holds.
+pub(crate) fn attribute_count(p: &[u8], row: &UvmRow) -> (u64, u64) {
+    let at = |name| row.field(name).unwrap_or(p.len());
+    let count = rd_u64(p, at("gpu_attributes_count"));
+    let room = at("gpu_attributes_count").saturating_sub(at("per_gpu_attributes"))
+        / GpuMappingAttributes::SIZE;
+    (count, room.min(uvm::MAX_GPU_ATTRIBUTES) as u64)
+}
+
+/// Attribute `i` of that array; past the block NV_ERR_INVALID_ARGUMENT.
+pub(crate) fn attribute(p: &[u8], row: &UvmRow, i: usize) -> StatusResult<GpuMappingAttributes> {
+    let at = row.field("per_gpu_attributes").unwrap_or(p.len()) + i * GpuMappingAttributes::SIZE;
+    p.get(at..at + GpuMappingAttributes::SIZE)
+        .map(GpuMappingAttributes::decode)
+        .ok_or(NV_ERR_INVALID_ARGUMENT)
+}
+
 pub(crate) fn rd_u64(p: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     if let Some(s) = p.get(at..at + 8) {
