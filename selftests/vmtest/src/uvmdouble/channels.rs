@@ -7,20 +7,21 @@ use super::*;
 /// A TSG in `vas` and a channel in it (no ring), with a compute object,
 /// whose GR context buffers UVM maps when the channel is registered.
 pub(super) fn channel(s: &S, vas: Handle) -> Result<(Handle, Handle), String> {
-    let (tsg, ch) = bare_channel(s, vas, nvclient::tsg_params(vas))?;
+    let (tsg, ch) = bare_channel(s, nvclient::tsg_params(vas))?;
     compute(s, ch)?;
     Ok((tsg, ch))
 }
 
-/// A TSG of `params` in `vas` and a channel in it, nothing more.
-fn bare_channel(
-    s: &S,
-    _vas: Handle,
-    params: abi::ChannelGroupAllocParams,
-) -> Result<(Handle, Handle), String> {
+/// A TSG of `params` (which name its VA space) and a channel in it,
+/// nothing more.
+fn bare_channel(s: &S, params: abi::ChannelGroupAllocParams) -> Result<(Handle, Handle), String> {
     let tsg = s.ctl.alloc_tsg(s.client, s.device, 0, params).ctx("TSG")?;
-    let ch = s
-        .ctl
+    Ok((tsg, channel_in(s, tsg)?))
+}
+
+/// A channel (no ring) in TSG `tsg`.
+fn channel_in(s: &S, tsg: Handle) -> Result<Handle, String> {
+    s.ctl
         .alloc_channel(
             s.client,
             tsg,
@@ -28,8 +29,7 @@ fn bare_channel(
             class::AMPERE_CHANNEL_GPFIFO_A,
             Default::default(),
         )
-        .ctx("channel")?;
-    Ok((tsg, ch))
+        .ctx("channel")
 }
 
 /// A compute object on channel `ch` (its TSG's GR context committed).
@@ -52,7 +52,7 @@ pub(super) fn channel_registration() -> Outcome {
     let base = 0x7000_0000_0000u64;
     let len = 64 * MIB;
     // Before its compute object the context has no buffers.
-    let (_, bare) = bare_channel(s, f.vas, nvclient::tsg_params(f.vas))?;
+    let (_, bare) = bare_channel(s, nvclient::tsg_params(f.vas))?;
     want_rm(
         f.uvm
             .register_channel(&f.uuid, -1, s.client, bare, base, len),
@@ -128,16 +128,7 @@ pub(super) fn channel_registration() -> Outcome {
     )?;
     // Another channel of the same TSG shares the ranges: the same region
     // again is no conflict.
-    let sibling = s
-        .ctl
-        .alloc_channel(
-            s.client,
-            tsg,
-            0,
-            class::AMPERE_CHANNEL_GPFIFO_A,
-            Default::default(),
-        )
-        .ctx("second channel of the TSG")?;
+    let sibling = channel_in(s, tsg)?;
     f.uvm
         .register_channel(&f.uuid, -1, s.client, sibling, base, total)
         .ctx("REGISTER_CHANNEL of the TSG's second channel")?;
@@ -159,7 +150,7 @@ pub(super) fn channel_registration() -> Outcome {
         engine_type: abi::engine::NV2080_ENGINE_TYPE_COPY0,
         ..nvclient::tsg_params(f.vas)
     };
-    let (_, ce) = bare_channel(s, f.vas, copy)?;
+    let (_, ce) = bare_channel(s, copy)?;
     f.uvm
         .register_channel(&f.uuid, -1, s.client, ce, 0, 0)
         .ctx("REGISTER_CHANNEL of a copy channel, no region")?;
