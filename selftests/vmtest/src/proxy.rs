@@ -89,6 +89,17 @@ fn sequence(ctl: &str, gpu: &str, uvm: &str) -> Result<(String, bool), String> {
         .ctl
         .alloc_work_channel(s.client, s.device, tsg, class::AMPERE_CHANNEL_GPFIFO_A, 16)
         .map_err(e("channel"))?;
+    // A compute object commits the TSG's GR context, whose buffers UVM
+    // maps when the channel is registered.
+    s.ctl
+        .alloc(
+            s.client,
+            ch.h_channel,
+            0,
+            class::HOPPER_COMPUTE_A,
+            &mut [0u8; 16],
+        )
+        .map_err(e("compute object"))?;
     let chva = nvclient::uvm::Reservation::new(64 << 20, 1 << 20).map_err(e("VA"))?;
     u.register_channel(&uuid, -1, s.client, ch.h_channel, chva.addr(), 64 << 20)
         .map_err(e("REGISTER_CHANNEL"))?;
