@@ -444,17 +444,24 @@ impl Uvm {
             h_memory,
             ..Default::default()
         });
-        if attributes.len() > p.per_gpu_attributes.len() {
-            return Err(Error::Invalid("more GPU attributes than the block holds"));
-        }
-        p.per_gpu_attributes[..attributes.len()].copy_from_slice(attributes);
-        let mut b = vec![0u8; MapExternalAllocationParams::SIZE];
-        p.encode(&mut b);
-        self.command_in_release(
+        put_attributes(&mut p.per_gpu_attributes, attributes)?;
+        self.send_in_release(
             Command::MapExternalAllocation,
-            &mut b,
+            &*p,
             MapExternalAllocationParams::FIELDS,
         )
+    }
+
+    /// Encodes `p` and issues `cmd` with it ([`Uvm::command_in_release`]).
+    fn send_in_release<T: Wire>(
+        &self,
+        cmd: Command,
+        p: &T,
+        fields: &'static [vgpu_logic::nv::abi::WireField],
+    ) -> Result<()> {
+        let mut b = vec![0u8; T::SIZE];
+        p.encode(&mut b);
+        self.command_in_release(cmd, &mut b, fields)
     }
 
     /// Issues command `cmd` with `block`, laid out as `fields` (the newest
@@ -493,15 +500,10 @@ impl Uvm {
             gpu_attributes_count: attributes.len() as u64,
             ..Default::default()
         });
-        if attributes.len() > p.per_gpu_attributes.len() {
-            return Err(Error::Invalid("more GPU attributes than the block holds"));
-        }
-        p.per_gpu_attributes[..attributes.len()].copy_from_slice(attributes);
-        let mut b = vec![0u8; AllocSemaphorePoolParams::SIZE];
-        p.encode(&mut b);
-        self.command_in_release(
+        put_attributes(&mut p.per_gpu_attributes, attributes)?;
+        self.send_in_release(
             Command::AllocSemaphorePool,
-            &mut b,
+            &*p,
             AllocSemaphorePoolParams::FIELDS,
         )
     }
@@ -754,6 +756,14 @@ impl Uvm {
     pub fn map_managed(&self, len: usize) -> Result<ManagedRange> {
         map_managed_fd(self.fd(), len)
     }
+}
+
+/// Copies `src` to the front of a block's per-GPU attribute array `dst`.
+fn put_attributes(dst: &mut [GpuMappingAttributes], src: &[GpuMappingAttributes]) -> Result<()> {
+    dst.get_mut(..src.len())
+        .ok_or(Error::Invalid("more GPU attributes than the block holds"))?
+        .copy_from_slice(src);
+    Ok(())
 }
 
 /// A managed range of `len` bytes (a multiple of 4 KiB), 2 MiB aligned,
