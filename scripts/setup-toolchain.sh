@@ -19,22 +19,42 @@
 #   - bindgen-cli and cbindgen from crates.io
 # NVIDIA's open modules come later, from Debian's archive through a private
 # apt state (scripts/fetch-debs.sh, scripts/build-nvidia.sh), not from here.
+#
+#   scripts/setup-toolchain.sh [--stock-only]
+#
+# --stock-only (scripts/vm.sh on the stock kernel, so `make demo`): what a
+# VM run on Debian's stock kernel needs, and not what building a kernel,
+# the packages or the host checks need (clang/LLVM 19, the kernel's host
+# build deps, rust-src, dwarves, dkms, lintian, python3-venv, bindgen,
+# cbindgen): the modules are built in the trixie root, by Debian's own
+# compiler and bindgen. A fresh machine's `make demo` saves the two cargo
+# installs (160 s) and LLVM's packages; `make test` installs the rest.
 set -euo pipefail
 
 . "$(dirname "$0")/env.sh"
 
+stock_only=""
+case "${1:-}" in
+"") ;;
+--stock-only) stock_only=1 ;;
+*) echo "usage: $0 [--stock-only]" >&2; exit 2 ;;
+esac
+
+# A VM run on the stock kernel: the VM, what is copied into it, the trixie
+# root, Debian's kernel source (unpacked there) and the DRA plugin's protoc.
+want=(cpio xz-utils zstd patch qemu-system-x86 busybox-static podman crun runc conmon
+      protobuf-compiler debootstrap)
+[ -n "$stock_only" ] || want+=(bc bison flex libelf-dev libssl-dev libclang-19-dev clang-19 lld-19
+                               llvm-19 dkms lintian python3-venv dwarves)
 need_apt=()
-for p in bc bison flex libelf-dev libssl-dev cpio xz-utils zstd patch \
-         qemu-system-x86 busybox-static libclang-19-dev clang-19 lld-19 llvm-19 \
-         podman crun runc conmon dkms lintian python3-venv protobuf-compiler debootstrap \
-         dwarves; do
+for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need_apt+=("$p")
 done
 
 src_pkg="linux-source-${VGPU_KERNEL_SERIES}"
 rustsrc_ver="${VGPU_RUST_SRC_VERSION}"
 dpkg-query -W -f='${Status}' "$src_pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$src_pkg")
-if [ "$(dpkg-query -W -f='${Version}' rust-src 2>/dev/null || true)" != "$rustsrc_ver" ]; then
+if [ -z "$stock_only" ] && [ "$(dpkg-query -W -f='${Version}' rust-src 2>/dev/null || true)" != "$rustsrc_ver" ]; then
     need_apt+=("rust-src=$rustsrc_ver")
 fi
 
@@ -60,6 +80,11 @@ PIN
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         -t bookworm "${need_apt[@]/#/}" 2>/dev/null \
       || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
+fi
+
+if [ -n "$stock_only" ]; then
+    echo "setup: toolchain ready for the stock kernel (rustc $(rustc --version | cut -d' ' -f2), $(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"
+    exit 0
 fi
 
 # Rust side: the kernel wants rustfmt/clippy for checks; bindgen and cbindgen.
