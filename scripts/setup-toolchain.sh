@@ -82,19 +82,18 @@ PIN
       || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
-if [ -n "$stock_only" ]; then
-    echo "setup: toolchain ready for the stock kernel (rustc $(rustc --version | cut -d' ' -f2), $(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"
-    exit 0
-fi
-
 # Rust side: the kernel wants rustfmt/clippy for checks; bindgen and cbindgen.
-rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
-rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
-if ! bindgen --version 2>/dev/null | grep -q "bindgen ${VGPU_BINDGEN_VERSION}"; then
-    cargo install --locked --version "~${VGPU_BINDGEN_VERSION}" bindgen-cli
-fi
-if ! cbindgen --version 2>/dev/null | grep -q "cbindgen ${VGPU_CBINDGEN_VERSION}"; then
-    cargo install --locked --version "~${VGPU_CBINDGEN_VERSION}" cbindgen
+tools=""
+if [ -z "$stock_only" ]; then
+    rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+    rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    if ! bindgen --version 2>/dev/null | grep -q "bindgen ${VGPU_BINDGEN_VERSION}"; then
+        cargo install --locked --version "~${VGPU_BINDGEN_VERSION}" bindgen-cli
+    fi
+    if ! cbindgen --version 2>/dev/null | grep -q "cbindgen ${VGPU_CBINDGEN_VERSION}"; then
+        cargo install --locked --version "~${VGPU_CBINDGEN_VERSION}" cbindgen
+    fi
+    tools="bindgen $(bindgen --version | cut -d' ' -f2), "
 fi
 
-echo "setup: toolchain ready (rustc $(rustc --version | cut -d' ' -f2), bindgen $(bindgen --version | cut -d' ' -f2), $(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"
+echo "setup: toolchain ready${stock_only:+ for the stock kernel} (rustc $(rustc --version | cut -d' ' -f2), ${tools}$(ls -d /usr/src/linux-source-${VGPU_KERNEL_SERIES}* | head -1))"

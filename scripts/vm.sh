@@ -62,11 +62,8 @@ done
 
 # From a fresh machine too (`make demo` first): install what is missing;
 # on the stock kernel, only what a run there needs.
-if [ "$variant" = stock ]; then
-    "$VGPU_TOP/scripts/setup-toolchain.sh" --stock-only
-else
-    "$VGPU_TOP/scripts/setup-toolchain.sh"
-fi
+only=(); [ "$variant" != stock ] || only=(--stock-only)
+"$VGPU_TOP/scripts/setup-toolchain.sh" "${only[@]}"
 # The userspace binaries need no kernel: on a fresh machine their release
 # build (about 160 s) runs while the trixie root is fetched, which leaves
 # the CPUs idle (about 80 s). Cached, it is a second's check.
